@@ -1,0 +1,71 @@
+"""The error tree of Simulator.
+
+Every error a user can cause is a :class:`SimulatorError`; the CLI prints it without a traceback and maps it
+to an exit code. Anything else that escapes is a bug in Simulator.
+
+``SimulatorError``
+  ``ConfigError``      one problem in a file a person wrote (file, line, column, key path, message)
+  ``ConfigErrors``     every problem found in one or more files, sorted by file and position
+  ``AgentError``       the agent under test failed (down, timed out, raised)
+  ``ModelError``       a model provider failed (user, judge or litellm agent role)
+  ``JudgeError``       a judge could not produce a valid verdict
+  ``StoreError``       the run store could not be read or written
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+
+class SimulatorError(Exception):
+    """Base of every error Simulator raises on purpose."""
+
+
+class ConfigError(SimulatorError):
+    """One problem at one place in a file a person wrote.
+
+    ``line`` and ``column`` are 1-based; 0 means "the whole file" (for example an empty or undecodable file).
+    ``key_path`` is the dotted path to the key, such as ``cases[0].steps[1].max_turns``; ``(root)`` for the
+    top of the file.
+    """
+
+    def __init__(self, file: str | Path, line: int, column: int, key_path: str, message: str) -> None:
+        self.file = str(file)
+        self.line = line
+        self.column = column
+        self.key_path = key_path or "(root)"
+        self.message = message
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """Format as ``FILE:LINE:COL: key.path: message``, the shape editors and CI logs recognise."""
+        return f"{self.file}:{self.line}:{self.column}: {self.key_path}: {self.message}"
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        """Order errors by file, then position, then path."""
+        return (self.file, self.line, self.column, self.key_path)
+
+
+class ConfigErrors(SimulatorError):
+    """All problems found while loading, sorted. Raised once, after everything was checked."""
+
+    def __init__(self, errors: Iterable[ConfigError]) -> None:
+        self.errors = sorted(errors, key=ConfigError.sort_key)
+        super().__init__("\n".join(e.render() for e in self.errors))
+
+
+class AgentError(SimulatorError):
+    """The agent under test could not answer (it raised, timed out, or returned something unusable)."""
+
+
+class ModelError(SimulatorError):
+    """A model provider call failed after its retries (rate limit, server error, timeout, bad output)."""
+
+
+class JudgeError(SimulatorError):
+    """A judge could not produce a valid verdict."""
+
+
+class StoreError(SimulatorError):
+    """The run store could not be opened, migrated, read or written."""

@@ -1,0 +1,26 @@
+"""Reading what people write: YAML suites, hosted evals files, agent files, personas, CSV imports."""
+
+from simulator.loading._load import (
+    LoadedSuite,
+    ValidationReport,
+    classify,
+    collect_yaml_files,
+    find_upwards,
+    load_personas,
+    load_suite,
+    validate_paths,
+)
+from simulator.loading._schema import SCHEMA_FILES, load_schema
+
+__all__ = [
+    "SCHEMA_FILES",
+    "LoadedSuite",
+    "ValidationReport",
+    "classify",
+    "collect_yaml_files",
+    "find_upwards",
+    "load_personas",
+    "load_schema",
+    "load_suite",
+    "validate_paths",
+]

@@ -1,0 +1,619 @@
+"""Loading suites, hosted ``evals:`` files, agent files and personas, with every problem reported at once.
+
+The pipeline per file: read (UTF-8, size limit) -> line-aware YAML tree -> JSON Schema -> pydantic models ->
+cross-reference checks (declared variables, expectation references, personas, unique case names, tools).
+Errors of all stages are collected and raised together, sorted by place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from simulator.errors import ConfigError, ConfigErrors
+from simulator.loading._schema import SchemaChecker, closest, describe_value, did_you_mean
+from simulator.loading._yaml import DataPath, Located, format_path, parse_yaml, read_text
+from simulator.models import (
+    AgentConfig,
+    Case,
+    GoldenCase,
+    HostedEvalsFile,
+    Persona,
+    PersonaFile,
+    ScenarioCase,
+    SimulationCase,
+    Suite,
+    ToolFake,
+    normalize_reference,
+)
+from simulator.models._base import Text
+from simulator.models.case import ExpectationSpec
+
+YAML_SUFFIXES = (".yaml", ".yml")
+AGENT_FILE_NAMES = ("agent.yaml", "agent.yml")
+PERSONAS_DIR = "personas"
+_SUITE_KEYS = set(Suite.model_fields)
+
+_agent_adapter: TypeAdapter[Any] = TypeAdapter(AgentConfig)
+
+
+@dataclass
+class LoadedSuite:
+    """A suite ready to run: its cases, the resolved agent and the personas it can use."""
+
+    suite: Suite
+    path: Path
+    agent_path: Path | None = None
+    personas: dict[str, Persona] = field(default_factory=dict)
+    hosted_format: bool = False
+
+    @property
+    def agent(self) -> AgentConfig | None:
+        """The agent under test, resolved from the suite, a referenced file or a nearby agent.yaml."""
+        agent = self.suite.agent
+        return None if isinstance(agent, str) else agent
+
+
+@dataclass
+class ValidationReport:
+    """What ``validate`` found: the files read, what they hold, and every problem."""
+
+    files: list[Path] = field(default_factory=list)
+    suites: list[LoadedSuite] = field(default_factory=list)
+    personas: dict[str, Persona] = field(default_factory=dict)
+    agents: list[Path] = field(default_factory=list)
+    errors: list[ConfigError] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when no file had a problem."""
+        return not self.errors
+
+    def case_counts(self) -> dict[str, int]:
+        """Number of cases per kind over all suites."""
+        counts = {"golden": 0, "scenario": 0, "simulation": 0}
+        for loaded in self.suites:
+            for case in loaded.suite.cases:
+                counts[case.kind] += 1
+        return counts
+
+
+def _data_path(loc: Sequence[Any], data: Any) -> DataPath:
+    """Map a pydantic error location onto the data, dropping union tags that are not keys in the data."""
+    path: list[str | int] = []
+    current = data
+    for index, part in enumerate(loc):
+        if (isinstance(current, dict) and part in current) or (
+            isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current)
+        ):
+            current = current[part]
+            path.append(part)
+        elif index == len(loc) - 1 and isinstance(part, (str, int)):
+            path.append(part)
+    return tuple(path)
+
+
+def _overlaps(path: DataPath, others: Iterable[DataPath]) -> bool:
+    for other in others:
+        shorter = min(len(path), len(other))
+        if path[:shorter] == other[:shorter]:
+            return True
+    return False
+
+
+class Loader:
+    """Loads files, each once: agent files and persona folders are shared by the suites that use them."""
+
+    def __init__(self) -> None:
+        self.errors: list[ConfigError] = []
+        self._agents: dict[Path, AgentConfig | None] = {}
+        self._persona_dirs: dict[Path, dict[str, Persona]] = {}
+        self._persona_sources: dict[str, Path] = {}
+
+    # -- one document ------------------------------------------------------------------------------
+
+    def _read(self, path: Path) -> Located | None:
+        text, errors = read_text(path)
+        self.errors.extend(errors)
+        if text is None:
+            return None
+        located, errors = parse_yaml(text, str(path))
+        self.errors.extend(errors)
+        return located
+
+    def _validate(self, path: Path, located: Located, kind: str, model: Any) -> Any:
+        """Schema-check, then build the model; returns it when it could be built, else None."""
+        file = str(path)
+        if not isinstance(located.data, dict):
+            hint = ": put the cases under `cases:`" if kind == "suite" and isinstance(located.data, list) else ""
+            self.errors.append(
+                ConfigError(
+                    file,
+                    1,
+                    1,
+                    "(root)",
+                    f"expected a mapping at the top of the file, got {describe_value(located.data)}{hint}",
+                )
+            )
+            return None
+        schema_found = SchemaChecker(kind).check(located, file)
+        self.errors.extend(error for _, error in schema_found)
+        bad_paths = [p for p, _ in schema_found]
+        try:
+            if isinstance(model, TypeAdapter):
+                return model.validate_python(located.data)
+            return model.model_validate(located.data)
+        except ValidationError as exc:
+            for detail in exc.errors(include_url=False):
+                where = _data_path(detail["loc"], located.data)
+                if _overlaps(where, bad_paths):
+                    continue
+                message = str(detail["msg"]).removeprefix("Value error, ")
+                if detail["type"] == "missing":
+                    message = f"missing required key {where[-1]!r}"
+                    position = located.position(where[:-1])
+                else:
+                    position = located.position(where)
+                self.errors.append(ConfigError(file, position.line, position.column, format_path(where), message))
+            return None
+
+    # -- agents and personas -----------------------------------------------------------------------
+
+    def load_agent(self, path: Path) -> AgentConfig | None:
+        """The agent config in ``path`` (cached); None when it has errors (they are recorded)."""
+        path = path.resolve()
+        if path not in self._agents:
+            located = self._read(path)
+            self._agents[path] = self._validate(path, located, "agent", _agent_adapter) if located is not None else None
+        return self._agents[path]
+
+    def load_persona_dir(self, directory: Path) -> dict[str, Persona]:
+        """All personas in a folder (cached), by name; duplicates and broken files are recorded as errors."""
+        directory = directory.resolve()
+        if directory in self._persona_dirs:
+            return self._persona_dirs[directory]
+        personas: dict[str, Persona] = {}
+        for path in sorted(p for p in directory.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file()):
+            for persona, position in self._load_persona_file(path):
+                if persona.name in personas:
+                    first = self._persona_sources.get(persona.name, path)
+                    self.errors.append(
+                        ConfigError(
+                            path,
+                            position.line,
+                            position.column,
+                            "name",
+                            f"persona {persona.name!r} is already defined in {first}: persona names must be unique",
+                        )
+                    )
+                    continue
+                personas[persona.name] = persona
+                self._persona_sources[persona.name] = path
+        self._persona_dirs[directory] = personas
+        return personas
+
+    def _load_persona_file(self, path: Path) -> list[tuple[Persona, Any]]:
+        located = self._read(path)
+        if located is None:
+            return []
+        if isinstance(located.data, dict) and "personas" in located.data:
+            collection = self._validate(path, located, "personas", PersonaFile)
+            if collection is None:
+                return []
+            return [(p, located.position(("personas", i, "name"))) for i, p in enumerate(collection.personas)]
+        persona = self._validate(path, located, "persona", Persona)
+        return [] if persona is None else [(persona, located.position(("name",)))]
+
+    # -- suites ------------------------------------------------------------------------------------
+
+    def load_suite_file(self, path: Path, located: Located | None = None) -> LoadedSuite | None:
+        """A suite or hosted ``evals:`` file with its agent and personas resolved and cross-checked.
+
+        When the file has schema errors, the parts that are valid (cases, agent, personas) are still
+        cross-checked, so one run of ``validate`` shows every problem.
+        """
+        if located is None:
+            path = path.resolve()
+            located = self._read(path)
+        if located is None:
+            return None
+        data = located.data
+        hosted = isinstance(data, dict) and "evals" in data
+        suite: Suite | None
+        if hosted:
+            entries = data.get("evals")
+            for entry in entries if isinstance(entries, list) else []:
+                if isinstance(entry, dict):
+                    entry.setdefault("kind", "simulation")
+            hosted_file = self._validate(path, located, "evals", HostedEvalsFile)
+            suite = None
+            if hosted_file is not None:
+                suite = Suite(
+                    name=path.stem, description=f"hosted evals file {path.name}", cases=list(hosted_file.evals)
+                )
+            cases_key = "evals"
+        else:
+            suite = self._validate(path, located, "suite", Suite)
+            cases_key = "cases"
+        if not isinstance(data, dict):
+            return None
+        parts = _SuiteParts.of(suite) if suite is not None else _SuiteParts.salvage(data, cases_key)
+        agent, agent_path = self._resolve_agent(path, located, parts.agent)
+        personas_dir = find_upwards(path.parent, PERSONAS_DIR, want_dir=True)
+        personas = self.load_persona_dir(personas_dir) if personas_dir else {}
+        _CrossCheck(self, path, located, parts, cases_key, agent, agent_path, personas, personas_dir).run()
+        if suite is None:
+            return None
+        suite = suite.model_copy(update={"agent": agent})
+        return LoadedSuite(suite=suite, path=path, agent_path=agent_path, personas=personas, hosted_format=hosted)
+
+    def _resolve_agent(
+        self, path: Path, located: Located, agent: AgentConfig | str | None
+    ) -> tuple[AgentConfig | None, Path | None]:
+        if isinstance(agent, str):
+            target = (path.parent / agent).resolve()
+            if not target.is_file():
+                position = located.position(("agent",))
+                self.errors.append(
+                    ConfigError(
+                        path,
+                        position.line,
+                        position.column,
+                        "agent",
+                        f"agent file {agent!r} not found (looked for {target}): fix the path, relative to this file",
+                    )
+                )
+                return None, None
+            return self.load_agent(target), target
+        if agent is not None:
+            return agent, path
+        found = next((p for name in AGENT_FILE_NAMES if (p := find_upwards(path.parent, name)) is not None), None)
+        if found is None:
+            return None, None
+        return self.load_agent(found), found
+
+
+def _try(adapter: TypeAdapter[Any], value: Any) -> Any:
+    try:
+        return adapter.validate_python(value)
+    except ValidationError:
+        return None
+
+
+_case_adapter: TypeAdapter[Any] = TypeAdapter(Case)
+_simulation_adapter: TypeAdapter[Any] = TypeAdapter(SimulationCase)
+_agent_or_path_adapter: TypeAdapter[Any] = TypeAdapter(AgentConfig | Text)
+_fake_adapter: TypeAdapter[Any] = TypeAdapter(ToolFake)
+
+
+@dataclass
+class _SuiteParts:
+    """What the cross-checks need of a suite; from a valid suite, or salvaged from one with errors."""
+
+    agent: AgentConfig | str | None
+    personas: list[str]
+    tool_fakes: list[tuple[int, ToolFake]]
+    cases: list[tuple[int, GoldenCase | ScenarioCase | SimulationCase]]
+
+    @classmethod
+    def of(cls, suite: Suite) -> _SuiteParts:
+        return cls(suite.agent, suite.personas, list(enumerate(suite.tool_fakes)), list(enumerate(suite.cases)))
+
+    @classmethod
+    def salvage(cls, data: dict[str, Any], cases_key: str) -> _SuiteParts:
+        adapter = _simulation_adapter if cases_key == "evals" else _case_adapter
+        raw_cases = data.get(cases_key)
+        raw_fakes = data.get("tool_fakes")
+        raw_personas = data.get("personas")
+        return cls(
+            agent=_try(_agent_or_path_adapter, data["agent"]) if data.get("agent") is not None else None,
+            personas=[p for p in raw_personas if isinstance(p, str)] if isinstance(raw_personas, list) else [],
+            tool_fakes=[
+                (i, fake)
+                for i, raw in enumerate(raw_fakes if isinstance(raw_fakes, list) else [])
+                if (fake := _try(_fake_adapter, raw)) is not None
+            ],
+            cases=[
+                (i, case)
+                for i, raw in enumerate(raw_cases if isinstance(raw_cases, list) else [])
+                if (case := _try(adapter, raw)) is not None
+            ],
+        )
+
+
+class _CrossCheck:
+    """Rules that span keys and files: declared variables, references, personas, names, tools."""
+
+    def __init__(  # noqa: PLR0917 - one private call site, every argument named there
+        self,
+        loader: Loader,
+        path: Path,
+        located: Located,
+        parts: _SuiteParts,
+        cases_key: str,
+        agent: AgentConfig | None,
+        agent_path: Path | None,
+        personas: dict[str, Persona],
+        personas_dir: Path | None,
+    ) -> None:
+        self.loader = loader
+        self.path = path
+        self.located = located
+        self.parts = parts
+        self.cases_key = cases_key
+        self.agent = agent
+        self.agent_path = agent_path
+        self.personas = personas
+        self.personas_dir = personas_dir
+
+    def error(self, path: DataPath, message: str, *, key: bool = False) -> None:
+        position = self.located.position(path, key=key)
+        self.loader.errors.append(ConfigError(self.path, position.line, position.column, format_path(path), message))
+
+    def run(self) -> None:
+        self._personas(("personas",), self.parts.personas)
+        self._tool_fakes(("tool_fakes",), self.parts.tool_fakes)
+        self._unique_names()
+        for index, case in self.parts.cases:
+            base: DataPath = (self.cases_key, index)
+            self._personas((*base, "personas"), case.personas)
+            self._session_parameters(base, case.session_parameters)
+            self._tool_fakes((*base, "tool_fakes"), list(enumerate(case.tool_fakes)))
+            self._expectations(base, case)
+
+    def _unique_names(self) -> None:
+        # Checked on the raw data, so that cases with other errors still count.
+        raw_cases = self.located.data.get(self.cases_key)
+        first_line: dict[str, int] = {}
+        for index, raw in enumerate(raw_cases if isinstance(raw_cases, list) else []):
+            name = raw.get("name") if isinstance(raw, dict) else None
+            if not isinstance(name, str):
+                continue
+            where: DataPath = (self.cases_key, index, "name")
+            if name in first_line:
+                self.error(
+                    where,
+                    f"case name {name!r} is used twice (first on line {first_line[name]}): "
+                    "case names must be unique in a suite",
+                )
+            else:
+                first_line[name] = self.located.position(where).line
+
+    def _personas(self, base: DataPath, names: list[str]) -> None:
+        for index, name in enumerate(names):
+            if name in self.personas:
+                continue
+            if self.personas_dir is None:
+                self.error(
+                    (*base, index),
+                    f"unknown persona {name!r}: no {PERSONAS_DIR}/ folder found beside this file or above it",
+                )
+            else:
+                known = ", ".join(sorted(self.personas)) or "none"
+                hint = did_you_mean(name, self.personas)
+                self.error((*base, index), f"unknown persona {name!r}{hint} (personas in {self.personas_dir}: {known})")
+
+    def _session_parameters(self, base: DataPath, parameters: dict[str, Any]) -> None:
+        for name, value in parameters.items():
+            where = (*base, "session_parameters", name)
+            if self.agent is None:
+                source = "its agent file has errors" if self.agent_path else "no agent config was found"
+                self.error(
+                    where,
+                    f"session parameter {name!r} cannot be checked against the agent's variables: {source} "
+                    f"(add `agent:` to the suite, or an agent.yaml beside this file declaring variables: {name}: ...)",
+                    key=True,
+                )
+                continue
+            declared = self.agent.variables
+            if name not in declared:
+                names = ", ".join(sorted(declared)) or "none"
+                self.error(
+                    where,
+                    f"session parameter {name!r} is not a variable declared by agent {self.agent.name!r}"
+                    f"{did_you_mean(name, declared)} (declared: {names}); "
+                    f"declare it under `variables:` in {self.agent_path}",
+                    key=True,
+                )
+                continue
+            expected = declared[name].type
+            if not _matches_type(value, expected):
+                self.error(where, f"variable {name!r} is declared as {expected}, got {describe_value(value)}")
+
+    def _declared_tools(self) -> list[str] | None:
+        if self.agent is None or not self.agent.tools:
+            return None
+        return [tool.name for tool in self.agent.tools]
+
+    def _tool_name(self, where: DataPath, name: str) -> None:
+        tools = self._declared_tools()
+        if tools is not None and name not in tools:
+            self.error(
+                where,
+                f"tool {name!r} is not declared by agent {self.agent.name if self.agent else ''!r}"
+                f"{did_you_mean(name, tools)} (declared: {', '.join(tools)})",
+            )
+
+    def _tool_fakes(self, base: DataPath, fakes: list[tuple[int, ToolFake]]) -> None:
+        for index, fake in fakes:
+            self._tool_name((*base, index, "tool"), fake.tool)
+
+    def _expectations(self, base: DataPath, case: GoldenCase | ScenarioCase | SimulationCase) -> None:
+        texts = {normalize_reference(e.text): e.text for e in case.expectations if e.text}
+        for index, expectation in enumerate(case.expectations):
+            self._expectation_tools((*base, "expectations", index), expectation)
+        references: list[tuple[DataPath, str]] = []
+        if isinstance(case, SimulationCase):
+            for s, step in enumerate(case.steps):
+                references += [((*base, "steps", s, "expectations", i), ref) for i, ref in enumerate(step.expectations)]
+                for c, check in enumerate(step.checks):
+                    self._expectation_tools((*base, "steps", s, "checks", c), check)
+        elif isinstance(case, GoldenCase):
+            for t, turn in enumerate(case.turns):
+                references += [((*base, "turns", t, "expectations", i), ref) for i, ref in enumerate(turn.expectations)]
+                if turn.expect:
+                    for c, call in enumerate(turn.expect.tool_calls):
+                        self._tool_name((*base, "turns", t, "expect", "tool_calls", c, "name"), call.name)
+        else:
+            for c, check in enumerate(case.checks):
+                self._expectation_tools((*base, "checks", c), check)
+        for where, ref in references:
+            if normalize_reference(ref) in texts:
+                continue
+            if texts:
+                near = closest(normalize_reference(ref), list(texts))
+                hint = f"; did you mean {texts[near]!r}?" if near else ""
+                listed = "; ".join(repr(t) for t in texts.values())
+                message = f"no expectation of this case has the text {ref!r}{hint} (expectations: {listed})"
+            else:
+                message = f"no expectation of this case has the text {ref!r}: this case has no `expectations:`"
+            self.error(where, message)
+
+    def _expectation_tools(self, where: DataPath, expectation: ExpectationSpec) -> None:
+        if expectation.tool_call is not None:
+            self._tool_name((*where, "tool_call", "name"), expectation.tool_call.name)
+        if expectation.after is not None:
+            self._tool_name((*where, "after"), expectation.after)
+
+
+def _matches_type(value: Any, expected: str) -> bool:
+    if expected == "string":
+        return isinstance(value, str)
+    if expected == "boolean":
+        return isinstance(value, bool)
+    if expected == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if expected == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if expected == "object":
+        return isinstance(value, dict)
+    return isinstance(value, list)
+
+
+def find_upwards(start: Path, name: str, *, want_dir: bool = False) -> Path | None:
+    """The nearest ``name`` in ``start`` or a parent folder, stopping at the top of a git checkout."""
+    for directory in [start, *start.parents]:
+        candidate = directory / name
+        if candidate.is_dir() if want_dir else candidate.is_file():
+            return candidate
+        if (directory / ".git").exists():
+            return None
+    return None
+
+
+def classify(path: Path, data: Any) -> str:
+    """What a YAML file holds: suite, evals, agent, persona or personas."""
+    if path.name in AGENT_FILE_NAMES:
+        return "agent"
+    if isinstance(data, dict):
+        if "evals" in data:
+            return "evals"
+        if "cases" in data:
+            return "suite"
+        if "personas" in data and set(data) == {"personas"}:
+            return "personas"
+        if PERSONAS_DIR in path.parent.parts:
+            return "persona"
+        if "type" in data and "cases" not in data:
+            return "agent"
+        if set(data) & _SUITE_KEYS:
+            return "suite"
+    elif PERSONAS_DIR in path.parent.parts:
+        return "persona"
+    return "unknown"
+
+
+def collect_yaml_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[ConfigError]]:
+    """YAML files named or found in the folders given (hidden folders skipped), each once, sorted."""
+    files: list[Path] = []
+    errors: list[ConfigError] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(
+                p
+                for p in path.rglob("*")
+                if p.suffix in YAML_SUFFIXES
+                and p.is_file()
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            )
+            if not found:
+                errors.append(ConfigError(path, 1, 1, "(root)", "no .yaml or .yml files in this folder"))
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            errors.append(ConfigError(path, 1, 1, "(root)", "no such file or folder"))
+    unique = list(dict.fromkeys(p.resolve() for p in files))
+    return unique, errors
+
+
+def validate_paths(paths: Iterable[str | Path]) -> ValidationReport:
+    """Load every YAML file under ``paths`` as what it holds and collect all problems, never raising."""
+    loader = Loader()
+    report = ValidationReport()
+    files, errors = collect_yaml_files(paths)
+    loader.errors.extend(errors)
+    report.files = files
+    for path in files:
+        located = loader._read(path)
+        if located is None:
+            continue
+        kind = classify(path, located.data)
+        if kind in ("suite", "evals"):
+            loaded = loader.load_suite_file(path, located)
+            if loaded is not None:
+                report.suites.append(loaded)
+                report.personas.update(loaded.personas)
+        elif kind == "agent":
+            if path.resolve() not in loader._agents:
+                loader._agents[path.resolve()] = loader._validate(path, located, "agent", _agent_adapter)
+            report.agents.append(path)
+        elif kind in ("persona", "personas"):
+            report.personas.update(loader.load_persona_dir(path.parent))
+        else:
+            loader.errors.append(
+                ConfigError(
+                    path,
+                    1,
+                    1,
+                    "(root)",
+                    "cannot tell what this file holds: a suite has `cases:`, a hosted evals file `evals:`, an agent "
+                    f"file is named agent.yaml, and a persona file lies in a {PERSONAS_DIR}/ folder",
+                )
+            )
+    report.errors = sorted(_unique(loader.errors), key=ConfigError.sort_key)
+    return report
+
+
+def load_suite(path: str | Path) -> LoadedSuite:
+    """Load one suite (or hosted evals file) with its agent and personas; raises :class:`ConfigErrors`."""
+    loader = Loader()
+    loaded = loader.load_suite_file(Path(path).resolve())
+    if loader.errors or loaded is None:
+        raise ConfigErrors(_unique(loader.errors))
+    return loaded
+
+
+def load_personas(directory: str | Path) -> dict[str, Persona]:
+    """All personas in a folder, by name; raises :class:`ConfigErrors`."""
+    loader = Loader()
+    personas = loader.load_persona_dir(Path(directory))
+    if loader.errors:
+        raise ConfigErrors(_unique(loader.errors))
+    return personas
+
+
+def _unique(errors: Iterable[ConfigError]) -> list[ConfigError]:
+    seen: set[str] = set()
+    result: list[ConfigError] = []
+    for error in errors:
+        text = error.render()
+        if text not in seen:
+            seen.add(text)
+            result.append(error)
+    return result

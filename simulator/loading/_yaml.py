@@ -1,0 +1,299 @@
+"""YAML text -> plain data plus the line and column of every key and value.
+
+PyYAML is used only to compose the node tree (libyaml when available); the tree is turned into data here,
+so that everything PyYAML would do silently becomes an error with a place: duplicate keys, YAML 1.1 values
+that change meaning (``no`` -> false, ``012`` -> 10, ``1:30`` -> 90, dates), language-specific tags, alias
+bombs and recursive aliases.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from simulator.errors import ConfigError
+
+DataPath = tuple[str | int, ...]
+
+#: Files larger than this are refused before parsing.
+MAX_FILE_BYTES = 10 * 1024 * 1024
+#: Nodes that may be reached through aliases (``*name``); a few "billion laughs" levels exceed it at once.
+MAX_ALIAS_EXPANSION = 100_000
+
+_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_constructor = yaml.constructor.SafeConstructor()
+
+_TAG = "tag:yaml.org,2002:"
+_TRUTHY_OK = {"true", "false"}
+_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
+
+
+@dataclass(frozen=True)
+class Position:
+    """A 1-based line and column in a file."""
+
+    line: int
+    column: int
+
+
+@dataclass
+class Located:
+    """Data read from a YAML file, with positions: ``values[path]`` where a value starts, ``keys[path]``
+    where the key that holds it is written."""
+
+    data: Any
+    values: dict[DataPath, Position] = field(default_factory=dict)
+    keys: dict[DataPath, Position] = field(default_factory=dict)
+
+    def position(self, path: DataPath, *, key: bool = False) -> Position:
+        """Where ``path`` is written; falls back to the closest enclosing value that is."""
+        if key and path in self.keys:
+            return self.keys[path]
+        probe = path
+        while probe:
+            if probe in self.values:
+                return self.values[probe]
+            probe = probe[:-1]
+        return self.values.get((), Position(1, 1))
+
+
+def format_path(path: DataPath) -> str:
+    """``('cases', 0, 'steps', 1, 'goal')`` -> ``cases[0].steps[1].goal``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{part!r}]"
+    return out or "(root)"
+
+
+def read_text(path: Path) -> tuple[str | None, list[ConfigError]]:
+    """Read a file as UTF-8 (a BOM is allowed), refusing huge, binary and non-UTF-8 files with a clear error."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return None, [
+                ConfigError(
+                    path,
+                    1,
+                    1,
+                    "(root)",
+                    f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES // 1_000_000} MB limit: "
+                    "split it into several suites",
+                )
+            ]
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, [ConfigError(path, 1, 1, "(root)", f"cannot read the file: {exc.strerror or exc}")]
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        return None, [
+            ConfigError(
+                path,
+                line,
+                column,
+                "(root)",
+                f"not UTF-8 text (byte 0x{raw[exc.start]:02x}): save the file as UTF-8",
+            )
+        ]
+    if "\x00" in text:
+        return None, [ConfigError(path, 1, 1, "(root)", "binary file (contains NUL bytes): expected YAML text")]
+    return text, []
+
+
+def parse_yaml(text: str, file: str | Path) -> tuple[Located | None, list[ConfigError]]:
+    """Parse one YAML document. Returns the data (None when unusable) and every problem found."""
+    try:
+        loader = _Loader(text)
+        try:
+            root = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = exc.problem or "invalid YAML"
+        if exc.context and "document" in exc.context:
+            problem = "a file holds one YAML document: remove the '---' separator and what follows, or split the file"
+        return None, [ConfigError(file, line, column, "(root)", f"YAML syntax error: {problem}")]
+    except yaml.YAMLError as exc:
+        return None, [ConfigError(file, 1, 1, "(root)", f"YAML syntax error: {exc}")]
+    if root is None:
+        return None, [ConfigError(file, 1, 1, "(root)", "file is empty: write a mapping such as `name:` and `cases:`")]
+    builder = _Builder(file)
+    data = builder.build(root, ())
+    if builder.aborted:
+        return None, builder.errors
+    return Located(data, builder.values, builder.keys), builder.errors
+
+
+class _Builder:
+    """Walks the node tree once, building plain data and recording positions and problems."""
+
+    def __init__(self, file: str | Path) -> None:
+        self.file = file
+        self.values: dict[DataPath, Position] = {}
+        self.keys: dict[DataPath, Position] = {}
+        self.errors: list[ConfigError] = []
+        self.aborted = False
+        self._seen: set[int] = set()
+        self._stack: set[int] = set()
+        self._expanded = 0
+
+    def _error(self, node: Node, path: DataPath, message: str) -> None:
+        mark = node.start_mark
+        self.errors.append(ConfigError(self.file, mark.line + 1, mark.column + 1, format_path(path), message))
+
+    def build(self, node: Node, path: DataPath, *, aliased: bool = False) -> Any:
+        if self.aborted:
+            return None
+        if id(node) in self._stack:
+            self._error(
+                node, path, "an alias refers to the mapping or list that contains it: remove the recursive alias"
+            )
+            return None
+        if id(node) in self._seen and not isinstance(node, ScalarNode):
+            aliased = True
+        self._seen.add(id(node))
+        if aliased:
+            self._expanded += 1
+            if self._expanded > MAX_ALIAS_EXPANSION:
+                self.errors = [
+                    ConfigError(
+                        self.file,
+                        node.start_mark.line + 1,
+                        node.start_mark.column + 1,
+                        format_path(path),
+                        f"aliases expand to more than {MAX_ALIAS_EXPANSION:,} values (an alias bomb?): "
+                        "write the repeated parts out or use fewer nested aliases",
+                    )
+                ]
+                self.aborted = True
+                return None
+        if path not in self.values:
+            self.values[path] = Position(node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, ScalarNode):
+            return self._scalar(node, path)
+        self._stack.add(id(node))
+        try:
+            if isinstance(node, SequenceNode):
+                self._check_tag(node, path, _TAG + "seq")
+                return [self.build(item, (*path, i), aliased=aliased) for i, item in enumerate(node.value)]
+            assert isinstance(node, MappingNode)
+            self._check_tag(node, path, _TAG + "map")
+            return self._mapping(node, path, aliased)
+        finally:
+            self._stack.discard(id(node))
+
+    def _check_tag(self, node: Node, path: DataPath, expected: str) -> None:
+        if node.tag != expected:
+            self._error(node, path, f"tag {_short_tag(node.tag)} is not allowed: Simulator reads plain YAML data only")
+
+    def _mapping(self, node: MappingNode, path: DataPath, aliased: bool) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        first_seen: dict[str, int] = {}
+        merged: list[tuple[Node, Node]] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _TAG + "merge":
+                merged.extend(self._merge_sources(value_node, path))
+                continue
+            key = self._key(key_node, path)
+            if key is None:
+                continue
+            if key in first_seen:
+                self._error(
+                    key_node,
+                    (*path, key),
+                    f"duplicate key {key!r} (first written on line {first_seen[key]}); YAML would silently keep "
+                    "only the last one: remove or rename one",
+                )
+                continue
+            first_seen[key] = key_node.start_mark.line + 1
+            child = (*path, key)
+            self.keys.setdefault(child, Position(key_node.start_mark.line + 1, key_node.start_mark.column + 1))
+            result[key] = self.build(value_node, child, aliased=aliased)
+        for key_node, value_node in merged:
+            key = self._key(key_node, path)
+            if key is not None and key not in result:
+                child = (*path, key)
+                self.keys.setdefault(child, Position(key_node.start_mark.line + 1, key_node.start_mark.column + 1))
+                result[key] = self.build(value_node, child, aliased=True)
+        return result
+
+    def _merge_sources(self, value_node: Node, path: DataPath) -> list[tuple[Node, Node]]:
+        sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+        pairs: list[tuple[Node, Node]] = []
+        for source in sources:
+            if not isinstance(source, MappingNode):
+                self._error(source, path, "`<<` merges mappings only: point it at an anchored mapping (<<: *defaults)")
+                continue
+            pairs.extend(source.value)
+        return pairs
+
+    def _key(self, node: Node, path: DataPath) -> str | None:
+        if not isinstance(node, ScalarNode):
+            self._error(node, path, "a key must be plain text, not a mapping or list")
+            return None
+        if node.tag == _TAG + "null" and node.value in ("", "~", "null", "Null", "NULL"):
+            self._error(node, path, "a key is empty: write a name before the colon")
+            return None
+        # Keys are names: take them as written, so `on:` or `no:` stay text instead of becoming booleans.
+        return str(node.value)
+
+    def _scalar(self, node: ScalarNode, path: DataPath) -> Any:
+        tag = node.tag
+        raw = node.value
+        if tag == _TAG + "str":
+            return raw
+        if tag == _TAG + "null":
+            return None
+        if tag == _TAG + "bool":
+            flag: bool = _constructor.construct_yaml_bool(node)
+            if raw.lower() not in _TRUTHY_OK:
+                self._error(
+                    node,
+                    path,
+                    f"YAML 1.1 reads `{raw}` as the boolean {str(flag).lower()}: write {str(flag).lower()} for a "
+                    f'boolean, or "{raw}" in quotes for text',
+                )
+            return flag
+        if tag == _TAG + "int":
+            if not node.style and (_OCTAL.match(raw) or ":" in raw):
+                value = _constructor.construct_yaml_int(node)
+                kind = "an octal number" if _OCTAL.match(raw) else "a base-60 number"
+                self._error(
+                    node,
+                    path,
+                    f'YAML 1.1 reads `{raw}` as {kind} ({value}): write "{raw}" in quotes for text, '
+                    "or the number without leading zeros",
+                )
+                return value
+            return _constructor.construct_yaml_int(node)
+        if tag == _TAG + "float":
+            if not node.style and ":" in raw:
+                self._error(node, path, f'YAML 1.1 reads `{raw}` as a base-60 number: write "{raw}" in quotes for text')
+            return _constructor.construct_yaml_float(node)
+        if tag == _TAG + "timestamp":
+            self._error(
+                node,
+                path,
+                f'YAML reads `{raw}` as a date, which JSON cannot hold: write "{raw}" in quotes to keep it as text',
+            )
+            return raw
+        self._error(node, path, f"tag {_short_tag(tag)} is not allowed: Simulator reads plain YAML data only")
+        return raw
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag[len(_TAG) :] if tag.startswith(_TAG) else tag

@@ -1,0 +1,81 @@
+"""JSON Schemas generated from the models: what editors autocomplete and what the loader validates against."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
+
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+class _AuthoringSchema(GenerateJsonSchema):
+    """Schema for people writing YAML: an optional key is left out, never written as null.
+
+    A key written with no value (``goal:``) is almost always a mistake, so the schema does not accept null
+    where the model merely defaults to None.
+    """
+
+    def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
+        return self.generate_inner(schema["schema"])
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        result = super().default_schema(schema)
+        if result.get("default", 0) is None:
+            result.pop("default")
+        return result
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+def authoring_schema(model: type[BaseModel], title: str, schema_id: str) -> dict[str, Any]:
+    """The JSON Schema of ``model`` as published for editors and used by the loader."""
+    body = model.model_json_schema(schema_generator=_AuthoringSchema, mode="validation")
+    return {"$schema": SCHEMA_DIALECT, "$id": schema_id, "title": title, **body}
+
+
+def _published() -> dict[str, dict[str, Any]]:
+    from pydantic import TypeAdapter
+
+    from simulator.models.agent import AgentConfig
+    from simulator.models.persona import Persona, PersonaFile
+    from simulator.models.suite import HostedEvalsFile, Suite
+
+    agent_body = TypeAdapter(AgentConfig).json_schema(schema_generator=_AuthoringSchema, mode="validation")
+    evals = authoring_schema(HostedEvalsFile, "Simulator hosted-format evals file", "urn:simulator:schema:evals")
+    # In the hosted format every entry is a simulation case, so `kind` is implied.
+    evals["$defs"]["SimulationCase"]["required"].remove("kind")
+    return {
+        "suite": authoring_schema(Suite, "Simulator suite", "urn:simulator:schema:suite"),
+        "evals": evals,
+        "agent": {
+            "$schema": SCHEMA_DIALECT,
+            "$id": "urn:simulator:schema:agent",
+            "title": "Simulator agent under test",
+            **agent_body,
+        },
+        "persona": authoring_schema(Persona, "Simulator persona", "urn:simulator:schema:persona"),
+        "personas": authoring_schema(PersonaFile, "Simulator persona collection", "urn:simulator:schema:personas"),
+    }
+
+
+def generate_schemas() -> dict[str, str]:
+    """The text of every published schema file, by file name (what ``simulator/schemas/`` must hold)."""
+    import json
+
+    return {
+        f"{kind}.schema.json": json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+        for kind, schema in _published().items()
+    }
+
+
+if __name__ == "__main__":  # pragma: no cover - developer tool: python -m simulator.models._jsonschema
+    from pathlib import Path
+
+    target = Path(__file__).resolve().parent.parent / "schemas"
+    for name, text in generate_schemas().items():
+        (target / name).write_text(text, encoding="utf-8")
+        print(f"wrote {target / name}")

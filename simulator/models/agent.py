@@ -1,0 +1,142 @@
+"""The agent under test, its variables and tools, and the fakes that answer its tool calls in test mode."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, JsonValue, field_validator, model_validator
+
+from simulator.models._base import Identifier, ImportRef, PositiveSeconds, StrictModel, Text
+
+VariableType = Literal["string", "number", "integer", "boolean", "object", "array"]
+
+
+class VariableDeclaration(StrictModel):
+    """A session variable the agent knows about; cases set them through ``session_parameters``."""
+
+    type: VariableType = Field(default="string", description="JSON type of the value.")
+    description: str = ""
+    default: JsonValue = Field(default=None, description="Value used when a case does not set it.")
+
+
+def _empty_object_schema() -> dict[str, JsonValue]:
+    return {"type": "object", "properties": {}}
+
+
+class ToolDeclaration(StrictModel):
+    """A tool the agent may call, described the way function-calling APIs expect it."""
+
+    name: Identifier
+    description: str = ""
+    parameters: dict[str, JsonValue] = Field(
+        default_factory=_empty_object_schema,
+        description="JSON Schema of the arguments (an object schema).",
+    )
+    requires_approval: bool = Field(
+        default=False, description="In live mode, a call to this tool stops the case with status needs_approval."
+    )
+    function: ImportRef | None = Field(default=None, description="module:callable that runs the tool in live mode.")
+
+    @field_validator("parameters")
+    @classmethod
+    def _parameters_are_a_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
+        try:
+            Draft202012Validator.check_schema(value)
+        except SchemaError as exc:
+            raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
+        if value.get("type", "object") != "object":
+            raise ValueError("tool parameters must be an object schema (type: object)")
+        return value
+
+
+class ToolFake(StrictModel):
+    """A canned answer to a tool call in test mode, matched by tool name and arguments."""
+
+    tool: Identifier = Field(description="Name of the tool this fake answers.")
+    arguments: dict[str, JsonValue] | None = Field(
+        default=None, description="Arguments to match; leave out to answer any call of the tool."
+    )
+    match: Literal["exact", "subset"] = Field(
+        default="subset",
+        description="subset: the listed arguments must be equal, others may be present; exact: all must be equal.",
+    )
+    result: JsonValue = Field(default=None, description="What the tool returns.")
+    error: str | None = Field(default=None, description="Make the tool fail with this message instead.")
+
+    @model_validator(mode="after")
+    def _result_or_error(self) -> ToolFake:
+        if self.error is not None and "result" in self.model_fields_set:
+            raise ValueError("a tool fake has either `result` or `error`, not both")
+        if self.error is None and "result" not in self.model_fields_set:
+            raise ValueError("a tool fake needs `result` (what the tool returns) or `error`")
+        return self
+
+
+class _AgentBase(StrictModel):
+    name: str = Field(default="agent", description="Name shown in reports.")
+    description: str = ""
+    variables: dict[Identifier, VariableDeclaration] = Field(
+        default_factory=dict, description="Session variables the agent accepts."
+    )
+    tools: list[ToolDeclaration] = Field(default_factory=list)
+    timeout: PositiveSeconds = Field(default=60.0, description="Seconds one agent reply may take.")
+
+    @model_validator(mode="after")
+    def _unique_tools(self) -> _AgentBase:
+        seen: set[str] = set()
+        for tool in self.tools:
+            if tool.name in seen:
+                raise ValueError(f"tool {tool.name!r} is declared twice")
+            seen.add(tool.name)
+        return self
+
+
+class PythonAgent(_AgentBase):
+    """An agent written in Python: ``module:callable``, sync or async."""
+
+    type: Literal["python"]
+    callable: ImportRef = Field(description="module:callable of the agent function or class.")
+    options: dict[str, JsonValue] = Field(default_factory=dict, description="Passed to the agent as keyword options.")
+
+
+class HttpAgent(_AgentBase):
+    """An OpenAI-compatible chat-completions endpoint."""
+
+    type: Literal["http"]
+    base_url: Annotated[str, Field(pattern=r"^https?://\S+$")] = Field(
+        description="Base URL, e.g. http://localhost:8000/v1"
+    )
+    model: str = Field(default="", description="Model name sent in the request.")
+    api_key_env: str | None = Field(
+        default=None, description="Name of the environment variable that holds the API key (never the key itself)."
+    )
+    headers_from_env: dict[str, str] = Field(
+        default_factory=dict, description="Header name -> environment variable holding its value."
+    )
+
+
+class LitellmAgent(_AgentBase):
+    """An agent defined by instructions, a model and tools, run by Simulator itself."""
+
+    type: Literal["litellm"]
+    model: Text = Field(description="litellm model string, e.g. openai/gpt-4o-mini.")
+    instructions: Text = Field(description="The system prompt of the agent.")
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+
+
+class LanggraphAgent(_AgentBase):
+    """A compiled LangGraph graph with a messages state."""
+
+    type: Literal["langgraph"]
+    graph: ImportRef = Field(description="module:attribute of the compiled graph.")
+    messages_key: str = Field(default="messages", description="State key that holds the messages.")
+
+
+AgentConfig = Annotated[
+    PythonAgent | HttpAgent | LitellmAgent | LanggraphAgent,
+    Field(discriminator="type"),
+]

@@ -1,0 +1,360 @@
+"""Test cases: the three kinds (golden, scenario, simulation), their steps, turns and expectations."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, JsonValue, field_validator, model_validator
+
+from simulator.models._base import Identifier, Slug, StrictModel, Text
+from simulator.models.agent import ToolFake
+from simulator.models.settings import Thresholds
+
+MatchMode = Literal["substring", "word", "stem", "regex"]
+Normalization = Literal["unicode", "whitespace", "dates"]
+
+
+def _check_regex(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+    return pattern
+
+
+Regex = Annotated[str, BeforeValidator(lambda v: _check_regex(v) if isinstance(v, str) else v)]
+
+
+class KeywordTerm(StrictModel):
+    """One term of a keyword check, with its own match mode."""
+
+    term: Text
+    mode: MatchMode | None = Field(default=None, description="Overrides the expectation's `match` for this term.")
+    normalize: list[Normalization] = Field(
+        default_factory=list,
+        description="Normalise before matching: unicode (NFKC, accents folded), whitespace, "
+        "dates (01.12.2026 = 1 December 2026).",
+    )
+
+    @model_validator(mode="after")
+    def _regex_compiles(self) -> KeywordTerm:
+        if self.mode == "regex":
+            _check_regex(self.term)
+        return self
+
+
+#: A keyword term: plain text (matched literally, case-insensitive) or a term with its own mode.
+Term = Annotated[str, Field(min_length=1)] | KeywordTerm
+
+
+class ArgumentRule(StrictModel):
+    """How one argument of a tool call is compared."""
+
+    mode: Literal["exact", "regex", "tolerance", "ignore"] = "exact"
+    pattern: Regex | None = Field(default=None, description="For mode regex: the value must match this.")
+    tolerance: float | None = Field(default=None, ge=0, description="For mode tolerance: allowed absolute difference.")
+
+    @model_validator(mode="after")
+    def _mode_needs_its_setting(self) -> ArgumentRule:
+        if self.mode == "regex" and self.pattern is None:
+            raise ValueError("mode regex needs `pattern`")
+        if self.mode == "tolerance" and self.tolerance is None:
+            raise ValueError("mode tolerance needs `tolerance`")
+        return self
+
+
+class ToolCallSpec(StrictModel):
+    """An expected tool call: the tool's name and, optionally, its arguments."""
+
+    name: Identifier
+    arguments: dict[str, JsonValue] | None = Field(
+        default=None, description="Expected arguments; leave out to check only that the tool was called."
+    )
+    match: Literal["exact", "subset", "ignore"] = Field(
+        default="subset",
+        description="subset: listed arguments must match, extra ones are allowed; exact: no extra ones; "
+        "ignore: name only.",
+    )
+    argument_rules: dict[str, ArgumentRule] = Field(
+        default_factory=dict, description="Per-argument comparison (regex, numeric tolerance, ignore)."
+    )
+
+    @model_validator(mode="after")
+    def _rules_name_arguments(self) -> ToolCallSpec:
+        unknown = sorted(set(self.argument_rules) - set(self.arguments or {}))
+        if unknown:
+            raise ValueError(f"argument_rules names {', '.join(map(repr, unknown))}, which is not in `arguments`")
+        return self
+
+
+def _string_to_event(value: Any) -> Any:
+    return {"name": value} if isinstance(value, str) else value
+
+
+class EventSpec(StrictModel):
+    """A named non-speech input to the agent (a button press, a webhook, a hang-up)."""
+
+    name: Identifier
+    payload: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+Event = Annotated[EventSpec, BeforeValidator(_string_to_event, json_schema_input_type=Identifier | EventSpec)]
+
+
+class VariableExpectation(StrictModel):
+    """The agent must have set a session variable to a value."""
+
+    name: Identifier
+    value: JsonValue
+
+
+class Handoff(StrictModel):
+    """The agent must hand the conversation over to a human or another agent."""
+
+    to: Text = Field(description="'human' or the name of the agent that takes over.")
+
+
+class KeywordChecks(StrictModel):
+    """Fields shared by everything that checks words in the agent's messages."""
+
+    must_contain: list[Term] | None = Field(
+        default=None, description="Terms the agent's message must contain (case-insensitive substring by default)."
+    )
+    must_not_contain: list[Term] | None = Field(default=None, description="Terms the agent's message must not contain.")
+    match: MatchMode = Field(
+        default="substring",
+        description="How terms match: substring (default, literal: 'nicht gesendet' contains 'gesendet'), "
+        "word (whole words), stem (inflected forms), regex.",
+    )
+    contain: Literal["all", "any"] = Field(default="all", description="For must_contain: all terms, or any one.")
+
+    @model_validator(mode="after")
+    def _regex_terms_compile(self) -> KeywordChecks:
+        if self.match == "regex":
+            for term in (self.must_contain or []) + (self.must_not_contain or []):
+                if isinstance(term, str):
+                    _check_regex(term)
+        return self
+
+
+def _string_to_expectation(value: Any) -> Any:
+    return {"text": value} if isinstance(value, str) else value
+
+
+class ExpectationSpec(KeywordChecks):
+    """One thing the conversation must show. A plain string is a natural-language expectation for the judge.
+
+    A structured expectation sets one kind of check: keywords, an expected message, a tool call (optionally
+    after another tool), a session variable value, or a hand-off. ``text`` names it, so steps and turns can
+    refer to it.
+    """
+
+    text: str | None = Field(default=None, description="What is expected, in words; also the name to refer to it by.")
+    message: str | None = Field(default=None, description="An agent message that must be said (semantic match).")
+    tool_call: ToolCallSpec | None = None
+    after: Identifier | None = Field(default=None, description="The tool_call must come after a call of this tool.")
+    variable: VariableExpectation | None = None
+    handoff: Handoff | None = None
+    threshold: float | None = Field(
+        default=None, ge=0, description="Pass mark for this expectation's score, overriding the suite's threshold."
+    )
+
+    @model_validator(mode="after")
+    def _says_something(self) -> ExpectationSpec:
+        checks = [name for name in ("message", "tool_call", "variable", "handoff") if getattr(self, name) is not None]
+        if self.must_contain is not None or self.must_not_contain is not None:
+            checks.append("must_contain/must_not_contain")
+        if not checks and not (self.text and self.text.strip()):
+            raise ValueError(
+                "an expectation needs `text` or one check: must_contain, must_not_contain, message, tool_call, "
+                "variable, handoff"
+            )
+        if len(checks) > 1:
+            raise ValueError(f"one check per expectation, found {', '.join(checks)}: split it into several")
+        if self.after is not None and self.tool_call is None:
+            raise ValueError("`after` orders a tool call: it needs `tool_call`")
+        return self
+
+    def label(self) -> str | None:
+        """The text a step or turn uses to refer to this expectation, if it has one."""
+        return self.text
+
+
+Expectation = Annotated[
+    ExpectationSpec, BeforeValidator(_string_to_expectation, json_schema_input_type=Text | ExpectationSpec)
+]
+
+
+def normalize_reference(text: str) -> str:
+    """How expectation references compare: case-insensitive, surrounding spaces ignored."""
+    return " ".join(text.split()).casefold()
+
+
+def _string_to_reference(value: Any) -> Any:
+    return {"answer": value} if isinstance(value, str) else value
+
+
+class ReferenceAnswerSpec(StrictModel):
+    """A reference answer for the judge, with side claims that must not appear."""
+
+    answer: Text
+    must_not_state: list[Text] = Field(
+        default_factory=list, description="Claims that are wrong here; the judge checks them separately."
+    )
+
+
+ReferenceAnswer = Annotated[
+    ReferenceAnswerSpec, BeforeValidator(_string_to_reference, json_schema_input_type=Text | ReferenceAnswerSpec)
+]
+
+ResponseGuide = Annotated[str, Field(min_length=1)] | dict[str, JsonValue]
+
+
+class Step(StrictModel):
+    """One milestone of a simulation: a goal to reach, an exact utterance, or an event.
+
+    A goal step is worked on by the simulated user until its ``success_criteria`` and ``checks`` are met, at
+    most ``max_turns`` user turns. ``response_guide`` is shown to the simulated user only, never the agent.
+    """
+
+    name: str | None = Field(default=None, description="Optional short label for reports.")
+    goal: str | None = Field(default=None, description="What the simulated user tries to achieve in this step.")
+    static_utterance: str | None = Field(default=None, description="Send exactly this text instead of improvising.")
+    event: Event | None = Field(default=None, description="Send this named event instead of speech.")
+    success_criteria: str | None = Field(
+        default=None, description="When the step counts as complete, in words (decided by the judge model)."
+    )
+    checks: list[Expectation] = Field(
+        default_factory=list, description="Deterministic checks that decide the step (no model needed)."
+    )
+    max_turns: int = Field(default=3, ge=1, le=100, description="User turns allowed for this step.")
+    min_turns: int = Field(default=1, ge=1, le=100, description="Do not judge the step before this many turns.")
+    response_guide: ResponseGuide | None = Field(
+        default=None, description="Guidance or facts (key: value) for the simulated user; never shown to the agent."
+    )
+    say: list[Text] = Field(default_factory=list, description="Lines the scripted user says, in order.")
+    expectations: list[Text] = Field(
+        default_factory=list, description="Texts of the case's expectations to check at this step."
+    )
+
+    @model_validator(mode="after")
+    def _one_action(self) -> Step:
+        if self.goal is None and self.static_utterance is None and self.event is None:
+            raise ValueError("a step needs `goal`, `static_utterance` or `event`")
+        if self.static_utterance is not None and self.event is not None:
+            raise ValueError("a step sends either `static_utterance` or `event`, not both: split it into two steps")
+        if self.min_turns > self.max_turns:
+            raise ValueError(f"min_turns ({self.min_turns}) is greater than max_turns ({self.max_turns})")
+        return self
+
+    def label(self) -> str:
+        """A short human-readable description for reports."""
+        if self.name:
+            return self.name
+        if self.goal:
+            return self.goal
+        if self.static_utterance is not None:
+            return f"say: {self.static_utterance}"
+        assert self.event is not None
+        return f"event: {self.event.name}"
+
+
+class TurnExpectation(KeywordChecks):
+    """What a golden turn expects of the agent's reply."""
+
+    message: str | None = Field(default=None, description="The expected agent message (semantic match 0-4).")
+    reference_answer: ReferenceAnswer | None = Field(default=None, description="Scored 0-100 by the reference judge.")
+    tool_calls: list[ToolCallSpec] = Field(default_factory=list, description="Tool calls expected in this turn.")
+    tool_order: Literal["any", "in_order", "exact"] = Field(
+        default="any", description="any order, in the listed order, or exactly these calls and no others."
+    )
+    handoff: Handoff | None = None
+    variables: dict[Identifier, JsonValue] = Field(
+        default_factory=dict, description="Session variables the agent must have set after this turn."
+    )
+
+
+class GoldenTurn(StrictModel):
+    """One fixed user turn (or event) of a golden conversation, with what the agent should do."""
+
+    user: str | None = Field(default=None, description="The user's message.")
+    event: Event | None = None
+    expect: TurnExpectation | None = None
+    expectations: list[Text] = Field(
+        default_factory=list, description="Texts of the case's expectations to check here."
+    )
+
+    @model_validator(mode="after")
+    def _user_or_event(self) -> GoldenTurn:
+        if (self.user is None) == (self.event is None):
+            raise ValueError("a golden turn has either `user` (a message) or `event`")
+        return self
+
+
+class _CaseBase(StrictModel):
+    name: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^\S(.*\S)?$")] = Field(
+        description="Unique within the suite."
+    )
+    description: str = ""
+    tags: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    personas: list[Slug] = Field(default_factory=list, description="Personas to run this case with.")
+    session_parameters: dict[Identifier, JsonValue] = Field(
+        default_factory=dict, description="Values of the agent's declared variables for this session."
+    )
+    expectations: list[Expectation] = Field(default_factory=list)
+    tool_fakes: list[ToolFake] = Field(
+        default_factory=list, description="Canned tool results for this case (test mode)."
+    )
+    repeats: int | None = Field(default=None, ge=1, le=1000, description="Runs of this case; overrides the suite.")
+    thresholds: Thresholds | None = Field(default=None, description="Overrides the suite's thresholds for this case.")
+
+    @field_validator("expectations")
+    @classmethod
+    def _unique_expectation_texts(cls, value: list[ExpectationSpec]) -> list[ExpectationSpec]:
+        seen: set[str] = set()
+        for expectation in value:
+            if expectation.text is None:
+                continue
+            key = normalize_reference(expectation.text)
+            if key in seen:
+                raise ValueError(
+                    f"two expectations have the text {expectation.text!r}: texts name them, make them unique"
+                )
+            seen.add(key)
+        return value
+
+
+class GoldenCase(_CaseBase):
+    """Fixed user turns replayed in order; each turn can carry expectations."""
+
+    kind: Literal["golden"]
+    replay: Literal["simple", "stable"] = Field(
+        default="simple",
+        description="simple: continue from the agent's actual replies; stable: each turn against the expected history.",
+    )
+    turns: list[GoldenTurn] = Field(min_length=1)
+
+
+class ScenarioCase(_CaseBase):
+    """One open user goal; the simulated user improvises until it is reached, hopeless, or out of turns."""
+
+    kind: Literal["scenario"]
+    goal: Text
+    success_criteria: str | None = Field(default=None, description="When the goal counts as reached, in words.")
+    checks: list[Expectation] = Field(default_factory=list, description="Deterministic checks of the goal.")
+    response_guide: ResponseGuide | None = None
+    say: list[Text] = Field(default_factory=list, description="Lines the scripted user says, in order.")
+    max_turns: int = Field(default=10, ge=1, le=100)
+    initiator: Literal["user", "agent"] = Field(default="user", description="Who speaks first.")
+
+
+class SimulationCase(_CaseBase):
+    """Ordered steps worked through by a simulated user; a failed step stops the conversation."""
+
+    kind: Literal["simulation"]
+    steps: list[Step] = Field(min_length=1)
+    initiator: Literal["user", "agent"] = Field(default="user", description="Who speaks first.")
+
+
+Case = Annotated[GoldenCase | ScenarioCase | SimulationCase, Field(discriminator="kind")]

@@ -1,0 +1,55 @@
+"""Settings a suite can set: model per role and pass thresholds."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field
+
+from simulator.models._base import PositiveSeconds, StrictModel
+
+
+class ModelSettings(StrictModel):
+    """How one role (agent, simulated user, judge) reaches its model through litellm."""
+
+    model: str | None = Field(
+        default=None,
+        description="litellm model string such as openai/gpt-4o-mini or ollama/llama3; "
+        "unset means the offline default (scripted user, no judge model).",
+    )
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+    timeout: PositiveSeconds = Field(default=60.0, description="Seconds one call may take.")
+    max_retries: int = Field(default=3, ge=0, le=20, description="Retries on rate limits, server errors, timeouts.")
+    concurrency: int = Field(default=8, ge=1, le=1000, description="Calls of this role in flight at once.")
+    api_base: str | None = Field(default=None, description="Base URL for self-hosted or proxy endpoints.")
+    api_key_env: str | None = Field(
+        default=None, description="Environment variable that holds the API key (keys never go in YAML)."
+    )
+
+
+def _string_to_settings(value: Any) -> Any:
+    return {"model": value} if isinstance(value, str) else value
+
+
+#: A role's settings, or just its model string.
+RoleSettings = Annotated[
+    ModelSettings, BeforeValidator(_string_to_settings, json_schema_input_type=str | ModelSettings)
+]
+
+
+class ModelRoles(StrictModel):
+    """Model settings per role. Each role has its own model, concurrency limit and token account."""
+
+    agent: RoleSettings = Field(default_factory=ModelSettings, description="For litellm agents.")
+    user: RoleSettings = Field(default_factory=ModelSettings, description="The simulated user.")
+    judge: RoleSettings = Field(default_factory=ModelSettings, description="The LLM judge.")
+
+
+class Thresholds(StrictModel):
+    """Pass marks. Set per suite, overridden per case, and per expectation where it has a score."""
+
+    semantic_match: int = Field(default=3, ge=0, le=4, description="Golden turn message similarity, 0-4.")
+    tool_call_correctness: float = Field(default=1.0, ge=0, le=1, description="Share of expected arguments matched.")
+    reference_answer: int = Field(default=70, ge=0, le=100, description="Reference-answer judge score, 0-100.")
+    fail_on_hallucination: bool = Field(default=True, description="A hallucinated claim fails the case.")

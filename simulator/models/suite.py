@@ -1,0 +1,41 @@
+"""Suites: a set of cases with the agent they test and the settings they run with."""
+
+from __future__ import annotations
+
+from pydantic import Field, JsonValue
+
+from simulator.models._base import Slug, StrictModel, Text
+from simulator.models.agent import AgentConfig, ToolFake
+from simulator.models.case import Case, SimulationCase
+from simulator.models.settings import ModelRoles, Thresholds
+
+
+class Suite(StrictModel):
+    """A suite file: cases plus the agent under test and the settings they share.
+
+    ``agent`` is the agent's configuration, or the path (relative to this file) of a YAML file holding it.
+    Without it, the loader looks for ``agent.yaml`` beside the file and in its parent folders.
+    """
+
+    name: Text = Field(description="Name of the suite, shown in reports.")
+    description: str = ""
+    language: str = Field(
+        default="en",
+        pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$",
+        description="Language of the conversations (BCP 47), used by stem matching and the judge.",
+    )
+    agent: AgentConfig | Text | None = Field(default=None, description="Agent config, or path to an agent YAML file.")
+    models: ModelRoles = Field(default_factory=ModelRoles)
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    personas: list[Slug] = Field(default_factory=list, description="Personas for cases that name none.")
+    repeats: int = Field(default=1, ge=1, le=1000, description="Runs of each case.")
+    seed: int | None = Field(default=None, description="Seed for persona choice and scripted-user perturbations.")
+    tool_fakes: list[ToolFake] = Field(default_factory=list, description="Canned tool results for every case.")
+    metadata: dict[str, JsonValue] = Field(default_factory=dict, description="Free data kept with the run.")
+    cases: list[Case] = Field(min_length=1)
+
+
+class HostedEvalsFile(StrictModel):
+    """The hosted agent builders' evaluation format: a root ``evals:`` list of simulation cases."""
+
+    evals: list[SimulationCase] = Field(min_length=1)
