@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,17 @@ AGENT_FILE_NAMES = ("agent.yaml", "agent.yml")
 PERSONAS_DIR = "personas"
 _SUITE_KEYS = set(Suite.model_fields)
 
-_agent_adapter: TypeAdapter[Any] = TypeAdapter(AgentConfig)
+@cache
+def _adapter(kind: str) -> TypeAdapter[Any]:
+    # Built on first use: each costs tens of milliseconds, and most runs of `validate` need few of them.
+    target: Any = {
+        "agent": AgentConfig,
+        "case": Case,
+        "simulation": SimulationCase,
+        "agent_or_path": AgentConfig | Text,
+        "fake": ToolFake,
+    }[kind]
+    return TypeAdapter(target)
 
 
 @dataclass
@@ -126,7 +137,7 @@ class Loader:
         return located
 
     def _validate(self, path: Path, located: Located, kind: str, model: Any) -> Any:
-        """Schema-check, then build the model; returns it when it could be built, else None."""
+        """Build the model, explaining any rejection through the schema; the model, or None when it cannot be built."""
         file = str(path)
         if not isinstance(located.data, dict):
             hint = ": put the cases under `cases:`" if kind == "suite" and isinstance(located.data, list) else ""
@@ -140,15 +151,24 @@ class Loader:
                 )
             )
             return None
+        # The models and the schema come from the same definitions and accept the same data (strict models;
+        # tests/loading pin it), so a file the models accept needs no schema pass, which is the slow part.
+        # The schema runs to explain a rejection in plain words, and on files with nulls (see Located).
+        built: Any = None
+        failure: ValidationError | None = None
+        try:
+            built = model.validate_python(located.data) if isinstance(model, TypeAdapter) else model.model_validate(
+                located.data
+            )
+        except ValidationError as exc:
+            failure = exc
+        if failure is None and not located.has_nulls:
+            return built
         schema_found = SchemaChecker(kind).check(located, file)
         self.errors.extend(error for _, error in schema_found)
         bad_paths = [p for p, _ in schema_found]
-        try:
-            if isinstance(model, TypeAdapter):
-                return model.validate_python(located.data)
-            return model.model_validate(located.data)
-        except ValidationError as exc:
-            for detail in exc.errors(include_url=False):
+        if failure is not None:
+            for detail in failure.errors(include_url=False):
                 where = _data_path(detail["loc"], located.data)
                 if _overlaps(where, bad_paths):
                     continue
@@ -160,6 +180,7 @@ class Loader:
                     position = located.position(where)
                 self.errors.append(ConfigError(file, position.line, position.column, format_path(where), message))
             return None
+        return built
 
     # -- agents and personas -----------------------------------------------------------------------
 
@@ -168,7 +189,8 @@ class Loader:
         path = path.resolve()
         if path not in self._agents:
             located = self._read(path)
-            self._agents[path] = self._validate(path, located, "agent", _agent_adapter) if located is not None else None
+            agent = self._validate(path, located, "agent", _adapter("agent")) if located is not None else None
+            self._agents[path] = agent
         return self._agents[path]
 
     def load_persona_dir(self, directory: Path) -> dict[str, Persona]:
@@ -187,7 +209,8 @@ class Loader:
                             position.line,
                             position.column,
                             "name",
-                            f"persona {persona.name!r} is already defined in {first}: persona names must be unique",
+                            f"persona {persona.name!r} is already defined in {_display_path(str(first))}: "
+                            "persona names must be unique",
                         )
                     )
                     continue
@@ -264,7 +287,8 @@ class Loader:
                         position.line,
                         position.column,
                         "agent",
-                        f"agent file {agent!r} not found (looked for {target}): fix the path, relative to this file",
+                        f"agent file {agent!r} not found (looked for {_display_path(str(target))}): "
+                        "fix the path, relative to this file",
                     )
                 )
                 return None, None
@@ -284,10 +308,6 @@ def _try(adapter: TypeAdapter[Any], value: Any) -> Any:
         return None
 
 
-_case_adapter: TypeAdapter[Any] = TypeAdapter(Case)
-_simulation_adapter: TypeAdapter[Any] = TypeAdapter(SimulationCase)
-_agent_or_path_adapter: TypeAdapter[Any] = TypeAdapter(AgentConfig | Text)
-_fake_adapter: TypeAdapter[Any] = TypeAdapter(ToolFake)
 
 
 @dataclass
@@ -305,17 +325,17 @@ class _SuiteParts:
 
     @classmethod
     def salvage(cls, data: dict[str, Any], cases_key: str) -> _SuiteParts:
-        adapter = _simulation_adapter if cases_key == "evals" else _case_adapter
+        adapter = _adapter("simulation" if cases_key == "evals" else "case")
         raw_cases = data.get(cases_key)
         raw_fakes = data.get("tool_fakes")
         raw_personas = data.get("personas")
         return cls(
-            agent=_try(_agent_or_path_adapter, data["agent"]) if data.get("agent") is not None else None,
+            agent=_try(_adapter("agent_or_path"), data["agent"]) if data.get("agent") is not None else None,
             personas=[p for p in raw_personas if isinstance(p, str)] if isinstance(raw_personas, list) else [],
             tool_fakes=[
                 (i, fake)
                 for i, raw in enumerate(raw_fakes if isinstance(raw_fakes, list) else [])
-                if (fake := _try(_fake_adapter, raw)) is not None
+                if (fake := _try(_adapter("fake"), raw)) is not None
             ],
             cases=[
                 (i, case)
@@ -395,7 +415,8 @@ class _CrossCheck:
             else:
                 known = ", ".join(sorted(self.personas)) or "none"
                 hint = did_you_mean(name, self.personas)
-                self.error((*base, index), f"unknown persona {name!r}{hint} (personas in {self.personas_dir}: {known})")
+                folder = _display_path(str(self.personas_dir))
+                self.error((*base, index), f"unknown persona {name!r}{hint} (personas in {folder}: {known})")
 
     def _session_parameters(self, base: DataPath, parameters: dict[str, Any]) -> None:
         for name, value in parameters.items():
@@ -416,7 +437,7 @@ class _CrossCheck:
                     where,
                     f"session parameter {name!r} is not a variable declared by agent {self.agent.name!r}"
                     f"{did_you_mean(name, declared)} (declared: {names}); "
-                    f"declare it under `variables:` in {self.agent_path}",
+                    f"declare it under `variables:` in {_display_path(str(self.agent_path))}",
                     key=True,
                 )
                 continue
@@ -571,7 +592,7 @@ def validate_paths(paths: Iterable[str | Path]) -> ValidationReport:
                 report.personas.update(loaded.personas)
         elif kind == "agent":
             if path.resolve() not in loader._agents:
-                loader._agents[path.resolve()] = loader._validate(path, located, "agent", _agent_adapter)
+                loader._agents[path.resolve()] = loader._validate(path, located, "agent", _adapter("agent"))
             report.agents.append(path)
         elif kind in ("persona", "personas"):
             report.personas.update(loader.load_persona_dir(path.parent))
@@ -608,10 +629,22 @@ def load_personas(directory: str | Path) -> dict[str, Persona]:
     return personas
 
 
+def _display_path(file: str) -> str:
+    """A path as the person would type it: relative to the working folder when inside it."""
+    path = Path(file)
+    if not path.is_absolute():
+        return file
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return file
+
+
 def _unique(errors: Iterable[ConfigError]) -> list[ConfigError]:
     seen: set[str] = set()
     result: list[ConfigError] = []
-    for error in errors:
+    for found in errors:
+        error = ConfigError(_display_path(found.file), found.line, found.column, found.key_path, found.message)
         text = error.render()
         if text not in seen:
             seen.add(text)

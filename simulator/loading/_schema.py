@@ -12,13 +12,14 @@ import json
 from collections.abc import Iterator
 from functools import cache
 from importlib import resources
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from simulator.errors import ConfigError
 from simulator.loading._yaml import DataPath, Located, format_path
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 #: The schema files shipped in ``simulator/schemas``, by the kind of file they describe.
 SCHEMA_FILES = {
@@ -60,6 +61,9 @@ def load_schema(kind: str) -> dict[str, Any]:
 
 @cache
 def _validator(kind: str) -> Draft202012Validator:
+    # Imported here: only files with problems (or nulls) need the schema pass, and the import costs ~50 ms.
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(load_schema(kind))
 
 

@@ -9,9 +9,9 @@ bombs and recursive aliases.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -33,8 +33,7 @@ _TRUTHY_OK = {"true", "false"}
 _OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
 
 
-@dataclass(frozen=True)
-class Position:
+class Position(NamedTuple):
     """A 1-based line and column in a file."""
 
     line: int
@@ -43,23 +42,52 @@ class Position:
 
 @dataclass
 class Located:
-    """Data read from a YAML file, with positions: ``values[path]`` where a value starts, ``keys[path]``
-    where the key that holds it is written."""
+    """Data read from a YAML file, with the node tree it came from to find where any part is written.
+
+    Positions are looked up only when an error needs one, so a valid file pays nothing for them.
+    """
 
     data: Any
-    values: dict[DataPath, Position] = field(default_factory=dict)
-    keys: dict[DataPath, Position] = field(default_factory=dict)
+    root: Node
+    #: Whether any value is null (``key:`` with nothing, ``~``, ``null``): the models take None for "not
+    #: given" where the schema refuses it, so such files always get the full schema check.
+    has_nulls: bool = False
 
     def position(self, path: DataPath, *, key: bool = False) -> Position:
-        """Where ``path`` is written; falls back to the closest enclosing value that is."""
-        if key and path in self.keys:
-            return self.keys[path]
-        probe = path
-        while probe:
-            if probe in self.values:
-                return self.values[probe]
-            probe = probe[:-1]
-        return self.values.get((), Position(1, 1))
+        """Where the value at ``path`` starts (its key with ``key=True``); for a path that is not written
+        (a missing key), where the closest enclosing value starts."""
+        node: Node = self.root
+        key_node: Node | None = None
+        complete = True
+        for part in path:
+            if isinstance(node, MappingNode) and isinstance(part, str):
+                found = _find_key(node, part)
+                if found is None:
+                    complete = False
+                    break
+                key_node, node = found
+            elif isinstance(node, SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+                key_node, node = None, node.value[part]
+            else:
+                complete = False
+                break
+        target = key_node if key and complete and key_node is not None else node
+        return Position(target.start_mark.line + 1, target.start_mark.column + 1)
+
+
+def _find_key(node: MappingNode, key: str, depth: int = 0) -> tuple[Node, Node] | None:
+    merges: list[Node] = []
+    for key_node, value_node in node.value:
+        if key_node.tag == _TAG + "merge":
+            merges.extend(value_node.value if isinstance(value_node, SequenceNode) else [value_node])
+        elif isinstance(key_node, ScalarNode) and key_node.value == key:
+            return key_node, value_node
+    for source in merges:
+        if isinstance(source, MappingNode) and depth < 10:
+            found = _find_key(source, key, depth + 1)
+            if found is not None:
+                return found
+    return None
 
 
 def format_path(path: DataPath) -> str:
@@ -135,7 +163,7 @@ def parse_yaml(text: str, file: str | Path) -> tuple[Located | None, list[Config
     data = builder.build(root, ())
     if builder.aborted:
         return None, builder.errors
-    return Located(data, builder.values, builder.keys), builder.errors
+    return Located(data, root, builder.has_nulls), builder.errors
 
 
 class _Builder:
@@ -143,10 +171,9 @@ class _Builder:
 
     def __init__(self, file: str | Path) -> None:
         self.file = file
-        self.values: dict[DataPath, Position] = {}
-        self.keys: dict[DataPath, Position] = {}
         self.errors: list[ConfigError] = []
         self.aborted = False
+        self.has_nulls = False
         self._seen: set[int] = set()
         self._stack: set[int] = set()
         self._expanded = 0
@@ -156,16 +183,20 @@ class _Builder:
         self.errors.append(ConfigError(self.file, mark.line + 1, mark.column + 1, format_path(path), message))
 
     def build(self, node: Node, path: DataPath, *, aliased: bool = False) -> Any:
+        if isinstance(node, ScalarNode):
+            return self._scalar(node, path)
         if self.aborted:
             return None
-        if id(node) in self._stack:
+        identity = id(node)
+        if identity in self._stack:
             self._error(
                 node, path, "an alias refers to the mapping or list that contains it: remove the recursive alias"
             )
             return None
-        if id(node) in self._seen and not isinstance(node, ScalarNode):
+        if identity in self._seen:
             aliased = True
-        self._seen.add(id(node))
+        else:
+            self._seen.add(identity)
         if aliased:
             self._expanded += 1
             if self._expanded > MAX_ALIAS_EXPANSION:
@@ -181,11 +212,7 @@ class _Builder:
                 ]
                 self.aborted = True
                 return None
-        if path not in self.values:
-            self.values[path] = Position(node.start_mark.line + 1, node.start_mark.column + 1)
-        if isinstance(node, ScalarNode):
-            return self._scalar(node, path)
-        self._stack.add(id(node))
+        self._stack.add(identity)
         try:
             if isinstance(node, SequenceNode):
                 self._check_tag(node, path, _TAG + "seq")
@@ -194,7 +221,7 @@ class _Builder:
             self._check_tag(node, path, _TAG + "map")
             return self._mapping(node, path, aliased)
         finally:
-            self._stack.discard(id(node))
+            self._stack.discard(identity)
 
     def _check_tag(self, node: Node, path: DataPath, expected: str) -> None:
         if node.tag != expected:
@@ -220,15 +247,11 @@ class _Builder:
                 )
                 continue
             first_seen[key] = key_node.start_mark.line + 1
-            child = (*path, key)
-            self.keys.setdefault(child, Position(key_node.start_mark.line + 1, key_node.start_mark.column + 1))
-            result[key] = self.build(value_node, child, aliased=aliased)
+            result[key] = self.build(value_node, (*path, key), aliased=aliased)
         for key_node, value_node in merged:
             key = self._key(key_node, path)
             if key is not None and key not in result:
-                child = (*path, key)
-                self.keys.setdefault(child, Position(key_node.start_mark.line + 1, key_node.start_mark.column + 1))
-                result[key] = self.build(value_node, child, aliased=True)
+                result[key] = self.build(value_node, (*path, key), aliased=True)
         return result
 
     def _merge_sources(self, value_node: Node, path: DataPath) -> list[tuple[Node, Node]]:
@@ -257,6 +280,7 @@ class _Builder:
         if tag == _TAG + "str":
             return raw
         if tag == _TAG + "null":
+            self.has_nulls = True
             return None
         if tag == _TAG + "bool":
             flag: bool = _constructor.construct_yaml_bool(node)

@@ -20,7 +20,9 @@ PositiveSeconds = Annotated[float, Field(gt=0, le=3600)]
 class StrictModel(BaseModel):
     """Base for everything a person writes: unknown keys are errors, never silently ignored."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=False, validate_default=False)
+    # strict: no silent coercion ("3" is not 3, "yes" is not true), so the models accept exactly what the
+    # published JSON Schema accepts, and the loader can trust either.
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=False, validate_default=False)
 
 
 class DataModel(BaseModel):
