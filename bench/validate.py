@@ -87,7 +87,8 @@ def build(root: Path, cases: int) -> Path:
     """Write agent.yaml, five personas and one suite of ``cases`` cases under ``root``."""
     (root / "personas").mkdir()
     for n in range(5):
-        (root / "personas" / f"persona_{n}.yaml").write_text(PERSONA.format(name=f"persona_{n}", trait=f"has trait {n}"))
+        persona = PERSONA.format(name=f"persona_{n}", trait=f"has trait {n}")
+        (root / "personas" / f"persona_{n}.yaml").write_text(persona)
     suites = root / "suites"
     suites.mkdir()
     (suites / "agent.yaml").write_text(AGENT)
@@ -121,7 +122,8 @@ def main() -> None:
             start = time.perf_counter()
             report = validate_paths([root / "suites", root / "personas"])
             loads.append(time.perf_counter() - start)
-            assert report.ok and sum(report.case_counts().values()) == args.cases
+            if not report.ok or sum(report.case_counts().values()) != args.cases:
+                raise SystemExit("validate_paths did not load the generated suite cleanly")
         print(f"suite: {args.cases} cases, {size_kb:.0f} KiB")
         print(f"simulator validate (fresh process), best of {args.runs}: {min(times):.3f} s (all: "
               + ", ".join(f"{t:.3f}" for t in times) + ")")

@@ -34,6 +34,11 @@ class _AuthoringSchema(GenerateJsonSchema):
 def authoring_schema(model: type[BaseModel], title: str, schema_id: str) -> dict[str, Any]:
     """The JSON Schema of ``model`` as published for editors and used by the loader."""
     body = model.model_json_schema(schema_generator=_AuthoringSchema, mode="validation")
+    return _published_form(body, title, schema_id)
+
+
+def _published_form(body: dict[str, Any], title: str, schema_id: str) -> dict[str, Any]:
+    body = {key: value for key, value in body.items() if key != "title"}
     return {"$schema": SCHEMA_DIALECT, "$id": schema_id, "title": title, **body}
 
 
@@ -51,12 +56,7 @@ def _published() -> dict[str, dict[str, Any]]:
     return {
         "suite": authoring_schema(Suite, "Simulator suite", "urn:simulator:schema:suite"),
         "evals": evals,
-        "agent": {
-            "$schema": SCHEMA_DIALECT,
-            "$id": "urn:simulator:schema:agent",
-            "title": "Simulator agent under test",
-            **agent_body,
-        },
+        "agent": _published_form(agent_body, "Simulator agent under test", "urn:simulator:schema:agent"),
         "persona": authoring_schema(Persona, "Simulator persona", "urn:simulator:schema:persona"),
         "personas": authoring_schema(PersonaFile, "Simulator persona collection", "urn:simulator:schema:personas"),
     }

@@ -1,0 +1,168 @@
+"""The command line end to end: output, exit codes, and what it must not import."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simulator import __version__
+from simulator.cli import EXIT_INTERNAL, EXIT_INVALID, app
+
+runner = CliRunner()
+
+VALID_SUITE = """\
+name: tiny
+cases:
+  - kind: scenario
+    name: greet
+    goal: Say hello and get a greeting back.
+    personas: [terse]
+"""
+
+PERSONA = "name: terse\npersonality: Writes as few words as possible.\nlanguage: en\n"
+
+
+def _project(tmp_path: Path, suite: str = VALID_SUITE) -> Path:
+    (tmp_path / "personas").mkdir()
+    (tmp_path / "personas" / "terse.yaml").write_text(PERSONA, encoding="utf-8")
+    (tmp_path / "suites").mkdir()
+    (tmp_path / "suites" / "tiny.yaml").write_text(suite, encoding="utf-8")
+    return tmp_path
+
+
+def test_help_lists_the_commands() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in ("validate", "schema", "personas", "import"):
+        assert command in result.stdout
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"simulator {__version__}"
+
+
+def test_validate_valid_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(_project(tmp_path))
+    result = runner.invoke(app, ["validate", "suites", "personas"])
+    assert result.exit_code == 0, result.stdout
+    assert result.stdout.splitlines() == [
+        "Checked 2 files: 1 suite with 1 case (golden 0, scenario 1, simulation 0), 1 persona, 0 agent files.",
+        "All valid.",
+    ]
+
+
+def test_validate_reports_every_error_with_its_place_and_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = textwrap.dedent(
+        """\
+        name: tiny
+        cases:
+          - kind: scenario
+            name: greet
+            gaol: Say hello.
+            personas: [terce]
+          - kind: simulaton
+            name: other
+        """
+    )
+    monkeypatch.chdir(_project(tmp_path, broken))
+    result = runner.invoke(app, ["validate", "suites"])
+    assert result.exit_code == EXIT_INVALID
+    lines = result.stdout.splitlines()
+    assert lines[:3] == [
+        "suites/tiny.yaml:3:5: cases[0]: missing required key 'goal'",
+        "suites/tiny.yaml:5:5: cases[0].gaol: unknown key 'gaol'; did you mean 'goal'?",
+        "suites/tiny.yaml:7:11: cases[1].kind: kind must be one of golden, scenario, simulation, "
+        "got the text 'simulaton'; did you mean 'simulation'?",
+    ]
+    assert lines[-1] == "Found 3 errors in 1 file."
+
+
+def test_validate_missing_path_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["validate", str(tmp_path / "nope")])
+    assert result.exit_code == EXIT_INVALID
+    assert "no such file or folder" in result.stdout
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_schema_prints_the_suite_schema() -> None:
+    result = runner.invoke(app, ["schema"])
+    assert result.exit_code == 0
+    schema = json.loads(result.stdout)
+    assert schema["title"] == "Simulator suite"
+    assert "cases" in schema["required"]
+
+
+def test_schema_writes_a_file_and_refuses_unknown_kinds(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "persona.schema.json"
+    assert runner.invoke(app, ["schema", "persona", "-o", str(target)]).exit_code == 0
+    assert json.loads(target.read_text(encoding="utf-8"))["title"] == "Simulator persona"
+    result = runner.invoke(app, ["schema", "suits"])
+    assert result.exit_code == EXIT_INVALID
+    assert "unknown schema 'suits'" in result.stderr
+
+
+def test_personas_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(_project(tmp_path) / "suites")
+    result = runner.invoke(app, ["personas", "list"])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "terse" in result.stdout
+    assert result.stdout.strip().endswith("1 persona.")
+
+
+def test_personas_list_reports_broken_persona_files(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("name: x\npersonalty: typo\n", encoding="utf-8")
+    result = runner.invoke(app, ["personas", "list", "--dir", str(tmp_path)])
+    assert result.exit_code == EXIT_INVALID
+    assert "bad.yaml:2:1: personalty: unknown key 'personalty'; did you mean 'personality'?" in result.stdout
+
+
+def test_personas_list_without_a_folder(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["personas", "list", "--dir", str(tmp_path / "none")])
+    assert result.exit_code == EXIT_INVALID
+    assert "no such folder" in result.stderr
+
+
+def test_internal_errors_are_reported_as_bugs_without_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(paths: object) -> object:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("simulator.loading.validate_paths", broken)
+    monkeypatch.delenv("SIMULATOR_DEBUG", raising=False)
+    result = runner.invoke(app, ["validate", str(tmp_path)])
+    assert result.exit_code == EXIT_INTERNAL
+    assert "internal error: RuntimeError: boom" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_help_and_validate_do_not_import_litellm_or_langgraph(tmp_path: Path) -> None:
+    # litellm alone takes seconds to import; the everyday commands must not pay for it.
+    _project(tmp_path)
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from simulator.cli import app
+        personas = {str(tmp_path / "personas")!r}
+        for args in (["--help"], ["validate", {str(tmp_path)!r}], ["schema"], ["personas", "list", "--dir", personas]):
+            try:
+                app(args)
+            except SystemExit as exit:
+                assert exit.code in (0, None), (args, exit.code)
+        heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("litellm", "langgraph", "openai", "httpx"))
+        print("HEAVY", heavy)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY []" in done.stdout, done.stdout
