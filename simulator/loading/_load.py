@@ -32,6 +32,7 @@ from simulator.models import (
     normalize_reference,
 )
 from simulator.models._base import Text
+from simulator.models.agent import json_type_matches
 from simulator.models.case import ExpectationSpec
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -442,7 +443,7 @@ class _CrossCheck:
                 )
                 continue
             expected = declared[name].type
-            if not _matches_type(value, expected):
+            if not json_type_matches(value, expected):
                 self.error(where, f"variable {name!r} is declared as {expected}, got {describe_value(value)}")
 
     def _declared_tools(self) -> list[str] | None:
@@ -479,6 +480,8 @@ class _CrossCheck:
                 if turn.expect:
                     for c, call in enumerate(turn.expect.tool_calls):
                         self._tool_name((*base, "turns", t, "expect", "tool_calls", c, "name"), call.name)
+                    for variable in turn.expect.variables:
+                        self._variable_name((*base, "turns", t, "expect", "variables", variable), variable)
         else:
             for c, check in enumerate(case.checks):
                 self._expectation_tools((*base, "checks", c), check)
@@ -494,25 +497,24 @@ class _CrossCheck:
                 message = f"no expectation of this case has the text {ref!r}: this case has no `expectations:`"
             self.error(where, message)
 
+    def _variable_name(self, where: DataPath, name: str) -> None:
+        # Only against agents that declare variables: an undeclared agent may set any.
+        if self.agent is None or not self.agent.variables or name in self.agent.variables:
+            return
+        declared = self.agent.variables
+        self.error(
+            where,
+            f"variable {name!r} is not declared by agent {self.agent.name!r}{did_you_mean(name, declared)} "
+            f"(declared: {', '.join(sorted(declared))})",
+        )
+
     def _expectation_tools(self, where: DataPath, expectation: ExpectationSpec) -> None:
+        if expectation.variable is not None:
+            self._variable_name((*where, "variable", "name"), expectation.variable.name)
         if expectation.tool_call is not None:
             self._tool_name((*where, "tool_call", "name"), expectation.tool_call.name)
         if expectation.after is not None:
             self._tool_name((*where, "after"), expectation.after)
-
-
-def _matches_type(value: Any, expected: str) -> bool:
-    if expected == "string":
-        return isinstance(value, str)
-    if expected == "boolean":
-        return isinstance(value, bool)
-    if expected == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if expected == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if expected == "object":
-        return isinstance(value, dict)
-    return isinstance(value, list)
 
 
 def find_upwards(start: Path, name: str, *, want_dir: bool = False) -> Path | None:
@@ -523,6 +525,13 @@ def find_upwards(start: Path, name: str, *, want_dir: bool = False) -> Path | No
             return candidate
         if (directory / ".git").exists():
             return None
+    return None
+
+
+def _enclosing_personas_dir(path: Path) -> Path | None:
+    for parent in path.parents:
+        if parent.name == PERSONAS_DIR:
+            return parent
     return None
 
 
@@ -595,7 +604,12 @@ def validate_paths(paths: Iterable[str | Path]) -> ValidationReport:
                 loader._agents[path.resolve()] = loader._validate(path, located, "agent", _adapter("agent"))
             report.agents.append(path)
         elif kind in ("persona", "personas"):
-            report.personas.update(loader.load_persona_dir(path.parent))
+            folder = _enclosing_personas_dir(path)
+            if folder is not None:
+                report.personas.update(loader.load_persona_dir(folder))
+            else:
+                # A collection outside personas/ is checked on its own; suites only see personas/ folders.
+                report.personas.update({p.name: p for p, _ in loader._load_persona_file(path)})
         else:
             loader.errors.append(
                 ConfigError(

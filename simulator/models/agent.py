@@ -18,6 +18,27 @@ class VariableDeclaration(StrictModel):
     description: str = ""
     default: JsonValue = Field(default=None, description="Value used when a case does not set it.")
 
+    @model_validator(mode="after")
+    def _default_has_the_type(self) -> VariableDeclaration:
+        if self.default is not None and not json_type_matches(self.default, self.type):
+            raise ValueError(f"default {self.default!r} is not of the declared type {self.type}")
+        return self
+
+
+def json_type_matches(value: Any, expected: str) -> bool:
+    """Whether a value read from YAML/JSON has the JSON type ``expected`` (booleans are not numbers)."""
+    if expected == "string":
+        return isinstance(value, str)
+    if expected == "boolean":
+        return isinstance(value, bool)
+    if expected == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if expected == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if expected == "object":
+        return isinstance(value, dict)
+    return isinstance(value, list)
+
 
 def _empty_object_schema() -> dict[str, JsonValue]:
     return {"type": "object", "properties": {}}

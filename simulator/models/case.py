@@ -118,10 +118,11 @@ class Handoff(StrictModel):
 class KeywordChecks(StrictModel):
     """Fields shared by everything that checks words in the agent's messages."""
 
-    must_contain: list[Term] | None = Field(
+    must_contain: Annotated[list[Term], Field(min_length=1)] | None = Field(
         default=None, description="Terms the agent's message must contain (case-insensitive substring by default)."
     )
-    must_not_contain: list[Term] | None = Field(default=None, description="Terms the agent's message must not contain.")
+    must_not_contain: Annotated[list[Term], Field(min_length=1)] | None = Field(
+        default=None, description="Terms the agent's message must not contain.")
     match: MatchMode = Field(
         default="substring",
         description="How terms match: substring (default, literal: 'nicht gesendet' contains 'gesendet'), "
@@ -131,10 +132,11 @@ class KeywordChecks(StrictModel):
 
     @model_validator(mode="after")
     def _regex_terms_compile(self) -> KeywordChecks:
-        if self.match == "regex":
-            for term in (self.must_contain or []) + (self.must_not_contain or []):
-                if isinstance(term, str):
-                    _check_regex(term)
+        for term in (self.must_contain or []) + (self.must_not_contain or []):
+            if isinstance(term, str) and self.match == "regex":
+                _check_regex(term)
+            elif isinstance(term, KeywordTerm) and (term.mode or self.match) == "regex":
+                _check_regex(term.term)
         return self
 
 
@@ -150,7 +152,7 @@ class ExpectationSpec(KeywordChecks):
     refer to it.
     """
 
-    text: str | None = Field(default=None, description="What is expected, in words; also the name to refer to it by.")
+    text: Text | None = Field(default=None, description="What is expected, in words; also the name to refer to it by.")
     message: str | None = Field(default=None, description="An agent message that must be said (semantic match).")
     tool_call: ToolCallSpec | None = None
     after: Identifier | None = Field(default=None, description="The tool_call must come after a call of this tool.")
@@ -219,10 +221,10 @@ class Step(StrictModel):
     """
 
     name: str | None = Field(default=None, description="Optional short label for reports.")
-    goal: str | None = Field(default=None, description="What the simulated user tries to achieve in this step.")
-    static_utterance: str | None = Field(default=None, description="Send exactly this text instead of improvising.")
+    goal: Text | None = Field(default=None, description="What the simulated user tries to achieve in this step.")
+    static_utterance: Text | None = Field(default=None, description="Send exactly this text instead of improvising.")
     event: Event | None = Field(default=None, description="Send this named event instead of speech.")
-    success_criteria: str | None = Field(
+    success_criteria: Text | None = Field(
         default=None, description="When the step counts as complete, in words (decided by the judge model)."
     )
     checks: list[Expectation] = Field(
@@ -278,7 +280,7 @@ class TurnExpectation(KeywordChecks):
 class GoldenTurn(StrictModel):
     """One fixed user turn (or event) of a golden conversation, with what the agent should do."""
 
-    user: str | None = Field(default=None, description="The user's message.")
+    user: Text | None = Field(default=None, description="The user's message.")
     event: Event | None = None
     expect: TurnExpectation | None = None
     expectations: list[Text] = Field(
@@ -341,7 +343,7 @@ class ScenarioCase(_CaseBase):
 
     kind: Literal["scenario"]
     goal: Text
-    success_criteria: str | None = Field(default=None, description="When the goal counts as reached, in words.")
+    success_criteria: Text | None = Field(default=None, description="When the goal counts as reached, in words.")
     checks: list[Expectation] = Field(default_factory=list, description="Deterministic checks of the goal.")
     response_guide: ResponseGuide | None = None
     say: list[Text] = Field(default_factory=list, description="Lines the scripted user says, in order.")

@@ -1,0 +1,652 @@
+"""Import single-turn tests from a CSV file as a suite of golden cases, one case per row.
+
+The CSV is what spreadsheet users export: UTF-8 with or without BOM, columns separated by ``,`` or ``;``
+(Excel in German locales writes ``;``), cells spanning several lines in double quotes. List cells
+(``must_contain``, ``must_not_contain``, ``expected_tools``, ``tags``) hold comma-separated terms; a term in
+double quotes keeps its commas, so ``"23,60", EUR`` is the two terms ``23,60`` and ``EUR``.
+
+Every problem is reported at once as :class:`~simulator.errors.ConfigErrors`, each with the physical line
+where its row starts, the 1-based column of the cell and a key path such as ``row 3.must_contain``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from simulator.errors import ConfigError, ConfigErrors
+from simulator.loading._schema import closest, did_you_mean
+from simulator.loading._yaml import MAX_FILE_BYTES
+from simulator.models.case import GoldenCase
+
+PROMPT = "prompt"
+#: Every column the importer understands, in the order they are listed in messages.
+COLUMNS = ("prompt", "must_contain", "must_not_contain", "reference_answer", "expected_tools", "name", "tags")
+LIST_COLUMNS = ("must_contain", "must_not_contain", "expected_tools", "tags")
+
+_DELIMITERS = (",", ";")
+_HEADER_KEY = "header"
+_IMPORTED_FROM = "Imported from "
+_TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_TOOL_NAME_MAX = 64
+_CASE_NAME_MAX = 200
+# The line breaks io.StringIO(newline="") splits on, hence the ones csv.reader's line_num counts.
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_LINE_BREAK_BYTES = re.compile(rb"\r\n|\r|\n")
+_SEP_LINE = re.compile(r"^sep=(.)$", re.IGNORECASE)
+# Larger than any line, so that safe_dump never folds a long prompt over several lines.
+_NO_WRAP = 1_000_000_000
+
+_case_adapter: TypeAdapter[GoldenCase] = TypeAdapter(GoldenCase)
+
+
+def import_csv(path: str | Path, suite_name: str | None = None) -> dict[str, Any]:
+    """Read a CSV file of single-turn tests and return suite data ready for YAML, one golden case per row.
+
+    The result is ``{"name": ..., "description": ..., "cases": [...]}`` with plain values only; pass it to
+    :func:`dump_suite_yaml`. ``suite_name`` defaults to the file's stem. Raises
+    :class:`~simulator.errors.ConfigErrors` listing every problem in the file, never another exception for
+    bad input.
+    """
+    return _Importer(Path(path)).run(suite_name)
+
+
+def dump_suite_yaml(data: dict[str, Any], *, source: str | Path | None = None) -> str:
+    """The suite data of :func:`import_csv` as YAML text, with a header comment naming the CSV it came from.
+
+    ``source`` names the CSV; without it, the name recorded in the data's description by :func:`import_csv`
+    is used. Strings that YAML 1.1 would read as something else (``no``, ``on``, ``012``, dates) come out
+    quoted, so the file loads back to the same text.
+    """
+    if source is not None:
+        origin = Path(source).name
+    else:
+        description = data.get("description")
+        origin = (
+            description.removeprefix(_IMPORTED_FROM)
+            if isinstance(description, str) and description.startswith(_IMPORTED_FROM)
+            else "a CSV file"
+        )
+    body = yaml.dump(data, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=_NO_WRAP)
+    return (
+        f"# Imported from {origin}: one golden case per CSV row.\n"
+        "# Edit this file from now on; changes are not written back to the CSV.\n"
+        f"{body}"
+    )
+
+
+class _SuiteDumper(yaml.SafeDumper):
+    """``yaml.safe_dump``'s dumper, except for strings with Unicode line breaks (see ``_represent_str``)."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    # PyYAML writes U+0085 (NEL) raw into a single-quoted scalar, and reading it back folds it into a space;
+    # double quotes escape it (\N). U+2028/U+2029 survive today but are line breaks to YAML too.
+    style = '"' if any(char in value for char in "\x85\u2028\u2029") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_SuiteDumper.add_representer(str, _represent_str)
+
+
+class _TermError(ValueError):
+    """A list cell that cannot be split into terms; the message says why and how to fix it."""
+
+
+def split_terms(cell: str) -> list[str]:
+    """Split a list cell into terms: commas separate, a double-quoted term keeps its commas.
+
+    Spaces around terms are trimmed and empty terms dropped; inside a quoted term ``""`` is one literal
+    quote and the text is kept exactly. Raises ``ValueError`` for an unterminated quote, text after a
+    closing quote, or a quote inside an unquoted term.
+    """
+    terms: list[str] = []
+    i, n = 0, len(cell)
+    while i < n:
+        while i < n and cell[i].isspace():
+            i += 1
+        if i >= n:
+            break
+        if cell[i] == '"':
+            term, i = _quoted_term(cell, i)
+            if term:
+                terms.append(term)
+        else:
+            end = cell.find(",", i)
+            end = n if end < 0 else end
+            term = cell[i:end].strip()
+            if '"' in term:
+                # Taken literally, `EUR "23,60"` would silently become `EUR "23` and `60"`.
+                escaped = term.replace('"', '""')
+                raise _TermError(
+                    f"the term {term!r} contains a double quote: put the whole term in double quotes and write "
+                    f'the quote inside it twice ("{escaped}")'
+                )
+            if term:
+                terms.append(term)
+            i = end + 1
+    return terms
+
+
+def _quoted_term(cell: str, start: int) -> tuple[str, int]:
+    """The quoted term opening at ``start`` and the index after its separating comma."""
+    chars: list[str] = []
+    i, n = start + 1, len(cell)
+    while True:
+        if i >= n:
+            raise _TermError(
+                f"the double quote before {_preview(cell[start + 1 :])!r} is never closed: add the closing "
+                'quote, and write a quote inside a term twice ("")'
+            )
+        if cell[i] == '"':
+            if cell.startswith('""', i):
+                chars.append('"')
+                i += 2
+                continue
+            i += 1
+            break
+        chars.append(cell[i])
+        i += 1
+    term = "".join(chars)
+    while i < n and cell[i].isspace():
+        i += 1
+    if i < n and cell[i] != ",":
+        raise _TermError(
+            f"text {_preview(cell[i:])!r} follows the closing quote of the term {term!r}: separate terms with "
+            'commas, and write a quote inside a quoted term twice ("")'
+        )
+    return term, i + 1
+
+
+def _preview(text: str, limit: int = 30) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _cell_text(value: str) -> str:
+    # Cells keep the file's line endings (\r\n from Excel); the agent and the YAML should see plain \n.
+    return value.replace("\r\n", "\n").replace("\r", "\n")
+
+
+@dataclass
+class _Header:
+    """The header row: which column index holds which known column."""
+
+    line: int
+    names: list[str | None]
+    index: dict[str, int] = field(default_factory=dict)
+    unnamed: set[int] = field(default_factory=set)
+
+
+@dataclass
+class _Row:
+    number: int
+    line: int
+    cells: list[str]
+
+
+class _Importer:
+    """Reads one CSV file, collecting every problem before raising."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.file = str(path)
+        self.errors: list[ConfigError] = []
+        self.delimiter = ","
+
+    def error(self, line: int, column: int, key_path: str, message: str) -> None:
+        self.errors.append(ConfigError(self.file, line, column, key_path, message))
+
+    def fail(self) -> ConfigErrors:
+        return ConfigErrors(self.errors)
+
+    # -- the file ----------------------------------------------------------------------------------
+
+    def run(self, suite_name: str | None) -> dict[str, Any]:
+        name = (suite_name if suite_name is not None else self.path.stem).strip()
+        if not name:
+            self.error(0, 0, "(root)", "the suite name is empty: pass a name with a visible character")
+        text = self.read()
+        if text is None:
+            raise self.fail()
+        lines = _LINE_BREAK.split(text)
+        skipped = self.skip_preamble(lines)
+        if skipped is None:
+            raise self.fail()
+        cases = self.parse(text, skipped)
+        if self.errors:
+            raise self.fail()
+        return {"name": name, "description": f"{_IMPORTED_FROM}{self.path.name}", "cases": cases}
+
+    def read(self) -> str | None:
+        try:
+            size = self.path.stat().st_size
+            if size > MAX_FILE_BYTES:
+                self.error(
+                    0,
+                    0,
+                    "(root)",
+                    f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES // 1_000_000} MB limit: "
+                    "split it into several CSV files",
+                )
+                return None
+            raw = self.path.read_bytes()
+        except OSError as exc:
+            self.error(0, 0, "(root)", f"cannot read the file: {exc.strerror or exc}")
+            return None
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+                self.error(
+                    1,
+                    1,
+                    "(root)",
+                    "the file is UTF-16 (Excel's 'Unicode Text'): save it as 'CSV UTF-8 (comma delimited)'",
+                )
+                return None
+            before = raw[: exc.start]
+            line = len(_LINE_BREAK_BYTES.findall(before)) + 1
+            line_start = max(before.rfind(b"\n"), before.rfind(b"\r")) + 1
+            self.error(
+                line,
+                exc.start - line_start + 1,
+                "(root)",
+                f"not UTF-8 text (byte 0x{raw[exc.start]:02x}, likely an umlaut or other accented letter "
+                "saved in a Windows encoding): save the file as UTF-8, in Excel as 'CSV UTF-8 (comma delimited)'",
+            )
+            return None
+        if "\x00" in text:
+            line = len(_LINE_BREAK.findall(text[: text.index("\x00")])) + 1
+            self.error(line, 0, "(root)", "binary file (contains NUL bytes): expected CSV text")
+            return None
+        if not text.strip():
+            self.error(
+                0,
+                0,
+                "(root)",
+                "the file is empty: write a header row naming the columns (prompt,must_contain,...) "
+                "and one row per test case",
+            )
+            return None
+        return text
+
+    def skip_preamble(self, lines: list[str]) -> int | None:
+        """Skip blank lines and Excel's ``sep=;`` line; returns the number of lines before the header."""
+        index = 0
+        declared: str | None = None
+        while index < len(lines) and not lines[index].strip():
+            index += 1
+        sep = _SEP_LINE.match(lines[index].strip()) if index < len(lines) else None
+        if sep is not None:
+            declared = sep.group(1)
+            if declared not in _DELIMITERS:
+                self.error(
+                    index + 1, 1, "(root)", f"`sep={declared}` declares {declared!r} as the separator: use , or ;"
+                )
+                return None
+            index += 1
+            while index < len(lines) and not lines[index].strip():
+                index += 1
+        if index >= len(lines):
+            self.error(0, 0, "(root)", "no header row: the first row must name the columns (prompt,must_contain,...)")
+            return None
+        if declared is not None:
+            self.delimiter = declared
+            return index
+        return index if self.detect_delimiter("\n".join(lines[index:]), index + 1) else None
+
+    def detect_delimiter(self, text: str, line: int) -> bool:
+        """Pick ``,`` or ``;`` by counting them outside quotes in the header record."""
+        counts = dict.fromkeys((",", ";", "\t", "|"), 0)
+        in_quotes = False
+        for char in text:
+            if char == '"':
+                in_quotes = not in_quotes
+            elif not in_quotes and char == "\n":
+                break
+            elif not in_quotes and char in counts:
+                counts[char] += 1
+        if counts[","] and counts[";"]:
+            self.error(
+                line,
+                1,
+                _HEADER_KEY,
+                "the header row mixes , and ; between its columns: separate all columns with one of them",
+            )
+            return False
+        if counts[";"]:
+            self.delimiter = ";"
+            return True
+        if counts[","]:
+            return True
+        other = "tabs" if counts["\t"] else "'|'" if counts["|"] else None
+        if other is not None:
+            self.error(
+                line,
+                1,
+                _HEADER_KEY,
+                f"the columns are separated by {other}: separate them with , or ; (in Excel, save as "
+                "'CSV UTF-8 (comma delimited)')",
+            )
+            return False
+        return True
+
+    # -- records -----------------------------------------------------------------------------------
+
+    def parse(self, text: str, skipped: int) -> list[dict[str, Any]]:
+        stream = io.StringIO(text, newline="")
+        for _ in range(skipped):
+            stream.readline()
+        # strict: a stray quote must be an error, not silently swallow the rows after it into one cell.
+        reader = csv.reader(stream, delimiter=self.delimiter, strict=True)
+        header: _Header | None = None
+        cases: list[dict[str, Any]] = []
+        names: dict[str, _Row] = {}
+        number = 0
+        written = 0
+        while True:
+            line = skipped + reader.line_num + 1
+            try:
+                cells = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                self.csv_error(text, line, exc, header, number + 1 if header else None)
+                if header is None:
+                    return []
+                number += 1
+                written += 1
+                continue
+            if header is None:
+                header = self.read_header(line, cells)
+                continue
+            number += 1
+            if all(not cell.strip() for cell in cells):
+                continue
+            written += 1
+            case = self.read_row(header, _Row(number, line, cells), names)
+            if case is not None:
+                cases.append(case)
+        if header is not None and not written:
+            self.error(header.line, 1, "(root)", "no test cases: add one row per test case below the header row")
+        return cases
+
+    def csv_error(self, text: str, line: int, exc: csv.Error, header: _Header | None, number: int | None) -> None:
+        where = f"row {number}" if number is not None else _HEADER_KEY
+        found = _quote_problem(text, line, self.delimiter)
+        if found is None:
+            if "field larger than field limit" in str(exc):
+                # The limit is process-wide state of the csv module; raising it here would leak to callers.
+                limit = csv.field_size_limit()
+                self.error(line, 1, where, f"a cell of this row is longer than {limit:,} characters: shorten it")
+            else:
+                self.error(line, 1, where, f"cannot read this row as CSV: {exc}")
+            return
+        column, kind, opened, at = found
+        if header is not None and column <= len(header.names) and header.names[column - 1]:
+            where = f"{where}.{header.names[column - 1]}"
+        if kind == "unterminated":
+            message = (
+                f"the double quote that opens this cell (line {opened}) is never closed, so the rest of the file "
+                'would be read as one cell: add the closing quote, and write a quote inside a cell twice ("")'
+            )
+        else:
+            closed = f" (the quote opened on line {opened} closes on line {at})" if at != opened else ""
+            message = (
+                f"text follows the closing double quote of this cell{closed}: a cell that starts with a quote must "
+                'end with one; write a quote inside a cell twice ("")'
+            )
+        self.error(line, column, where, message)
+
+    def read_header(self, line: int, cells: list[str]) -> _Header:
+        keys = [cell.strip().lower() for cell in cells]
+        header = _Header(line, [None] * len(cells))
+        known = [k for k in keys if k in COLUMNS or (k and closest(k, COLUMNS))]
+        if not known:
+            shown = ", ".join(repr(_preview(cell)) for cell in cells[:3] if cell.strip())
+            self.error(
+                line,
+                1,
+                _HEADER_KEY,
+                f"the first row must be a header naming the columns ({', '.join(COLUMNS)}), found {shown}: "
+                f"insert a header row such as prompt{self.delimiter}must_contain",
+            )
+            return header
+        for i, key in enumerate(keys):
+            if not key:
+                header.unnamed.add(i)
+                continue
+            if key not in COLUMNS:
+                self.error(
+                    line,
+                    i + 1,
+                    _HEADER_KEY,
+                    f"unknown column {cells[i].strip()!r}{did_you_mean(key, COLUMNS)} "
+                    f"(columns: {', '.join(COLUMNS)}): rename or delete it",
+                )
+            elif key in header.index:
+                self.error(
+                    line,
+                    i + 1,
+                    _HEADER_KEY,
+                    f"column {key!r} appears twice (columns {header.index[key] + 1} and {i + 1}): delete one of them",
+                )
+            else:
+                header.index[key] = i
+                header.names[i] = key
+        if PROMPT not in header.index:
+            self.error(
+                line,
+                1,
+                _HEADER_KEY,
+                f"no {PROMPT!r} column: add a column named prompt holding the user's message "
+                f"(for example prompt{self.delimiter}must_contain)",
+            )
+        return header
+
+    def read_row(self, header: _Header, row: _Row, names: dict[str, _Row]) -> dict[str, Any] | None:
+        before = len(self.errors)
+        if len(row.cells) > len(header.names):
+            self.error(
+                row.line,
+                len(header.names) + 1,
+                f"row {row.number}",
+                f"this row has {len(row.cells)} cells but the header has {len(header.names)} columns: put a cell "
+                f'that contains {self.delimiter} in double quotes ("a{self.delimiter} b"), or remove the extra '
+                f"{self.delimiter} at the end of the row",
+            )
+            return None
+        for i, value in enumerate(row.cells):
+            # Excel exports trailing empty columns as `;;`: harmless unless something was written there.
+            if i in header.unnamed and value.strip():
+                self.error(
+                    row.line,
+                    i + 1,
+                    f"row {row.number}",
+                    f"this cell is in column {i + 1}, which has no name in the header: name the column "
+                    "or empty the cell",
+                )
+
+        def cell(column: str) -> tuple[str, int]:
+            index = header.index.get(column)
+            if index is None or index >= len(row.cells):
+                return "", (index + 1 if index is not None else 1)
+            return _cell_text(row.cells[index]).strip(), index + 1
+
+        def where(column: str) -> str:
+            return f"row {row.number}.{column}"
+
+        prompt, prompt_column = cell(PROMPT)
+        if PROMPT in header.index and not prompt:
+            self.error(
+                row.line,
+                prompt_column,
+                where(PROMPT),
+                "the prompt is empty: write the user's message, or delete the row",
+            )
+
+        lists: dict[str, list[str]] = {}
+        for column in LIST_COLUMNS:
+            text, index = cell(column)
+            try:
+                lists[column] = split_terms(text)
+            except _TermError as exc:
+                self.error(row.line, index, where(column), str(exc))
+                lists[column] = []
+        tools_column = cell("expected_tools")[1]
+        for tool in lists["expected_tools"]:
+            if not _TOOL_NAME.match(tool) or len(tool) > _TOOL_NAME_MAX:
+                self.error(
+                    row.line,
+                    tools_column,
+                    where("expected_tools"),
+                    f"{_preview(tool)!r} is not a tool name: use letters, digits, '_' and '-', starting with a "
+                    f"letter or '_', at most {_TOOL_NAME_MAX} characters; separate several tools with commas",
+                )
+
+        name = self.case_name(header, row, names)
+        # Without a prompt column the header error says it all; a case per row would only repeat it.
+        if len(self.errors) > before or PROMPT not in header.index:
+            return None
+
+        expect: dict[str, Any] = {}
+        for column in ("must_contain", "must_not_contain"):
+            if lists[column]:
+                expect[column] = lists[column]
+        reference, _ = cell("reference_answer")
+        if reference:
+            expect["reference_answer"] = reference
+        if lists["expected_tools"]:
+            expect["tool_calls"] = [{"name": tool} for tool in lists["expected_tools"]]
+        turn: dict[str, Any] = {"user": prompt}
+        if expect:
+            turn["expect"] = expect
+        case: dict[str, Any] = {"name": name, "kind": "golden"}
+        if lists["tags"]:
+            case["tags"] = lists["tags"]
+        case["turns"] = [turn]
+        return case if self.model_accepts(header, row, case) else None
+
+    def case_name(self, header: _Header, row: _Row, names: dict[str, _Row]) -> str:
+        index = header.index.get("name")
+        given = _cell_text(row.cells[index]).strip() if index is not None and index < len(row.cells) else ""
+        column = index + 1 if index is not None else 1
+        key = f"row {row.number}.name"
+        if "\n" in given or len(given) > _CASE_NAME_MAX:
+            self.error(
+                row.line,
+                column,
+                key,
+                f"a case name is one line of at most {_CASE_NAME_MAX} characters: shorten {_preview(given)!r}",
+            )
+            return given
+        name = given or f"row_{row.number}"
+        first = names.get(name)
+        if first is None:
+            names[name] = row
+        elif given:
+            self.error(
+                row.line,
+                column,
+                key,
+                f"case name {name!r} is also used by row {first.number} (line {first.line}): case names must be "
+                "unique, rename one of them",
+            )
+        else:
+            self.error(
+                row.line,
+                column,
+                key,
+                f"this row has no name, so it is named {name!r}, which row {first.number} (line {first.line}) "
+                "already uses: give one of them another name",
+            )
+        return name
+
+    def model_accepts(self, header: _Header, row: _Row, case: dict[str, Any]) -> bool:
+        """Validate with the model the loader uses, so that an imported suite always loads."""
+        try:
+            _case_adapter.validate_python(case)
+        except ValidationError as exc:
+            for detail in exc.errors(include_url=False):
+                column = _column_of(tuple(detail["loc"]))
+                index = header.index.get(column, 0) if column else 0
+                key = f"row {row.number}.{column}" if column else f"row {row.number}"
+                message = str(detail["msg"]).removeprefix("Value error, ")
+                self.error(row.line, index + 1, key, message)
+            return False
+        return True
+
+
+def _column_of(loc: tuple[Any, ...]) -> str | None:
+    """The CSV column a pydantic error location in a built case comes from."""
+    if not loc:
+        return None
+    if loc[0] in ("name", "tags"):
+        return str(loc[0])
+    if loc[:3] == ("turns", 0, "user"):
+        return PROMPT
+    if loc[:3] == ("turns", 0, "expect") and len(loc) > 3:
+        return {
+            "must_contain": "must_contain",
+            "must_not_contain": "must_not_contain",
+            "reference_answer": "reference_answer",
+            "tool_calls": "expected_tools",
+        }.get(str(loc[3]))
+    return None
+
+
+def _quote_problem(text: str, line: int, delimiter: str) -> tuple[int, str, int, int] | None:
+    """Find why csv.reader refused the record starting on physical ``line``.
+
+    Returns ``(column, kind, opened_line, problem_line)`` with kind ``unterminated`` (a quoted cell runs to
+    the end of the file) or ``after_quote`` (text follows a closing quote), or None if neither.
+    """
+    starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+    if line - 1 >= len(starts):
+        return None
+    i = starts[line - 1]
+    current = line
+    column = 1
+    at_start = True
+    in_quotes = False
+    closed = False
+    opened = line
+    while i < len(text):
+        char = text[i]
+        if char in "\r\n":
+            if not in_quotes:
+                return None
+            current += 1
+            i += 2 if text.startswith("\r\n", i) else 1
+            continue
+        if in_quotes:
+            if char == '"':
+                if text.startswith('""', i):
+                    i += 2
+                    continue
+                in_quotes = False
+                closed = True
+        elif char == delimiter:
+            column += 1
+            at_start = True
+            closed = False
+        elif closed:
+            return column, "after_quote", opened, current
+        elif char == '"' and at_start:
+            in_quotes = True
+            opened = current
+            at_start = False
+        else:
+            at_start = False
+        i += 1
+    if in_quotes:
+        return column, "unterminated", opened, current
+    return None
