@@ -25,7 +25,8 @@ class SimulatorError(Exception):
 class ConfigError(SimulatorError):
     """One problem at one place in a file a person wrote.
 
-    ``line`` and ``column`` are 1-based; 0 means "the whole file" (for example an empty or undecodable file).
+    ``line`` and ``column`` are 1-based; a problem with the whole file (empty, undecodable, too large) is
+    placed at 1:1, where editors and CI annotations can still show it.
     ``key_path`` is the dotted path to the key, such as ``cases[0].steps[1].max_turns``; ``(root)`` for the
     top of the file.
     """

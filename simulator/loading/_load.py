@@ -200,7 +200,7 @@ class Loader:
         if directory in self._persona_dirs:
             return self._persona_dirs[directory]
         personas: dict[str, Persona] = {}
-        for path in sorted(p for p in directory.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file()):
+        for path in sorted(p for p in directory.rglob("*") if p.suffix.lower() in YAML_SUFFIXES and p.is_file()):
             for persona, position in self._load_persona_file(path):
                 if persona.name in personas:
                     first = self._persona_sources.get(persona.name, path)
@@ -518,12 +518,17 @@ class _CrossCheck:
 
 
 def find_upwards(start: Path, name: str, *, want_dir: bool = False) -> Path | None:
-    """The nearest ``name`` in ``start`` or a parent folder, stopping at the top of a git checkout."""
-    for directory in [start, *start.parents]:
+    """The nearest ``name`` in ``start`` or a parent folder, stopping at the top of a git checkout or the home
+    folder, and never above ``start`` in the root or a top-level folder such as /tmp, so that a stray file far
+    above the project is not picked up."""
+    home = Path.home()
+    for index, directory in enumerate([start, *start.parents]):
+        if index > 0 and directory.parent == directory.parent.parent:
+            return None
         candidate = directory / name
         if candidate.is_dir() if want_dir else candidate.is_file():
             return candidate
-        if (directory / ".git").exists():
+        if (directory / ".git").exists() or directory == home:
             return None
     return None
 
@@ -567,7 +572,7 @@ def collect_yaml_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[Co
             found = sorted(
                 p
                 for p in path.rglob("*")
-                if p.suffix in YAML_SUFFIXES
+                if p.suffix.lower() in YAML_SUFFIXES
                 and p.is_file()
                 and not any(part.startswith(".") for part in p.relative_to(path).parts)
             )

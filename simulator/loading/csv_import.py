@@ -212,7 +212,7 @@ class _Importer:
     def run(self, suite_name: str | None) -> dict[str, Any]:
         name = (suite_name if suite_name is not None else self.path.stem).strip()
         if not name:
-            self.error(0, 0, "(root)", "the suite name is empty: pass a name with a visible character")
+            self.error(1, 1, "(root)", "the suite name is empty: pass a name with a visible character")
         text = self.read()
         if text is None:
             raise self.fail()
@@ -239,7 +239,7 @@ class _Importer:
                 return None
             raw = self.path.read_bytes()
         except OSError as exc:
-            self.error(0, 0, "(root)", f"cannot read the file: {exc.strerror or exc}")
+            self.error(1, 1, "(root)", f"cannot read the file: {exc.strerror or exc}")
             return None
         try:
             text = raw.decode("utf-8-sig")
@@ -296,7 +296,7 @@ class _Importer:
             while index < len(lines) and not lines[index].strip():
                 index += 1
         if index >= len(lines):
-            self.error(0, 0, "(root)", "no header row: the first row must name the columns (prompt,must_contain,...)")
+            self.error(1, 1, "(root)", "no header row: the first row must name the columns (prompt,must_contain,...)")
             return None
         if declared is not None:
             self.delimiter = declared

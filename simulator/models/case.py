@@ -295,7 +295,7 @@ class GoldenTurn(StrictModel):
 
 
 class _CaseBase(StrictModel):
-    name: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^\S(.*\S)?$")] = Field(
+    name: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^\S([^\r\n\u2028\u2029]*\S)?$")] = Field(
         description="Unique within the suite."
     )
     description: str = ""

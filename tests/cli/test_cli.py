@@ -166,3 +166,41 @@ def test_help_and_validate_do_not_import_litellm_or_langgraph(tmp_path: Path) ->
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert "HEAVY []" in done.stdout, done.stdout
+
+
+def test_import_csv_writes_a_suite_that_validates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "faq.csv").write_text(
+        'prompt;must_contain;expected_tools\nWas kostet das?;"""23,60"", EUR";get_price\n', encoding="utf-8-sig"
+    )
+    result = runner.invoke(app, ["import", "csv", "faq.csv", "-o", "suites/faq.yaml"])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == "wrote suites/faq.yaml: 1 golden case"
+    assert runner.invoke(app, ["validate", "suites"]).exit_code == 0
+    from simulator.loading import load_suite
+
+    case = load_suite(tmp_path / "suites" / "faq.yaml").suite.cases[0]
+    assert case.kind == "golden"
+    expect = case.turns[0].expect
+    assert expect is not None
+    assert expect.must_contain == ["23,60", "EUR"]
+
+
+def test_import_csv_never_overwrites_without_force(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "faq.csv").write_text("prompt\nHello\n", encoding="utf-8")
+    (tmp_path / "faq.yaml").write_text("keep me\n", encoding="utf-8")
+    result = runner.invoke(app, ["import", "csv", "faq.csv", "-o", "faq.yaml"])
+    assert result.exit_code == EXIT_INVALID
+    assert "pass --force" in result.stderr
+    assert (tmp_path / "faq.yaml").read_text(encoding="utf-8") == "keep me\n"
+    assert runner.invoke(app, ["import", "csv", "faq.csv", "-o", "faq.yaml", "--force"]).exit_code == 0
+
+
+def test_import_csv_reports_bad_rows_with_row_and_column(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.csv").write_text("prompt,expected_tools\nHi,not a tool\n", encoding="utf-8")
+    result = runner.invoke(app, ["import", "csv", "bad.csv", "-o", "out.yaml"])
+    assert result.exit_code == EXIT_INVALID
+    assert result.stdout.startswith("bad.csv:2:2: row 1.expected_tools: ")
+    assert not (tmp_path / "out.yaml").exists()
