@@ -1,0 +1,2666 @@
+"""Every mistake a person can make in a suite, hosted evals, agent or persona file, and the exact error for it.
+
+Each entry of ``INVALID`` writes files into a fresh folder and compares the complete list of errors
+``validate_paths`` (or ``load_suite``) reports, as ``(file, line, column, key path, message)``, with the
+expected list. The test runs inside the folder, as a person would, so the paths some messages name (an agent
+file, a personas folder) are relative to it.
+
+Entries marked ``xfail`` describe the error the loader *should* give; the loader gets them wrong today.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from _pytest.mark.structures import ParameterSet
+
+import simulator.loading._yaml as yaml_module
+from simulator.errors import ConfigError, ConfigErrors
+from simulator.loading import load_suite, validate_paths
+
+Expected = tuple[str, int, int, str, str]
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Files to write (relative path -> text or bytes) and the errors they must produce."""
+
+    files: Mapping[str, str | bytes]
+    errors: Sequence[Expected]
+    via: Literal["validate", "load_suite"] = "validate"
+    max_file_bytes: int | None = None
+
+
+def entry(
+    id: str,
+    files: Mapping[str, str | bytes],
+    errors: Sequence[Expected],
+    *,
+    bug: str | None = None,
+    via: Literal["validate", "load_suite"] = "validate",
+    max_file_bytes: int | None = None,
+) -> ParameterSet:
+    marks = [pytest.mark.xfail(reason=f"loader bug: {bug}", strict=True, raises=AssertionError)] if bug else []
+    return pytest.param(Invalid(files, errors, via=via, max_file_bytes=max_file_bytes), id=id, marks=marks)
+
+
+def y(text: str) -> str:
+    """YAML written indented in this file, as it is in the file on disk (line 1 is the first line)."""
+    return textwrap.dedent(text)
+
+
+AGENT = y("""\
+    type: python
+    callable: bot.main:respond
+    variables:
+      customer_id:
+        type: string
+      vip:
+        type: boolean
+      party_size:
+        type: integer
+      visit_date:
+        type: string
+    tools:
+      - name: book_table
+      - name: cancel_booking
+""")
+
+ALICE = y("""\
+    name: alice
+    personality: Patient and friendly.
+""")
+
+OK_SUITE = y("""\
+    name: demo
+    cases:
+      - name: c1
+        kind: scenario
+        goal: Book a table
+""")
+
+CANNOT_TELL = (
+    "cannot tell what this file holds: a suite has `cases:`, a hosted evals file `evals:`, an agent file is named "
+    "agent.yaml, and a persona file lies in a personas/ folder"
+)
+SUITE_KEYS = (
+    "name, description, language, agent, models, thresholds, personas, repeats, seed, tool_fakes, metadata, cases"
+)
+ALIAS_BOMB = (
+    "aliases expand to more than 100,000 values (an alias bomb?): write the repeated parts out or use fewer nested "
+    "aliases"
+)
+RECURSIVE_ALIAS = "an alias refers to the mapping or list that contains it: remove the recursive alias"
+TAG_REFUSED = "is not allowed: Simulator reads plain YAML data only"
+DECLARED = "(declared: customer_id, party_size, vip, visit_date)"
+TOOLS = "(declared: book_table, cancel_booking)"
+
+
+INVALID: list[ParameterSet] = [
+    # -- misspelt and unknown keys ----------------------------------------------------------------------------
+    entry(
+        "root-key-misspelt",
+        {
+            "suite.yaml": y("""\
+            nmae: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book a table
+        """)
+        },
+        [
+            ("suite.yaml", 1, 1, "(root)", "missing required key 'name' (Name of the suite, shown in reports)"),
+            ("suite.yaml", 1, 1, "nmae", "unknown key 'nmae'; did you mean 'name'?"),
+        ],
+    ),
+    entry(
+        "root-key-unknown-no-close-match",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            zzz: 1
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book a table
+        """)
+        },
+        [("suite.yaml", 2, 1, "zzz", f"unknown key 'zzz'; allowed keys: {SUITE_KEYS}")],
+    ),
+    entry(
+        "root-key-yaml11-word-stays-a-key",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            on: push
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book a table
+        """)
+        },
+        [("suite.yaml", 2, 1, "on", f"unknown key 'on'; allowed keys: {SUITE_KEYS}")],
+    ),
+    entry(
+        "case-key-misspelt",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book a table
+                max_turn: 4
+        """)
+        },
+        [("suite.yaml", 6, 5, "cases[0].max_turn", "unknown key 'max_turn'; did you mean 'max_turns'?")],
+    ),
+    entry(
+        "case-key-of-another-kind",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: simulation
+                goal: Book a table
+                steps:
+                  - goal: Book a table
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                5,
+                5,
+                "cases[0].goal",
+                "unknown key 'goal'; allowed keys: name, description, tags, personas, session_parameters, "
+                "expectations, tool_fakes, repeats, thresholds, kind, steps, initiator",
+            )
+        ],
+    ),
+    entry(
+        "step-key-misspelt",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: simulation
+                steps:
+                  - goal: Book a table
+                    sucess_criteria: Booked
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                9,
+                "cases[0].steps[0].sucess_criteria",
+                "unknown key 'sucess_criteria'; did you mean 'success_criteria'?",
+            )
+        ],
+    ),
+    entry(
+        "expectation-key-misspelt",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book a table
+                expectations:
+                  - must_contian: [booked]
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                9,
+                "cases[0].expectations[0].must_contian",
+                "unknown key 'must_contian'; did you mean 'must_contain'?",
+            )
+        ],
+    ),
+    entry(
+        "turn-key-misspelt",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: golden
+                turns:
+                  - usr: Hello
+        """)
+        },
+        [("suite.yaml", 6, 9, "cases[0].turns[0].usr", "unknown key 'usr'; did you mean 'user'?")],
+    ),
+    entry(
+        "turn-expect-key-misspelt",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: golden
+                turns:
+                  - user: Hi
+                    expect:
+                      mesage: Hello!
+        """)
+        },
+        [("suite.yaml", 8, 11, "cases[0].turns[0].expect.mesage", "unknown key 'mesage'; did you mean 'message'?")],
+    ),
+    entry(
+        "tool-fake-key-misspelt",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                tool_fakes:
+                  - tool: book_table
+                    reslut: ok
+        """)
+        },
+        [("suite.yaml", 8, 9, "cases[0].tool_fakes[0].reslut", "unknown key 'reslut'; did you mean 'result'?")],
+    ),
+    entry(
+        "thresholds-key-misspelt",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            thresholds:
+              semantic_macth: 3
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                3,
+                3,
+                "thresholds.semantic_macth",
+                "unknown key 'semantic_macth'; did you mean 'semantic_match'?",
+            )
+        ],
+    ),
+    entry(
+        "persona-key-misspelt",
+        {
+            "suite.yaml": OK_SUITE,
+            "personas/alice.yaml": y("""\
+                name: alice
+                personalty: Patient.
+            """),
+        },
+        [
+            (
+                "personas/alice.yaml",
+                1,
+                1,
+                "(root)",
+                "missing required key 'personality' (How the person behaves in a conversation, in a few sentences)",
+            ),
+            ("personas/alice.yaml", 2, 1, "personalty", "unknown key 'personalty'; did you mean 'personality'?"),
+        ],
+    ),
+    entry(
+        "persona-background-key-misspelt",
+        {
+            "personas/bob.yaml": y("""\
+            name: bob
+            personality: Terse.
+            background:
+              ocupation: plumber
+        """)
+        },
+        [("personas/bob.yaml", 4, 3, "background.ocupation", "unknown key 'ocupation'; did you mean 'occupation'?")],
+    ),
+    entry(
+        "persona-key-unknown",
+        {
+            "personas/alice.yaml": y("""\
+            name: alice
+            personality: Patient.
+            mood: grumpy
+        """)
+        },
+        [
+            (
+                "personas/alice.yaml",
+                3,
+                1,
+                "mood",
+                "unknown key 'mood'; allowed keys: name, description, personality, language, background, style",
+            )
+        ],
+    ),
+    entry(
+        "agent-key-misspelt",
+        {
+            "suite.yaml": OK_SUITE,
+            "agent.yaml": y("""\
+                type: python
+                callabel: bot:respond
+            """),
+        },
+        [
+            (
+                "agent.yaml",
+                1,
+                1,
+                "(root)",
+                "missing required key 'callable' (module:callable of the agent function or class)",
+            ),
+            ("agent.yaml", 2, 1, "callabel", "unknown key 'callabel'; did you mean 'callable'?"),
+        ],
+    ),
+    entry(
+        "inline-agent-key-misspelt",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            agent:
+              type: python
+              callable: bot:respond
+              timout: 5
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+        """)
+        },
+        [("suite.yaml", 5, 3, "agent.timout", "unknown key 'timout'; did you mean 'timeout'?")],
+        bug="pydantic's union branch error leaks as `agent.constrained-str: Input should be a valid string`",
+    ),
+    # -- missing required keys --------------------------------------------------------------------------------
+    entry(
+        "missing-suite-name",
+        {
+            "suite.yaml": y("""\
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book a table
+        """)
+        },
+        [("suite.yaml", 1, 1, "(root)", "missing required key 'name' (Name of the suite, shown in reports)")],
+    ),
+    entry(
+        "missing-cases",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            description: nothing here yet
+        """)
+        },
+        [("suite.yaml", 1, 1, "(root)", "missing required key 'cases'")],
+    ),
+    entry(
+        "missing-case-name",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - kind: scenario
+                goal: Book a table
+        """)
+        },
+        [("suite.yaml", 3, 5, "cases[0]", "missing required key 'name' (Unique within the suite)")],
+    ),
+    entry(
+        "missing-kind-inferred",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                steps:
+                  - goal: Book a table
+              - name: c2
+                turns:
+                  - user: Hi
+              - name: c3
+                goal: Book a table
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                3,
+                5,
+                "cases[0]",
+                "missing key 'kind': one of golden, scenario, simulation "
+                "(this case has `steps`: add `kind: simulation`)",
+            ),
+            (
+                "suite.yaml",
+                6,
+                5,
+                "cases[1]",
+                "missing key 'kind': one of golden, scenario, simulation (this case has `turns`: add `kind: golden`)",
+            ),
+            (
+                "suite.yaml",
+                9,
+                5,
+                "cases[2]",
+                "missing key 'kind': one of golden, scenario, simulation (this case has `goal`: add `kind: scenario`)",
+            ),
+        ],
+    ),
+    entry(
+        "missing-kind-no-hint",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                description: what is this?
+        """)
+        },
+        [("suite.yaml", 3, 5, "cases[0]", "missing key 'kind': one of golden, scenario, simulation")],
+    ),
+    entry(
+        "missing-scenario-goal",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+        """)
+        },
+        [("suite.yaml", 3, 5, "cases[0]", "missing required key 'goal'")],
+    ),
+    entry(
+        "missing-simulation-steps",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: simulation
+        """)
+        },
+        [("suite.yaml", 3, 5, "cases[0]", "missing required key 'steps'")],
+    ),
+    entry(
+        "missing-golden-turns",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: golden
+        """)
+        },
+        [("suite.yaml", 3, 5, "cases[0]", "missing required key 'turns'")],
+    ),
+    entry(
+        "missing-handoff-to",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                expectations:
+                  - handoff: {}
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                18,
+                "cases[0].expectations[0].handoff",
+                "missing required key 'to' ('human' or the name of the agent that takes over)",
+            )
+        ],
+    ),
+    # -- wrong kind -------------------------------------------------------------------------------------------
+    entry(
+        "kind-misspelt",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: simulaton
+                steps:
+                  - goal: Book a table
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                4,
+                11,
+                "cases[0].kind",
+                "kind must be one of golden, scenario, simulation, got the text 'simulaton'; "
+                "did you mean 'simulation'?",
+            )
+        ],
+    ),
+    entry(
+        "kind-capitalised",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: Scenario
+                goal: Book
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                4,
+                11,
+                "cases[0].kind",
+                "kind must be one of golden, scenario, simulation, got the text 'Scenario'; did you mean 'scenario'?",
+            )
+        ],
+    ),
+    # -- wrong types ------------------------------------------------------------------------------------------
+    entry(
+        "list-where-mapping-belongs",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            thresholds: [1, 2]
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book a table
+        """)
+        },
+        [("suite.yaml", 2, 13, "thresholds", "expected a mapping (key: value), got a list")],
+    ),
+    entry(
+        "mapping-where-list-belongs",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: simulation
+                steps:
+                  goal: Book a table
+        """)
+        },
+        [("suite.yaml", 6, 7, "cases[0].steps", "expected a list, got a mapping")],
+    ),
+    entry(
+        "text-where-list-belongs",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                personas: alice
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Book
+            """),
+            "personas/alice.yaml": ALICE,
+        },
+        [("suite.yaml", 2, 11, "personas", "expected a list, got the text 'alice'")],
+    ),
+    entry(
+        "text-where-step-mapping-belongs",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: simulation
+                steps: [Book a table]
+        """)
+        },
+        [("suite.yaml", 5, 13, "cases[0].steps[0]", "expected a mapping (key: value), got the text 'Book a table'")],
+    ),
+    entry(
+        "number-where-text-belongs",
+        {
+            "suite.yaml": y("""\
+            name: 2024
+            cases:
+              - name: c1
+                kind: scenario
+                goal: 42
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                1,
+                7,
+                "name",
+                'expected text, got the number 2024: put it in quotes ("2024") to make it text',
+            ),
+            (
+                "suite.yaml",
+                5,
+                11,
+                "cases[0].goal",
+                'expected text, got the number 42: put it in quotes ("42") to make it text',
+            ),
+        ],
+    ),
+    entry(
+        "number-where-text-or-mapping-belongs",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                expectations:
+                  - 42
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                9,
+                "cases[0].expectations[0]",
+                'expected text or a mapping (key: value), got the number 42: put it in quotes ("42") to make it text',
+            )
+        ],
+    ),
+    entry(
+        "text-where-number-belongs",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                max_turns: "5"
+        """)
+        },
+        [("suite.yaml", 6, 16, "cases[0].max_turns", "expected a whole number, got the text '5'")],
+    ),
+    entry(
+        "empty-value",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal:
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                5,
+                10,
+                "cases[0].goal",
+                "expected text, got nothing (the key has no value): write a value or remove the key",
+            )
+        ],
+    ),
+    entry(
+        "empty-text",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: ''
+        """)
+        },
+        [("suite.yaml", 5, 11, "cases[0].goal", "must not be empty")],
+        bug="'' in a Text field gives two errors at one place: 'must not be empty' and "
+        "\"must not be blank, got the text ''\"",
+    ),
+    entry(
+        "empty-case-name",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: ''
+                kind: scenario
+                goal: Book
+        """)
+        },
+        [("suite.yaml", 3, 11, "cases[0].name", "must not be empty")],
+        bug='an empty case name also gets the name-pattern error ("must be one line that does not start or end '
+        "with spaces, got the text ''\")",
+    ),
+    entry(
+        "blank-text",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: '   '
+        """)
+        },
+        [("suite.yaml", 5, 11, "cases[0].goal", "must not be blank, got the text '   '")],
+    ),
+    entry(
+        "identifier-with-space",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: simulation
+                steps:
+                  - event: hang up
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                6,
+                16,
+                "cases[0].steps[0].event",
+                "must be an identifier: letters, digits, '_' or '-', starting with a letter or '_', got the text "
+                "'hang up'",
+            )
+        ],
+    ),
+    entry(
+        "suite-agent-is-a-number",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            agent: 5
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                2,
+                8,
+                "agent",
+                'expected a mapping (key: value) or text, got the number 5: put it in quotes ("5") to make it text',
+            )
+        ],
+        bug="`agent:` takes a mapping or a path, but the error says only 'expected a mapping (key: value)'",
+    ),
+    entry(
+        "suite-agent-is-empty-text",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            agent: ''
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+        """)
+        },
+        [("suite.yaml", 2, 8, "agent", "must not be empty")],
+        bug="an empty agent path is reported as \"expected a mapping (key: value), got the text ''\"",
+    ),
+    # -- numbers out of range ---------------------------------------------------------------------------------
+    entry(
+        "max-turns-zero",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: simulation
+                steps:
+                  - goal: Book a table
+                    max_turns: 0
+        """)
+        },
+        [("suite.yaml", 7, 20, "cases[0].steps[0].max_turns", "must be at least 1, got 0")],
+    ),
+    entry(
+        "max-turns-101",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book a table
+                max_turns: 101
+        """)
+        },
+        [("suite.yaml", 6, 16, "cases[0].max_turns", "must be at most 100, got 101")],
+    ),
+    entry(
+        "min-turns-above-max-turns",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: simulation
+                steps:
+                  - goal: Book a table
+                    min_turns: 5
+                    max_turns: 2
+        """)
+        },
+        [("suite.yaml", 6, 9, "cases[0].steps[0]", "min_turns (5) is greater than max_turns (2)")],
+    ),
+    entry(
+        "persona-values-out-of-range",
+        {
+            "personas/alice.yaml": y("""\
+            name: alice
+            personality: Patient.
+            language: English
+            style: {typo_rate: 0.9}
+        """)
+        },
+        [
+            (
+                "personas/alice.yaml",
+                3,
+                11,
+                "language",
+                "must be a language tag such as 'en', 'de' or 'pt-BR', got the text 'English'",
+            ),
+            ("personas/alice.yaml", 4, 20, "style.typo_rate", "must be at most 0.5, got 0.9"),
+        ],
+    ),
+    entry(
+        "empty-cases",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases: []
+        """)
+        },
+        [("suite.yaml", 2, 8, "cases", "needs at least 1 entry")],
+    ),
+    entry(
+        "cases-without-value",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                2,
+                7,
+                "cases",
+                "expected a list, got nothing (the key has no value): write a value or remove the key",
+            )
+        ],
+    ),
+    # -- YAML traps -------------------------------------------------------------------------------------------
+    entry(
+        "duplicate-key",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book a table
+                goal: Cancel it
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                6,
+                5,
+                "cases[0].goal",
+                "duplicate key 'goal' (first written on line 5); YAML would silently keep only the last one: "
+                "remove or rename one",
+            )
+        ],
+    ),
+    entry(
+        "yaml11-no-in-text",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: no
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                5,
+                11,
+                "cases[0].goal",
+                'YAML 1.1 reads `no` as the boolean false: write false for a boolean, or "no" in quotes for text',
+            )
+        ],
+        bug="a second error at the same place says 'put it in quotes (\"false\")', which would change the text",
+    ),
+    entry(
+        "yaml11-on-in-text",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                description: on
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                6,
+                18,
+                "cases[0].description",
+                'YAML 1.1 reads `on` as the boolean true: write true for a boolean, or "on" in quotes for text',
+            )
+        ],
+        bug="a second error at the same place says 'put it in quotes (\"true\")', which would change the text",
+    ),
+    entry(
+        "yaml11-yes-in-list-of-text",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                tags: [yes]
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                6,
+                12,
+                "cases[0].tags[0]",
+                'YAML 1.1 reads `yes` as the boolean true: write true for a boolean, or "yes" in quotes for text',
+            )
+        ],
+        bug="a second error at the same place says 'put it in quotes (\"true\")', which would change the text",
+    ),
+    entry(
+        "yaml11-octal-in-text",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: 012
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                5,
+                11,
+                "cases[0].goal",
+                'YAML 1.1 reads `012` as an octal number (10): write "012" in quotes for text, '
+                "or the number without leading zeros",
+            )
+        ],
+        bug="a second error at the same place says 'put it in quotes (\"10\")', which would change the text",
+    ),
+    entry(
+        "yaml11-base60-in-text",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: 1:30
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                5,
+                11,
+                "cases[0].goal",
+                'YAML 1.1 reads `1:30` as a base-60 number (90): write "1:30" in quotes for text',
+            )
+        ],
+        bug="base-60 hint ends in 'or the number without leading zeros', and a second error says "
+        "'put it in quotes (\"90\")'",
+    ),
+    entry(
+        "yaml11-date-in-text",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: 2024-05-01
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                5,
+                11,
+                "cases[0].goal",
+                'YAML reads `2024-05-01` as a date, which JSON cannot hold: write "2024-05-01" in quotes to keep it '
+                "as text",
+            )
+        ],
+    ),
+    entry(
+        "yaml11-yes-in-session-parameters",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Book
+                    session_parameters:
+                      vip: yes
+            """),
+            "agent.yaml": AGENT,
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                12,
+                "cases[0].session_parameters.vip",
+                'YAML 1.1 reads `yes` as the boolean true: write true for a boolean, or "yes" in quotes for text',
+            )
+        ],
+    ),
+    entry(
+        "yaml11-date-in-session-parameters",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Book
+                    session_parameters:
+                      visit_date: 2024-05-01
+            """),
+            "agent.yaml": AGENT,
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                19,
+                "cases[0].session_parameters.visit_date",
+                'YAML reads `2024-05-01` as a date, which JSON cannot hold: write "2024-05-01" in quotes to keep it '
+                "as text",
+            )
+        ],
+    ),
+    entry(
+        "yaml11-octal-in-session-parameters",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Book
+                    session_parameters:
+                      customer_id: 012
+            """),
+            "agent.yaml": AGENT,
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                20,
+                "cases[0].session_parameters.customer_id",
+                'YAML 1.1 reads `012` as an octal number (10): write "012" in quotes for text, '
+                "or the number without leading zeros",
+            )
+        ],
+        bug="a second error at the same place: \"variable 'customer_id' is declared as string, got the number 10\"",
+    ),
+    entry(
+        "yaml11-no-in-session-parameters",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Book
+                    session_parameters:
+                      customer_id: no
+            """),
+            "agent.yaml": AGENT,
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                20,
+                "cases[0].session_parameters.customer_id",
+                'YAML 1.1 reads `no` as the boolean false: write false for a boolean, or "no" in quotes for text',
+            )
+        ],
+        bug="a second error at the same place: \"variable 'customer_id' is declared as string, got the boolean false\"",
+    ),
+    entry(
+        "yaml11-base60-in-session-parameters",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Book
+                    session_parameters:
+                      party_size: 1:30
+            """),
+            "agent.yaml": AGENT,
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                19,
+                "cases[0].session_parameters.party_size",
+                'YAML 1.1 reads `1:30` as a base-60 number (90): write "1:30" in quotes for text',
+            )
+        ],
+        bug="the base-60 hint ends in 'or the number without leading zeros', which means nothing for 1:30",
+    ),
+    entry(
+        "python-tag",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: !!python/object/apply:os.system {}
+        """)
+        },
+        [("suite.yaml", 5, 11, "cases[0].goal", f"tag !!python/object/apply:os.system {TAG_REFUSED}")],
+        bug="a follow-on error at the same place: 'expected text, got a mapping'",
+    ),
+    entry(
+        "custom-tag",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: !secret Book a table
+        """)
+        },
+        [("suite.yaml", 5, 11, "cases[0].goal", f"tag !secret {TAG_REFUSED}")],
+    ),
+    entry(
+        "alias-bomb-billion-laughs",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            metadata:
+              a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]
+              b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
+              c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]
+              d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]
+              e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]
+              f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]
+              g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]
+              h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g, *g]
+              i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h, *h]
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+        """)
+        },
+        [("suite.yaml", 3, 6, "metadata.f[7][8][8][9][4]", ALIAS_BOMB)],
+    ),
+    entry(
+        "alias-bomb-counting-leaf-values",
+        # 222,220 values from 8 lines; the limit counts only the lists and mappings an alias repeats (34,562).
+        {
+            "suite.yaml": y("""\
+            name: demo
+            metadata:
+              a: &a [x, x, x, x, x, x, x, x, x, x]
+              b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
+              c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]
+              d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]
+              e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]
+              f: [*e, *e]
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+        """)
+        },
+        [("suite.yaml", 3, 16, "metadata.e[7][8][9][0][2]", ALIAS_BOMB)],
+        bug="aliased scalars are no longer counted toward MAX_ALIAS_EXPANSION, so 222,220 values pass without an "
+        "error (the loader of commit 4f1bad4 reported exactly this error)",
+    ),
+    entry(
+        "recursive-alias",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            metadata: &m
+              self: *m
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+        """)
+        },
+        [("suite.yaml", 3, 9, "metadata.self", RECURSIVE_ALIAS)],
+        bug="reported at the anchor `&m` (2:11), not at the alias `*m` (3:9) that the key path names",
+    ),
+    entry(
+        "merge-of-a-scalar",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            metadata:
+              <<: 1
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                3,
+                7,
+                "metadata",
+                "`<<` merges mappings only: point it at an anchored mapping (<<: *defaults)",
+            )
+        ],
+    ),
+    entry(
+        "empty-key",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            ~: 1
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+        """)
+        },
+        [("suite.yaml", 2, 1, "(root)", "a key is empty: write a name before the colon")],
+    ),
+    # -- bytes, documents, syntax -----------------------------------------------------------------------------
+    entry(
+        "not-utf8",
+        {"suite.yaml": b"name: demo\ncases:\n  - name: caf\xe9\n"},
+        [("suite.yaml", 3, 14, "(root)", "not UTF-8 text (byte 0xe9): save the file as UTF-8")],
+    ),
+    entry(
+        "not-utf8-after-multibyte-characters",
+        {"suite.yaml": "name: été \xff\n".encode("utf-8", "surrogateescape").replace(b"\xc3\xbf", b"\xff")},
+        [("suite.yaml", 1, 11, "(root)", "not UTF-8 text (byte 0xff): save the file as UTF-8")],
+        bug="the column counts bytes, not characters: 'é' counts twice, so 1:13 is reported",
+    ),
+    entry(
+        "not-utf8-after-bom",
+        {"suite.yaml": b"\xef\xbb\xbfname: demo\ncases: \xff\n"},
+        [("suite.yaml", 2, 8, "(root)", "not UTF-8 text (byte 0xff): save the file as UTF-8")],
+        bug="with a BOM the offset is 3 bytes off: reported as 2:5 'byte 0x73' (the 's' of cases)",
+    ),
+    entry(
+        "nul-bytes",
+        {"suite.yaml": b"name: demo\ncases: \x00\n"},
+        [("suite.yaml", 2, 8, "(root)", "binary file (contains NUL bytes): expected YAML text")],
+        bug="the NUL byte is reported at 1:1, not where it is (the not-UTF-8 error points at the byte)",
+    ),
+    entry(
+        "empty-file",
+        {"suite.yaml": ""},
+        [("suite.yaml", 1, 1, "(root)", "file is empty: write a mapping such as `name:` and `cases:`")],
+    ),
+    entry(
+        "comment-only-file",
+        {"suite.yaml": "# nothing yet\n# really\n"},
+        [("suite.yaml", 1, 1, "(root)", "file is empty: write a mapping such as `name:` and `cases:`")],
+    ),
+    entry(
+        "root-is-a-list",
+        {
+            "suite.yaml": y("""\
+            - name: c1
+              kind: scenario
+              goal: Book
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                1,
+                1,
+                "(root)",
+                "expected a mapping at the top of the file, got a list: put the cases under `cases:`",
+            )
+        ],
+        bug="validate_paths says only 'cannot tell what this file holds' (load_suite gives the good message)",
+    ),
+    entry(
+        "root-is-a-list-load-suite",
+        {
+            "suite.yaml": y("""\
+            - name: c1
+              kind: scenario
+              goal: Book
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                1,
+                1,
+                "(root)",
+                "expected a mapping at the top of the file, got a list: put the cases under `cases:`",
+            )
+        ],
+        via="load_suite",
+    ),
+    entry(
+        "root-is-a-scalar",
+        {"suite.yaml": "just some text\n"},
+        [("suite.yaml", 1, 1, "(root)", "expected a mapping at the top of the file, got the text 'just some text'")],
+        bug="validate_paths says only 'cannot tell what this file holds' (load_suite gives the good message)",
+    ),
+    entry(
+        "root-is-a-scalar-load-suite",
+        {"suite.yaml": "just some text\n"},
+        [("suite.yaml", 1, 1, "(root)", "expected a mapping at the top of the file, got the text 'just some text'")],
+        via="load_suite",
+    ),
+    entry(
+        "persona-root-is-a-list",
+        {
+            "personas/x.yaml": y("""\
+            - name: alice
+              personality: Patient.
+        """)
+        },
+        [("personas/x.yaml", 1, 1, "(root)", "expected a mapping at the top of the file, got a list")],
+    ),
+    entry(
+        "two-documents",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+            ---
+            name: other
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                6,
+                1,
+                "(root)",
+                "YAML syntax error: a file holds one YAML document: remove the '---' separator and what follows, "
+                "or split the file",
+            )
+        ],
+    ),
+    entry(
+        "syntax-error",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1: x
+                kind: scenario
+        """)
+        },
+        [("suite.yaml", 3, 13, "(root)", "YAML syntax error: mapping values are not allowed in this context")],
+    ),
+    entry(
+        "syntax-error-unclosed-quote",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: "Book
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                5,
+                11,
+                "(root)",
+                "YAML syntax error: found unexpected end of stream while scanning a quoted scalar",
+            )
+        ],
+        bug="reported as 6:1 (after the last line) 'found unexpected end of stream', without the open quote at 5:11",
+    ),
+    entry(
+        "file-too-large",
+        {"suite.yaml": "name: demo\ncases: []\n" + "# padding\n" * 110_000},
+        [("suite.yaml", 1, 1, "(root)", "file is 1.1 MB, over the 1 MB limit: split it into several suites")],
+        max_file_bytes=1_000_000,
+    ),
+    entry(
+        "unclassifiable-file",
+        {
+            "notes.yaml": y("""\
+            title: shopping list
+            items: [milk]
+        """)
+        },
+        [("notes.yaml", 1, 1, "(root)", CANNOT_TELL)],
+    ),
+    # -- rules across keys ------------------------------------------------------------------------------------
+    entry(
+        "step-static-utterance-and-event",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: simulation
+                steps:
+                  - static_utterance: Hi
+                    event: hang_up
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                6,
+                9,
+                "cases[0].steps[0]",
+                "a step sends either `static_utterance` or `event`, not both: split it into two steps",
+            )
+        ],
+    ),
+    entry(
+        "step-without-action",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: simulation
+                steps:
+                  - success_criteria: Booked
+        """)
+        },
+        [("suite.yaml", 6, 9, "cases[0].steps[0]", "a step needs `goal`, `static_utterance` or `event`")],
+    ),
+    entry(
+        "expectation-with-two-checks",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                expectations:
+                  - must_contain: [booked]
+                    message: Your table is booked.
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                9,
+                "cases[0].expectations[0]",
+                "one check per expectation, found message, must_contain/must_not_contain: split it into several",
+            )
+        ],
+    ),
+    entry(
+        "expectation-with-nothing",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                expectations:
+                  - match: word
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                9,
+                "cases[0].expectations[0]",
+                "an expectation needs `text` or one check: must_contain, must_not_contain, message, tool_call, "
+                "variable, handoff",
+            )
+        ],
+    ),
+    entry(
+        "expectation-with-empty-term-list",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                expectations:
+                  - must_contain: []
+        """)
+        },
+        [("suite.yaml", 7, 23, "cases[0].expectations[0].must_contain", "needs at least 1 entry")],
+    ),
+    entry(
+        "after-without-tool-call",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                expectations:
+                  - text: books after the lookup
+                    after: lookup
+        """)
+        },
+        [("suite.yaml", 7, 9, "cases[0].expectations[0]", "`after` orders a tool call: it needs `tool_call`")],
+    ),
+    entry(
+        "regex-term-does-not-compile",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                expectations:
+                  - must_contain: ["booked (ok"]
+                    match: regex
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                9,
+                "cases[0].expectations[0]",
+                "invalid regular expression 'booked (ok': missing ), unterminated subpattern at position 7",
+            )
+        ],
+    ),
+    entry(
+        "regex-keyword-term-does-not-compile",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                expectations:
+                  - must_contain:
+                      - term: "[a-"
+                        mode: regex
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                8,
+                13,
+                "cases[0].expectations[0].must_contain[0]",
+                "invalid regular expression '[a-': unterminated character set at position 0",
+            )
+        ],
+        bug="pydantic union tags leak: '...must_contain[0].constrained-str: Input should be a valid string' and "
+        "\"...must_contain[0]['function-after[_regex_compiles(), KeywordTerm]']\"",
+    ),
+    entry(
+        "keyword-term-mode-misspelt",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                expectations:
+                  - must_contain: [{term: booked, mode: regexp}]
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                45,
+                "cases[0].expectations[0].must_contain[0].mode",
+                "must be one of substring, word, stem, regex, got the text 'regexp'; did you mean 'regex'?",
+            )
+        ],
+        bug="pydantic's union branch error leaks as "
+        "'...must_contain[0].constrained-str: Input should be a valid string'",
+    ),
+    entry(
+        "regex-argument-rule-does-not-compile",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                expectations:
+                  - tool_call:
+                      name: book_table
+                      arguments: {time: "19:00"}
+                      argument_rules:
+                        time: {mode: regex, pattern: "(19"}
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                11,
+                42,
+                "cases[0].expectations[0].tool_call.argument_rules.time.pattern",
+                "invalid regular expression '(19': missing ), unterminated subpattern at position 0",
+            )
+        ],
+    ),
+    entry(
+        "argument-rule-for-unknown-argument",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                expectations:
+                  - tool_call:
+                      name: book_table
+                      arguments: {time: "19:00"}
+                      argument_rules:
+                        date: {mode: ignore}
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                8,
+                11,
+                "cases[0].expectations[0].tool_call",
+                "argument_rules names 'date', which is not in `arguments`",
+            )
+        ],
+    ),
+    entry(
+        "argument-rule-regex-without-pattern",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                expectations:
+                  - tool_call:
+                      name: book_table
+                      arguments: {time: "19:00"}
+                      argument_rules: {time: {mode: regex}}
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                10,
+                34,
+                "cases[0].expectations[0].tool_call.argument_rules.time",
+                "mode regex needs `pattern`",
+            )
+        ],
+    ),
+    entry(
+        "tool-fake-result-and-error",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            tool_fakes:
+              - tool: book_table
+                result: {ok: true}
+                error: down
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+        """)
+        },
+        [("suite.yaml", 3, 5, "tool_fakes[0]", "a tool fake has either `result` or `error`, not both")],
+    ),
+    entry(
+        "tool-fake-neither-result-nor-error",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                tool_fakes:
+                  - tool: book_table
+                    arguments: {time: "19:00"}
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                9,
+                "cases[0].tool_fakes[0]",
+                "a tool fake needs `result` (what the tool returns) or `error`",
+            )
+        ],
+    ),
+    entry(
+        "golden-turn-user-and-event",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: golden
+                turns:
+                  - user: Hello
+                    event: hang_up
+        """)
+        },
+        [("suite.yaml", 6, 9, "cases[0].turns[0]", "a golden turn has either `user` (a message) or `event`")],
+    ),
+    # -- references across files ------------------------------------------------------------------------------
+    entry(
+        "session-parameter-not-declared",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Book
+                    session_parameters:
+                      customer: "42"
+            """),
+            "agent.yaml": AGENT,
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                7,
+                "cases[0].session_parameters.customer",
+                "session parameter 'customer' is not a variable declared by agent 'agent'; did you mean "
+                f"'customer_id'? {DECLARED}; declare it under `variables:` in agent.yaml",
+            )
+        ],
+    ),
+    entry(
+        "session-parameter-without-agent",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                session_parameters:
+                  customer_id: "42"
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                7,
+                "cases[0].session_parameters.customer_id",
+                "session parameter 'customer_id' cannot be checked against the agent's variables: no agent config "
+                "was found (add `agent:` to the suite, or an agent.yaml beside this file declaring variables: "
+                "customer_id: ...)",
+            )
+        ],
+    ),
+    entry(
+        "session-parameter-agent-file-has-errors",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                agent: bots/bot.yaml
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Book
+                    session_parameters: {customer_id: "1"}
+            """),
+            "bots/bot.yaml": "type: http\n",
+        },
+        [
+            (
+                "bots/bot.yaml",
+                1,
+                1,
+                "(root)",
+                "missing required key 'base_url' (Base URL, e.g. http://localhost:8000/v1)",
+            ),
+            (
+                "suite.yaml",
+                7,
+                26,
+                "cases[0].session_parameters.customer_id",
+                "session parameter 'customer_id' cannot be checked against the agent's variables: its agent file "
+                "has errors (add `agent:` to the suite, or an agent.yaml beside this file declaring variables: "
+                "customer_id: ...)",
+            ),
+        ],
+    ),
+    entry(
+        "session-parameter-wrong-type",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Book
+                    session_parameters:
+                      customer_id: 42
+                      vip: "yes"
+                      party_size: 2.5
+            """),
+            "agent.yaml": AGENT,
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                20,
+                "cases[0].session_parameters.customer_id",
+                "variable 'customer_id' is declared as string, got the number 42",
+            ),
+            (
+                "suite.yaml",
+                8,
+                12,
+                "cases[0].session_parameters.vip",
+                "variable 'vip' is declared as boolean, got the text 'yes'",
+            ),
+            (
+                "suite.yaml",
+                9,
+                19,
+                "cases[0].session_parameters.party_size",
+                "variable 'party_size' is declared as integer, got the number 2.5",
+            ),
+        ],
+    ),
+    entry(
+        "expectation-reference-unknown",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: simulation
+                expectations:
+                  - Confirms the booking
+                steps:
+                  - goal: Book a table
+                    expectations:
+                      - Confirm the booking
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                10,
+                13,
+                "cases[0].steps[0].expectations[0]",
+                "no expectation of this case has the text 'Confirm the booking'; did you mean 'Confirms the booking'? "
+                "(expectations: 'Confirms the booking')",
+            )
+        ],
+    ),
+    entry(
+        "expectation-reference-without-expectations",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: golden
+                turns:
+                  - user: Hi
+                    expectations: [Greets the user]
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                24,
+                "cases[0].turns[0].expectations[0]",
+                "no expectation of this case has the text 'Greets the user': this case has no `expectations:`",
+            )
+        ],
+    ),
+    entry(
+        "unknown-persona",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                personas: [alise]
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Book
+                    personas: [Alice]
+            """),
+            "personas/alice.yaml": ALICE,
+        },
+        [
+            (
+                "suite.yaml",
+                2,
+                12,
+                "personas[0]",
+                "unknown persona 'alise'; did you mean 'alice'? (personas in personas: alice)",
+            ),
+            (
+                "suite.yaml",
+                7,
+                16,
+                "cases[0].personas[0]",
+                "unknown persona 'Alice'; did you mean 'alice'? (personas in personas: alice)",
+            ),
+        ],
+    ),
+    entry(
+        "unknown-persona-without-personas-folder",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                personas: [alice]
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                6,
+                16,
+                "cases[0].personas[0]",
+                "unknown persona 'alice': no personas/ folder found beside this file or above it",
+            )
+        ],
+    ),
+    entry(
+        "duplicate-case-names",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+              - name: c1
+                kind: scenario
+                goal: Cancel
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                6,
+                11,
+                "cases[1].name",
+                "case name 'c1' is used twice (first on line 3): case names must be unique in a suite",
+            )
+        ],
+    ),
+    entry(
+        "duplicate-expectation-texts",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+                expectations:
+                  - Confirms the booking
+                  - text: confirms the booking
+                    must_contain: [booked]
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                8,
+                9,
+                "cases[0].expectations[1]",
+                "two expectations have the text 'confirms the booking': texts name them, make them unique",
+            )
+        ],
+        bug="reported at the list (7:7, cases[0].expectations), not at the second expectation; duplicate case "
+        "names point at the duplicate",
+    ),
+    entry(
+        "tool-call-not-declared",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Book
+                    expectations:
+                      - tool_call: {name: book_tabel}
+            """),
+            "agent.yaml": AGENT,
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                27,
+                "cases[0].expectations[0].tool_call.name",
+                f"tool 'book_tabel' is not declared by agent 'agent'; did you mean 'book_table'? {TOOLS}",
+            )
+        ],
+    ),
+    entry(
+        "tool-fake-not-declared",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                tool_fakes:
+                  - tool: cancel_bookings
+                    result: ok
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Book
+            """),
+            "agent.yaml": AGENT,
+        },
+        [
+            (
+                "suite.yaml",
+                3,
+                11,
+                "tool_fakes[0].tool",
+                f"tool 'cancel_bookings' is not declared by agent 'agent'; did you mean 'cancel_booking'? {TOOLS}",
+            )
+        ],
+    ),
+    entry(
+        "tool-after-not-declared",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Book
+                    expectations:
+                      - tool_call: {name: book_table}
+                        after: lookup
+            """),
+            "agent.yaml": AGENT,
+        },
+        [
+            (
+                "suite.yaml",
+                8,
+                16,
+                "cases[0].expectations[0].after",
+                f"tool 'lookup' is not declared by agent 'agent' {TOOLS}",
+            )
+        ],
+    ),
+    entry(
+        "golden-tool-call-not-declared",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                cases:
+                  - name: c1
+                    kind: golden
+                    turns:
+                      - user: Book for two
+                        expect:
+                          tool_calls:
+                            - name: booktable
+            """),
+            "agent.yaml": AGENT,
+        },
+        [
+            (
+                "suite.yaml",
+                9,
+                21,
+                "cases[0].turns[0].expect.tool_calls[0].name",
+                f"tool 'booktable' is not declared by agent 'agent'; did you mean 'book_table'? {TOOLS}",
+            )
+        ],
+    ),
+    # -- hosted evals files -----------------------------------------------------------------------------------
+    entry(
+        "hosted-step-key-misspelt",
+        {
+            "evals.yaml": y("""\
+            evals:
+              - name: e1
+                steps:
+                  - goal: Book a table
+                    max_tunrs: 3
+        """)
+        },
+        [("evals.yaml", 5, 9, "evals[0].steps[0].max_tunrs", "unknown key 'max_tunrs'; did you mean 'max_turns'?")],
+    ),
+    entry(
+        "hosted-kind-golden",
+        {
+            "evals.yaml": y("""\
+            evals:
+              - name: e1
+                kind: golden
+                steps:
+                  - goal: Book a table
+        """)
+        },
+        [("evals.yaml", 3, 11, "evals[0].kind", "must be one of simulation, got the text 'golden'")],
+    ),
+    entry(
+        "hosted-root-key",
+        {
+            "evals.yaml": y("""\
+            name: mine
+            evals:
+              - name: e1
+                steps:
+                  - goal: Book a table
+        """)
+        },
+        [("evals.yaml", 1, 1, "name", "unknown key 'name'; allowed keys: evals")],
+    ),
+    entry(
+        "hosted-missing-steps",
+        {
+            "evals.yaml": y("""\
+            evals:
+              - name: e1
+        """)
+        },
+        [("evals.yaml", 2, 5, "evals[0]", "missing required key 'steps'")],
+    ),
+    # -- agent files ------------------------------------------------------------------------------------------
+    entry(
+        "agent-type-unknown",
+        {
+            "suite.yaml": OK_SUITE,
+            "agent.yaml": y("""\
+                type: pyhton
+                callable: bot:respond
+            """),
+        },
+        [
+            (
+                "agent.yaml",
+                1,
+                7,
+                "type",
+                "type must be one of http, langgraph, litellm, python, got the text 'pyhton'; did you mean 'python'?",
+            )
+        ],
+    ),
+    entry(
+        "agent-type-missing",
+        {"agent.yaml": "callable: bot:respond\n"},
+        [("agent.yaml", 1, 1, "(root)", "missing key 'type': one of http, langgraph, litellm, python")],
+    ),
+    entry(
+        "agent-callable-not-module-attr",
+        {
+            "agent.yaml": y("""\
+            type: python
+            callable: bot.respond
+        """)
+        },
+        [
+            (
+                "agent.yaml",
+                2,
+                11,
+                "callable",
+                "must be 'module:attribute', such as 'my_package.bot:respond', got the text 'bot.respond'",
+            )
+        ],
+    ),
+    entry(
+        "agent-http-base-url-not-a-url",
+        {
+            "agent.yaml": y("""\
+            type: http
+            base_url: localhost:8000/v1
+        """)
+        },
+        [("agent.yaml", 2, 11, "base_url", "must be an http:// or https:// URL, got the text 'localhost:8000/v1'")],
+    ),
+    entry(
+        "agent-variable-type-misspelt",
+        {
+            "agent.yaml": y("""\
+            type: python
+            callable: bot:respond
+            variables:
+              customer_id: {type: str}
+        """)
+        },
+        [
+            (
+                "agent.yaml",
+                4,
+                23,
+                "variables.customer_id.type",
+                "must be one of string, number, integer, boolean, object, array, got the text 'str'; "
+                "did you mean 'string'?",
+            )
+        ],
+    ),
+    entry(
+        "agent-tool-declared-twice",
+        {
+            "agent.yaml": y("""\
+            type: python
+            callable: bot:respond
+            tools:
+              - name: lookup
+              - name: lookup
+        """)
+        },
+        [("agent.yaml", 5, 5, "tools[1].name", "tool 'lookup' is declared twice")],
+        bug="reported at 1:1 with the key path 'python' (the pydantic union tag)",
+    ),
+    entry(
+        "agent-variable-default-of-wrong-type",
+        {
+            "agent.yaml": y("""\
+            type: python
+            callable: bot:respond
+            variables:
+              party_size: {type: integer, default: "2"}
+        """)
+        },
+        [("agent.yaml", 4, 15, "variables.party_size", "default '2' is not of the declared type integer")],
+    ),
+    entry(
+        "variable-expectation-not-declared",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Book
+                    expectations:
+                      - variable: {name: party, value: 2}
+                  - name: c2
+                    kind: golden
+                    turns:
+                      - user: Hi
+                        expect:
+                          variables: {vipp: true}
+            """),
+            "agent.yaml": AGENT,
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                26,
+                "cases[0].expectations[0].variable.name",
+                "variable 'party' is not declared by agent 'agent'; did you mean 'party_size'? "
+                "(declared: customer_id, party_size, vip, visit_date)",
+            ),
+            (
+                "suite.yaml",
+                13,
+                29,
+                "cases[1].turns[0].expect.variables.vipp",
+                "variable 'vipp' is not declared by agent 'agent'; did you mean 'vip'? "
+                "(declared: customer_id, party_size, vip, visit_date)",
+            ),
+        ],
+    ),
+    entry(
+        "suite-agent-path-missing",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            agent: agents/bot.yaml
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                2,
+                8,
+                "agent",
+                "agent file 'agents/bot.yaml' not found (looked for agents/bot.yaml): fix the path, relative to "
+                "this file",
+            )
+        ],
+    ),
+    # -- personas ---------------------------------------------------------------------------------------------
+    entry(
+        "persona-name-in-two-files",
+        {"personas/a.yaml": ALICE, "personas/b.yaml": ALICE},
+        [
+            (
+                "personas/b.yaml",
+                1,
+                7,
+                "name",
+                "persona 'alice' is already defined in personas/a.yaml: persona names must be unique",
+            )
+        ],
+    ),
+    entry(
+        "persona-name-twice-in-a-collection",
+        {
+            "personas/all.yaml": y("""\
+            personas:
+              - name: alice
+                personality: Patient.
+              - name: alice
+                personality: Curt.
+        """)
+        },
+        [
+            (
+                "personas/all.yaml",
+                4,
+                11,
+                "personas[1].name",
+                "persona 'alice' is already defined in personas/all.yaml: persona names must be unique",
+            )
+        ],
+        bug="the key path is 'name', not 'personas[1].name' where the line and column point",
+    ),
+    entry(
+        "persona-missing-in-empty-folder",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                personas: [bob]
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Book
+            """),
+            "personas/broken.yaml": "name: alice\n",
+        },
+        [
+            (
+                "personas/broken.yaml",
+                1,
+                1,
+                "(root)",
+                "missing required key 'personality' (How the person behaves in a conversation, in a few sentences)",
+            ),
+            ("suite.yaml", 2, 12, "personas[0]", "unknown persona 'bob' (personas in personas: none)"),
+        ],
+    ),
+    # -- many errors at once ----------------------------------------------------------------------------------
+    entry(
+        "persona-collection-outside-personas-folder",
+        {
+            "people.yaml": y("""\
+            personas:
+              - name: alice
+                personalty: Patient.
+        """)
+        },
+        [
+            (
+                "people.yaml",
+                2,
+                5,
+                "personas[0]",
+                "missing required key 'personality' (How the person behaves in a conversation, in a few sentences)",
+            ),
+            ("people.yaml", 3, 5, "personas[0].personalty", "unknown key 'personalty'; did you mean 'personality'?"),
+        ],
+    ),
+    entry(
+        "many-errors-in-one-file",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            cases:
+              - name: c1
+                kind: simulation
+                steps:
+                  - goal: Book
+                    max_turns: 0
+              - name: c2
+                kind: scenario
+                gaol: Cancel
+              - name: c1
+                kind: golden
+                turns: []
+        """)
+        },
+        [
+            ("suite.yaml", 7, 20, "cases[0].steps[0].max_turns", "must be at least 1, got 0"),
+            ("suite.yaml", 8, 5, "cases[1]", "missing required key 'goal'"),
+            ("suite.yaml", 10, 5, "cases[1].gaol", "unknown key 'gaol'; did you mean 'goal'?"),
+            (
+                "suite.yaml",
+                11,
+                11,
+                "cases[2].name",
+                "case name 'c1' is used twice (first on line 3): case names must be unique in a suite",
+            ),
+            ("suite.yaml", 13, 12, "cases[2].turns", "needs at least 1 entry"),
+        ],
+    ),
+]
+
+
+def write_files(root: Path, files: Mapping[str, str | bytes]) -> None:
+    # A .git folder stops the upward search for agent.yaml and personas/ at ``root``.
+    (root / ".git").mkdir()
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
+def as_tuples(root: Path, errors: Sequence[ConfigError]) -> list[Expected]:
+    # Files are shown relative to the working folder when inside it; resolve() reads them either way.
+    return sorted(
+        (Path(e.file).resolve().relative_to(root).as_posix(), e.line, e.column, e.key_path, e.message) for e in errors
+    )
+
+
+def collect(root: Path, via: Literal["validate", "load_suite"]) -> list[Expected]:
+    if via == "load_suite":
+        with pytest.raises(ConfigErrors) as caught:
+            load_suite(root / "suite.yaml")
+        return as_tuples(root, caught.value.errors)
+    return as_tuples(root, validate_paths([root]).errors)
+
+
+@pytest.mark.parametrize("invalid", INVALID)
+def test_invalid_file(invalid: Invalid, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path.resolve()
+    write_files(root, invalid.files)
+    # Run where the files are, as a person would: paths in messages are then relative to the folder.
+    monkeypatch.chdir(root)
+    if invalid.max_file_bytes is not None:
+        monkeypatch.setattr(yaml_module, "MAX_FILE_BYTES", invalid.max_file_bytes)
+    assert collect(root, invalid.via) == sorted(invalid.errors)
+
+
+def test_table_is_large_enough() -> None:
+    assert len(INVALID) >= 45
+    ids = [param.id for param in INVALID]
+    assert len(ids) == len(set(ids))
+
+
+def test_reference_near_miss_is_accepted(tmp_path: Path) -> None:
+    """References compare case-insensitively, ignoring surrounding and repeated spaces."""
+    root = tmp_path.resolve()
+    write_files(
+        root,
+        {
+            "suite.yaml": y("""\
+                name: demo
+                cases:
+                  - name: c1
+                    kind: simulation
+                    expectations:
+                      - Confirms the booking
+                    steps:
+                      - goal: Book a table
+                        expectations:
+                          - "  confirms THE   booking "
+                  - name: c2
+                    kind: golden
+                    expectations:
+                      - text: Greets the user
+                        must_contain: [hello]
+                    turns:
+                      - user: Hi
+                        expectations: [GREETS THE USER]
+            """)
+        },
+    )
+    assert validate_paths([root]).errors == []
+    loaded = load_suite(root / "suite.yaml")
+    assert [case.name for case in loaded.suite.cases] == ["c1", "c2"]
+
+
+def test_all_errors_of_a_file_come_in_one_call_sorted_by_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path.resolve()
+    monkeypatch.chdir(root)
+    write_files(
+        root,
+        {
+            "suite.yaml": y("""\
+                name: demo
+                zzz: 1
+                cases:
+                  - name: c1
+                    kind: simulaton
+                    steps:
+                      - goal: Book
+                  - name: c2
+                    kind: scenario
+                    goal: 42
+                    max_turns: 0
+                  - name: c3
+                    kind: golden
+                    turns:
+                      - usr: Hi
+                  - name: c2
+                    kind: scenario
+                    goal:
+            """)
+        },
+    )
+    with pytest.raises(ConfigErrors) as caught:
+        load_suite(root / "suite.yaml")
+    errors = caught.value.errors
+    assert [(e.line, e.key_path) for e in errors] == [
+        (2, "zzz"),
+        (5, "cases[0].kind"),
+        (10, "cases[1].goal"),
+        (11, "cases[1].max_turns"),
+        (15, "cases[2].turns[0].usr"),
+        (16, "cases[3].name"),
+        (18, "cases[3].goal"),
+    ]
+    assert [(e.line, e.column) for e in errors] == sorted((e.line, e.column) for e in errors)
+    rendered = str(caught.value).splitlines()
+    assert len(rendered) == len(errors)
+    assert rendered[0] == f"suite.yaml:2:1: zzz: unknown key 'zzz'; allowed keys: {SUITE_KEYS}"
+    # validate_paths finds the same problems without raising.
+    report = validate_paths([root])
+    assert as_tuples(root, report.errors) == as_tuples(root, errors)
