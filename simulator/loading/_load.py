@@ -94,19 +94,48 @@ class ValidationReport:
         return counts
 
 
-def _data_path(loc: Sequence[Any], data: Any) -> DataPath:
-    """Map a pydantic error location onto the data, dropping union tags that are not keys in the data."""
+_ABSENT = object()
+
+
+def _child(current: Any, part: Any) -> Any:
+    """``current[part]`` when the data has it, else ``_ABSENT`` (for union tags in pydantic locations)."""
+    if isinstance(current, dict) and part in current:
+        return current[part]
+    if isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
+        return current[part]
+    return _ABSENT
+
+
+def _data_path(detail: Any, data: Any) -> DataPath:
+    """Map a pydantic error onto the data: union tags that are not keys are dropped, a missing key is kept,
+    and a validator's ``located_error`` refines the place."""
+    loc: Sequence[Any] = detail["loc"]
     path: list[str | int] = []
     current = data
     for index, part in enumerate(loc):
-        if (isinstance(current, dict) and part in current) or (
-            isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current)
-        ):
-            current = current[part]
+        child = _child(current, part)
+        if child is not _ABSENT:
+            current = child
             path.append(part)
-        elif index == len(loc) - 1 and isinstance(part, (str, int)):
+        elif index == len(loc) - 1 and detail["type"] == "missing":
             path.append(part)
+    at = (detail.get("ctx") or {}).get("at")
+    if detail["type"] == "located" and at:
+        path.extend(at)
     return tuple(path)
+
+
+def _union_type_noise(detail: Any, data: Any) -> bool:
+    """A type error from one branch of a union (``str | KeywordTerm``): the value was meant for another
+    branch, whose own error (if any) is the one to show. The schema reports values that fit no branch."""
+    if not str(detail["type"]).endswith("_type"):
+        return False
+    current = data
+    for part in detail["loc"]:
+        current = _child(current, part)
+        if current is _ABSENT:
+            return True
+    return False
 
 
 def _overlaps(path: DataPath, others: Iterable[DataPath]) -> bool:
@@ -165,13 +194,17 @@ class Loader:
             failure = exc
         if failure is None and not located.has_nulls:
             return built
-        schema_found = SchemaChecker(kind).check(located, file)
+        schema_found = [(p, e) for p, e in SchemaChecker(kind).check(located, file) if not located.is_flagged(p)]
         self.errors.extend(error for _, error in schema_found)
-        bad_paths = [p for p, _ in schema_found]
+        bad_paths = [p for p, _ in schema_found] + list(located.flagged)
         if failure is not None:
             for detail in failure.errors(include_url=False):
-                where = _data_path(detail["loc"], located.data)
-                if _overlaps(where, bad_paths):
+                # With schema errors found, only the models' own cross-key rules add anything: the structural
+                # complaints (missing keys, types) would repeat the schema's in worse words.
+                if schema_found and detail["type"] not in ("located", "value_error"):
+                    continue
+                where = _data_path(detail, located.data)
+                if _overlaps(where, bad_paths) or _union_type_noise(detail, located.data):
                     continue
                 message = str(detail["msg"]).removeprefix("Value error, ")
                 if detail["type"] == "missing":
@@ -201,15 +234,16 @@ class Loader:
             return self._persona_dirs[directory]
         personas: dict[str, Persona] = {}
         for path in sorted(p for p in directory.rglob("*") if p.suffix.lower() in YAML_SUFFIXES and p.is_file()):
-            for persona, position in self._load_persona_file(path):
+            for persona, where, located in self._load_persona_file(path):
                 if persona.name in personas:
                     first = self._persona_sources.get(persona.name, path)
+                    position = located.position(where)
                     self.errors.append(
                         ConfigError(
                             path,
                             position.line,
                             position.column,
-                            "name",
+                            format_path(where),
                             f"persona {persona.name!r} is already defined in {_display_path(str(first))}: "
                             "persona names must be unique",
                         )
@@ -220,7 +254,7 @@ class Loader:
         self._persona_dirs[directory] = personas
         return personas
 
-    def _load_persona_file(self, path: Path) -> list[tuple[Persona, Any]]:
+    def _load_persona_file(self, path: Path) -> list[tuple[Persona, DataPath, Located]]:
         located = self._read(path)
         if located is None:
             return []
@@ -228,9 +262,9 @@ class Loader:
             collection = self._validate(path, located, "personas", PersonaFile)
             if collection is None:
                 return []
-            return [(p, located.position(("personas", i, "name"))) for i, p in enumerate(collection.personas)]
+            return [(p, ("personas", i, "name"), located) for i, p in enumerate(collection.personas)]
         persona = self._validate(path, located, "persona", Persona)
-        return [] if persona is None else [(persona, located.position(("name",)))]
+        return [] if persona is None else [(persona, ("name",), located)]
 
     # -- suites ------------------------------------------------------------------------------------
 
@@ -372,6 +406,8 @@ class _CrossCheck:
         self.personas_dir = personas_dir
 
     def error(self, path: DataPath, message: str, *, key: bool = False) -> None:
+        if self.located.is_flagged(path):
+            return
         position = self.located.position(path, key=key)
         self.loader.errors.append(ConfigError(self.path, position.line, position.column, format_path(path), message))
 
@@ -559,6 +595,9 @@ def classify(path: Path, data: Any) -> str:
             return "suite"
     elif PERSONAS_DIR in path.parent.parts:
         return "persona"
+    else:
+        # A list or a lone value at the top: most likely cases written without `cases:`; say so.
+        return "suite"
     return "unknown"
 
 
@@ -614,7 +653,7 @@ def validate_paths(paths: Iterable[str | Path]) -> ValidationReport:
                 report.personas.update(loader.load_persona_dir(folder))
             else:
                 # A collection outside personas/ is checked on its own; suites only see personas/ folders.
-                report.personas.update({p.name: p for p, _ in loader._load_persona_file(path)})
+                report.personas.update({p.name: p for p, _, _ in loader._load_persona_file(path)})
         else:
             loader.errors.append(
                 ConfigError(

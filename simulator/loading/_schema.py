@@ -128,16 +128,25 @@ class SchemaChecker:
 
     def check(self, located: Located, file: str) -> list[tuple[DataPath, ConfigError]]:
         """Every schema problem of the file, located, with the data path each concerns."""
+        explained: list[tuple[DataPath, str, bool]] = []
+        for error in self.validator.iter_errors(located.data):
+            explained.extend(self._explain(error))
         found: list[tuple[DataPath, ConfigError]] = []
         seen: set[tuple[DataPath, str]] = set()
-        for error in self.validator.iter_errors(located.data):
-            for path, message, at_key in self._explain(error):
-                if (path, message) in seen:
-                    continue
-                seen.add((path, message))
-                position = located.position(path, key=at_key)
-                found.append((path, ConfigError(file, position.line, position.column, format_path(path), message)))
+        for path, message, at_key in _one_reason_each(explained):
+            if (path, message) in seen:
+                continue
+            seen.add((path, message))
+            position = located.position(path, key=at_key)
+            found.append((path, ConfigError(file, position.line, position.column, format_path(path), message)))
         return found
+
+    def _types(self, schema: Any) -> list[str]:
+        schema = self._resolve(schema)
+        for key in ("oneOf", "anyOf"):
+            if key in schema:
+                return list(dict.fromkeys(t for branch in schema[key] for t in self._types(branch)))
+        return _branch_types(schema)
 
     def _resolve(self, schema: Any) -> dict[str, Any]:
         while isinstance(schema, dict) and "$ref" in schema:
@@ -178,8 +187,10 @@ class SchemaChecker:
             elif instance is None:
                 message += ": write a value or remove the key"
             yield path, message, False
-        elif keyword in ("enum", "const"):
-            choices = error.validator_value if keyword == "enum" else [error.validator_value]
+        elif keyword == "const":
+            yield path, f"must be {error.validator_value!r}, got {describe_value(instance)}", False
+        elif keyword == "enum":
+            choices = error.validator_value
             listed = ", ".join(str(c) for c in choices)
             hint = did_you_mean(instance, choices) if isinstance(instance, str) else ""
             yield path, f"must be one of {listed}, got {describe_value(instance)}{hint}", False
@@ -232,9 +243,9 @@ class SchemaChecker:
             chosen = next(i for i, b in enumerate(branches) if b.get("$ref") == target)
         else:
             kind = _json_type(instance)
-            matching = [i for i, b in enumerate(branches) if _accepts_type(self._resolve(b), kind)]
+            matching = [i for i, b in enumerate(branches) if _accepts(self._types(b), kind)]
             if not matching:
-                allowed = [t for b in branches for t in _branch_types(self._resolve(b))]
+                allowed = [t for b in branches for t in self._types(b)]
                 message = f"expected {_type_words(list(dict.fromkeys(allowed)))}, got {describe_value(instance)}"
                 if "string" in allowed and isinstance(instance, (bool, int, float)):
                     message += f': put it in quotes ("{_yaml_text(instance)}") to make it text'
@@ -270,9 +281,33 @@ def _branch_types(schema: dict[str, Any]) -> list[str]:
     return ["string", "number", "boolean", "object", "array", "null"]
 
 
-def _accepts_type(schema: dict[str, Any], kind: str) -> bool:
-    types = _branch_types(schema)
+def _accepts(types: list[str], kind: str) -> bool:
     return kind in types or (kind == "integer" and "number" in types)
+
+
+_EMPTY = "must not be empty"
+
+
+def _one_reason_each(explained: list[tuple[DataPath, str, bool]]) -> list[tuple[DataPath, str, bool]]:
+    """Drop errors that only restate another: a pattern error beside "must not be empty" at the same place,
+    and "missing required key 'x'" where an unknown key nearby is its misspelling ("did you mean 'x'?")."""
+    empty = {path for path, message, _ in explained if message == _EMPTY}
+    meanings = tuple(_PATTERN_MEANING.values())
+    suggested = {
+        (path[:-1], message.rsplit("did you mean ", 1)[1].rstrip("?"))
+        for path, message, _ in explained
+        if message.startswith("unknown key ") and "did you mean " in message
+    }
+    kept = []
+    for path, message, at_key in explained:
+        if path in empty and message.startswith(meanings):
+            continue
+        if message.startswith("missing required key "):
+            key = message.removeprefix("missing required key ").split(" ", 1)[0]
+            if (path, key) in suggested:
+                continue
+        kept.append((path, message, at_key))
+    return kept
 
 
 def _infer_kind(prop: str, instance: dict[str, Any]) -> str:

@@ -30,6 +30,7 @@ _constructor = yaml.constructor.SafeConstructor()
 
 _TAG = "tag:yaml.org,2002:"
 _TRUTHY_OK = {"true", "false"}
+_RECURSIVE = "an alias refers to the mapping or list that contains it: remove the recursive alias"
 _OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
 
 
@@ -49,6 +50,9 @@ class Located:
 
     data: Any
     root: Node
+    #: Paths the YAML layer already reported (a YAML 1.1 trap, a tag): later stages stay quiet about them,
+    #: since their complaint would be about the misread value, with a misleading fix.
+    flagged: frozenset[DataPath] = frozenset()
     #: Whether any value is null (``key:`` with nothing, ``~``, ``null``): the models take None for "not
     #: given" where the schema refuses it, so such files always get the full schema check.
     has_nulls: bool = False
@@ -73,6 +77,10 @@ class Located:
                 break
         target = key_node if key and complete and key_node is not None else node
         return Position(target.start_mark.line + 1, target.start_mark.column + 1)
+
+    def is_flagged(self, path: DataPath) -> bool:
+        """Whether the YAML layer already reported ``path`` or a value that contains it."""
+        return any(path[: len(flag)] == flag for flag in self.flagged)
 
 
 def _find_key(node: MappingNode, key: str, depth: int = 0) -> tuple[Node, Node] | None:
@@ -114,30 +122,41 @@ def read_text(path: Path) -> tuple[str | None, list[ConfigError]]:
                     1,
                     1,
                     "(root)",
-                    f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES // 1_000_000} MB limit: "
-                    "split it into several suites",
+                    f"file is {_size(size)}, over the {_size(MAX_FILE_BYTES)} limit: split it into several suites",
                 )
             ]
         raw = path.read_bytes()
     except OSError as exc:
         return None, [ConfigError(path, 1, 1, "(root)", f"cannot read the file: {exc.strerror or exc}")]
+    body = raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw
     try:
-        text = raw.decode("utf-8-sig")
+        text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        line, column = _byte_position(body, exc.start)
         return None, [
             ConfigError(
-                path,
-                line,
-                column,
-                "(root)",
-                f"not UTF-8 text (byte 0x{raw[exc.start]:02x}): save the file as UTF-8",
+                path, line, column, "(root)", f"not UTF-8 text (byte 0x{body[exc.start]:02x}): save the file as UTF-8"
             )
         ]
-    if "\x00" in text:
-        return None, [ConfigError(path, 1, 1, "(root)", "binary file (contains NUL bytes): expected YAML text")]
+    nul = body.find(b"\x00")
+    if nul >= 0:
+        line, column = _byte_position(body, nul)
+        return None, [
+            ConfigError(path, line, column, "(root)", "binary file (contains a NUL byte): expected YAML text")
+        ]
     return text, []
+
+
+def _byte_position(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and character column of a byte offset (the line's bytes before it decoded leniently)."""
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    column = len(data[line_start:offset].decode("utf-8", errors="replace")) + 1
+    return data.count(b"\n", 0, offset) + 1, column
+
+
+def _size(count: int) -> str:
+    number, unit = (count / 1_000_000, "MB") if count >= 1_000_000 else (count / 1000, "kB")
+    return f"{number:.1f}".removesuffix(".0") + f" {unit}"
 
 
 def parse_yaml(text: str, file: str | Path) -> tuple[Located | None, list[ConfigError]]:
@@ -149,12 +168,7 @@ def parse_yaml(text: str, file: str | Path) -> tuple[Located | None, list[Config
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = exc.problem or "invalid YAML"
-        if exc.context and "document" in exc.context:
-            problem = "a file holds one YAML document: remove the '---' separator and what follows, or split the file"
-        return None, [ConfigError(file, line, column, "(root)", f"YAML syntax error: {problem}")]
+        return None, [_syntax_error(exc, file)]
     except yaml.YAMLError as exc:
         return None, [ConfigError(file, 1, 1, "(root)", f"YAML syntax error: {exc}")]
     if root is None:
@@ -163,7 +177,24 @@ def parse_yaml(text: str, file: str | Path) -> tuple[Located | None, list[Config
     data = builder.build(root, ())
     if builder.aborted:
         return None, builder.errors
-    return Located(data, root, builder.has_nulls), builder.errors
+    return Located(data, root, frozenset(builder.flagged), builder.has_nulls), builder.errors
+
+
+def _syntax_error(exc: yaml.MarkedYAMLError, file: str | Path) -> ConfigError:
+    problem = exc.problem or "invalid YAML"
+    mark = exc.problem_mark or exc.context_mark
+    if exc.context and "document" in exc.context:
+        problem = "a file holds one YAML document: remove the '---' separator and what follows, or split the file"
+    elif exc.context and exc.context_mark is not None:
+        start = exc.context_mark
+        if "end of stream" in (exc.problem or ""):
+            # The end of the file is no place to look; the unclosed thing is.
+            mark = start
+            problem = f"{problem} {exc.context}"
+        else:
+            problem = f"{problem} {exc.context} that starts on line {start.line + 1}, column {start.column + 1}"
+    line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    return ConfigError(file, line, column, "(root)", f"YAML syntax error: {problem}")
 
 
 class _Builder:
@@ -174,43 +205,34 @@ class _Builder:
         self.errors: list[ConfigError] = []
         self.aborted = False
         self.has_nulls = False
+        self.flagged: set[DataPath] = set()
         self._seen: set[int] = set()
         self._stack: set[int] = set()
         self._expanded = 0
 
     def _error(self, node: Node, path: DataPath, message: str) -> None:
+        self.flagged.add(path)
         mark = node.start_mark
         self.errors.append(ConfigError(self.file, mark.line + 1, mark.column + 1, format_path(path), message))
 
     def build(self, node: Node, path: DataPath, *, aliased: bool = False) -> Any:
-        if isinstance(node, ScalarNode):
-            return self._scalar(node, path)
         if self.aborted:
             return None
+        if isinstance(node, ScalarNode):
+            if aliased:
+                self._count_expansion(node, path)
+            return self._scalar(node, path)
         identity = id(node)
         if identity in self._stack:
-            self._error(
-                node, path, "an alias refers to the mapping or list that contains it: remove the recursive alias"
-            )
+            self._error(node, path, _RECURSIVE)
             return None
         if identity in self._seen:
             aliased = True
         else:
             self._seen.add(identity)
         if aliased:
-            self._expanded += 1
-            if self._expanded > MAX_ALIAS_EXPANSION:
-                self.errors = [
-                    ConfigError(
-                        self.file,
-                        node.start_mark.line + 1,
-                        node.start_mark.column + 1,
-                        format_path(path),
-                        f"aliases expand to more than {MAX_ALIAS_EXPANSION:,} values (an alias bomb?): "
-                        "write the repeated parts out or use fewer nested aliases",
-                    )
-                ]
-                self.aborted = True
+            self._count_expansion(node, path)
+            if self.aborted:
                 return None
         self._stack.add(identity)
         try:
@@ -222,6 +244,21 @@ class _Builder:
             return self._mapping(node, path, aliased)
         finally:
             self._stack.discard(identity)
+
+    def _count_expansion(self, node: Node, path: DataPath) -> None:
+        self._expanded += 1
+        if self._expanded > MAX_ALIAS_EXPANSION:
+            self.errors = [
+                ConfigError(
+                    self.file,
+                    node.start_mark.line + 1,
+                    node.start_mark.column + 1,
+                    format_path(path),
+                    f"aliases expand to more than {MAX_ALIAS_EXPANSION:,} values (an alias bomb?): "
+                    "write the repeated parts out or use fewer nested aliases",
+                )
+            ]
+            self.aborted = True
 
     def _check_tag(self, node: Node, path: DataPath, expected: str) -> None:
         if node.tag != expected:
@@ -247,6 +284,11 @@ class _Builder:
                 )
                 continue
             first_seen[key] = key_node.start_mark.line + 1
+            if id(value_node) in self._stack:
+                # The alias itself has no position of its own (it is the anchored node): point at its key.
+                self._error(key_node, (*path, key), _RECURSIVE)
+                result[key] = None
+                continue
             result[key] = self.build(value_node, (*path, key), aliased=aliased)
         for key_node, value_node in merged:
             key = self._key(key_node, path)
@@ -295,13 +337,11 @@ class _Builder:
         if tag == _TAG + "int":
             if not node.style and (_OCTAL.match(raw) or ":" in raw):
                 value = _constructor.construct_yaml_int(node)
-                kind = "an octal number" if _OCTAL.match(raw) else "a base-60 number"
-                self._error(
-                    node,
-                    path,
-                    f'YAML 1.1 reads `{raw}` as {kind} ({value}): write "{raw}" in quotes for text, '
-                    "or the number without leading zeros",
-                )
+                octal = bool(_OCTAL.match(raw))
+                kind = "an octal number" if octal else "a base-60 number"
+                fix = ", or the number without leading zeros" if octal else ""
+                message = f'YAML 1.1 reads `{raw}` as {kind} ({value}): write "{raw}" in quotes for text{fix}'
+                self._error(node, path, message)
                 return value
             return _constructor.construct_yaml_int(node)
         if tag == _TAG + "float":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic_core import PydanticCustomError
 
 #: A name that a person types on the command line (persona, tool, variable): no spaces, no surprises.
 Slug = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)]
@@ -29,3 +30,12 @@ class DataModel(BaseModel):
     """Base for data Simulator produces itself (transcripts, results): strict too, but never hand-written."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+def located_error(message: str, *at: str | int) -> PydanticCustomError:
+    """A validation error placed at a key inside the model being validated, e.g. ``("tools", 1, "name")``.
+
+    Validators that check several keys raise this, so the loader can point at the exact key that is wrong
+    rather than at the whole mapping.
+    """
+    return PydanticCustomError("located", "{message}", {"message": message, "at": list(at)})

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, JsonValue, field_validator, model_validator
 
-from simulator.models._base import Identifier, ImportRef, PositiveSeconds, StrictModel, Text
+from simulator.models._base import Identifier, ImportRef, PositiveSeconds, StrictModel, Text, located_error
 
 VariableType = Literal["string", "number", "integer", "boolean", "object", "array"]
 
@@ -21,7 +21,7 @@ class VariableDeclaration(StrictModel):
     @model_validator(mode="after")
     def _default_has_the_type(self) -> VariableDeclaration:
         if self.default is not None and not json_type_matches(self.default, self.type):
-            raise ValueError(f"default {self.default!r} is not of the declared type {self.type}")
+            raise located_error(f"default {self.default!r} is not of the declared type {self.type}", "default")
         return self
 
 
@@ -90,7 +90,7 @@ class ToolFake(StrictModel):
     @model_validator(mode="after")
     def _result_or_error(self) -> ToolFake:
         if self.error is not None and "result" in self.model_fields_set:
-            raise ValueError("a tool fake has either `result` or `error`, not both")
+            raise located_error("a tool fake has either `result` or `error`, not both", "error")
         if self.error is None and "result" not in self.model_fields_set:
             raise ValueError("a tool fake needs `result` (what the tool returns) or `error`")
         return self
@@ -108,9 +108,9 @@ class _AgentBase(StrictModel):
     @model_validator(mode="after")
     def _unique_tools(self) -> _AgentBase:
         seen: set[str] = set()
-        for tool in self.tools:
+        for index, tool in enumerate(self.tools):
             if tool.name in seen:
-                raise ValueError(f"tool {tool.name!r} is declared twice")
+                raise located_error(f"tool {tool.name!r} is declared twice", "tools", index, "name")
             seen.add(tool.name)
         return self
 

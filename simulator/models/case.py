@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, JsonValue, field_validator, model_validator
 
-from simulator.models._base import Identifier, Slug, StrictModel, Text
+from simulator.models._base import Identifier, Slug, StrictModel, Text, located_error
 from simulator.models.agent import ToolFake
 from simulator.models.settings import Thresholds
 
@@ -40,7 +40,10 @@ class KeywordTerm(StrictModel):
     @model_validator(mode="after")
     def _regex_compiles(self) -> KeywordTerm:
         if self.mode == "regex":
-            _check_regex(self.term)
+            try:
+                re.compile(self.term)
+            except re.error as exc:
+                raise located_error(f"invalid regular expression {self.term!r}: {exc}", "term") from None
         return self
 
 
@@ -84,7 +87,9 @@ class ToolCallSpec(StrictModel):
     def _rules_name_arguments(self) -> ToolCallSpec:
         unknown = sorted(set(self.argument_rules) - set(self.arguments or {}))
         if unknown:
-            raise ValueError(f"argument_rules names {', '.join(map(repr, unknown))}, which is not in `arguments`")
+            raise located_error(
+                f"argument_rules names {unknown[0]!r}, which is not in `arguments`", "argument_rules", unknown[0]
+            )
         return self
 
 
@@ -122,7 +127,8 @@ class KeywordChecks(StrictModel):
         default=None, description="Terms the agent's message must contain (case-insensitive substring by default)."
     )
     must_not_contain: Annotated[list[Term], Field(min_length=1)] | None = Field(
-        default=None, description="Terms the agent's message must not contain.")
+        default=None, description="Terms the agent's message must not contain."
+    )
     match: MatchMode = Field(
         default="substring",
         description="How terms match: substring (default, literal: 'nicht gesendet' contains 'gesendet'), "
@@ -132,11 +138,16 @@ class KeywordChecks(StrictModel):
 
     @model_validator(mode="after")
     def _regex_terms_compile(self) -> KeywordChecks:
-        for term in (self.must_contain or []) + (self.must_not_contain or []):
-            if isinstance(term, str) and self.match == "regex":
-                _check_regex(term)
-            elif isinstance(term, KeywordTerm) and (term.mode or self.match) == "regex":
-                _check_regex(term.term)
+        for key in ("must_contain", "must_not_contain"):
+            for index, term in enumerate(getattr(self, key) or []):
+                pattern = term if isinstance(term, str) else term.term
+                if (self.match if isinstance(term, str) else term.mode or self.match) != "regex":
+                    continue
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    where = (key, index) if isinstance(term, str) else (key, index, "term")
+                    raise located_error(f"invalid regular expression {pattern!r}: {exc}", *where) from None
         return self
 
 
@@ -175,7 +186,7 @@ class ExpectationSpec(KeywordChecks):
         if len(checks) > 1:
             raise ValueError(f"one check per expectation, found {', '.join(checks)}: split it into several")
         if self.after is not None and self.tool_call is None:
-            raise ValueError("`after` orders a tool call: it needs `tool_call`")
+            raise located_error("`after` orders a tool call: it needs `tool_call`", "after")
         return self
 
     def label(self) -> str | None:
@@ -245,9 +256,13 @@ class Step(StrictModel):
         if self.goal is None and self.static_utterance is None and self.event is None:
             raise ValueError("a step needs `goal`, `static_utterance` or `event`")
         if self.static_utterance is not None and self.event is not None:
-            raise ValueError("a step sends either `static_utterance` or `event`, not both: split it into two steps")
+            raise located_error(
+                "a step sends either `static_utterance` or `event`, not both: split it into two steps", "event"
+            )
         if self.min_turns > self.max_turns:
-            raise ValueError(f"min_turns ({self.min_turns}) is greater than max_turns ({self.max_turns})")
+            raise located_error(
+                f"min_turns ({self.min_turns}) is greater than max_turns ({self.max_turns})", "min_turns"
+            )
         return self
 
     def label(self) -> str:
@@ -289,8 +304,10 @@ class GoldenTurn(StrictModel):
 
     @model_validator(mode="after")
     def _user_or_event(self) -> GoldenTurn:
-        if (self.user is None) == (self.event is None):
-            raise ValueError("a golden turn has either `user` (a message) or `event`")
+        if self.user is not None and self.event is not None:
+            raise located_error("a golden turn has either `user` (a message) or `event`, not both", "event")
+        if self.user is None and self.event is None:
+            raise ValueError("a golden turn needs `user` (a message) or `event`")
         return self
 
 
@@ -315,13 +332,14 @@ class _CaseBase(StrictModel):
     @classmethod
     def _unique_expectation_texts(cls, value: list[ExpectationSpec]) -> list[ExpectationSpec]:
         seen: set[str] = set()
-        for expectation in value:
+        for index, expectation in enumerate(value):
             if expectation.text is None:
                 continue
             key = normalize_reference(expectation.text)
             if key in seen:
-                raise ValueError(
-                    f"two expectations have the text {expectation.text!r}: texts name them, make them unique"
+                raise located_error(
+                    f"another expectation already has the text {expectation.text!r}: texts name them, make them unique",
+                    index,
                 )
             seen.add(key)
         return value
