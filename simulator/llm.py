@@ -1,0 +1,913 @@
+"""One client for every model role (agent, simulated user, judge), and the offline fake provider.
+
+This is the only module of Simulator that imports litellm, and it imports it lazily, on the first model call:
+``import litellm`` takes 3-4 s, and ``simulator --help``, ``validate`` and ``report`` never need it.
+
+What the client adds on top of litellm
+  * per-role settings (:class:`~simulator.models.settings.ModelSettings`): model, temperature, max tokens,
+    timeout, API base, and the API key read from the environment variable named by ``api_key_env``
+    (the key itself is never logged or put in an error message);
+  * a per-role concurrency limit (an :class:`asyncio.Semaphore` of ``concurrency`` slots);
+  * retries done here, not by litellm: exponential backoff with full jitter on rate limits (429), server
+    errors (5xx), timeouts and connection errors; no retry on authentication, bad request or unknown model
+    errors, which fail at once with a :class:`~simulator.errors.ModelError` that says what to fix.
+    (litellm's ``num_retries`` also retries plain exceptions it wraps as connection errors, and the OpenAI
+    SDK retries on its own, so both are turned off);
+  * per-role token and cost accounting; a cost is ``None`` when litellm does not know the model's price;
+  * :meth:`LLMClient.structured`: JSON output validated with pydantic, re-asked with the validation error.
+
+Offline use
+  * ``LITELLM_OFFLINE_MODE=true`` makes litellm use its bundled price list and skip tokenizer downloads
+    (a tokenizer download blocked for 24 s on a machine without internet). Set it in tests, CI and any
+    air-gapped run. This module does not set it itself: whether a run may reach the network for litellm's
+    catalogs is the operator's choice (``tests/conftest.py`` sets it for the test suite).
+  * Before importing litellm this module sets ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (unless already set), so
+    the import never tries to download the price list; prices then come from the copy bundled with litellm.
+  * The ``fake`` provider (``model="fake/anything"``) answers from a :class:`FakeScript` instead of a network
+    service. It goes through the whole of litellm like a real provider (real usage, tool calls,
+    ``finish_reason="tool_calls"``, litellm's own exception types), so tests exercise the real code path.
+
+litellm's response cache is not used: in the installed version a cache hit imports fastapi, and the disk
+cache was removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+import functools
+import inspect
+import json
+import os
+import random
+import re
+import threading
+import warnings
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from simulator.errors import ModelError
+from simulator.models.settings import ModelRoles, ModelSettings
+from simulator.models.transcript import Usage
+
+if TYPE_CHECKING:
+    from litellm.types.utils import ModelResponse
+
+__all__ = [
+    "FAKE_PROVIDER",
+    "Completion",
+    "FakeReply",
+    "FakeRequest",
+    "FakeScript",
+    "FakeToolCall",
+    "LLMClient",
+    "Role",
+    "StaticReply",
+    "StructuredOutputError",
+    "ToolCallRequest",
+    "Usage",
+    "UsageMeter",
+    "fake_auth_error",
+    "fake_bad_request",
+    "fake_connection_error",
+    "fake_not_found",
+    "fake_rate_limit",
+    "fake_server_error",
+    "fake_timeout",
+    "metering",
+]
+
+#: The litellm provider name of the offline fake: ``model="fake/anything"`` is answered by a :class:`FakeScript`.
+FAKE_PROVIDER = "fake"
+
+T = TypeVar("T", bound=BaseModel)
+
+# Keyword arguments the client sets itself; letting a caller override them would bypass the role's
+# settings, its accounting or its retry policy.
+_RESERVED = frozenset({"model", "messages", "tools", "api_key", "stream", "num_retries", "max_retries"})
+
+
+class Role(StrEnum):
+    """The three roles that call models; each has its own settings, concurrency limit and account."""
+
+    AGENT = "agent"
+    USER = "user"
+    JUDGE = "judge"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Results
+
+
+class ToolCallRequest(BaseModel):
+    """One tool call the model asked for.
+
+    ``arguments`` is the parsed JSON object. When the model sent arguments that are not a JSON object, they are
+    kept in ``raw_arguments``, ``arguments`` is empty and ``arguments_error`` says what was wrong, so a judge can
+    count the call as malformed instead of the run crashing.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw_arguments: str
+    arguments_error: str | None = None
+
+    @property
+    def malformed(self) -> bool:
+        """True when the arguments were not a valid JSON object."""
+        return self.arguments_error is not None
+
+    @classmethod
+    def parse(cls, id: str, name: str, raw_arguments: str | None) -> ToolCallRequest:
+        """Build from the provider's fields; never raises on bad arguments."""
+        raw = raw_arguments or ""
+        if not raw.strip():
+            # Some providers send "" for a tool without parameters: that is an empty object, not an error.
+            return cls(id=id, name=name, arguments={}, raw_arguments=raw)
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            return cls(id=id, name=name, arguments={}, raw_arguments=raw, arguments_error=f"not valid JSON: {exc}")
+        if not isinstance(parsed, dict):
+            error = f"expected a JSON object, got {type(parsed).__name__}"
+            return cls(id=id, name=name, arguments={}, raw_arguments=raw, arguments_error=error)
+        return cls(id=id, name=name, arguments=parsed, raw_arguments=raw)
+
+
+class Completion(BaseModel):
+    """A model's reply to one :meth:`LLMClient.complete` call.
+
+    ``content`` is the text (``None`` when the model only called tools); ``raw_text`` is the same text as
+    received but never ``None`` (empty when there was none), for code that quotes or parses the reply.
+    ``model`` is the model string configured for the role. ``usage`` covers this call only.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    content: str | None
+    tool_calls: list[ToolCallRequest]
+    finish_reason: str | None
+    usage: Usage
+    model: str
+    cost: float | None
+    raw_text: str
+
+
+class StructuredOutputError(ModelError):
+    """The model did not produce valid structured output within the allowed attempts.
+
+    ``raw`` is the text of the last reply, kept for the report; ``error`` is why it was rejected.
+    """
+
+    def __init__(self, message: str, *, raw: str, error: str) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.error = error
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Loading litellm
+
+
+# litellm installs a global "ignore" filter for this pydantic warning when it is imported, because its own
+# TypedDicts with ReadOnly items trigger it while pydantic builds schemas lazily (on the first request, not at
+# import). Anything that re-installs warning filters (pytest does so around every test, with
+# `filterwarnings = error` here) drops litellm's filter, and the warning then raises inside litellm, which
+# wraps it as a connection error. We re-assert exactly that one filter before each call: it is idempotent
+# (`filterwarnings` moves an existing identical entry to the front), and unlike `catch_warnings` it is safe when
+# many asyncio tasks call litellm at once.
+_READONLY_TYPEDDICT_WARNING = r".*on TypedDict class .* using the `ReadOnly` qualifier"
+
+
+def _silence_known_litellm_warnings() -> None:
+    warnings.filterwarnings(
+        "ignore",
+        message=_READONLY_TYPEDDICT_WARNING,
+        category=UserWarning,
+        module=r"pydantic\._internal\._generate_schema",
+    )
+
+
+@functools.cache
+def _load_litellm() -> None:
+    """Import and configure litellm once per process."""
+    # The variable name and its "true" check are in litellm/litellm_core_utils/get_model_cost_map.py.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    _silence_known_litellm_warnings()
+    import litellm
+
+    litellm.suppress_debug_info = True
+
+
+def _ensure_fake_registered() -> None:
+    """Register the fake provider unless it already is (cheap; checked per call in case the map was replaced)."""
+    import litellm
+
+    if not any(item.get("provider") == FAKE_PROVIDER for item in litellm.custom_provider_map):
+        litellm.custom_provider_map.append({"provider": FAKE_PROVIDER, "custom_handler": _fake_provider()})
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The client
+
+
+def _full_jitter(ceiling: float) -> float:
+    return random.uniform(0.0, ceiling)
+
+
+@dataclass
+class _Failure:
+    """A classified provider failure."""
+
+    retry: bool
+    kind: str
+    detail: str
+
+
+class UsageMeter:
+    """Usage of the calls made inside one :func:`metering` block (one conversation), per role."""
+
+    def __init__(self) -> None:
+        self.by_role: dict[Role, Usage] = {}
+
+    def add(self, role: Role, usage: Usage) -> None:
+        """Count one call's usage."""
+        self.by_role[role] = self.by_role.get(role, Usage()) + usage
+
+
+_METER: contextvars.ContextVar[UsageMeter | None] = contextvars.ContextVar("simulator_usage_meter", default=None)
+
+
+@contextmanager
+def metering() -> Iterator[UsageMeter]:
+    """Count the usage of every model call made in this block, and in tasks started from it.
+
+    Many conversations share one client; each runs its own block, so each knows its own tokens and cost.
+    """
+    meter = UsageMeter()
+    token = _METER.set(meter)
+    try:
+        yield meter
+    finally:
+        _METER.reset(token)
+
+
+class LLMClient:
+    """Calls models for the agent, user and judge roles through litellm.
+
+    ``fake_script`` answers ``fake/...`` models in this client's calls (it overrides a script made active with
+    :meth:`FakeScript.active`). ``backoff_base`` and ``backoff_cap`` (seconds) shape the retry delays: before
+    retry *n* the client sleeps a random time between 0 and ``min(cap, base * 2**(n-1))`` ("full jitter", so
+    many clients hit by the same rate limit do not retry in lockstep). ``sleep`` and ``jitter`` are injectable
+    so tests do not wait; ``environ`` is where API keys are read from (default ``os.environ``).
+    """
+
+    def __init__(
+        self,
+        roles: ModelRoles,
+        *,
+        fake_script: FakeScript | None = None,
+        backoff_base: float = 1.0,
+        backoff_cap: float = 30.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        jitter: Callable[[float], float] = _full_jitter,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        if backoff_base < 0 or backoff_cap < 0:
+            raise ValueError("backoff_base and backoff_cap must not be negative")
+        self._roles = roles
+        self._fake_script = fake_script
+        self._backoff_base = backoff_base
+        self._backoff_cap = backoff_cap
+        self._sleep = sleep
+        self._jitter = jitter
+        self._environ: Mapping[str, str] = os.environ if environ is None else environ
+        self._usage: dict[Role, Usage] = {role: Usage() for role in Role}
+        # One semaphore per role and event loop: a semaphore binds to the loop it is first contended on, and a
+        # client may outlive one `asyncio.run`.
+        self._semaphores: dict[Role, tuple[asyncio.AbstractEventLoop, asyncio.Semaphore]] = {}
+
+    def settings(self, role: Role | str) -> ModelSettings:
+        """The settings of ``role``."""
+        settings: ModelSettings = getattr(self._roles, Role(role).value)
+        return settings
+
+    def usage_by_role(self) -> dict[Role, Usage]:
+        """Tokens, calls and cost so far, per role (every role is present, unused ones with zero usage)."""
+        return dict(self._usage)
+
+    def total_usage(self) -> Usage:
+        """Tokens, calls and cost so far over all roles."""
+        total = Usage()
+        for usage in self._usage.values():
+            total = total + usage
+        return total
+
+    async def complete(
+        self,
+        role: Role | str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **overrides: Any,
+    ) -> Completion:
+        """Send ``messages`` (OpenAI chat format) to the role's model and return its reply.
+
+        ``tools`` are OpenAI-style function tools. ``overrides`` are passed to ``litellm.acompletion`` and win
+        over the role's settings (for example ``temperature=0`` or ``response_format=...``); ``timeout`` also
+        bounds the whole call here. Raises :class:`ModelError` when no model is configured, on errors that a
+        retry cannot fix, or when the retries run out.
+        """
+        role = Role(role)
+        settings = self.settings(role)
+        model = self._model(role, settings)
+        bad = _RESERVED.intersection(overrides)
+        if bad:
+            raise ValueError(f"complete() sets {', '.join(sorted(bad))} itself; these cannot be overridden")
+        api_key = self._api_key(role, settings, model)
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": [dict(message) for message in messages],
+            "timeout": settings.timeout,
+            # Retries are done here, with our classification and backoff: litellm's num_retries would also
+            # retry plain exceptions it wraps as connection errors, and the OpenAI SDK retries twice by default.
+            "num_retries": 0,
+            "max_retries": 0,
+        }
+        if settings.temperature is not None:
+            request["temperature"] = settings.temperature
+        if settings.max_tokens is not None:
+            request["max_tokens"] = settings.max_tokens
+        if settings.api_base is not None:
+            request["api_base"] = settings.api_base
+        if api_key is not None:
+            request["api_key"] = api_key
+        if tools:
+            request["tools"] = [dict(tool) for tool in tools]
+        request.update(overrides)
+        timeout = float(request["timeout"])
+
+        _load_litellm()
+        attempts = settings.max_retries + 1
+        last: _Failure | None = None
+        last_exc: BaseException | None = None
+        for attempt in range(1, attempts + 1):
+            try:
+                async with self._semaphore(role, settings):
+                    response = await self._call(role, request, timeout)
+            except Exception as exc:
+                failure = _classify(exc, timeout)
+                if failure is None:
+                    raise  # not a provider failure: a bug, let it surface with its traceback
+                failure.detail = _scrub(failure.detail, api_key)
+                if not failure.retry:
+                    raise ModelError(_fatal_message(role, model, settings, failure)) from exc
+                last, last_exc = failure, exc
+                if attempt < attempts:
+                    # The slot is released while waiting, so a backing-off call does not hold up the others.
+                    await self._sleep(self._backoff(attempt))
+                continue
+            completion = _to_completion(response, model)
+            self._usage[role] = self._usage[role] + completion.usage
+            meter = _METER.get()
+            if meter is not None:
+                meter.add(role, completion.usage)
+            return completion
+        assert last is not None
+        raise ModelError(
+            f"{role.value} model {model!r} failed after {attempts} attempt{'s' if attempts != 1 else ''}; "
+            f"last error ({last.kind}): {last.detail}. {_retry_hint(role, last)}"
+        ) from last_exc
+
+    async def structured(
+        self,
+        role: Role | str,
+        messages: Sequence[Mapping[str, Any]],
+        schema: type[T],
+        *,
+        attempts: int = 3,
+        **overrides: Any,
+    ) -> T:
+        """Ask for a JSON object matching ``schema`` and return it validated.
+
+        The schema is passed as ``response_format`` (providers that support it constrain their output), but the
+        reply is always validated here: litellm does not. A reply wrapped in a Markdown code fence is unwrapped.
+        An empty, malformed or schema-invalid reply is answered with a follow-up message quoting the error, up to
+        ``attempts`` replies in all; then :class:`StructuredOutputError` (a :class:`ModelError`) is raised, with
+        the last reply's text in ``raw``.
+        """
+        if attempts < 1:
+            raise ValueError("attempts must be at least 1")
+        role = Role(role)
+        base = [dict(message) for message in messages]
+        conversation = base
+        raw, error = "", ""
+        for _ in range(attempts):
+            completion = await self.complete(role, conversation, response_format=schema, **overrides)
+            raw = completion.raw_text
+            try:
+                return _parse_structured(raw, schema)
+            except _InvalidReply as exc:
+                error = str(exc)
+            # Only the latest failed reply is shown back, so the prompt does not grow with every attempt.
+            conversation = [
+                *base,
+                {"role": "assistant", "content": raw},
+                {
+                    "role": "user",
+                    "content": f"Your reply could not be used: {error}\n"
+                    f"Reply again with only a JSON object that matches the {schema.__name__} schema: "
+                    "no prose, no code fences.",
+                },
+            ]
+        model = self.settings(role).model
+        raise StructuredOutputError(
+            f"{role.value} model {model!r} gave no valid {schema.__name__} JSON in {attempts} "
+            f"attempt{'s' if attempts != 1 else ''}; last problem: {error}",
+            raw=raw,
+            error=error,
+        )
+
+    # -- helpers -------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _model(role: Role, settings: ModelSettings) -> str:
+        if not settings.model:
+            raise ModelError(
+                f"No model is configured for the {role.value} role. Set one in the suite "
+                f"(models: {{{role.value}: openai/gpt-4o-mini}}) or on the command line "
+                f"(--{role.value}-model openai/gpt-4o-mini)."
+            )
+        return settings.model
+
+    def _api_key(self, role: Role, settings: ModelSettings, model: str) -> str | None:
+        if settings.api_key_env is None:
+            return None  # litellm falls back to the provider's standard variable, e.g. OPENAI_API_KEY
+        key = self._environ.get(settings.api_key_env, "")
+        if not key:
+            raise ModelError(
+                f"{role.value} model {model!r}: models.{role.value}.api_key_env names "
+                f"{settings.api_key_env}, but that environment variable is not set. "
+                f"Set it (export {settings.api_key_env}=...) before running."
+            )
+        return key
+
+    def _semaphore(self, role: Role, settings: ModelSettings) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        entry = self._semaphores.get(role)
+        if entry is None or entry[0] is not loop:
+            entry = (loop, asyncio.Semaphore(settings.concurrency))
+            self._semaphores[role] = entry
+        return entry[1]
+
+    def _backoff(self, attempt: int) -> float:
+        ceiling = min(self._backoff_cap, self._backoff_base * 2 ** (attempt - 1))
+        return max(0.0, self._jitter(ceiling))
+
+    async def _call(self, role: Role, request: dict[str, Any], timeout: float) -> ModelResponse:
+        import litellm
+        from litellm.types.utils import ModelResponse
+
+        _silence_known_litellm_warnings()
+        if str(request["model"]).startswith(f"{FAKE_PROVIDER}/"):
+            _ensure_fake_registered()
+        script = self._fake_script or _ACTIVE_SCRIPT.get()
+        token = _BINDING.set(_Binding(script, role))
+        try:
+            # litellm passes the timeout to the HTTP client, where it bounds each read, not the whole call;
+            # this bounds the whole call, and also covers providers that ignore the timeout.
+            response = await asyncio.wait_for(litellm.acompletion(**request), timeout)
+        finally:
+            _BINDING.reset(token)
+        if not isinstance(response, ModelResponse):
+            raise TypeError(f"expected a ModelResponse from litellm, got {type(response).__name__}")
+        return response
+
+
+def _classify(exc: BaseException, timeout: float) -> _Failure | None:
+    """Decide whether a failed call is worth retrying; ``None`` for exceptions that are not provider failures."""
+    from litellm.exceptions import APIConnectionError, Timeout
+
+    if isinstance(exc, TimeoutError):
+        return _Failure(retry=True, kind="timeout", detail=f"no reply within {timeout:g} s")
+    detail = str(exc).strip() or type(exc).__name__
+    if len(detail) > 500:
+        detail = detail[:500] + "…"
+    # Timeouts and connection errors first: litellm.Timeout is a subclass of the connection error, and a
+    # connection error carries status 500 without the server having answered.
+    if isinstance(exc, Timeout):
+        return _Failure(retry=True, kind="timeout", detail=detail)
+    if isinstance(exc, APIConnectionError):
+        return _Failure(retry=True, kind="connection error", detail=detail)
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        return None
+    if status == 429:
+        return _Failure(retry=True, kind="rate limited", detail=detail)
+    if status >= 500 or status == 408:
+        return _Failure(retry=True, kind=f"server error {status}", detail=detail)
+    if status in (401, 403):
+        return _Failure(retry=False, kind="authentication", detail=detail)
+    if status == 404:
+        return _Failure(retry=False, kind="not found", detail=detail)
+    return _Failure(retry=False, kind=f"bad request {status}", detail=detail)
+
+
+def _retry_hint(role: Role, failure: _Failure) -> str:
+    settings = f"models.{role.value}"
+    if failure.kind == "rate limited":
+        return f"Lower {settings}.concurrency or raise {settings}.max_retries."
+    if failure.kind == "timeout":
+        return f"Raise {settings}.timeout or {settings}.max_retries, or check that the provider is up."
+    return f"Check that the provider (or {settings}.api_base) is up, or raise {settings}.max_retries."
+
+
+def _fatal_message(role: Role, model: str, settings: ModelSettings, failure: _Failure) -> str:
+    where = f"{role.value} model {model!r}"
+    if failure.kind == "authentication":
+        if settings.api_key_env:
+            fix = f"Check that {settings.api_key_env} holds a valid key for this provider and model."
+        else:
+            fix = (
+                "Set the provider's key variable (for example OPENAI_API_KEY), or name the variable that holds "
+                f"the key with models.{role.value}.api_key_env."
+            )
+        return f"{where}: the provider refused the credentials ({failure.detail}). {fix}"
+    if failure.kind == "not found":
+        return (
+            f"{where}: the provider does not know this model ({failure.detail}). Check models.{role.value} "
+            "(litellm syntax provider/model, for example openai/gpt-4o-mini) and api_base."
+        )
+    return f"{where}: the provider rejected the request ({failure.detail}). Retrying would not help."
+
+
+def _scrub(text: str, secret: str | None) -> str:
+    return text.replace(secret, "***") if secret else text
+
+
+def _to_completion(response: ModelResponse, model: str) -> Completion:
+    from litellm.types.utils import ChatCompletionMessageToolCall, Choices
+
+    choice = response.choices[0] if response.choices else None
+    content: str | None = None
+    finish_reason: str | None = None
+    tool_calls: list[ToolCallRequest] = []
+    if isinstance(choice, Choices):
+        finish_reason = choice.finish_reason
+        message = choice.message
+        content = message.content if isinstance(message.content, str) else None
+        for call in message.tool_calls or []:
+            if isinstance(call, ChatCompletionMessageToolCall):
+                tool_calls.append(
+                    ToolCallRequest.parse(call.id or "", call.function.name or "", call.function.arguments)
+                )
+            else:
+                # A free-form ("custom") tool call carries text, not JSON arguments: keep it, flagged.
+                tool_calls.append(
+                    ToolCallRequest(
+                        id=call.id,
+                        name=call.custom.name,
+                        arguments={},
+                        raw_arguments=call.custom.input,
+                        arguments_error="free-form (custom) tool call: the input is text, not JSON arguments",
+                    )
+                )
+    usage_data = getattr(response, "usage", None)
+    cost = response._hidden_params.get("response_cost")
+    usage = Usage(
+        prompt_tokens=int(getattr(usage_data, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage_data, "completion_tokens", 0) or 0),
+        calls=1,
+        cost=float(cost) if isinstance(cost, int | float) else None,
+    )
+    return Completion(
+        content=content,
+        tool_calls=tool_calls,
+        finish_reason=finish_reason,
+        usage=usage,
+        model=model,
+        cost=usage.cost,
+        raw_text=content or "",
+    )
+
+
+class _InvalidReply(Exception):
+    """A structured reply that cannot be used; the message is shown to the model."""
+
+
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
+
+
+def _parse_structured(raw: str, schema: type[T]) -> T:
+    text = raw.strip()
+    fenced = _FENCE.search(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    if not text:
+        raise _InvalidReply("the reply was empty.")
+    try:
+        return schema.model_validate_json(text)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors(include_url=False):
+            if error["type"] == "json_invalid":
+                problems.append(f"it is not valid JSON ({error['msg']})")
+            else:
+                location = ".".join(str(part) for part in error["loc"]) or "(root)"
+                problems.append(f"{location}: {error['msg']}")
+        raise _InvalidReply("; ".join(problems) + ".") from exc
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The offline fake provider
+
+
+@dataclass(frozen=True)
+class FakeToolCall:
+    """A tool call for a fake reply. ``arguments`` given as a string are sent verbatim (to test bad JSON)."""
+
+    name: str
+    arguments: Mapping[str, Any] | str = field(default_factory=dict)
+    id: str | None = None
+
+
+#: What a fake reply can be, before any callable is called.
+StaticReply = str | list[FakeToolCall] | dict[str, Any] | BaseException
+#: A queued reply: text; tool calls; a dict sent as JSON text; an exception instance to raise; or a callable
+#: that receives the messages and returns one of these (or an awaitable of one, under ``acompletion``).
+FakeReply = StaticReply | Callable[[list[dict[str, Any]]], "StaticReply | Awaitable[StaticReply]"]
+
+
+@dataclass(frozen=True)
+class FakeRequest:
+    """One request the fake provider received, as the model saw it.
+
+    ``model`` is the part after ``fake/``; ``role`` is the client role that sent it (``None`` outside
+    :class:`LLMClient`); ``params`` are litellm's provider parameters (temperature, max_tokens,
+    response_format, ...). Only whether an API key was sent is recorded, never the key.
+    """
+
+    model: str
+    role: Role | None
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    params: dict[str, Any]
+    api_base: str | None
+    has_api_key: bool
+
+
+class FakeScript:
+    """The replies of the fake provider, queued turn by turn, and the requests it received.
+
+    Queue replies with :meth:`enqueue` for one model (the part after ``fake/``) or for any model (``"*"``);
+    a model's own queue is used before the ``"*"`` queue. A request with nothing queued fails with a clear
+    error (a litellm ``BadRequestError``, so it is not retried). Every request is kept in :attr:`requests`.
+
+    Use it with ``LLMClient(..., fake_script=script)``, or make it active for the current context (and the asyncio
+    tasks started in it) with ``with script.active(): ...``. There is no global script: nothing leaks between
+    tests.
+    """
+
+    def __init__(self) -> None:
+        self._queues: dict[str, deque[FakeReply]] = {}
+        self.requests: list[FakeRequest] = []
+        self._served = 0
+        # The sync `completion` path may be called from worker threads.
+        self._lock = threading.Lock()
+
+    def enqueue(self, model: str, *replies: FakeReply, times: int = 1) -> FakeScript:
+        """Queue ``replies`` (each ``times`` times, in order) for ``model`` or ``"*"``; returns the script."""
+        if times < 1:
+            raise ValueError("times must be at least 1")
+        key = model.removeprefix(f"{FAKE_PROVIDER}/")
+        with self._lock:
+            queue = self._queues.setdefault(key, deque())
+            for reply in replies:
+                queue.extend([reply] * times)
+        return self
+
+    def pending(self, model: str | None = None) -> int:
+        """Replies still queued, for one model key (``"*"`` included) or in all."""
+        with self._lock:
+            if model is not None:
+                return len(self._queues.get(model.removeprefix(f"{FAKE_PROVIDER}/"), ()))
+            return sum(len(queue) for queue in self._queues.values())
+
+    @contextmanager
+    def active(self) -> Iterator[FakeScript]:
+        """Make this script answer ``fake/...`` calls in the current context (unless a client has its own)."""
+        token = _ACTIVE_SCRIPT.set(self)
+        try:
+            yield self
+        finally:
+            _ACTIVE_SCRIPT.reset(token)
+
+    def _take(self, request: FakeRequest) -> FakeReply | None:
+        with self._lock:
+            self.requests.append(request)
+            for key in (request.model, "*"):
+                queue = self._queues.get(key)
+                if queue:
+                    self._served += 1
+                    return queue.popleft()
+            return None
+
+    def _exhausted_message(self, model: str) -> str:
+        return (
+            f"FakeScript has no reply queued for fake/{model} (request #{len(self.requests)}, "
+            f"{self._served} served so far); queue one with script.enqueue({model!r}, ...) or "
+            "script.enqueue('*', ...)"
+        )
+
+
+@dataclass(frozen=True)
+class _Binding:
+    script: FakeScript | None
+    role: Role | None
+
+
+# Context variables, not globals: each asyncio task and each test sees only the script bound in its own context.
+_ACTIVE_SCRIPT: contextvars.ContextVar[FakeScript | None] = contextvars.ContextVar(
+    "simulator_fake_script", default=None
+)
+_BINDING: contextvars.ContextVar[_Binding | None] = contextvars.ContextVar("simulator_fake_binding", default=None)
+
+
+def _words(value: Any) -> int:
+    """A crude token count: whitespace-separated words of all text in ``value``."""
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        return len(value.split())
+    if isinstance(value, Mapping):
+        return sum(_words(item) for key, item in value.items() if key not in ("role", "type", "id"))
+    if isinstance(value, list | tuple):
+        return sum(_words(item) for item in value)
+    return len(str(value).split())
+
+
+@functools.cache
+def _fake_provider() -> Any:
+    """Build the fake provider (a litellm ``CustomLLM``); the class needs litellm, so it is made on first use."""
+    from litellm.exceptions import BadRequestError
+    from litellm.llms.custom_llm import CustomLLM
+    from litellm.types.utils import ChatCompletionMessageToolCall, Choices, Function, Message, ModelResponse
+    from litellm.types.utils import Usage as LiteLLMUsage
+
+    class FakeProvider(CustomLLM):
+        """Answers ``fake/<model>`` requests from the :class:`FakeScript` bound to the calling context."""
+
+        def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+            reply = self._next(model, messages, kwargs)
+            answer = reply(copy.deepcopy(messages)) if callable(reply) else reply
+            if inspect.isawaitable(answer):
+                raise TypeError("an async callable reply needs acompletion; the sync completion path was used")
+            return self._respond(model, messages, kwargs, answer)
+
+        async def acompletion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+            reply = self._next(model, messages, kwargs)
+            answer = reply(copy.deepcopy(messages)) if callable(reply) else reply
+            if inspect.isawaitable(answer):
+                answer = await answer
+            return self._respond(model, messages, kwargs, answer)
+
+        def _next(self, model: str, messages: list[Any], kwargs: dict[str, Any]) -> FakeReply:
+            binding = _BINDING.get()
+            script = binding.script if binding else _ACTIVE_SCRIPT.get()
+            if script is None:
+                raise BadRequestError(
+                    message=f"no FakeScript is bound for fake/{model}: pass fake_script= to LLMClient "
+                    "or call it inside `with script.active():`",
+                    model=model,
+                    llm_provider=FAKE_PROVIDER,
+                )
+            params = dict(kwargs.get("optional_params") or {})
+            tools = params.pop("tools", None)
+            params.pop("max_retries", None)  # the client's transport setting, not something the model sees
+            request = FakeRequest(
+                model=model,
+                role=binding.role if binding else None,
+                messages=copy.deepcopy(list(messages)),
+                tools=copy.deepcopy(tools),
+                params=params,
+                api_base=kwargs.get("api_base"),
+                has_api_key=bool(kwargs.get("api_key")),
+            )
+            reply = script._take(request)
+            if reply is None:
+                raise BadRequestError(message=script._exhausted_message(model), model=model, llm_provider=FAKE_PROVIDER)
+            return reply
+
+        def _respond(self, model: str, messages: list[Any], kwargs: dict[str, Any], reply: Any) -> ModelResponse:
+            if isinstance(reply, BaseException):
+                raise reply
+            response = kwargs.get("model_response")
+            if not isinstance(response, ModelResponse):
+                response = ModelResponse()
+            if isinstance(reply, list):
+                calls = []
+                for index, call in enumerate(reply):
+                    if not isinstance(call, FakeToolCall):
+                        raise TypeError(f"a tool-call reply must be a list of FakeToolCall, got {call!r}")
+                    arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+                    calls.append(
+                        ChatCompletionMessageToolCall(
+                            id=call.id or f"call_{len(messages)}_{index}",
+                            type="function",
+                            function=Function(name=call.name, arguments=arguments),
+                        )
+                    )
+                message = Message(content=None, tool_calls=calls)
+                finish_reason = "tool_calls"
+                reply_words = sum(_words(c.function.name) + _words(c.function.arguments) for c in calls)
+            else:
+                if isinstance(reply, dict):
+                    text = json.dumps(reply)
+                elif isinstance(reply, str):
+                    text = reply
+                else:
+                    raise TypeError(f"unsupported fake reply {reply!r}")
+                message = Message(content=text)
+                finish_reason = "stop"
+                reply_words = _words(text)
+            prompt_words = _words(list(messages))
+            response.choices = [Choices(index=0, finish_reason=finish_reason, message=message)]
+            response.usage = LiteLLMUsage(  # type: ignore[attr-defined]
+                prompt_tokens=prompt_words, completion_tokens=reply_words, total_tokens=prompt_words + reply_words
+            )
+            response.model = f"{FAKE_PROVIDER}/{model}"
+            return response
+
+    return FakeProvider()
+
+
+def fake_rate_limit(message: str = "rate limit reached (fake)") -> Exception:
+    """The ``litellm.RateLimitError`` (429) a provider raises when rate limiting; retried by the client."""
+    _load_litellm()
+    from litellm.exceptions import RateLimitError
+
+    return RateLimitError(message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER)
+
+
+def fake_server_error(status: int = 500, message: str = "server error (fake)") -> Exception:
+    """The litellm exception for a 5xx reply (500, 502, 503 or another 5xx); retried by the client."""
+    _load_litellm()
+    from litellm.exceptions import APIError, BadGatewayError, InternalServerError, ServiceUnavailableError
+
+    if status == 500:
+        return InternalServerError(message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER)
+    if status == 502:
+        return BadGatewayError(message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER)
+    if status == 503:
+        return ServiceUnavailableError(message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER)
+    return APIError(status_code=status, message=message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER)
+
+
+def fake_timeout(message: str = "request timed out (fake)") -> Exception:
+    """The ``litellm.Timeout`` a provider call raises when it takes too long; retried by the client."""
+    _load_litellm()
+    from litellm.exceptions import Timeout
+
+    return Timeout(message, model=FAKE_PROVIDER, llm_provider=FAKE_PROVIDER)
+
+
+def fake_connection_error(message: str = "connection refused (fake)") -> Exception:
+    """The ``litellm.APIConnectionError`` raised when the provider cannot be reached; retried by the client."""
+    _load_litellm()
+    from litellm.exceptions import APIConnectionError
+
+    return APIConnectionError(message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER)
+
+
+def fake_auth_error(message: str = "invalid API key (fake)") -> Exception:
+    """The ``litellm.AuthenticationError`` (401) for a bad or missing key; never retried."""
+    _load_litellm()
+    from litellm.exceptions import AuthenticationError
+
+    return AuthenticationError(message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER)
+
+
+def fake_not_found(message: str = "model not found (fake)") -> Exception:
+    """The ``litellm.NotFoundError`` (404) for an unknown model; never retried."""
+    _load_litellm()
+    from litellm.exceptions import NotFoundError
+
+    return NotFoundError(message, model=FAKE_PROVIDER, llm_provider=FAKE_PROVIDER)
+
+
+def fake_bad_request(message: str = "invalid request (fake)") -> Exception:
+    """The ``litellm.BadRequestError`` (400) for a request the provider refuses; never retried."""
+    _load_litellm()
+    from litellm.exceptions import BadRequestError
+
+    return BadRequestError(message, model=FAKE_PROVIDER, llm_provider=FAKE_PROVIDER)

@@ -1,0 +1,203 @@
+"""Transcripts: what happened in one conversation, as a list of typed events plus per-step outcomes.
+
+A transcript is the evidence every verdict points to. It is produced by the engine, stored by the runner,
+scored by the judges and rendered by the reports; it round-trips through JSON unchanged.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, JsonValue
+
+from simulator.models._base import DataModel
+
+#: How a tool call was answered. ``not_executed`` is the explicit test-mode answer to a call no fake
+#: matched: the agent is told so, and reports show it, so an agent that invents data is visible.
+ToolStatus = Literal["executed", "faked", "not_executed", "failed", "needs_approval"]
+Verdict = Literal["met", "not_met", "unsure"]
+StepStatus = Literal["complete", "incomplete", "blocked", "not_attempted"]
+StopReason = Literal["completed", "step_failed", "max_turns", "turn_cap", "user_ended", "needs_approval", "error"]
+CaseKind = Literal["golden", "scenario", "simulation"]
+
+
+def utc_now() -> datetime:
+    """The current time in UTC (transcripts never hold local times)."""
+    return datetime.now(UTC)
+
+
+class ToolCallRecord(DataModel):
+    """One tool call the agent made and how it was answered."""
+
+    id: str
+    name: str
+    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+    arguments_error: str | None = Field(default=None, description="Set when the agent's arguments were not valid JSON.")
+    status: ToolStatus
+    result: JsonValue = None
+    error: str | None = None
+    fake: str | None = Field(default=None, description="Which fake answered, e.g. 'case tool_fakes[1]'.")
+    duration_ms: float = 0.0
+
+
+class UserEvent(DataModel):
+    """A message of the (simulated or scripted) user."""
+
+    type: Literal["user"] = "user"
+    turn: int
+    step: int | None = None
+    text: str
+    source: Literal["llm", "scripted", "static", "golden"]
+    at: datetime = Field(default_factory=utc_now)
+
+
+class InputEvent(DataModel):
+    """A named non-speech input delivered to the agent (button, webhook, hang-up)."""
+
+    type: Literal["event"] = "event"
+    turn: int
+    step: int | None = None
+    name: str
+    payload: dict[str, JsonValue] = Field(default_factory=dict)
+    at: datetime = Field(default_factory=utc_now)
+
+
+class AgentEvent(DataModel):
+    """The agent's reply to one user turn: one or more messages, the tool calls made, hand-off, variables."""
+
+    type: Literal["agent"] = "agent"
+    turn: int
+    step: int | None = None
+    messages: list[str] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    handoff: str | None = None
+    variables: dict[str, JsonValue] = Field(default_factory=dict, description="Session variables the agent set.")
+    latency_ms: float = 0.0
+    at: datetime = Field(default_factory=utc_now)
+
+    @property
+    def text(self) -> str:
+        """All messages of the reply, joined by blank lines."""
+        return "\n\n".join(self.messages)
+
+
+class CheckDetail(DataModel):
+    """One deterministic check or judge question inside a step check, with its evidence."""
+
+    check: str = Field(description="What was checked, e.g. 'must_contain: refund' or 'judge: success_criteria'.")
+    verdict: Verdict
+    evidence: str = ""
+
+
+class CheckEvent(DataModel):
+    """A check of the current step's success criteria after an agent reply."""
+
+    type: Literal["check"] = "check"
+    turn: int
+    step: int | None = None
+    verdict: Verdict
+    rationale: str
+    details: list[CheckDetail] = Field(default_factory=list)
+    at: datetime = Field(default_factory=utc_now)
+
+
+class ErrorEvent(DataModel):
+    """Something failed while the conversation ran; ``where`` says whose failure it was."""
+
+    type: Literal["error"] = "error"
+    turn: int
+    step: int | None = None
+    where: Literal["agent", "user", "judge", "tool", "engine"]
+    message: str
+    at: datetime = Field(default_factory=utc_now)
+
+
+TranscriptEvent = Annotated[UserEvent | InputEvent | AgentEvent | CheckEvent | ErrorEvent, Field(discriminator="type")]
+
+
+class StepOutcome(DataModel):
+    """How one step of a simulation (or the goal of a scenario) ended, with the reason in words."""
+
+    index: int
+    label: str
+    status: StepStatus
+    turns_used: int = 0
+    completed_at_turn: int | None = None
+    verdict: Verdict | None = Field(default=None, description="The last check's verdict, when the step was checked.")
+    rationale: str = ""
+    blocked_by: int | None = Field(default=None, description="Index of the step whose failure blocked this one.")
+    blocked_by_goal: str | None = None
+
+
+class GoldenTurnRecord(DataModel):
+    """A golden turn: what was sent, and the agent's actual reply beside what was expected."""
+
+    index: int
+    user: str | None = None
+    event: str | None = None
+    expected_message: str | None = None
+    expected_tools: list[str] = Field(default_factory=list)
+    actual_messages: list[str] = Field(default_factory=list)
+    actual_tools: list[str] = Field(default_factory=list)
+    history: Literal["actual", "expected"] = Field(
+        default="actual", description="Whether the agent saw the actual (simple) or expected (stable) history."
+    )
+
+
+class Usage(DataModel):
+    """Tokens, calls and cost of one model call, or of many added together.
+
+    ``cost`` is in US dollars as litellm prices it. ``None`` means at least one of the calls was made to a
+    model whose price litellm does not know: an unknown total is reported as unknown, never guessed.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    cost: float | None = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        cost = None if self.cost is None or other.cost is None else self.cost + other.cost
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            calls=self.calls + other.calls,
+            cost=cost,
+        )
+
+
+class Transcript(DataModel):
+    """Everything that happened in one conversation of one case with one persona."""
+
+    case: str
+    kind: CaseKind
+    persona: str | None = None
+    seed: int | None = None
+    session_parameters: dict[str, JsonValue] = Field(default_factory=dict)
+    events: list[TranscriptEvent] = Field(default_factory=list)
+    steps: list[StepOutcome] = Field(default_factory=list)
+    golden_turns: list[GoldenTurnRecord] = Field(default_factory=list)
+    stop_reason: StopReason = "completed"
+    error: str | None = None
+    turns: int = 0
+    usage: dict[str, Usage] = Field(default_factory=dict, description="Per model role: agent, user, judge.")
+    started_at: datetime = Field(default_factory=utc_now)
+    finished_at: datetime | None = None
+
+    def agent_events(self) -> list[AgentEvent]:
+        """The agent's replies, in order."""
+        return [e for e in self.events if isinstance(e, AgentEvent)]
+
+    def tool_calls(self) -> list[ToolCallRecord]:
+        """Every tool call the agent made, in order."""
+        return [call for e in self.agent_events() for call in e.tool_calls]
