@@ -1,0 +1,60 @@
+"""Helpers shared by the adapters that speak the chat-completions message format (http, litellm, langgraph)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import JsonValue
+
+from simulator.agents._base import Message
+from simulator.models import ToolDeclaration
+from simulator.tools import ToolHandle
+
+#: Tool rounds allowed in one turn; an agent that keeps calling tools past this is stuck in a loop.
+MAX_TOOL_ROUNDS = 10
+
+
+def function_tools(declared: Sequence[ToolDeclaration]) -> list[dict[str, Any]]:
+    """The declared tools as OpenAI function tools."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+        }
+        for tool in declared
+    ]
+
+
+def session_text(session: Mapping[str, JsonValue]) -> str:
+    """How session parameters are shown to a model: one line of JSON, keys sorted so requests are stable."""
+    return f"Session parameters: {json.dumps(session, ensure_ascii=False, sort_keys=True)}"
+
+
+async def answer_tool_call(
+    tools: ToolHandle, call_id: str, name: str, arguments: dict[str, Any] | str | None
+) -> Message:
+    """Route one tool call and return the ``tool`` message that carries its result back to the model.
+
+    The router is called with the raw arguments and the model's call id (not through ``ToolHandle.acall``):
+    malformed JSON must be recorded as such rather than fail here, and the record's id must match the
+    ``tool_call_id`` the model sees.
+    """
+    result = await tools.router.call(name, arguments, call_id=call_id)
+    return {"role": "tool", "tool_call_id": call_id, "content": json.dumps(result, ensure_ascii=False)}
+
+
+def text_of(content: Any) -> str:
+    """Message content as text: a string, or the text parts of a list of content parts, joined."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    texts: list[str] = []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, Mapping) and part.get("type", "text") == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+    return "".join(texts)

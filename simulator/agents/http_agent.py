@@ -1,0 +1,157 @@
+"""The ``http`` adapter: an agent behind an OpenAI-compatible chat-completions endpoint.
+
+Each turn posts the conversation to ``{base_url}/chat/completions``. The session parameters, if there are any,
+go first as a system message ``Session parameters: {json}`` (the only place a plain chat API has for them).
+When the reply asks for tools, each call is answered by the tool router (faked and recorded in test mode),
+the results are sent back as ``tool`` messages, and the endpoint is asked again, at most
+:data:`MAX_TOOL_ROUNDS` times per turn. Every text the agent sends in those rounds is part of its reply.
+
+The API key and extra headers are read from the environment variables the config names, never from YAML;
+their values never appear in an error message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+# httpx is not a new dependency: litellm depends on it, and this adapter needs only a plain async HTTP client.
+# Only litellm itself is fenced into simulator/llm.py.
+import httpx
+
+from simulator.agents._base import AgentInput, AgentReply, Message, wire_messages
+from simulator.agents._chat import MAX_TOOL_ROUNDS, answer_tool_call, function_tools, session_text, text_of
+from simulator.errors import AgentError
+from simulator.models import HttpAgent
+
+_EXCERPT = 300
+
+
+class HttpAdapter:
+    """Talks to one OpenAI-compatible endpoint for one conversation."""
+
+    def __init__(self, config: HttpAgent) -> None:
+        self.config = config
+        self.url = f"{config.base_url.rstrip('/')}/chat/completions"
+        headers = {
+            header: _from_env(variable, f"headers_from_env.{header}")
+            for header, variable in config.headers_from_env.items()
+        }
+        # Header values may be secrets too: none of them is ever quoted back in an error.
+        self._secrets = list(headers.values())
+        if config.api_key_env is not None:
+            key = _from_env(config.api_key_env, "api_key_env")
+            headers["Authorization"] = f"Bearer {key}"
+            self._secrets.append(key)
+        self._tools = function_tools(config.tools)
+        # Made last, so a missing variable above leaves nothing to close.
+        self._client = httpx.AsyncClient(headers=headers, timeout=config.timeout)
+
+    async def respond(self, request: AgentInput) -> AgentReply:
+        """Post the conversation; answer tool calls until the agent replies with text (or stops)."""
+        messages: list[Message] = []
+        if request.session:
+            messages.append({"role": "system", "content": session_text(request.session)})
+        messages.extend(wire_messages(request.messages))
+        texts: list[str] = []
+        for round_ in range(MAX_TOOL_ROUNDS + 1):
+            message = await self._post(messages)
+            text = text_of(message.get("content"))
+            if text:
+                texts.append(text)
+            calls = message.get("tool_calls") or []
+            if not isinstance(calls, list) or not calls:
+                return AgentReply(messages=texts)
+            if round_ == MAX_TOOL_ROUNDS:
+                break
+            # Ids are made up only if the endpoint sent none: the tool messages must point at their call.
+            normalized = [_normalize_call(call, f"call_{round_}_{index}") for index, call in enumerate(calls)]
+            messages.append(
+                {"role": "assistant", "content": message.get("content"), "tool_calls": [w for w, _ in normalized]}
+            )
+            for wire, raw_arguments in normalized:
+                messages.append(
+                    await answer_tool_call(request.tools, wire["id"], wire["function"]["name"], raw_arguments)
+                )
+        raise AgentError(
+            f"agent kept calling tools: the HTTP agent at {self.url} still asked for tools after "
+            f"{MAX_TOOL_ROUNDS} rounds of tool results in one turn"
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client (and its connections)."""
+        await self._client.aclose()
+
+    async def _post(self, messages: list[Message]) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.config.model, "messages": messages}
+        if self._tools:
+            body["tools"] = self._tools  # some servers refuse an empty list, so it is left out instead
+        try:
+            response = await self._client.post(self.url, json=body)
+        except httpx.TimeoutException:
+            raise AgentError(
+                f"the HTTP agent at {self.url} did not answer within {self.config.timeout:g} s "
+                "(raise the agent's `timeout` if it is just slow)"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise AgentError(f"cannot reach the HTTP agent at {self.url}: {type(exc).__name__}: {exc}") from exc
+        if not response.is_success:
+            raise AgentError(
+                f"the HTTP agent at {self.url} answered {response.status_code} {response.reason_phrase}: "
+                f"{self._excerpt(response.text)}"
+            )
+        try:
+            data = response.json()
+        except ValueError:
+            raise AgentError(
+                f"the HTTP agent at {self.url} sent a reply that is not valid JSON: {self._excerpt(response.text)}"
+            ) from None
+        try:
+            message = data["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError):
+            message = None
+        if not isinstance(message, dict):
+            raise AgentError(
+                f"the HTTP agent at {self.url} sent JSON without `choices[0].message` (is it an OpenAI-compatible "
+                f"chat-completions endpoint?): {self._excerpt(response.text)}"
+            )
+        return message
+
+    def _excerpt(self, text: str) -> str:
+        text = " ".join(text.split()) or "(empty body)"
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "…"
+
+
+def _from_env(variable: str, key: str) -> str:
+    value = os.environ.get(variable, "")
+    if not value:
+        raise AgentError(
+            f"the HTTP agent's `{key}` names the environment variable {variable}, but it is not set; "
+            f"set it (export {variable}=...) before running"
+        )
+    return value
+
+
+def _normalize_call(call: Any, default_id: str) -> tuple[dict[str, Any], dict[str, Any] | str | None]:
+    """A tool call in the exact OpenAI shape, whatever liberties the endpoint took, and its arguments as sent.
+
+    The arguments are routed as sent (usually a JSON string), so the router records malformed ones as such.
+    """
+    call = call if isinstance(call, Mapping) else {}
+    function = call.get("function")
+    function = function if isinstance(function, Mapping) else {}
+    raw = function.get("arguments")
+    arguments: dict[str, Any] | str | None = raw if isinstance(raw, str | dict) else None
+    wire = {
+        "id": str(call.get("id") or default_id),
+        "type": "function",
+        "function": {
+            "name": str(function.get("name") or ""),
+            "arguments": json.dumps(arguments) if isinstance(arguments, dict) else arguments or "",
+        },
+    }
+    return wire, arguments

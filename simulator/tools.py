@@ -1,0 +1,245 @@
+"""Tool routing for the agent under test: every call recorded, answered by a fake (test mode) or run (live).
+
+Test mode is the default. A call that no fake matches is NOT answered with a silent success: the agent gets
+an explicit "not executed in test mode" result and the record says ``not_executed``, so an agent that then
+invents data is visible in the report (hosted tools' silent successes hid exactly that).
+
+Live mode (``--live``, never the default) runs the Python functions the agent config names; a tool with
+``requires_approval`` is not run: the call is recorded as ``needs_approval`` and the case stops there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from pydantic import JsonValue
+
+from simulator.models import ToolDeclaration, ToolFake
+from simulator.models.transcript import ToolCallRecord
+
+ToolMode = Literal["test", "live"]
+
+NOT_EXECUTED = "not executed in test mode"
+
+
+def _describe_call(name: str, arguments: dict[str, Any]) -> str:
+    args = ", ".join(f"{key}={value!r}" for key, value in arguments.items())
+    return f"{name}({args})"
+
+
+def fake_matches(fake: ToolFake, name: str, arguments: dict[str, Any]) -> bool:
+    """Whether a fake answers this call: same tool, and the arguments it lists (all of them, for ``exact``)."""
+    if fake.tool != name:
+        return False
+    if fake.arguments is None:
+        return True
+    if fake.match == "exact":
+        return fake.arguments == arguments
+    return all(key in arguments and arguments[key] == value for key, value in fake.arguments.items())
+
+
+class ToolRouter:
+    """Answers the agent's tool calls for one conversation and records each of them.
+
+    ``fakes`` are tried in order (put the case's fakes before the suite's): the first that matches answers.
+    """
+
+    def __init__(
+        self,
+        *,
+        declared: Sequence[ToolDeclaration] = (),
+        fakes: Sequence[tuple[str, ToolFake]] = (),
+        mode: ToolMode = "test",
+        functions: dict[str, Callable[..., Any]] | None = None,
+    ) -> None:
+        self.declared = {tool.name: tool for tool in declared}
+        self.fakes = list(fakes)
+        self.mode = mode
+        self._functions = dict(functions or {})
+        self.records: list[ToolCallRecord] = []
+        self._counter = 0
+
+    @property
+    def needs_approval(self) -> bool:
+        """Whether a call needed a person's approval (live mode): the case must stop."""
+        return any(record.status == "needs_approval" for record in self.records)
+
+    def drain(self) -> list[ToolCallRecord]:
+        """The calls recorded since the last drain (one agent turn's calls)."""
+        records, self.records = self.records, []
+        return records
+
+    async def call(self, name: str, arguments: dict[str, Any] | str | None, *, call_id: str | None = None) -> JsonValue:
+        """Route one call and return what the agent sees as the tool's result."""
+        record = await self.route(name, arguments, call_id=call_id)
+        if record.status in ("executed", "faked") and record.error is None:
+            return record.result
+        return {"error": record.error or "tool call failed", "status": record.status}
+
+    async def route(
+        self, name: str, arguments: dict[str, Any] | str | None, *, call_id: str | None = None
+    ) -> ToolCallRecord:
+        """Route one call and return its full record (also kept in :attr:`records`)."""
+        self._counter += 1
+        started = time.perf_counter()
+        parsed, arguments_error = _parse_arguments(arguments)
+        record = ToolCallRecord(
+            id=call_id or f"call_{self._counter}",
+            name=name,
+            arguments=parsed,
+            arguments_error=arguments_error,
+            status="not_executed",
+        )
+        if arguments_error is not None:
+            record.status = "failed"
+            record.error = f"the arguments are not valid JSON ({arguments_error}): the tool was not run"
+        elif self.mode == "test":
+            self._answer_from_fakes(record)
+        else:
+            await self._run_live(record)
+        record.duration_ms = (time.perf_counter() - started) * 1000
+        self.records.append(record)
+        return record
+
+    def record_external(
+        self,
+        name: str,
+        arguments: dict[str, Any] | str | None,
+        result: Any,
+        *,
+        call_id: str | None = None,
+        error: str | None = None,
+    ) -> ToolCallRecord:
+        """Record a call the agent ran itself (a LangGraph graph's own tool node): nothing is routed or faked.
+
+        The record says ``executed`` with ``result``, or ``failed`` with ``error`` when one is given.
+        """
+        self._counter += 1
+        parsed, arguments_error = _parse_arguments(arguments)
+        record = ToolCallRecord(
+            id=call_id or f"call_{self._counter}",
+            name=name,
+            arguments=parsed,
+            arguments_error=arguments_error,
+            status="executed" if error is None else "failed",
+            result=None if error is not None else _jsonable(result),
+            error=error,
+        )
+        self.records.append(record)
+        return record
+
+    def _answer_from_fakes(self, record: ToolCallRecord) -> None:
+        for label, fake in self.fakes:
+            if fake_matches(fake, record.name, record.arguments):
+                record.fake = label
+                record.status = "faked"
+                if fake.error is not None:
+                    record.error = fake.error
+                else:
+                    record.result = fake.result
+                return
+        known = "" if not self.declared or record.name in self.declared else " (the agent declares no such tool)"
+        record.status = "not_executed"
+        record.error = (
+            f"{NOT_EXECUTED}: no tool fake matches {_describe_call(record.name, record.arguments)}{known}; "
+            "add a `tool_fakes` entry for it, or run with --live"
+        )
+
+    async def _run_live(self, record: ToolCallRecord) -> None:
+        declaration = self.declared.get(record.name)
+        if declaration is not None and declaration.requires_approval:
+            record.status = "needs_approval"
+            record.error = f"{record.name} requires approval: not run; the case stops here for a person to decide"
+            return
+        function = self._function(record.name, declaration)
+        if function is None:
+            record.status = "not_executed"
+            record.error = f"no live function for tool {record.name!r}: set `function: module:callable` on the tool"
+            return
+        try:
+            result = function(**record.arguments)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:
+            record.status = "failed"
+            record.error = f"{type(exc).__name__}: {exc}"
+            return
+        record.status = "executed"
+        record.result = _jsonable(result)
+
+    def _function(self, name: str, declaration: ToolDeclaration | None) -> Callable[..., Any] | None:
+        if name in self._functions:
+            return self._functions[name]
+        if declaration is None or declaration.function is None:
+            return None
+        module_name, _, attribute = declaration.function.partition(":")
+        target: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            target = getattr(target, part)
+        self._functions[name] = target
+        return target  # type: ignore[no-any-return]
+
+
+class ToolHandle:
+    """What an agent gets to call its tools with; both sync (from a worker thread) and async."""
+
+    def __init__(self, router: ToolRouter, loop: asyncio.AbstractEventLoop, timeout: float = 60.0) -> None:
+        self._router = router
+        self._loop = loop
+        self._timeout = timeout
+
+    async def acall(self, name: str, /, **arguments: Any) -> JsonValue:
+        """Call a tool from async agent code; returns its result or an ``{"error": ...}`` mapping."""
+        return await self._router.call(name, arguments)
+
+    def call(self, name: str, /, **arguments: Any) -> JsonValue:
+        """Call a tool from sync agent code (which Simulator runs in a worker thread)."""
+        if _running_loop() is self._loop:
+            raise RuntimeError("ToolHandle.call() is for sync agents; async agents use `await tools.acall(...)`")
+        future = asyncio.run_coroutine_threadsafe(self._router.call(name, arguments), self._loop)
+        return future.result(self._timeout)
+
+    @property
+    def router(self) -> ToolRouter:
+        """The router behind this handle: adapters route calls with the model's call ids and raw arguments."""
+        return self._router
+
+    @property
+    def declared(self) -> list[str]:
+        """Names of the tools the agent declares."""
+        return list(self._router.declared)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _parse_arguments(arguments: dict[str, Any] | str | None) -> tuple[dict[str, Any], str | None]:
+    if arguments is None or arguments == "":
+        return {}, None
+    if isinstance(arguments, dict):
+        return _jsonable(arguments), None  # type: ignore[return-value]
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        return {"_raw": arguments}, str(exc)
+    if not isinstance(parsed, dict):
+        return {"_raw": arguments}, "arguments must be a JSON object"
+    return parsed, None
+
+
+def _jsonable(value: Any) -> JsonValue:
+    """A tool result as JSON data; anything else becomes its string form rather than failing the call."""
+    try:
+        return json.loads(json.dumps(value, default=str))  # type: ignore[no-any-return]
+    except (TypeError, ValueError):
+        return str(value)
