@@ -129,9 +129,7 @@ def validate(
     out.print(summary, markup=False)
     if report.errors:
         bad_files = len({e.file for e in report.errors})
-        out.print(
-            f"Found {_plural(len(report.errors), 'error')} in {_plural(bad_files, 'file')}.", markup=False
-        )
+        out.print(f"Found {_plural(len(report.errors), 'error')} in {_plural(bad_files, 'file')}.", markup=False)
         raise typer.Exit(EXIT_INVALID)
     out.print("All valid.", markup=False)
 
@@ -139,9 +137,7 @@ def validate(
 @app.command()
 @_handles_errors
 def schema(
-    kind: Annotated[
-        str, typer.Argument(help="suite, evals, agent, persona or personas.")
-    ] = "suite",
+    kind: Annotated[str, typer.Argument(help="suite, evals, agent, persona or personas.")] = "suite",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
 ) -> None:
     """Print the JSON Schema of a kind of file, for editors (see the README on yaml-language-server)."""
@@ -216,6 +212,73 @@ def import_csv_command(
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(dump_suite_yaml(data), encoding="utf-8")
     out.print(f"wrote {output}: {_plural(len(data['cases']), 'golden case')}", markup=False)
+
+
+_STYLES = {
+    "header": "bold",
+    "user": "cyan",
+    "agent": "green",
+    "tool": "dim",
+    "tool_warning": "yellow",
+    "check_met": "green",
+    "check_other": "yellow",
+    "error": "bold red",
+    "pass": "green",
+    "fail": "red",
+    "blocked": "magenta",
+    "plain": "",
+}
+
+
+@app.command()
+@_handles_errors
+def simulate(
+    suite: Annotated[Path, typer.Argument(help="The suite (or hosted evals) file.")],
+    case: Annotated[
+        list[str] | None, typer.Option("--case", "-c", help="Case to run (repeatable; default: all).")
+    ] = None,
+    persona: Annotated[str | None, typer.Option("--persona", help="Persona name (default: the case's first).")] = None,
+    live: Annotated[bool, typer.Option("--live", help="Run real tool functions instead of fakes.")] = False,
+    user_model: Annotated[
+        str | None, typer.Option("--user-model", help="litellm model for the simulated user.")
+    ] = None,
+    judge_model: Annotated[str | None, typer.Option("--judge-model", help="litellm model for the judge.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for the scripted user's perturbations.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the transcripts as JSON.")] = False,
+) -> None:
+    """Run cases of a suite one by one and print each transcript with its step outcomes (offline by default)."""
+    import asyncio
+
+    from simulator.llm import LLMClient
+    from simulator.loading import load_suite
+    from simulator.reports import goals, transcript_lines
+    from simulator.runner import RunOptions, find_case, model_roles, pick_persona, run_case
+
+    loaded = load_suite(suite)
+    options = RunOptions(live=live, user_model=user_model, judge_model=judge_model, seed=seed)
+    cases = [find_case(loaded, name) for name in case] if case else list(loaded.suite.cases)
+    plan = [(c, pick_persona(loaded, c, persona)) for c in cases]
+    llm = LLMClient(model_roles(loaded, options))
+
+    async def run_all() -> list[Any]:
+        return [await run_case(loaded, c, persona=p, llm=llm, options=options) for c, p in plan]
+
+    transcripts = asyncio.run(run_all())
+    failed = 0
+    for transcript in transcripts:
+        done, total = goals(transcript)
+        passed = transcript.stop_reason in ("completed", "user_ended") and done == total
+        failed += not passed
+        if as_json:
+            sys.stdout.write(transcript.model_dump_json(indent=2) + "\n")
+            continue
+        for line in transcript_lines(transcript):
+            out.print(line.text, style=_STYLES[line.style] or None, markup=False)
+        out.print("")
+    if not as_json:
+        out.print(f"{len(transcripts) - failed} of {len(transcripts)} case(s) reached every goal.", markup=False)
+    if failed:
+        raise typer.Exit(EXIT_BELOW_BAR)
 
 
 def main() -> None:

@@ -90,6 +90,14 @@ class CheckDetail(DataModel):
     evidence: str = ""
 
 
+class StepVerdict(DataModel):
+    """The outcome of checking a step's success criteria once: a verdict, why, and each check's evidence."""
+
+    verdict: Verdict
+    rationale: str
+    details: list[CheckDetail] = Field(default_factory=list)
+
+
 class CheckEvent(DataModel):
     """A check of the current step's success criteria after an agent reply."""
 

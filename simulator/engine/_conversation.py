@@ -1,0 +1,158 @@
+"""What one conversation needs besides its graph state: the case, the agent, the user, the checker, the tools.
+
+The graph state (``_state.py``) holds only what changes turn by turn, so that it can be checkpointed; this
+object holds the collaborators and answers the questions the nodes ask about the case.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from pydantic import JsonValue
+
+from simulator.agents import AgentAdapter
+from simulator.models import (
+    AgentConfig,
+    Case,
+    ExpectationSpec,
+    GoldenCase,
+    Persona,
+    ScenarioCase,
+    SimulationCase,
+    Step,
+    ToolFake,
+)
+from simulator.models.transcript import AgentEvent, StepVerdict, TranscriptEvent
+from simulator.tools import ToolHandle, ToolMode, ToolRouter
+from simulator.user import SimulatedUser
+
+#: The whole conversation is capped at this many user turns (DESIGN: simulation rules).
+TURN_CAP = 100
+
+
+class StepChecker(Protocol):
+    """Decides whether the current step's success criteria are met (the judges provide one)."""
+
+    async def check_step(
+        self,
+        *,
+        goal: str | None,
+        criteria: str | None,
+        checks: Sequence[ExpectationSpec],
+        replies: list[AgentEvent],
+        events: Sequence[TranscriptEvent],
+        variables: dict[str, JsonValue],
+    ) -> StepVerdict:
+        """Check the step against the conversation so far; ``replies`` are the agent's replies in this step."""
+        ...
+
+
+@dataclass
+class ConversationSetup:
+    """Everything needed to run one conversation of one case with one persona.
+
+    ``agent`` is a fresh adapter for this conversation (it is closed at the end). Tool fakes are tried case
+    first, then suite. ``seed`` makes the scripted user's perturbations and any random choice reproducible.
+    """
+
+    case: Case
+    agent: AgentAdapter
+    user: SimulatedUser
+    checker: StepChecker
+    agent_config: AgentConfig | None = None
+    persona: Persona | None = None
+    suite_fakes: Sequence[ToolFake] = ()
+    tool_mode: ToolMode = "test"
+    tool_functions: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    language: str = "en"
+    turn_cap: int = TURN_CAP
+    agent_timeout: float | None = None
+
+
+@dataclass
+class Conversation:
+    """The live collaborators of one conversation, reached by the graph's nodes through the run config."""
+
+    setup: ConversationSetup
+    router: ToolRouter
+    tools: ToolHandle
+    session: dict[str, JsonValue]
+
+    @classmethod
+    def start(cls, setup: ConversationSetup) -> Conversation:
+        """Wire the tool router and the session for ``setup`` (call inside the running event loop)."""
+        case = setup.case
+        declared = setup.agent_config.tools if setup.agent_config else []
+        fakes = [(f"case tool_fakes[{i}]", fake) for i, fake in enumerate(case.tool_fakes)]
+        fakes += [(f"suite tool_fakes[{i}]", fake) for i, fake in enumerate(setup.suite_fakes)]
+        router = ToolRouter(declared=declared, fakes=fakes, mode=setup.tool_mode, functions=setup.tool_functions)
+        timeout = setup.agent_timeout or (setup.agent_config.timeout if setup.agent_config else 60.0)
+        tools = ToolHandle(router, asyncio.get_running_loop(), timeout=timeout)
+        session: dict[str, JsonValue] = {}
+        if setup.agent_config is not None:
+            session = {
+                name: declaration.default
+                for name, declaration in setup.agent_config.variables.items()
+                if declaration.default is not None
+            }
+        session.update(case.session_parameters)
+        return cls(setup=setup, router=router, tools=tools, session=session)
+
+    @property
+    def case(self) -> Case:
+        """The case being run."""
+        return self.setup.case
+
+    @property
+    def agent_timeout(self) -> float:
+        """Seconds one agent reply may take."""
+        if self.setup.agent_timeout is not None:
+            return self.setup.agent_timeout
+        return self.setup.agent_config.timeout if self.setup.agent_config else 60.0
+
+    def step_count(self) -> int:
+        """Steps of a simulation, turns of a golden case, 1 for a scenario (its goal)."""
+        case = self.case
+        if isinstance(case, SimulationCase):
+            return len(case.steps)
+        if isinstance(case, GoldenCase):
+            return len(case.turns)
+        return 1
+
+    def initiator(self) -> Literal["user", "agent"]:
+        """Who speaks first."""
+        case = self.case
+        return "user" if isinstance(case, GoldenCase) else case.initiator
+
+    def step(self, index: int) -> Step | None:
+        """The simulation step at ``index`` (None for other kinds)."""
+        case = self.case
+        return case.steps[index] if isinstance(case, SimulationCase) and index < len(case.steps) else None
+
+    def step_label(self, index: int) -> str:
+        """A step's goal or label, as reports and "blocked by" name it."""
+        case = self.case
+        if isinstance(case, SimulationCase):
+            return case.steps[index].label()
+        if isinstance(case, ScenarioCase):
+            return case.goal
+        return f"turn {index + 1}"
+
+    def max_turns(self, index: int) -> int:
+        """User turns allowed for a step; a static utterance or event is sent once."""
+        case = self.case
+        if isinstance(case, ScenarioCase):
+            return case.max_turns
+        step = self.step(index)
+        if step is None:
+            return 1
+        return 1 if step.goal is None else step.max_turns
+
+    def min_turns(self, index: int) -> int:
+        """User turns before the step may be judged."""
+        step = self.step(index)
+        return step.min_turns if step is not None and step.goal is not None else 1

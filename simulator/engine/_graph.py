@@ -1,0 +1,432 @@
+"""The conversation state machine: ``user ▶ agent ▶ check ▶ route``, one LangGraph graph for every case kind.
+
+Simulation rules (DESIGN.md, kept exact here):
+  * the simulated user works on the current step only; ``response_guide`` goes to the user, never the agent;
+  * after each agent reply the current step's success criteria are checked (not before ``min_turns``);
+    a met step is complete and is never reopened;
+  * a step not met within its ``max_turns`` stops the conversation; later steps are blocked by it;
+  * the whole conversation is capped at 100 user turns;
+  * every attempted step ends with a written rationale.
+A scenario is one open goal: the user may end it (an explicit signal), its checks may complete it, or it runs
+out of turns. A golden case replays its turns; ``stable`` replay shows the agent the expected history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from functools import cache
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command
+from pydantic import JsonValue
+
+from simulator.agents import AgentInput, event_message
+from simulator.engine._conversation import Conversation
+from simulator.errors import SimulatorError
+from simulator.models import EventSpec, GoldenCase, ScenarioCase, SimulationCase
+from simulator.models.transcript import (
+    AgentEvent,
+    CheckEvent,
+    ErrorEvent,
+    GoldenTurnRecord,
+    InputEvent,
+    StepOutcome,
+    StepVerdict,
+    StopReason,
+    TranscriptEvent,
+    UserEvent,
+)
+from simulator.user import UserTurnRequest
+
+
+class State(TypedDict, total=False):
+    """What changes turn by turn (and what a checkpoint must hold to resume a conversation)."""
+
+    turn: int
+    step: int
+    step_turns: int
+    step_first_event: int
+    messages: list[dict[str, Any]]
+    events: Annotated[list[TranscriptEvent], operator.add]
+    outcomes: Annotated[list[StepOutcome], operator.add]
+    golden: Annotated[list[GoldenTurnRecord], operator.add]
+    variables: dict[str, JsonValue]
+    pending_event: EventSpec | None
+    last_verdict: StepVerdict | None
+    stop: StopReason | None
+    error: str | None
+
+
+def _conversation(config: RunnableConfig) -> Conversation:
+    conversation: Conversation = config["configurable"]["conversation"]
+    return conversation
+
+
+# -- nodes ------------------------------------------------------------------------------------------------
+
+
+async def user_node(state: State, config: RunnableConfig) -> State:
+    """The user side speaks: a golden turn, a static utterance, an event, or the simulated user."""
+    conv = _conversation(config)
+    turn, index = state["turn"], state["step"]
+    if turn >= conv.setup.turn_cap:
+        return {"stop": "turn_cap"}
+    case = conv.case
+    number = turn + 1
+    event: EventSpec | None = None
+    text: str | None = None
+    source: Literal["llm", "scripted", "static", "golden"] = "golden"
+    if isinstance(case, GoldenCase):
+        golden_turn = case.turns[index]
+        text, event = golden_turn.user, golden_turn.event
+    else:
+        step = conv.step(index)
+        if step is not None and step.static_utterance is not None:
+            text, source = step.static_utterance, "static"
+        elif step is not None and step.event is not None:
+            event = step.event
+        else:
+            try:
+                reply = await conv.setup.user.next_message(_user_request(conv, state))
+            except SimulatorError as exc:
+                return _failure(state, "user", f"the simulated user failed: {exc}")
+            if reply.done or reply.text is None:
+                ended: State = {"stop": "user_ended", "last_verdict": _user_verdict(reply.reason)}
+                if reply.text:
+                    # A closing message ("Thanks, bye!") is part of the conversation, though no reply follows.
+                    ended["events"] = [
+                        UserEvent(turn=turn + 1, step=_step_number(case, index), text=reply.text, source=reply.source)
+                    ]
+                return ended
+            text, source = reply.text, reply.source
+    update: State = {"turn": number, "step_turns": state["step_turns"] + 1, "pending_event": event}
+    if event is not None:
+        update["events"] = [
+            InputEvent(turn=number, step=_step_number(case, index), name=event.name, payload=event.payload)
+        ]
+        update["messages"] = [*state["messages"], event_message(event)]
+    else:
+        assert text is not None
+        update["events"] = [UserEvent(turn=number, step=_step_number(case, index), text=text, source=source)]
+        update["messages"] = [*state["messages"], {"role": "user", "content": text}]
+    return update
+
+
+async def agent_node(state: State, config: RunnableConfig) -> State:
+    """The agent replies (one or several messages; its tool calls are routed and recorded meanwhile)."""
+    conv = _conversation(config)
+    messages = _stable_history(conv, state) if _is_stable(conv) else state["messages"]
+    request = AgentInput(
+        messages=messages,
+        session=dict(state["variables"]),
+        tools=conv.tools,
+        event=state.get("pending_event"),
+        case=conv.case.name,
+        turn=state["turn"],
+    )
+    started = asyncio.get_running_loop().time()
+    try:
+        reply = await asyncio.wait_for(conv.setup.agent.respond(request), conv.agent_timeout)
+    except TimeoutError:
+        conv.router.drain()
+        return _failure(
+            state,
+            "agent",
+            f"the agent did not answer within {conv.agent_timeout:g} s (case {conv.case.name!r}, turn {state['turn']})",
+        )
+    except Exception as exc:  # the agent's own bug must end this case, not the run
+        conv.router.drain()
+        return _failure(
+            state,
+            "agent",
+            f"the agent failed on turn {state['turn']} of case {conv.case.name!r}: {type(exc).__name__}: {exc}",
+        )
+    latency = (asyncio.get_running_loop().time() - started) * 1000
+    calls = conv.router.drain()
+    event = AgentEvent(
+        turn=state["turn"],
+        step=_step_number(conv.case, state["step"]),
+        messages=reply.messages,
+        tool_calls=calls,
+        handoff=reply.handoff,
+        variables=reply.variables,
+        latency_ms=latency,
+    )
+    history = [*state["messages"], *({"role": "assistant", "content": m} for m in reply.messages)]
+    update: State = {
+        "events": [event],
+        "messages": history,
+        "variables": {**state["variables"], **reply.variables},
+        "pending_event": None,
+    }
+    if conv.router.needs_approval or any(call.status == "needs_approval" for call in calls):
+        update["stop"] = "needs_approval"
+    return update
+
+
+async def check_node(state: State, config: RunnableConfig) -> State:
+    """Check the current step after the agent's reply and decide: next step, another turn, or stop."""
+    conv = _conversation(config)
+    case = conv.case
+    index, step_turns, turn = state["step"], state["step_turns"], state["turn"]
+    if isinstance(case, GoldenCase):
+        return _golden_record(conv, state)
+    if step_turns < conv.min_turns(index):
+        return {} if step_turns < conv.max_turns(index) else {"stop": "step_failed"}
+    goal, criteria, checks = _criteria(conv, index)
+    if isinstance(case, ScenarioCase) and criteria is None and not checks:
+        # An open goal with nothing to check: the user decides when it is over, or the turns run out.
+        return {"stop": "max_turns"} if step_turns >= conv.max_turns(index) else {}
+    events = state["events"]
+    replies = [e for e in events[state["step_first_event"] :] if isinstance(e, AgentEvent)]
+    try:
+        verdict = await conv.setup.checker.check_step(
+            goal=goal, criteria=criteria, checks=checks, replies=replies, events=events, variables=state["variables"]
+        )
+    except Exception as exc:
+        return _failure(state, "judge", f"checking step {index + 1} failed: {type(exc).__name__}: {exc}")
+    record = CheckEvent(
+        turn=turn,
+        step=_step_number(case, index),
+        verdict=verdict.verdict,
+        rationale=verdict.rationale,
+        details=verdict.details,
+    )
+    update: State = {"events": [record], "last_verdict": verdict}
+    if verdict.verdict == "met":
+        outcome = StepOutcome(
+            index=index,
+            label=conv.step_label(index),
+            status="complete",
+            turns_used=step_turns,
+            completed_at_turn=turn,
+            verdict="met",
+            rationale=verdict.rationale,
+        )
+        update["outcomes"] = [outcome]
+        if index + 1 >= conv.step_count() or isinstance(case, ScenarioCase):
+            update["stop"] = "completed"
+        else:
+            update["step"] = index + 1
+            update["step_turns"] = 0
+            update["step_first_event"] = len(events) + 1  # after the check event this node adds
+            update["last_verdict"] = None
+    elif step_turns >= conv.max_turns(index):
+        update["stop"] = "max_turns" if isinstance(case, ScenarioCase) else "step_failed"
+    return update
+
+
+async def finish_node(state: State, config: RunnableConfig) -> State:
+    """Write the outcome of every step that has none yet: incomplete with the reason, or blocked."""
+    conv = _conversation(config)
+    case = conv.case
+    if isinstance(case, GoldenCase):
+        return {}
+    done = {outcome.index for outcome in state.get("outcomes", [])}
+    stop = state.get("stop") or "completed"
+    index = state["step"]
+    outcomes: list[StepOutcome] = []
+    if index not in done and index < conv.step_count():
+        outcomes.append(_unfinished(conv, state, index, stop))
+    for later in range(index + 1, conv.step_count()):
+        if later in done:
+            continue
+        blocker = conv.step_label(index)
+        outcomes.append(
+            StepOutcome(
+                index=later,
+                label=conv.step_label(later),
+                status="blocked",
+                rationale=f"blocked: step {index + 1} ({blocker}) was not completed ({stop})",
+                blocked_by=index,
+                blocked_by_goal=blocker,
+            )
+        )
+    return {"outcomes": outcomes}
+
+
+# -- routing: each node names the next one from the stop reason it leaves (None: go on) ----------------------
+
+
+def _after_begin(stop: StopReason | None, config: RunnableConfig) -> str:
+    return "agent" if _conversation(config).initiator() == "agent" else "user"
+
+
+def _after_user(stop: StopReason | None, config: RunnableConfig) -> str:
+    return "finish" if stop else "agent"
+
+
+def _after_agent(stop: StopReason | None, config: RunnableConfig) -> str:
+    return "finish" if stop else "check"
+
+
+def _after_check(stop: StopReason | None, config: RunnableConfig) -> str:
+    return "finish" if stop else "user"
+
+
+async def begin_node(state: State, config: RunnableConfig) -> State:
+    """Nothing to do: the entry point, so routing can pick who speaks first."""
+    return {}
+
+
+def _routed(node: Any, route: Any) -> Any:
+    """A node that also picks the next node (a Command), instead of a separate conditional edge: one runnable
+    per step instead of two, which is most of the engine's per-turn overhead."""
+
+    async def routed(state: State, config: RunnableConfig) -> Command[str]:
+        update = await node(state, config)
+        return Command(update=update, goto=route(update.get("stop") or state.get("stop"), config))
+
+    routed.__name__ = node.__name__
+    return routed
+
+
+@cache
+def compiled_graph() -> Any:
+    """The one compiled graph every conversation runs through (collaborators come in through the config)."""
+    graph = StateGraph(State)
+    graph.add_node("begin", _routed(begin_node, _after_begin), destinations=("user", "agent"))
+    graph.add_node("user", _routed(user_node, _after_user), destinations=("agent", "finish"))
+    graph.add_node("agent", _routed(agent_node, _after_agent), destinations=("check", "finish"))
+    graph.add_node("check", _routed(check_node, _after_check), destinations=("user", "finish"))
+    graph.add_node("finish", finish_node)
+    graph.add_edge(START, "begin")
+    graph.add_edge("finish", END)
+    return graph.compile()
+
+
+# -- helpers ----------------------------------------------------------------------------------------------
+
+
+def _step_number(case: Any, index: int) -> int | None:
+    return index if isinstance(case, (SimulationCase, GoldenCase)) else None
+
+
+def _failure(state: State, where: Literal["agent", "user", "judge", "tool", "engine"], message: str) -> State:
+    event = ErrorEvent(turn=state.get("turn", 0), step=state.get("step"), where=where, message=message)
+    return {"events": [event], "stop": "error", "error": message}
+
+
+def _user_verdict(reason: str | None) -> StepVerdict:
+    reason = reason or "the simulated user ended the conversation"
+    reached = reason.startswith("goal_reached")
+    return StepVerdict(verdict="met" if reached else "not_met", rationale=f"the simulated user ended: {reason}")
+
+
+def _criteria(conv: Conversation, index: int) -> tuple[str | None, str | None, list[Any]]:
+    case = conv.case
+    if isinstance(case, ScenarioCase):
+        return case.goal, case.success_criteria, list(case.checks)
+    step = conv.step(index)
+    assert step is not None
+    return step.goal, step.success_criteria, list(step.checks)
+
+
+def _user_request(conv: Conversation, state: State) -> UserTurnRequest:
+    case = conv.case
+    conversation: list[tuple[Literal["user", "agent"], str]] = []
+    for event in state["events"]:
+        if isinstance(event, UserEvent):
+            conversation.append(("user", event.text))
+        elif isinstance(event, AgentEvent):
+            conversation.extend(("agent", message) for message in event.messages)
+    goal: str | None
+    if isinstance(case, ScenarioCase):
+        goal, criteria, guide, say = case.goal, case.success_criteria, case.response_guide, case.say
+    else:
+        step = conv.step(state["step"])
+        assert step is not None
+        goal, criteria, guide, say = step.goal, step.success_criteria, step.response_guide, step.say
+    return UserTurnRequest(
+        case_name=case.name,
+        case_kind=case.kind,
+        goal=goal,
+        success_criteria=criteria,
+        response_guide=guide,
+        say=list(say),
+        turn_in_step=state["step_turns"],
+        session=dict(conv.session),
+        persona=conv.setup.persona,
+        conversation=conversation,
+        language=conv.setup.persona.language if conv.setup.persona else conv.setup.language,
+        seed=conv.setup.seed,
+        can_end=isinstance(case, ScenarioCase),
+    )
+
+
+def _is_stable(conv: Conversation) -> bool:
+    return isinstance(conv.case, GoldenCase) and conv.case.replay == "stable"
+
+
+def _stable_history(conv: Conversation, state: State) -> list[dict[str, Any]]:
+    """Stable replay: earlier turns as written (expected replies where given), then this turn's input."""
+    case = conv.case
+    assert isinstance(case, GoldenCase)
+    index = state["step"]
+    actual = {record.index: record.actual_messages for record in state.get("golden", [])}
+    history: list[dict[str, Any]] = []
+    for earlier in range(index + 1):
+        turn = case.turns[earlier]
+        history.append(event_message(turn.event) if turn.event else {"role": "user", "content": turn.user})
+        if earlier == index:
+            break
+        expected = turn.expect.message if turn.expect else None
+        replies = [expected] if expected is not None else actual.get(earlier, [])
+        history.extend({"role": "assistant", "content": reply} for reply in replies)
+    return history
+
+
+def _golden_record(conv: Conversation, state: State) -> State:
+    case = conv.case
+    assert isinstance(case, GoldenCase)
+    index = state["step"]
+    turn = case.turns[index]
+    last = next((e for e in reversed(state["events"]) if isinstance(e, AgentEvent)), None)
+    record = GoldenTurnRecord(
+        index=index,
+        user=turn.user,
+        event=turn.event.name if turn.event else None,
+        expected_message=turn.expect.message if turn.expect else None,
+        expected_tools=[call.name for call in turn.expect.tool_calls] if turn.expect else [],
+        actual_messages=list(last.messages) if last else [],
+        actual_tools=[call.name for call in last.tool_calls] if last else [],
+        history="expected" if case.replay == "stable" else "actual",
+    )
+    update: State = {"golden": [record], "step": index + 1, "step_turns": 0}
+    if index + 1 >= len(case.turns):
+        update["stop"] = "completed"
+    return update
+
+
+def _unfinished(conv: Conversation, state: State, index: int, stop: StopReason) -> StepOutcome:
+    verdict = state.get("last_verdict")
+    last = f"; last check: {verdict.verdict}: {verdict.rationale}" if verdict else ""
+    label = conv.step_label(index)
+    if stop in ("step_failed", "max_turns"):
+        limit = conv.max_turns(index)
+        rationale = f"not met within {limit} turn{'s' if limit != 1 else ''}{last}"
+    elif stop == "user_ended" and verdict is not None:
+        if verdict.verdict == "met":
+            return StepOutcome(
+                index=index,
+                label=label,
+                status="complete",
+                turns_used=state["step_turns"],
+                completed_at_turn=state["turn"],
+                verdict="met",
+                rationale=verdict.rationale,
+            )
+        rationale = verdict.rationale
+    else:
+        rationale = f"the conversation stopped ({stop}) before this step was complete{last}"
+    return StepOutcome(
+        index=index,
+        label=label,
+        status="incomplete",
+        turns_used=state["step_turns"],
+        verdict=verdict.verdict if verdict else None,
+        rationale=rationale,
+    )

@@ -1,0 +1,65 @@
+"""``simulate(setup) -> Transcript``: run one conversation through the graph and assemble its transcript."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.engine._conversation import Conversation, ConversationSetup
+from simulator.engine._graph import State, compiled_graph
+from simulator.llm import metering
+from simulator.models.transcript import Transcript, utc_now
+
+# Node steps per user turn (user, agent, check) plus the begin/finish nodes and the agent-first greeting.
+_STEPS_PER_TURN = 3
+_FIXED_STEPS = 8
+
+
+async def simulate(setup: ConversationSetup) -> Transcript:
+    """Run one conversation of ``setup.case`` and return its transcript.
+
+    Failures of the agent, the simulated user or the judge do not raise: the transcript ends with stop reason
+    ``error`` and an error event naming whose failure it was. The agent adapter is closed at the end.
+    """
+    started = utc_now()
+    conversation = Conversation.start(setup)
+    initial: State = {
+        "turn": 0,
+        "step": 0,
+        "step_turns": 0,
+        "step_first_event": 0,
+        "messages": [],
+        "events": [],
+        "outcomes": [],
+        "golden": [],
+        "variables": dict(conversation.session),
+        "pending_event": None,
+        "last_verdict": None,
+        "stop": None,
+        "error": None,
+    }
+    config: dict[str, Any] = {
+        "configurable": {"conversation": conversation},
+        "recursion_limit": setup.turn_cap * _STEPS_PER_TURN + _FIXED_STEPS,
+    }
+    try:
+        with metering() as meter:
+            final: State = await compiled_graph().ainvoke(initial, config=config)
+    finally:
+        await setup.agent.aclose()
+    case = setup.case
+    return Transcript(
+        case=case.name,
+        kind=case.kind,
+        persona=setup.persona.name if setup.persona else None,
+        seed=setup.seed,
+        session_parameters=conversation.session,
+        events=final["events"],
+        steps=sorted(final.get("outcomes", []), key=lambda outcome: outcome.index),
+        golden_turns=final.get("golden", []),
+        stop_reason=final.get("stop") or "completed",
+        error=final.get("error"),
+        turns=final["turn"],
+        usage={role.value: usage for role, usage in meter.by_role.items()},
+        started_at=started,
+        finished_at=utc_now(),
+    )

@@ -1,0 +1,164 @@
+"""Checking a step's success criteria while the conversation runs: deterministic checks, then the judge model.
+
+How a step is decided:
+  * every deterministic check (``checks:``) must be met; one ``not_met`` makes the step ``not_met``;
+  * ``success_criteria`` (words) are decided by the judge model with a structured verdict (met / not_met /
+    unsure and a reason). With no judge model configured they are not guessed: the detail says ``unsure``
+    with that reason. If the step also has deterministic checks, those decide it and the rationale says the
+    criteria were not judged; if it has none, the step is ``unsure``;
+  * a step with neither is met once the agent has replied (nothing was asked of it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, Field, JsonValue
+
+from simulator.errors import ModelError
+from simulator.judges.checks import ConversationView, check_expectation
+from simulator.models import ExpectationSpec
+from simulator.models.transcript import AgentEvent, CheckDetail, InputEvent, StepVerdict, TranscriptEvent, UserEvent
+
+if TYPE_CHECKING:
+    from simulator.llm import LLMClient
+
+NO_JUDGE = "not judged: no judge model is configured (set models.judge in the suite or pass --judge-model)"
+
+
+class CriterionVerdict(BaseModel):
+    """What the judge model answers about one criterion."""
+
+    verdict: Literal["met", "not_met", "unsure"]
+    reason: str = Field(min_length=1)
+
+
+class StepJudge:
+    """Decides steps for the engine (it satisfies the engine's ``StepChecker`` protocol)."""
+
+    def __init__(self, llm: LLMClient | None = None, *, language: str = "en") -> None:
+        self.llm = llm
+        self.language = language
+
+    @property
+    def has_judge_model(self) -> bool:
+        """Whether natural-language criteria can be judged."""
+        if self.llm is None:
+            return False
+        from simulator.llm import Role
+
+        return self.llm.settings(Role.JUDGE).model is not None
+
+    async def check_step(
+        self,
+        *,
+        goal: str | None,
+        criteria: str | None,
+        checks: Sequence[ExpectationSpec],
+        replies: list[AgentEvent],
+        events: Sequence[TranscriptEvent],
+        variables: dict[str, JsonValue],
+    ) -> StepVerdict:
+        """Check one step against the conversation so far (``replies`` are the agent's replies in this step)."""
+        view = ConversationView(
+            replies=replies,
+            all_replies=[e for e in events if isinstance(e, AgentEvent)],
+            variables=variables,
+            language=self.language,
+        )
+        deterministic: list[CheckDetail] = []
+        judged: list[CheckDetail] = []
+        for check in checks:
+            detail = check_expectation(check, view)
+            if detail is not None:
+                deterministic.append(detail)
+            else:
+                judged.append(await self._judge(check.text or check.message or "", goal, events, "check"))
+        if criteria:
+            judged.append(await self._judge(criteria, goal, events, "success_criteria"))
+        return _combine(deterministic, judged)
+
+    async def _judge(
+        self, criterion: str, goal: str | None, events: Sequence[TranscriptEvent], what: str
+    ) -> CheckDetail:
+        label = f"judge: {what}: {criterion}"
+        if not self.has_judge_model:
+            return CheckDetail(check=label, verdict="unsure", evidence=NO_JUDGE)
+        assert self.llm is not None
+        from simulator.llm import Role
+
+        messages = [
+            {"role": "system", "content": _JUDGE_SYSTEM},
+            {"role": "user", "content": _judge_request(criterion, goal, events)},
+        ]
+        try:
+            verdict = await self.llm.structured(Role.JUDGE, messages, CriterionVerdict)
+        except ModelError as exc:
+            return CheckDetail(check=label, verdict="unsure", evidence=f"the judge model failed: {exc}")
+        return CheckDetail(check=label, verdict=verdict.verdict, evidence=verdict.reason)
+
+
+def _combine(deterministic: list[CheckDetail], judged: list[CheckDetail]) -> StepVerdict:
+    details = deterministic + judged
+    if not details:
+        return StepVerdict(
+            verdict="met", rationale="the step sets no success criteria: complete once the agent replied"
+        )
+    failed = [d for d in details if d.verdict == "not_met"]
+    if failed:
+        return StepVerdict(
+            verdict="not_met", rationale="; ".join(f"{d.check}: {d.evidence}" for d in failed), details=details
+        )
+    unsure = [d for d in details if d.verdict == "unsure"]
+    if not unsure:
+        return StepVerdict(
+            verdict="met", rationale="; ".join(f"{d.check}: {d.evidence}" for d in details), details=details
+        )
+    only_unjudged = all(d.evidence == NO_JUDGE for d in unsure)
+    if deterministic and only_unjudged:
+        met = "; ".join(f"{d.check}: {d.evidence}" for d in deterministic)
+        return StepVerdict(
+            verdict="met",
+            rationale=f"decided by the deterministic checks ({met}); the success criteria were {NO_JUDGE}",
+            details=details,
+        )
+    return StepVerdict(
+        verdict="unsure", rationale="; ".join(f"{d.check}: {d.evidence}" for d in unsure), details=details
+    )
+
+
+_JUDGE_SYSTEM = (
+    "You check one success criterion of a conversation between a user and a customer-facing AI agent. "
+    "Read the whole conversation, including the agent's tool calls and what the tools returned. "
+    "Answer met only if the conversation shows the criterion is fulfilled; not_met if it clearly is not (yet); "
+    "unsure if the conversation does not let you decide. Judge what happened, not what the agent claims: a claim "
+    "of data or of an action that no tool call supports does not fulfil a criterion. "
+    'Reply with JSON only: {"verdict": "met" | "not_met" | "unsure", "reason": "<one or two sentences quoting '
+    'the evidence>"}.'
+)
+
+
+def render_conversation(events: Sequence[TranscriptEvent]) -> str:
+    """The conversation as the judge reads it: user, agent, tool calls with results, events."""
+    lines: list[str] = []
+    for event in events:
+        if isinstance(event, UserEvent):
+            lines.append(f"USER: {event.text}")
+        elif isinstance(event, InputEvent):
+            lines.append(f"EVENT: {event.name} {json.dumps(event.payload, ensure_ascii=False)}")
+        elif isinstance(event, AgentEvent):
+            for call in event.tool_calls:
+                result = call.error if call.error else json.dumps(call.result, ensure_ascii=False)
+                args = json.dumps(call.arguments, ensure_ascii=False)
+                lines.append(f"TOOL CALL {call.name}({args}) [{call.status}] -> {result}")
+            lines.extend(f"AGENT: {message}" for message in event.messages)
+            if event.handoff:
+                lines.append(f"AGENT HANDS OFF TO: {event.handoff}")
+    return "\n".join(lines)
+
+
+def _judge_request(criterion: str, goal: str | None, events: Sequence[TranscriptEvent]) -> str:
+    goal_line = f"The user's goal in this part: {goal}\n" if goal else ""
+    return f"{goal_line}Criterion: {criterion}\n\nConversation:\n{render_conversation(events)}"

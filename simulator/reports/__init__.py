@@ -1,0 +1,5 @@
+"""Reports: pure functions from transcripts and run records to text formats."""
+
+from simulator.reports.transcript_text import Line, goals, transcript_lines
+
+__all__ = ["Line", "goals", "transcript_lines"]

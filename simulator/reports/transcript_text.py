@@ -1,0 +1,111 @@
+"""A transcript as lines of text for the terminal: the conversation, then each step's outcome and why."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal, NamedTuple
+
+from simulator.models.transcript import (
+    AgentEvent,
+    CheckEvent,
+    ErrorEvent,
+    InputEvent,
+    StepOutcome,
+    ToolCallRecord,
+    Transcript,
+    UserEvent,
+)
+
+Style = Literal[
+    "header",
+    "user",
+    "agent",
+    "tool",
+    "tool_warning",
+    "check_met",
+    "check_other",
+    "error",
+    "pass",
+    "fail",
+    "blocked",
+    "plain",
+]
+
+_MARK = {"complete": "✓", "incomplete": "✗", "blocked": "⊘", "not_attempted": "·"}
+
+
+class Line(NamedTuple):
+    """One line of output and how to show it."""
+
+    style: Style
+    text: str
+
+
+def goals(transcript: Transcript) -> tuple[int, int]:
+    """``Goals (k/n)``: complete steps and all steps (a scenario counts its goal as one step)."""
+    return sum(1 for step in transcript.steps if step.status == "complete"), len(transcript.steps)
+
+
+def _tool_line(call: ToolCallRecord) -> Line:
+    arguments = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+    answer = call.error if call.error else json.dumps(call.result, ensure_ascii=False)
+    style: Style = "tool" if call.status in ("executed", "faked") and not call.error else "tool_warning"
+    source = f" by {call.fake}" if call.fake else ""
+    return Line(style, f"      tool {call.name}({arguments}) [{call.status}{source}] → {answer}")
+
+
+def _outcome_line(step: StepOutcome) -> Line:
+    style: Style = {"complete": "pass", "blocked": "blocked"}.get(step.status, "fail")  # type: ignore[assignment]
+    text = f"  {_MARK[step.status]} step {step.index + 1}: {step.label} — {step.status}"
+    if step.status == "complete" and step.completed_at_turn is not None:
+        text += f" at turn {step.completed_at_turn}"
+    return Line(style, text)
+
+
+def transcript_lines(transcript: Transcript) -> list[Line]:
+    """The conversation turn by turn (tool calls with how they were answered), then the steps' outcomes."""
+    done, total = goals(transcript)
+    head = f"{transcript.case} ({transcript.kind})"
+    if transcript.persona:
+        head += f" with persona {transcript.persona}"
+    head += f": stopped {transcript.stop_reason} after {transcript.turns} turn{'s' if transcript.turns != 1 else ''}"
+    if total:
+        head += f", Goals ({done}/{total})"
+    lines = [Line("header", head)]
+    for event in transcript.events:
+        if isinstance(event, UserEvent):
+            lines.append(Line("user", f"  [{event.turn}] user: {event.text}"))
+        elif isinstance(event, InputEvent):
+            payload = f" {json.dumps(event.payload, ensure_ascii=False)}" if event.payload else ""
+            lines.append(Line("user", f"  [{event.turn}] event: {event.name}{payload}"))
+        elif isinstance(event, AgentEvent):
+            lines.extend(_tool_line(call) for call in event.tool_calls)
+            lines.extend(Line("agent", f"  [{event.turn}] agent: {message}") for message in event.messages)
+            if event.handoff:
+                lines.append(Line("agent", f"  [{event.turn}] agent hands off to {event.handoff}"))
+            if not event.messages and not event.handoff:
+                lines.append(Line("agent", f"  [{event.turn}] agent: (no message)"))
+        elif isinstance(event, CheckEvent):
+            style: Style = "check_met" if event.verdict == "met" else "check_other"
+            step = f"step {event.step + 1}" if event.step is not None else "goal"
+            lines.append(Line(style, f"      check {step}: {event.verdict} — {event.rationale}"))
+        elif isinstance(event, ErrorEvent):
+            lines.append(Line("error", f"  error ({event.where}): {event.message}"))
+    if transcript.steps:
+        lines.append(Line("header", "Steps:"))
+        for outcome in transcript.steps:
+            lines.append(_outcome_line(outcome))
+            if outcome.rationale:
+                lines.append(Line("plain", f"      {outcome.rationale}"))
+    for record in transcript.golden_turns:
+        expected = record.expected_message or "(no expected message)"
+        lines.append(Line("plain", f"  turn {record.index + 1}: expected: {expected}"))
+        lines.append(Line("plain", f"          actual:   {' | '.join(record.actual_messages) or '(no message)'}"))
+        if record.expected_tools or record.actual_tools:
+            lines.append(
+                Line(
+                    "plain",
+                    f"          tools expected {record.expected_tools or '[]'}, called {record.actual_tools or '[]'}",
+                )
+            )
+    return lines

@@ -1,0 +1,132 @@
+"""Running cases: wiring a loaded suite's agent, simulated user, judge and tools into the engine.
+
+This is the first part of the runner (issue 5 adds the plan of cases x personas x repeats, concurrency per
+role, the run store and resume). It builds the collaborators one conversation needs, because the engine
+takes them ready-made and imports no judge, store or CLI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.agents import build_agent
+from simulator.engine import ConversationSetup, simulate
+from simulator.errors import AgentError, ConfigError
+from simulator.judges import StepJudge
+from simulator.llm import LLMClient
+from simulator.loading import LoadedSuite
+from simulator.loading._schema import did_you_mean
+from simulator.models import Case, ModelRoles, Persona
+from simulator.models.transcript import ErrorEvent, Transcript, utc_now
+from simulator.user import LLMUser, ScriptedUser, SimulatedUser
+
+
+@dataclass
+class RunOptions:
+    """What the command line can change about how cases run."""
+
+    live: bool = False
+    user_model: str | None = None
+    judge_model: str | None = None
+    seed: int = 0
+
+
+def model_roles(loaded: LoadedSuite, options: RunOptions) -> ModelRoles:
+    """The suite's model settings with the command line's overrides; a litellm agent's model fills the agent role."""
+    roles = loaded.suite.models
+    update = {}
+    if options.user_model:
+        update["user"] = roles.user.model_copy(update={"model": options.user_model})
+    if options.judge_model:
+        update["judge"] = roles.judge.model_copy(update={"model": options.judge_model})
+    agent = loaded.agent
+    if agent is not None and agent.type == "litellm" and roles.agent.model is None:
+        update["agent"] = roles.agent.model_copy(update={"model": agent.model})
+    return roles.model_copy(update=update)
+
+
+def find_case(loaded: LoadedSuite, name: str) -> Case:
+    """The case called ``name``, or a ConfigError naming the suite and the closest names."""
+    for case in loaded.suite.cases:
+        if case.name == name:
+            return case
+    names = [case.name for case in loaded.suite.cases]
+    raise ConfigError(
+        loaded.path, 1, 1, "cases", f"no case named {name!r}{did_you_mean(name, names)} (cases: {', '.join(names)})"
+    )
+
+
+def pick_persona(loaded: LoadedSuite, case: Case, name: str | None) -> Persona | None:
+    """The persona asked for, else the case's first, else the suite's first, else none."""
+    wanted = (
+        name
+        or (case.personas[0] if case.personas else None)
+        or (loaded.suite.personas[0] if loaded.suite.personas else None)
+    )
+    if wanted is None:
+        return None
+    if wanted not in loaded.personas:
+        known = ", ".join(sorted(loaded.personas)) or "none"
+        raise ConfigError(
+            loaded.path,
+            1,
+            1,
+            "personas",
+            f"unknown persona {wanted!r}{did_you_mean(wanted, loaded.personas)} (known: {known})",
+        )
+    return loaded.personas[wanted]
+
+
+async def run_case(
+    loaded: LoadedSuite,
+    case: Case,
+    *,
+    persona: Persona | None,
+    llm: LLMClient,
+    options: RunOptions,
+) -> Transcript:
+    """Run one conversation of ``case``. An agent that cannot even be set up ends the case as ``error``."""
+    agent_config = loaded.agent
+    if agent_config is None:
+        raise ConfigError(
+            loaded.path,
+            1,
+            1,
+            "agent",
+            "no agent to test: add `agent:` to the suite, or an agent.yaml beside it or in a folder above",
+        )
+    roles = model_roles(loaded, options)
+    user: SimulatedUser = LLMUser(llm) if roles.user.model else ScriptedUser()
+    checker = StepJudge(llm if roles.judge.model else None, language=loaded.suite.language)
+    try:
+        agent = build_agent(agent_config, llm=llm)
+    except AgentError as exc:
+        return _setup_failure(case, persona, options, str(exc))
+    setup = ConversationSetup(
+        case=case,
+        agent=agent,
+        user=user,
+        checker=checker,
+        agent_config=agent_config,
+        persona=persona,
+        suite_fakes=loaded.suite.tool_fakes,
+        tool_mode="live" if options.live else "test",
+        seed=options.seed,
+        language=loaded.suite.language,
+    )
+    return await simulate(setup)
+
+
+def _setup_failure(case: Case, persona: Persona | None, options: RunOptions, message: str) -> Transcript:
+    now = utc_now()
+    return Transcript(
+        case=case.name,
+        kind=case.kind,
+        persona=persona.name if persona else None,
+        seed=options.seed,
+        events=[ErrorEvent(turn=0, where="agent", message=message)],
+        stop_reason="error",
+        error=message,
+        started_at=now,
+        finished_at=now,
+    )
