@@ -1,0 +1,141 @@
+"""Step checking: deterministic checks decide without a model; the judge model through the fake provider."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+
+from simulator.judges import StepJudge
+from simulator.judges.step import NO_JUDGE
+from simulator.llm import FakeScript, LLMClient, fake_rate_limit
+from simulator.models import ExpectationSpec, ModelRoles
+from simulator.models.case import Expectation
+from simulator.models.transcript import AgentEvent, StepVerdict, ToolCallRecord, TranscriptEvent, UserEvent
+
+EXPECTATION: TypeAdapter[Any] = TypeAdapter(Expectation)
+
+
+def expectation(data: Any) -> ExpectationSpec:
+    result: ExpectationSpec = EXPECTATION.validate_python(data)
+    return result
+
+
+REPLY = AgentEvent(
+    turn=1,
+    messages=["Your order A1 was shipped on 3 May."],
+    tool_calls=[
+        ToolCallRecord(id="c1", name="lookup_order", arguments={"order_id": "A1"}, status="faked", result={"s": 1})
+    ],
+)
+EVENTS: list[TranscriptEvent] = [UserEvent(turn=1, text="Where is A1?", source="scripted"), REPLY]
+
+
+async def _no_wait(delay: float) -> None:
+    return None
+
+
+def check(judge: StepJudge, *, criteria: str | None = None, checks: list[Any] | None = None) -> StepVerdict:
+    return asyncio.run(
+        judge.check_step(
+            goal="find the order",
+            criteria=criteria,
+            checks=[expectation(c) for c in checks or []],
+            replies=[REPLY],
+            events=EVENTS,
+            variables={},
+        )
+    )
+
+
+def judge_with(script: FakeScript) -> StepJudge:
+    client = LLMClient(ModelRoles.model_validate({"judge": "fake/judge"}), fake_script=script, sleep=_no_wait)
+    return StepJudge(client)
+
+
+def test_deterministic_checks_decide_and_quote_their_evidence() -> None:
+    verdict = check(
+        StepJudge(),
+        checks=[
+            {"must_contain": ["shipped"]},
+            {"tool_call": {"name": "lookup_order", "arguments": {"order_id": "A1"}}},
+        ],
+    )
+    assert verdict.verdict == "met"
+    assert [d.verdict for d in verdict.details] == ["met", "met"]
+    assert "found 'shipped' in “Your order A1 was shipped on 3 May.”" in verdict.details[0].evidence
+    assert verdict.details[1].evidence == 'called lookup_order({"order_id": "A1"}) [faked]'
+
+
+def test_one_failed_check_fails_the_step_with_the_reason() -> None:
+    verdict = check(StepJudge(), checks=[{"must_contain": ["refund"]}, {"must_not_contain": ["shipped"]}])
+    assert verdict.verdict == "not_met"
+    assert "missing 'refund'" in verdict.rationale
+    assert "found 'shipped'" in verdict.rationale
+
+
+def test_without_a_judge_model_criteria_are_unsure_never_guessed() -> None:
+    verdict = check(StepJudge(), criteria="The agent gives the delivery status.")
+    assert verdict.verdict == "unsure"
+    assert verdict.details[0].evidence == NO_JUDGE
+
+
+def test_without_a_judge_model_the_checks_decide_and_say_the_criteria_were_not_judged() -> None:
+    verdict = check(StepJudge(), criteria="The agent gives the status.", checks=[{"must_contain": ["shipped"]}])
+    assert verdict.verdict == "met"
+    assert verdict.rationale.startswith("decided by the deterministic checks")
+    assert verdict.rationale.endswith(NO_JUDGE)
+
+
+def test_the_judge_model_decides_criteria_and_sees_the_tool_calls() -> None:
+    script = FakeScript().enqueue("judge", {"verdict": "met", "reason": "The agent looked up A1 and gave the date."})
+    verdict = check(judge_with(script), criteria="The agent gives the delivery status.")
+    assert (verdict.verdict, verdict.details[0].evidence) == ("met", "The agent looked up A1 and gave the date.")
+    prompt = script.requests[0].messages[-1]["content"]
+    assert 'TOOL CALL lookup_order({"order_id": "A1"}) [faked] -> {"s": 1}' in prompt
+    assert "Criterion: The agent gives the delivery status." in prompt
+
+
+def test_malformed_judge_output_is_retried() -> None:
+    script = FakeScript().enqueue("judge", "not json", {"verdict": "not_met", "reason": "No date was given."})
+    verdict = check(judge_with(script), criteria="The agent gives the date.")
+    assert verdict.verdict == "not_met"
+    assert len(script.requests) == 2
+
+
+def test_a_judge_that_never_answers_properly_leaves_the_step_unsure_with_the_reason() -> None:
+    script = FakeScript().enqueue("judge", "nope", times=3)
+    verdict = check(judge_with(script), criteria="The agent gives the date.")
+    assert verdict.verdict == "unsure"
+    assert verdict.details[0].evidence.startswith("the judge model failed: judge model 'fake/judge' gave no valid")
+
+
+def test_rate_limits_are_retried_for_the_judge() -> None:
+    script = FakeScript().enqueue("judge", fake_rate_limit(), {"verdict": "met", "reason": "ok"})
+    assert check(judge_with(script), criteria="c").verdict == "met"
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "expected"),
+    [
+        (["met", "met"], "met"),
+        (["met", "not_met"], "not_met"),
+        (["unsure", "met"], "unsure"),
+        (["unsure", "not_met"], "not_met"),
+    ],
+)
+def test_checks_and_judge_combine(verdicts: list[str], expected: str) -> None:
+    # A plain-text check needs the judge too: two judge questions, combined.
+    script = FakeScript()
+    for verdict in verdicts:
+        script.enqueue("judge", {"verdict": verdict, "reason": f"said {verdict}"})
+    result = check(judge_with(script), criteria="criterion", checks=["The agent is polite."])
+    assert result.verdict == expected
+
+
+def test_a_step_without_criteria_is_met_once_the_agent_replied() -> None:
+    verdict = check(StepJudge())
+    assert verdict.verdict == "met"
+    assert "no success criteria" in verdict.rationale
