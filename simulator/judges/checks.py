@@ -74,7 +74,7 @@ def compare_arguments(spec: ToolCallSpec, actual: dict[str, Any]) -> ArgumentCom
         elif mode == "regex":
             assert rule is not None
             assert rule.pattern is not None
-            good = re.fullmatch(rule.pattern, str(value)) is not None
+            good = re.search(rule.pattern, str(value)) is not None
         else:
             assert rule is not None
             assert rule.tolerance is not None

@@ -54,9 +54,10 @@ def _tool_line(call: ToolCallRecord) -> Line:
     return Line(style, f"      tool {call.name}({arguments}) [{call.status}{source}] → {answer}")
 
 
-def _outcome_line(step: StepOutcome) -> Line:
+def _outcome_line(step: StepOutcome, kind: str) -> Line:
     style: Style = {"complete": "pass", "blocked": "blocked"}.get(step.status, "fail")  # type: ignore[assignment]
-    text = f"  {_MARK[step.status]} step {step.index + 1}: {step.label} — {step.status}"
+    name = "goal" if kind == "scenario" else f"step {step.index + 1}"
+    text = f"  {_MARK[step.status]} {name}: {step.label} — {step.status}"
     if step.status == "complete" and step.completed_at_turn is not None:
         text += f" at turn {step.completed_at_turn}"
     return Line(style, text)
@@ -92,9 +93,9 @@ def transcript_lines(transcript: Transcript) -> list[Line]:
         elif isinstance(event, ErrorEvent):
             lines.append(Line("error", f"  error ({event.where}): {event.message}"))
     if transcript.steps:
-        lines.append(Line("header", "Steps:"))
+        lines.append(Line("header", "Goal:" if transcript.kind == "scenario" else "Steps:"))
         for outcome in transcript.steps:
-            lines.append(_outcome_line(outcome))
+            lines.append(_outcome_line(outcome, transcript.kind))
             if outcome.rationale:
                 lines.append(Line("plain", f"      {outcome.rationale}"))
     for record in transcript.golden_turns:
