@@ -1,0 +1,99 @@
+"""Running shipped suites end to end, offline, and the same cases with model roles through the fake provider."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from simulator.llm import FakeScript, LLMClient
+from simulator.loading import load_suite
+from simulator.models.transcript import Transcript, UserEvent
+from simulator.reports import goals
+from simulator.runner import RunOptions, find_case, model_roles, pick_persona, run_case
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITES = sorted(p for p in (ROOT / "suites").rglob("*.yaml") if p.name != "agent.yaml")
+
+
+def simulate_case(
+    path: Path, name: str, options: RunOptions | None = None, script: FakeScript | None = None
+) -> Transcript:
+    loaded = load_suite(path)
+    options = options or RunOptions()
+    case = find_case(loaded, name)
+    llm = LLMClient(model_roles(loaded, options), fake_script=script)
+    return asyncio.run(run_case(loaded, case, persona=pick_persona(loaded, case, None), llm=llm, options=options))
+
+
+@pytest.mark.parametrize("path", SUITES, ids=[str(p.relative_to(ROOT)) for p in SUITES])
+def test_every_case_of_every_shipped_suite_runs_offline(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    for case in load_suite(path).suite.cases:
+        transcript = simulate_case(path, case.name)
+        assert transcript.case == case.name
+        # Agents that need a network or a key end as a clear error, never as a crash.
+        if transcript.stop_reason == "error":
+            assert transcript.error
+
+
+DEMO_FAILING = {"express_delivery_date_is_made_up"}
+
+
+@pytest.mark.parametrize("name", ["simulations", "scenarios", "golden"])
+def test_the_demo_passes_except_its_planted_flaw(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    path = ROOT / "suites" / "demo" / f"{name}.yaml"
+    for case in load_suite(path).suite.cases:
+        transcript = simulate_case(path, case.name)
+        done, total = goals(transcript)
+        reached = transcript.stop_reason in ("completed", "user_ended") and done == total
+        assert reached == (case.name not in DEMO_FAILING), (case.name, transcript.stop_reason, transcript.steps)
+
+
+def _move(message: str) -> dict[str, object]:
+    return {"message": message, "done": False, "reason": ""}
+
+
+def test_an_llm_user_runs_the_same_case_through_the_fake_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    script = FakeScript().enqueue("user", _move("It's ORD-10042."))
+    transcript = simulate_case(
+        ROOT / "suites" / "demo" / "simulations.yaml",
+        "order_status_needs_the_order_number",
+        RunOptions(user_model="fake/user"),
+        script,
+    )
+    assert transcript.stop_reason == "completed", transcript.steps
+    users = [e for e in transcript.events if isinstance(e, UserEvent)]
+    # Step 1's scripted line is sent verbatim; then the model speaks for the user.
+    assert [(u.source, u.text) for u in users] == [
+        ("llm", "Where is my order? I need the delivery status."),
+        ("llm", "It's ORD-10042."),
+    ]
+    # The model played the user: the agent's words came in as the user role, the persona was in the prompt.
+    [request] = script.requests
+    assert request.messages[0]["role"] == "system"
+    assert "impatient" in request.messages[0]["content"].lower()
+    assert request.messages[-1] == {"role": "user", "content": "I can check that for you. What is your order number?"}
+    assert transcript.usage["user"].calls == 1
+
+
+def test_a_judge_model_decides_the_criteria_through_the_fake_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    script = FakeScript().enqueue("judge", {"verdict": "met", "reason": "It asked."})
+    script.enqueue("judge", {"verdict": "not_met", "reason": "No date."}, times=10)
+    transcript = simulate_case(
+        ROOT / "suites" / "demo" / "simulations.yaml",
+        "order_status_needs_the_order_number",
+        RunOptions(judge_model="fake/judge"),
+        script,
+    )
+    # Step 2's checks pass, but the judge says its criteria are not met: the step fails on the judge's reason.
+    first, second = transcript.steps
+    assert (first.status, first.verdict) == ("complete", "met")
+    assert "judge: success_criteria: " in first.rationale
+    assert (transcript.stop_reason, second.status, second.verdict) == ("step_failed", "incomplete", "not_met")
+    assert "No date." in second.rationale
+    assert transcript.usage["judge"].calls == 1 + second.turns_used
