@@ -204,3 +204,58 @@ def test_import_csv_reports_bad_rows_with_row_and_column(tmp_path: Path, monkeyp
     assert result.exit_code == EXIT_INVALID
     assert result.stdout.startswith("bad.csv:2:2: row 1.expected_tools: ")
     assert not (tmp_path / "out.yaml").exists()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_simulate_prints_the_transcript_and_step_outcomes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    result = runner.invoke(
+        app, ["simulate", "suites/demo/simulations.yaml", "--case", "order_status_needs_the_order_number"]
+    )
+    assert result.exit_code == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == (
+        "order_status_needs_the_order_number (simulation) with persona impatient: stopped completed after 2 turns, "
+        "Goals (2/2)"
+    )
+    assert "  [1] agent: I can check that for you. What is your order number?" in lines
+    assert any(
+        line.startswith("      tool lookup_order(") and "[faked by suite tool_fakes[0]]" in line for line in lines
+    )
+    assert "  ✓ step 2: give the number — complete at turn 2" in lines
+    assert lines[-1] == "1 of 1 case(s) reached every goal."
+
+
+def test_simulate_exits_1_when_a_case_misses_a_goal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    result = runner.invoke(app, ["simulate", "suites/demo/scenarios.yaml", "-c", "express_delivery_date_is_made_up"])
+    assert result.exit_code == 1
+    assert "lookup_order was not called (no tool calls)" in result.stdout
+
+
+def test_simulate_json_is_the_transcript(monkeypatch: pytest.MonkeyPatch) -> None:
+    from simulator.models.transcript import Transcript
+
+    monkeypatch.chdir(ROOT)
+    result = runner.invoke(
+        app, ["simulate", "suites/demo/golden.yaml", "-c", "lookup_without_a_fake_is_not_executed", "--json"]
+    )
+    transcript = Transcript.model_validate_json(result.stdout)
+    [call] = transcript.tool_calls()
+    assert call.status == "not_executed"
+
+
+def test_simulate_unknown_case_names_the_closest(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    result = runner.invoke(app, ["simulate", "suites/demo/scenarios.yaml", "-c", "express_delivery"])
+    assert result.exit_code == EXIT_INVALID
+    assert "no case named 'express_delivery'; did you mean 'express_delivery_date_is_made_up'?" in result.stdout
+
+
+def test_simulate_invalid_suite_is_exit_2_with_the_errors(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text("name: x\ncases: []\n", encoding="utf-8")
+    result = runner.invoke(app, ["simulate", str(tmp_path / "s.yaml")])
+    assert result.exit_code == EXIT_INVALID
+    assert "cases: needs at least 1 entry" in result.stdout

@@ -457,3 +457,19 @@ def test_a_closing_message_with_the_done_signal_is_recorded() -> None:
     assert texts(transcript, UserEvent) == ["hi", "Thanks, bye!"]
     assert transcript.stop_reason == "user_ended"
     assert transcript.turns == 1
+
+
+def test_a_failing_simulated_user_ends_the_case_as_error_with_the_reason() -> None:
+    from simulator.errors import ModelError
+
+    def broken(request: UserTurnRequest) -> UserReply:
+        raise ModelError("user model 'fake/user' gave no valid UserMove JSON in 3 attempts")
+
+    transcript = run(sim({"goal": "g"}), ScriptAgent(says("ok")), LineUser(broken))
+    assert transcript.stop_reason == "error"
+    assert (
+        transcript.error
+        == "the simulated user failed: user model 'fake/user' gave no valid UserMove JSON in 3 attempts"
+    )
+    assert isinstance(transcript.events[-1], ErrorEvent)
+    assert transcript.events[-1].where == "user"
