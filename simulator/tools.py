@@ -86,19 +86,11 @@ class ToolRouter:
         self, name: str, arguments: dict[str, Any] | str | None, *, call_id: str | None = None
     ) -> ToolCallRecord:
         """Route one call and return its full record (also kept in :attr:`records`)."""
-        self._counter += 1
         started = time.perf_counter()
-        parsed, arguments_error = _parse_arguments(arguments)
-        record = ToolCallRecord(
-            id=call_id or f"call_{self._counter}",
-            name=name,
-            arguments=parsed,
-            arguments_error=arguments_error,
-            status="not_executed",
-        )
-        if arguments_error is not None:
+        record = self._new_record(name, arguments, call_id)
+        if record.arguments_error is not None:
             record.status = "failed"
-            record.error = f"the arguments are not valid JSON ({arguments_error}): the tool was not run"
+            record.error = f"the arguments are not valid JSON ({record.arguments_error}): the tool was not run"
         elif self.mode == "test":
             self._answer_from_fakes(record)
         else:
@@ -120,19 +112,23 @@ class ToolRouter:
 
         The record says ``executed`` with ``result``, or ``failed`` with ``error`` when one is given.
         """
+        record = self._new_record(name, arguments, call_id)
+        record.status = "executed" if error is None else "failed"
+        record.result = None if error is not None else _jsonable(result)
+        record.error = error
+        self.records.append(record)
+        return record
+
+    def _new_record(self, name: str, arguments: dict[str, Any] | str | None, call_id: str | None) -> ToolCallRecord:
         self._counter += 1
         parsed, arguments_error = _parse_arguments(arguments)
-        record = ToolCallRecord(
+        return ToolCallRecord(
             id=call_id or f"call_{self._counter}",
             name=name,
             arguments=parsed,
             arguments_error=arguments_error,
-            status="executed" if error is None else "failed",
-            result=None if error is not None else _jsonable(result),
-            error=error,
+            status="not_executed",
         )
-        self.records.append(record)
-        return record
 
     def _answer_from_fakes(self, record: ToolCallRecord) -> None:
         for label, fake in self.fakes:
