@@ -32,6 +32,11 @@ class Suite(StrictModel):
     seed: int | None = Field(default=None, description="Seed for persona choice and scripted-user perturbations.")
     tool_fakes: list[ToolFake] = Field(default_factory=list, description="Canned tool results for every case.")
     metadata: dict[str, JsonValue] = Field(default_factory=dict, description="Free data kept with the run.")
+    judge_prompts: dict[Slug, Text] = Field(
+        default_factory=dict,
+        description="Override a judge prompt: prompt name (e.g. hallucination, semantic_match) -> path of a text "
+        "file, relative to this suite, that replaces the built-in prompt.",
+    )
     cases: list[Case] = Field(min_length=1)
 
 

@@ -1,0 +1,60 @@
+"""Scores and case results: every verdict with what produced it and why.
+
+A :class:`Score` is one verdict of one check or judge question about a transcript (a keyword list, an expected
+tool call, a golden turn's semantic match, one agent turn's hallucination, the user's goal). A
+:class:`CaseResult` is a transcript with all its scores, the case's outcome and the reasons for it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from simulator.models._base import DataModel
+from simulator.models.transcript import CaseKind, Transcript
+
+#: ``met`` / ``not_met`` / ``unsure`` as for steps; ``error`` when the judge could not give a valid verdict;
+#: ``n/a`` when the question does not apply (a turn that makes no factual claim).
+ScoreVerdict = Literal["met", "not_met", "unsure", "error", "n/a"]
+#: How a case ended: ``error`` means the run could not finish it (agent down, model error).
+Outcome = Literal["pass", "fail", "error", "unsure"]
+ScoreSource = Literal["deterministic", "judge", "engine"]
+
+
+class Score(DataModel):
+    """One verdict about a transcript, with its evidence.
+
+    ``metric`` names the definition (see ``simulator.metrics``); ``check`` says in words what was checked;
+    ``value`` is the metric's number where it has one (semantic match 0-4, reference answer 0-100, tool-call
+    correctness 0-1, hallucination 1/0, goal satisfaction 1/0/-1); ``threshold`` is the pass mark it was held
+    to; ``required`` says whether it decides the case's outcome.
+    """
+
+    metric: str
+    check: str
+    source: ScoreSource
+    verdict: ScoreVerdict
+    value: float | None = None
+    threshold: float | None = None
+    reason: str = ""
+    required: bool = True
+    turn: int | None = None
+    step: int | None = None
+    raw: str | None = Field(default=None, description="The judge's raw reply when it could not be used.")
+
+
+class CaseResult(DataModel):
+    """One conversation of one case, scored: the transcript, every score, the outcome and why."""
+
+    case: str
+    kind: CaseKind
+    persona: str | None = None
+    repeat: int = 0
+    outcome: Outcome
+    reasons: list[str] = Field(default_factory=list, description="Why the outcome is not pass, one per check.")
+    transcript: Transcript
+    scores: list[Score] = Field(default_factory=list)
+    metrics: dict[str, float | None] = Field(
+        default_factory=dict, description="Per-case numbers: goals, tool-call correctness, hallucinations, ..."
+    )
