@@ -90,7 +90,8 @@ CANNOT_TELL = (
     "agent.yaml, and a persona file lies in a personas/ folder"
 )
 SUITE_KEYS = (
-    "name, description, language, agent, models, thresholds, personas, repeats, seed, tool_fakes, metadata, cases"
+    "name, description, language, agent, models, thresholds, personas, repeats, seed, tool_fakes, metadata, "
+    "judge_prompts, cases"
 )
 ALIAS_BOMB = (
     "aliases expand to more than 100,000 values (an alias bomb?): write the repeated parts out or use fewer nested "

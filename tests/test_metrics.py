@@ -1,0 +1,597 @@
+"""Every metric definition in simulator/metrics.py, pinned with its edge cases (table-driven)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+
+from simulator.metrics import (
+    Z_95,
+    Agreement,
+    Breakdown,
+    MetricSummary,
+    RepeatStats,
+    agreement,
+    case_metrics,
+    case_outcome,
+    correctness,
+    goal_achievement,
+    metric_summary,
+    pass_at_k_estimate,
+    pass_hat_k_estimate,
+    repeat_stats,
+    task_completion,
+    wilson_interval,
+)
+from simulator.models.scores import CaseResult, Outcome, Score, ScoreVerdict
+from simulator.models.transcript import CaseKind, StepOutcome, StepStatus, StopReason, Transcript
+
+# -- builders -------------------------------------------------------------------------------------------------
+
+
+def score(
+    verdict: ScoreVerdict,
+    check: str = "check",
+    reason: str = "",
+    *,
+    required: bool = True,
+    metric: str = "m",
+    value: float | None = None,
+) -> Score:
+    return Score(
+        metric=metric, check=check, source="judge", verdict=verdict, reason=reason, required=required, value=value
+    )
+
+
+def transcript(
+    kind: CaseKind = "simulation",
+    steps: list[StepOutcome] | None = None,
+    stop_reason: StopReason = "completed",
+    error: str | None = None,
+) -> Transcript:
+    return Transcript(case="c", kind=kind, steps=steps or [], stop_reason=stop_reason, error=error)
+
+
+def step(
+    index: int,
+    status: StepStatus,
+    rationale: str = "",
+    blocked_by: int | None = None,
+    blocked_by_goal: str | None = None,
+) -> StepOutcome:
+    return StepOutcome(
+        index=index,
+        label=f"goal {index + 1}",
+        status=status,
+        rationale=rationale,
+        blocked_by=blocked_by,
+        blocked_by_goal=blocked_by_goal,
+    )
+
+
+def result(outcome: Outcome, scores: list[Score] | None = None) -> CaseResult:
+    return CaseResult(case="c", kind="simulation", outcome=outcome, transcript=transcript(), scores=scores or [])
+
+
+# -- goal achievement -----------------------------------------------------------------------------------------
+
+BLOCKED_RATIONALE = "blocked: step 2 (goal 2) was not completed (step_failed)"
+
+
+@pytest.mark.parametrize(
+    ("kind", "steps", "counts", "label", "rate"),
+    [
+        pytest.param(
+            "simulation",
+            [
+                step(0, "complete", "greeted"),
+                step(1, "incomplete", "not met within 3 turns"),
+                step(2, "blocked", BLOCKED_RATIONALE, blocked_by=1, blocked_by_goal="goal 2"),
+                step(3, "blocked", BLOCKED_RATIONALE, blocked_by=1, blocked_by_goal="goal 2"),
+            ],
+            (1, 4),
+            "Goals (1/4)",
+            0.25,
+            id="simulation-blocked-steps-count-in-total",
+        ),
+        pytest.param(
+            "simulation",
+            [step(0, "complete"), step(1, "complete"), step(2, "complete")],
+            (3, 3),
+            "Goals (3/3)",
+            1.0,
+            id="simulation-all-complete",
+        ),
+        pytest.param(
+            "simulation",
+            [step(0, "complete"), step(1, "not_attempted")],
+            (1, 2),
+            "Goals (1/2)",
+            0.5,
+            id="simulation-not-attempted-is-not-complete",
+        ),
+        pytest.param("scenario", [step(0, "complete", "refund issued")], (1, 1), "Goals (1/1)", 1.0, id="scenario-met"),
+        pytest.param(
+            "scenario", [step(0, "incomplete", "gave up")], (0, 1), "Goals (0/1)", 0.0, id="scenario-goal-is-one-step"
+        ),
+        pytest.param("golden", [], (0, 0), "Goals (0/0)", None, id="golden-has-no-steps"),
+    ],
+)
+def test_goal_achievement(
+    kind: CaseKind, steps: list[StepOutcome], counts: tuple[int, int], label: str, rate: float | None
+) -> None:
+    goals = goal_achievement(transcript(kind, steps))
+    assert ((goals.complete, goals.total), goals.label, goals.rate) == (counts, label, rate)
+    assert goals.steps == steps
+
+
+def test_goal_achievement_sorts_steps_and_describes_each() -> None:
+    steps = [
+        step(2, "blocked", BLOCKED_RATIONALE, blocked_by=1, blocked_by_goal="goal 2"),
+        step(0, "complete", "greeted"),
+        step(1, "incomplete", "not met within 3 turns"),
+        step(3, "not_attempted"),
+    ]
+    goals = goal_achievement(transcript("simulation", steps))
+    assert [s.index for s in goals.steps] == [0, 1, 2, 3]
+    assert goals.lines() == [
+        "1. goal 1: complete — greeted",
+        "2. goal 2: not complete — not met within 3 turns",
+        f"3. goal 3: blocked by step 2 (goal 2) — {BLOCKED_RATIONALE}",
+        "4. goal 4: not complete (not attempted)",
+    ]
+
+
+# -- case outcome ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("trans", "scores", "outcome", "reasons"),
+    [
+        pytest.param(transcript(), [], "pass", [], id="no-scores-pass"),
+        pytest.param(transcript(), [score("met"), score("met")], "pass", [], id="all-met-pass"),
+        pytest.param(transcript(), [score("met"), score("n/a", "h", "no claim")], "pass", [], id="n/a-ignored"),
+        pytest.param(
+            transcript(),
+            [score("met"), score("not_met", "x", "bad", required=False), score("error", "y", "boom", required=False)],
+            "pass",
+            [],
+            id="non-required-ignored",
+        ),
+        pytest.param(
+            transcript(),
+            [score("met"), score("unsure", "goal", "cannot tell")],
+            "unsure",
+            ["goal: cannot tell"],
+            id="unsure",
+        ),
+        pytest.param(
+            transcript(),
+            [score("unsure", "goal", "cannot tell"), score("not_met", "keywords", "missing 'refund'")],
+            "fail",
+            ["keywords: missing 'refund'"],
+            id="fail-over-unsure",
+        ),
+        pytest.param(
+            transcript(),
+            [
+                score("not_met", "keywords", "missing 'refund'"),
+                score("not_met", "tool", "lookup_order not called"),
+                score("not_met", "keywords", "missing 'refund'"),
+                score("not_met", "empty reason"),
+            ],
+            "fail",
+            ["keywords: missing 'refund'", "tool: lookup_order not called", "empty reason"],
+            id="fail-reasons-in-order-deduplicated",
+        ),
+        pytest.param(
+            transcript(),
+            [score("not_met", "keywords", "missing"), score("error", "hallucination turn 2", "invalid JSON")],
+            "error",
+            ["hallucination turn 2: judge error: invalid JSON"],
+            id="required-score-error-over-fail",
+        ),
+        pytest.param(
+            transcript(),
+            [score("error", "goal", ""), score("error", "goal", "")],
+            "error",
+            ["goal: judge error"],
+            id="score-error-without-reason-deduplicated",
+        ),
+        pytest.param(
+            transcript(stop_reason="error", error="agent down: connection refused"),
+            [score("met"), score("not_met", "k", "missing"), score("error", "goal", "timeout")],
+            "error",
+            ["agent down: connection refused", "goal: judge error: timeout"],
+            id="transcript-error-first",
+        ),
+        pytest.param(
+            transcript(stop_reason="error"),
+            [],
+            "error",
+            ["the run stopped with an error"],
+            id="transcript-error-without-message",
+        ),
+        pytest.param(
+            transcript(stop_reason="step_failed"),
+            [score("met")],
+            "pass",
+            [],
+            id="other-stop-reasons-decided-by-scores",
+        ),
+    ],
+)
+def test_case_outcome(trans: Transcript, scores: list[Score], outcome: Outcome, reasons: list[str]) -> None:
+    assert case_outcome(trans, scores) == (outcome, reasons)
+
+
+# -- task completion ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("outcome", "expected"),
+    [
+        pytest.param("pass", 1, id="pass"),
+        pytest.param("fail", 0, id="fail"),
+        pytest.param("error", 0, id="error-is-not-completion"),
+        pytest.param("unsure", None, id="unsure-unknown"),
+    ],
+)
+def test_task_completion(outcome: Outcome, expected: int | None) -> None:
+    assert task_completion(result(outcome)) == expected
+
+
+@pytest.mark.parametrize(
+    ("trans", "scores", "expected"),
+    [
+        pytest.param(
+            transcript("simulation", [step(0, "complete"), step(1, "incomplete"), step(2, "blocked", blocked_by=1)]),
+            [
+                score("met", metric="goal_achievement", value=1.0),
+                score("not_met", metric="goal_achievement", value=0.0),
+                score("met", metric="tool_call_correctness", value=1.0),
+                score("not_met", metric="tool_call_correctness", value=0.5),
+                score("not_met", metric="hallucination", value=1.0, required=False),
+                score("met", metric="hallucination", value=0.0, required=False),
+                score("n/a", metric="hallucination"),
+            ],
+            {
+                "goals_complete": 1.0,
+                "goals_total": 3.0,
+                "goal_achievement": 1 / 3,  # from the transcript, not the mean of the scores' values
+                "task_completion": 0.0,
+                "hallucinations": 1.0,
+                "turns": 0.0,
+                "tool_call_correctness": 0.75,
+                "hallucination": 0.5,
+            },
+            id="simulation",
+        ),
+        pytest.param(
+            transcript("golden"),
+            [score("unsure", metric="semantic_match", value=2.0)],
+            {
+                "goals_complete": 0.0,
+                "goals_total": 0.0,
+                "goal_achievement": None,
+                "task_completion": None,
+                "hallucinations": 0.0,
+                "turns": 0.0,
+                "semantic_match": 2.0,
+            },
+            id="golden-unsure",
+        ),
+    ],
+)
+def test_case_metrics(trans: Transcript, scores: list[Score], expected: dict[str, float | None]) -> None:
+    assert case_metrics(trans, scores) == expected
+
+
+# -- breakdown and correctness --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "breakdown", "value"),
+    [
+        pytest.param([], Breakdown(), None, id="empty-run"),
+        pytest.param(["pass", "pass"], Breakdown(passed=2), 1.0, id="all-pass"),
+        pytest.param(["pass", "fail", "fail", "pass"], Breakdown(passed=2, failed=2), 0.5, id="half"),
+        pytest.param(["pass", "error"], Breakdown(passed=1, error=1), 0.5, id="error-counts-as-failure"),
+        pytest.param(
+            ["pass", "unsure", "unsure", "unsure"], Breakdown(passed=1, unsure=3), 0.25, id="unsure-not-passed"
+        ),
+        pytest.param(
+            ["pass", "fail", "error", "unsure", "pass"],
+            Breakdown(passed=2, failed=1, error=1, unsure=1),
+            0.4,
+            id="mixed",
+        ),
+        pytest.param(["error"], Breakdown(error=1), 0.0, id="only-errors"),
+    ],
+)
+def test_breakdown_and_correctness(outcomes: list[Outcome], breakdown: Breakdown, value: float | None) -> None:
+    counted = Breakdown.of(outcomes)
+    assert counted == breakdown
+    assert counted.total == len(outcomes)
+    assert counted.correctness == value
+    assert correctness(outcomes) == value
+
+
+def test_breakdown_rejects_unknown_outcome() -> None:
+    with pytest.raises(ValueError, match="unknown outcome 'passed'"):
+        Breakdown.of(["pass", "passed"])  # type: ignore[list-item]
+
+
+# -- metric summary -------------------------------------------------------------------------------------------
+
+
+def test_metric_summary_counts_and_means() -> None:
+    results = [
+        result(
+            "fail",
+            [
+                score("met", metric="semantic_match", value=4.0),
+                score("not_met", metric="semantic_match", value=1.0),
+                score("n/a", metric="hallucination"),
+                score("met", metric="hallucination", value=1.0),
+            ],
+        ),
+        result(
+            "error",
+            [
+                score("unsure", metric="semantic_match", value=2.5),
+                score("error", metric="goal"),
+                score("not_met", metric="hallucination", value=0.0, required=False),
+            ],
+        ),
+        result("pass"),
+    ]
+    assert metric_summary(results) == {
+        "semantic_match": MetricSummary(
+            metric="semantic_match", count=3, met=1, not_met=1, unsure=1, mean=2.5, values=3
+        ),
+        "hallucination": MetricSummary(
+            metric="hallucination", count=3, met=1, not_met=1, not_applicable=1, mean=0.5, values=2
+        ),
+        "goal": MetricSummary(metric="goal", count=1, error=1, mean=None, values=0),
+    }
+    assert list(metric_summary(results)) == ["semantic_match", "hallucination", "goal"]
+
+
+@pytest.mark.parametrize(
+    ("results", "expected"),
+    [
+        pytest.param([], {}, id="empty-run"),
+        pytest.param([result("pass")], {}, id="no-scores"),
+        pytest.param(
+            [result("pass", [score("n/a", metric="h"), score("n/a", metric="h")])],
+            {"h": MetricSummary(metric="h", count=2, not_applicable=2, mean=None, values=0)},
+            id="all-values-none",
+        ),
+    ],
+)
+def test_metric_summary_edges(results: list[CaseResult], expected: dict[str, MetricSummary]) -> None:
+    assert metric_summary(results) == expected
+
+
+# -- repeats --------------------------------------------------------------------------------------------------
+
+# Wilson by hand, z² = 3.841459: 8/10 -> p = 0.8, 1 + z²/10 = 1.384146, centre = (0.8 + 0.192073) / 1.384146
+# = 0.716739, half = 1.959964 / 1.384146 · sqrt(0.016 + 0.009604) = 0.226577 -> (0.490, 0.943).
+# 3/3 -> p = 1: sqrt(p(1-p)/k + z²/4k²) = z/2k, so low = k / (k + z²) = 3 / 6.841459 = 0.438503, high = 1.
+# 5/10 -> centre 0.5, half = 1.959964 / 1.384146 · sqrt(0.025 + 0.009604) = 0.263407 -> (0.237, 0.763).
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "expected"),
+    [
+        pytest.param([], RepeatStats(0, 0, None, None, None, None, None), id="k0-nothing-to-measure"),
+        pytest.param(["pass"], RepeatStats(1, 1, 1.0, 1.0, 1.0, (0.207, 1.0), "stable"), id="k1-pass-stable"),
+        pytest.param(["fail"], RepeatStats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-fail-broken"),
+        pytest.param(["error"], RepeatStats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-error-broken"),
+        pytest.param(["unsure"], RepeatStats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-unsure-broken"),
+        pytest.param(
+            ["pass", "pass", "pass"], RepeatStats(3, 3, 1.0, 1.0, 1.0, (0.439, 1.0), "stable"), id="k3-stable"
+        ),
+        pytest.param(
+            ["pass", "error", "pass"],
+            RepeatStats(3, 2, 2 / 3, 1.0, 0.0, (0.208, 0.939), "flaky"),
+            id="k3-error-is-failure-flaky",
+        ),
+        pytest.param(
+            ["fail", "unsure", "error"], RepeatStats(3, 0, 0.0, 0.0, 0.0, (0.0, 0.561), "broken"), id="k3-broken"
+        ),
+        pytest.param(
+            ["pass"] * 8 + ["fail", "error"],
+            RepeatStats(10, 8, 0.8, 1.0, 0.0, (0.490, 0.943), "flaky"),
+            id="k10-8-of-10",
+        ),
+        pytest.param(
+            ["pass", "fail"] * 5, RepeatStats(10, 5, 0.5, 1.0, 0.0, (0.237, 0.763), "flaky"), id="k10-5-of-10"
+        ),
+        pytest.param(["pass"] * 10, RepeatStats(10, 10, 1.0, 1.0, 1.0, (0.722, 1.0), "stable"), id="k10-stable"),
+    ],
+)
+def test_repeat_stats(outcomes: list[Outcome], expected: RepeatStats) -> None:
+    stats = repeat_stats(outcomes)
+    assert (stats.k, stats.passes, stats.label) == (expected.k, expected.passes, expected.label)
+    assert (stats.pass_rate, stats.pass_at_k, stats.pass_hat_k) == (
+        expected.pass_rate,
+        expected.pass_at_k,
+        expected.pass_hat_k,
+    )
+    if expected.wilson is None:
+        assert stats.wilson is None
+    else:
+        assert stats.wilson is not None
+        assert [round(bound, 3) for bound in stats.wilson] == list(expected.wilson)
+
+
+def test_repeat_stats_rejects_unknown_outcome() -> None:
+    with pytest.raises(ValueError, match="unknown outcome 'ok'"):
+        repeat_stats(["pass", "ok"])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    ("passes", "k", "expected"),
+    [
+        pytest.param(8, 10, (0.4901624715366418, 0.9433178485456248), id="8-of-10"),
+        pytest.param(3, 3, (3 / (3 + Z_95**2), 1.0), id="all-pass-low-is-k-over-k-plus-z2"),
+        pytest.param(0, 3, (0.0, 1 - 3 / (3 + Z_95**2)), id="none-pass-mirrors-all-pass"),
+        pytest.param(10, 10, (10 / (10 + Z_95**2), 1.0), id="high-exactly-one"),
+    ],
+)
+def test_wilson_interval(passes: int, k: int, expected: tuple[float, float]) -> None:
+    interval = wilson_interval(passes, k)
+    assert interval is not None
+    assert interval == pytest.approx(expected, abs=1e-12)
+    assert 0.0 <= interval[0] <= passes / k <= interval[1] <= 1.0
+
+
+def test_wilson_interval_exact_edges_and_k0() -> None:
+    assert wilson_interval(0, 0) is None
+    low, _ = wilson_interval(0, 7) or (math.nan, math.nan)
+    _, high = wilson_interval(7, 7) or (math.nan, math.nan)
+    assert (low, high) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("passes", "k"),
+    [
+        pytest.param(-1, 3, id="negative-passes"),
+        pytest.param(4, 3, id="passes-over-k"),
+        pytest.param(0, -1, id="neg-k"),
+    ],
+)
+def test_wilson_interval_rejects(passes: int, k: int) -> None:
+    with pytest.raises(ValueError, match=r"passes must be within 0\.\.k"):
+        wilson_interval(passes, k)
+
+
+# -- estimators -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "k", "expected"),
+    [
+        pytest.param(10, 3, 1, 0.3, id="k1-is-pass-rate"),  # 1 - C(7,1)/C(10,1) = 1 - 7/10
+        pytest.param(5, 5, 3, 1.0, id="all-pass"),  # n - c = 0 < k
+        pytest.param(10, 0, 5, 0.0, id="none-pass"),
+        pytest.param(10, 3, 2, 8 / 15, id="n10-c3-k2"),  # 1 - C(7,2)/C(10,2) = 1 - 21/45 = 24/45
+        pytest.param(10, 3, 8, 1.0, id="fewer-failures-than-k"),  # n - c = 7 < 8
+        pytest.param(10, 3, 7, 1 - 1 / 120, id="n-minus-c-equals-k"),  # 1 - C(7,7)/C(10,7) = 1 - 1/120
+        pytest.param(4, 1, 4, 1.0, id="k-equals-n"),
+    ],
+)
+def test_pass_at_k_estimate(n: int, c: int, k: int, expected: float) -> None:
+    assert pass_at_k_estimate(n, c, k) == expected
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "k", "expected"),
+    [
+        pytest.param(10, 3, 2, 1 / 15, id="n10-c3-k2"),  # C(3,2)/C(10,2) = 3/45
+        pytest.param(10, 3, 1, 0.3, id="k1-is-pass-rate"),
+        pytest.param(10, 3, 4, 0.0, id="fewer-passes-than-k"),
+        pytest.param(5, 5, 3, 1.0, id="all-pass"),
+        pytest.param(10, 0, 1, 0.0, id="none-pass"),
+        pytest.param(10, 8, 5, float(Fraction(56, 252)), id="n10-c8-k5"),  # C(8,5)/C(10,5)
+    ],
+)
+def test_pass_hat_k_estimate(n: int, c: int, k: int, expected: float) -> None:
+    assert pass_hat_k_estimate(n, c, k) == expected
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "k", "message"),
+    [
+        pytest.param(3, 1, 4, r"k \(the sampling budget\) cannot exceed n \(runs\) \(got k=4, n=3\)", id="k-over-n"),
+        pytest.param(-1, 0, 1, r"must not be negative \(got n=-1, c=0, k=1\)", id="negative-n"),
+        pytest.param(5, -1, 1, r"must not be negative \(got n=5, c=-1, k=1\)", id="negative-c"),
+        pytest.param(5, 1, -2, r"must not be negative \(got n=5, c=1, k=-2\)", id="negative-k"),
+        pytest.param(5, 6, 1, r"c \(passing runs\) cannot exceed n \(runs\) \(got c=6, n=5\)", id="c-over-n"),
+        pytest.param(5, 1, 0, r"k \(the sampling budget\) must be at least 1", id="k-zero"),
+        pytest.param(0, 0, 1, r"cannot exceed n", id="no-runs"),
+    ],
+)
+def test_estimators_reject(n: int, c: int, k: int, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        pass_at_k_estimate(n, c, k)
+    with pytest.raises(ValueError, match=message):
+        pass_hat_k_estimate(n, c, k)
+
+
+def test_estimators_match_brute_force_enumeration() -> None:
+    # Over every subset of k runs from n (c of them passing): the fraction with any pass / all passes.
+    from itertools import combinations
+
+    for n in range(1, 7):
+        for c in range(n + 1):
+            runs = [True] * c + [False] * (n - c)
+            for k in range(1, n + 1):
+                draws = list(combinations(runs, k))
+                assert pass_at_k_estimate(n, c, k) == pytest.approx(sum(any(d) for d in draws) / len(draws))
+                assert pass_hat_k_estimate(n, c, k) == pytest.approx(sum(all(d) for d in draws) / len(draws))
+
+
+# -- judge agreement ------------------------------------------------------------------------------------------
+
+# Classic 2x2 (50 items): human yes & judge yes 20, yes/no 5, no/yes 10, no/no 15.
+# p_o = 35/50 = 0.7; human yes 25/50, judge yes 30/50 -> p_e = 0.5·0.6 + 0.5·0.4 = 0.5; kappa = 0.2/0.5 = 0.4.
+CLASSIC = [("yes", "yes")] * 20 + [("yes", "no")] * 5 + [("no", "yes")] * 10 + [("no", "no")] * 15
+
+
+@pytest.mark.parametrize(
+    ("pairs", "accuracy", "kappa"),
+    [
+        pytest.param([], None, None, id="empty"),
+        pytest.param([("met", "met"), ("not_met", "not_met"), ("unsure", "unsure")], 1.0, 1.0, id="perfect"),
+        pytest.param(CLASSIC, 0.7, 0.4, id="classic-2x2"),
+        # p_o = 0, p_e = 0.5·0.5 + 0.5·0.5 = 0.5 -> kappa = -0.5/0.5 = -1.
+        pytest.param([("met", "not_met"), ("not_met", "met")], 0.0, -1.0, id="total-disagreement"),
+        # Every item labelled "met" by both: p_e = 1 -> degenerate, p_o = 1 -> 1.0.
+        pytest.param([("met", "met")] * 4, 1.0, 1.0, id="all-same-label-degenerate"),
+        # A judge that always says "met": p_o = 3/4, p_e = 3/4·1 = 3/4 -> kappa 0 (chance level).
+        pytest.param([("met", "met")] * 3 + [("not_met", "met")], 0.75, 0.0, id="constant-judge-is-chance"),
+        # Judge uses a label humans never use: union {met, not_met, unsure}; p_o = 1/2,
+        # p_e = (1/2·1/4) + (1/2·1/4) + 0 = 1/4 -> kappa = (1/2 - 1/4) / (3/4) = 1/3.
+        pytest.param(
+            [("met", "met"), ("met", "unsure"), ("not_met", "not_met"), ("not_met", "unsure")],
+            0.5,
+            1 / 3,
+            id="judge-only-category",
+        ),
+    ],
+)
+def test_agreement(pairs: list[tuple[str, str]], accuracy: float | None, kappa: float | None) -> None:
+    result = agreement(pairs)
+    assert result.n == len(pairs)
+    assert result.accuracy == accuracy
+    if kappa is None:
+        assert result.cohen_kappa is None
+    else:
+        assert result.cohen_kappa == pytest.approx(kappa, abs=1e-12)
+
+
+def test_agreement_confusion_and_disagreements() -> None:
+    pairs = [("met", "met"), ("met", "not_met"), ("not_met", "not_met"), ("met", "not_met"), ("unsure", "met")]
+    assert agreement(pairs) == Agreement(
+        n=5,
+        accuracy=0.4,
+        # h: met 3, not_met 1, unsure 1; j: met 2, not_met 3 -> Σ h_c j_c = 6 + 3 = 9;
+        # kappa = (5·2 - 9) / (25 - 9) = 1/16.
+        cohen_kappa=1 / 16,
+        confusion={("met", "met"): 1, ("met", "not_met"): 2, ("not_met", "not_met"): 1, ("unsure", "met"): 1},
+        disagreements=[1, 3, 4],
+    )
+    assert list(agreement(pairs).confusion) == [
+        ("met", "met"),
+        ("met", "not_met"),
+        ("not_met", "not_met"),
+        ("unsure", "met"),
+    ]
+    assert agreement(CLASSIC).confusion == {("yes", "yes"): 20, ("yes", "no"): 5, ("no", "yes"): 10, ("no", "no"): 15}
+    assert agreement([]).confusion == {}
+    assert agreement([]).disagreements == []
