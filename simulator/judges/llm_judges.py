@@ -1,0 +1,475 @@
+"""The LLM judge: the questions only a model can answer about a transcript, each one verdict with its reason.
+
+Design
+  * One verdict per criterion. Every question asks the judge model for one small, explicit JSON reply
+    (a pydantic schema, validated by :meth:`LLMClient.structured`, which re-asks on malformed replies), and
+    becomes one :class:`~simulator.models.scores.Score` with ``source="judge"``, the model's reason and,
+    where the metric has one, its number.
+  * Side errors are asked separately. A judge grading the core of an answer against a reference overlooks a
+    wrong side remark ("...and you can return it within 90 days"), so each ``must_not_state`` claim of a
+    reference answer is its own request naming exactly that claim, and its own ``side_claim`` score.
+  * Contradictions are ``unsure``. A reference judge that says "pass" with a score below the pass mark (or
+    "fail" with a score at or above it) contradicted itself; neither half is trusted, and the score says so.
+  * No model, no guess. Without a judge model every question is ``unsure`` with the reason
+    :data:`~simulator.judges.step.NO_JUDGE`; a model that fails, or whose reply stays unusable after the
+    client's retries, gives ``error`` with the message (and the last raw reply in ``raw``). Model trouble is
+    never raised: it is a verdict in the report.
+  * Deterministic shortcuts come before the model and are marked ``source="deterministic"``: a reply that
+    is the expected message (ignoring case and whitespace) is a semantic match of 4; an empty reply
+    matches nothing (0); a turn without a message makes no claim (``n/a``); a case without a user goal
+    scores goal satisfaction -1 (``n/a``).
+  * The judge judges what happened: the prompts show tool calls with their status and results, and tell the
+    model that a claim of data or of an action that no tool call supports is not evidence.
+
+Prompts
+  The built-in prompts are the ``prompts/*.md`` files next to this module, one per question (see
+  :data:`PROMPT_PLACEHOLDERS`). A prompt is a ``str.format`` template with named ``{placeholders}`` and
+  literal braces written ``{{ }}``; a leading ``<!-- ... -->`` comment documents it and is removed before
+  sending. A suite can replace any of them (``judge_prompts``); an override that uses a placeholder its
+  question does not fill is a :class:`~simulator.errors.JudgeError` naming it, raised when the judge is made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import re
+import string
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, Field, model_validator
+
+from simulator.errors import JudgeError, ModelError
+from simulator.judges.step import NO_JUDGE, render_conversation
+from simulator.llm import LLMClient, Role, StructuredOutputError
+from simulator.models.case import ReferenceAnswerSpec
+from simulator.models.scores import Score, ScoreSource, ScoreVerdict
+from simulator.models.transcript import AgentEvent
+
+__all__ = [
+    "PROMPT_PLACEHOLDERS",
+    "ExpectationReply",
+    "GoalSatisfactionReply",
+    "HallucinationReply",
+    "LLMJudge",
+    "ReferenceAnswerReply",
+    "SemanticMatchReply",
+    "SideClaimReply",
+    "builtin_prompt",
+    "check_prompt",
+]
+
+#: Every judge prompt by name, with the placeholders its question fills (an override may use any of them).
+PROMPT_PLACEHOLDERS: Mapping[str, frozenset[str]] = types.MappingProxyType(
+    {
+        "reference_answer": frozenset({"question", "answer", "reference", "threshold"}),
+        "side_claim": frozenset({"question", "answer", "claim"}),
+        "semantic_match": frozenset({"expected", "actual", "context"}),
+        "hallucination": frozenset({"turn", "context"}),
+        "goal_satisfaction": frozenset({"goal", "conversation"}),
+        "expectation": frozenset({"expectation", "conversation"}),
+    }
+)
+
+R = TypeVar("R", bound=BaseModel)
+
+# --------------------------------------------------------------------------------------------------------------
+# Reply schemas: what the judge model answers, one small JSON object per question. Every field is required
+# (providers with strict structured output demand it); extra keys are ignored rather than re-asked.
+
+
+class ReferenceAnswerReply(BaseModel):
+    """The core answer against the reference: a 0-100 score and a verdict that must agree with it."""
+
+    score: int = Field(ge=0, le=100)
+    verdict: Literal["pass", "fail", "unsure"]
+    reason: str = Field(min_length=1)
+
+
+class SideClaimReply(BaseModel):
+    """Whether the answer states or implies one claim that must not be stated, with the words that do."""
+
+    stated: Literal["yes", "no", "unsure"]
+    quote: str
+    reason: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _quote_when_stated(self) -> SideClaimReply:
+        if self.stated == "yes" and not self.quote.strip():
+            raise ValueError('quote must give the words of the answer that state the claim when stated is "yes"')
+        return self
+
+
+class SemanticMatchReply(BaseModel):
+    """How far the actual message means the same as the expected one: 0 contradiction to 4 fully consistent."""
+
+    score: int = Field(ge=0, le=4)
+    reason: str = Field(min_length=1)
+
+
+class HallucinationReply(BaseModel):
+    """Whether a turn makes a claim its context does not support (1), makes only supported ones (0), or none."""
+
+    verdict: Literal["unsupported", "supported", "no_claim"]
+    claim: str
+    reason: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _claim_when_unsupported(self) -> HallucinationReply:
+        if self.verdict == "unsupported" and not self.claim.strip():
+            raise ValueError('claim must quote the unsupported claim when verdict is "unsupported"')
+        return self
+
+
+class GoalSatisfactionReply(BaseModel):
+    """Whether the conversation satisfied the user's goal."""
+
+    satisfied: bool
+    reason: str = Field(min_length=1)
+
+
+class ExpectationReply(BaseModel):
+    """Whether the conversation meets one expectation written in words."""
+
+    verdict: Literal["met", "not_met", "unsure"]
+    reason: str = Field(min_length=1)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Prompts
+
+_HEADER = re.compile(r"\A\s*<!--.*?-->\s*", re.DOTALL)
+_FIELD_BASE = re.compile(r"[.\[]")
+
+
+def builtin_prompt(name: str) -> str:
+    """The text of the built-in prompt ``name``, header comment included (as shipped in ``prompts/``)."""
+    if name not in PROMPT_PLACEHOLDERS:
+        raise JudgeError(_unknown_prompt(name))
+    return resources.files("simulator.judges").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
+
+
+def check_prompt(name: str, text: str, *, origin: str = "override") -> str:
+    """Check a prompt template for question ``name`` and return it without its header comment.
+
+    Raises :class:`JudgeError` for an unknown prompt name, an empty template, unbalanced braces, positional
+    ``{}`` fields, or a placeholder the question does not fill (naming it and the ones it may use).
+    """
+    if name not in PROMPT_PLACEHOLDERS:
+        raise JudgeError(_unknown_prompt(name))
+    allowed = PROMPT_PLACEHOLDERS[name]
+    where = f"judge prompt {name!r} ({origin})"
+    template = _HEADER.sub("", text, count=1)
+    if not template.strip():
+        raise JudgeError(f"{where} is empty")
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
+    except ValueError as exc:
+        raise JudgeError(f"{where} is not a valid template ({exc}); write literal braces as {{{{ and }}}}") from None
+    for field in fields:
+        base = _FIELD_BASE.split(field, maxsplit=1)[0]
+        if not base or base.isdigit():
+            raise JudgeError(
+                f"{where} has a positional placeholder {{{field}}}; use the named placeholders "
+                f"{_names(allowed)}, and write literal braces as {{{{ and }}}}"
+            )
+        if not base.isidentifier():
+            raise JudgeError(
+                f"{where} has {{{field}}}, which is not a placeholder: write literal braces as {{{{ and }}}} "
+                f"(the placeholders are {_names(allowed)})"
+            )
+        if base not in allowed:
+            raise JudgeError(_not_filled(where, base, allowed))
+    return template
+
+
+@functools.cache
+def _builtin_template(name: str) -> str:
+    return check_prompt(name, builtin_prompt(name), origin="built-in")
+
+
+def _unknown_prompt(name: str) -> str:
+    return f"there is no judge prompt {name!r}; the judge prompts are {', '.join(sorted(PROMPT_PLACEHOLDERS))}"
+
+
+def _names(placeholders: frozenset[str]) -> str:
+    return ", ".join(f"{{{name}}}" for name in sorted(placeholders))
+
+
+def _not_filled(where: str, placeholder: str, allowed: frozenset[str]) -> str:
+    return f"{where} uses the placeholder {{{placeholder}}}, which its question does not fill: use {_names(allowed)}"
+
+
+class _Values(dict[str, str]):
+    """The values a template is filled with; a placeholder without one is a JudgeError naming it."""
+
+    def __init__(self, where: str, values: Mapping[str, str]) -> None:
+        super().__init__(values)
+        self.where = where
+
+    def __missing__(self, key: str) -> str:
+        raise JudgeError(_not_filled(self.where, key, frozenset(self)))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The judge
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """The judge model gave no usable verdict: why, and its last reply when it had one."""
+
+    reason: str
+    raw: str | None = None
+
+
+class LLMJudge:
+    """Asks the judge model the questions deterministic checks cannot answer; every answer is a Score.
+
+    ``prompts`` maps a prompt name (a key of :data:`PROMPT_PLACEHOLDERS`) to the text of a template that
+    replaces the built-in one; it is checked here, so a bad override fails before any conversation runs.
+    """
+
+    def __init__(self, llm: LLMClient | None, *, prompts: Mapping[str, str] | None = None) -> None:
+        self._llm = llm
+        self._overrides = {name: check_prompt(name, text) for name, text in (prompts or {}).items()}
+
+    @property
+    def has_model(self) -> bool:
+        """Whether a judge model is configured (without one, every question is ``unsure``)."""
+        return self._llm is not None and self._llm.settings(Role.JUDGE).model is not None
+
+    def prompt(self, name: str) -> str:
+        """The template used for question ``name``: the override if one was given, else the built-in one."""
+        if name in self._overrides:
+            return self._overrides[name]
+        return _builtin_template(name)
+
+    # -- questions -------------------------------------------------------------------------------------------
+
+    async def reference_answer(
+        self,
+        *,
+        question: str,
+        answer: str,
+        reference: ReferenceAnswerSpec,
+        threshold: float,
+        turn: int | None = None,
+    ) -> list[Score]:
+        """Score ``answer`` against the reference (0-100, metric ``reference_answer``), then ask about each
+        ``must_not_state`` claim on its own (metric ``side_claim``). The core score comes first."""
+        core = _Question("reference_answer", f"reference answer: {_short(reference.answer)}", threshold, turn)
+        claims = [_Question("side_claim", f"must not state: {_short(c)}", turn=turn) for c in reference.must_not_state]
+        if not self.has_model:
+            return [question.unjudged() for question in (core, *claims)]
+        core_task = self._ask(
+            "reference_answer",
+            {"question": question, "answer": answer, "reference": reference.answer, "threshold": _number(threshold)},
+            ReferenceAnswerReply,
+        )
+        claim_tasks = asyncio.gather(
+            *(
+                self._ask("side_claim", {"question": question, "answer": answer, "claim": claim}, SideClaimReply)
+                for claim in reference.must_not_state
+            )
+        )
+        core_reply, claim_replies = await asyncio.gather(core_task, claim_tasks)
+        scores = [_reference_score(core, core_reply, threshold)]
+        scores.extend(_side_claim_score(q, reply) for q, reply in zip(claims, claim_replies, strict=True))
+        return scores
+
+    async def semantic_match(
+        self, *, expected: str, actual: str, context: str, threshold: float, turn: int | None = None
+    ) -> Score:
+        """How far ``actual`` means the same as ``expected``: 0 (contradiction) to 4 (fully consistent);
+        met at ``threshold`` or above. Identical texts (ignoring case and whitespace) score 4 without a model."""
+        q = _Question("semantic_match", f"semantic match with: {_short(expected)}", threshold, turn)
+        if _normalise(expected) == _normalise(actual):
+            reason = "the reply is the expected message (same text, ignoring case and whitespace)"
+            return q.score("met", reason, value=4, source="deterministic")
+        if not actual.strip():
+            return q.score("not_met", "the agent sent no message", value=0, source="deterministic")
+        if not self.has_model:
+            return q.unjudged()
+        reply = await self._ask(
+            "semantic_match", {"expected": expected, "actual": actual, "context": context}, SemanticMatchReply
+        )
+        if isinstance(reply, _Failed):
+            return q.failed(reply)
+        return q.score("met" if reply.score >= threshold else "not_met", reply.reason, value=reply.score)
+
+    async def hallucination(self, *, turn: AgentEvent, context: str, required: bool = True) -> Score:
+        """Whether ``turn`` claims something ``context`` and its own tool results do not support: value 1
+        (``not_met``), 0 (``met``), or ``n/a`` when it makes no factual claim. ``required`` is the suite's
+        ``fail_on_hallucination``."""
+        check = f"turn {turn.turn}: no claim its context does not support"
+        q = _Question("hallucination", check, turn=turn.turn, step=turn.step, required=required)
+        if not turn.text.strip():
+            return q.score("n/a", "the turn has no message to the user, so it makes no claim", source="deterministic")
+        if not self.has_model:
+            return q.unjudged()
+        reply = await self._ask("hallucination", {"turn": _render_turn(turn), "context": context}, HallucinationReply)
+        if isinstance(reply, _Failed):
+            return q.failed(reply)
+        if reply.verdict == "unsupported":
+            return q.score("not_met", f"unsupported claim: “{reply.claim.strip()}”: {reply.reason}", value=1)
+        if reply.verdict == "supported":
+            return q.score("met", reply.reason, value=0)
+        return q.score("n/a", reply.reason)
+
+    async def goal_satisfaction(self, *, goal: str | None, conversation: str) -> Score:
+        """Whether the conversation satisfied the user's ``goal``: 1 (``met``) or 0 (``not_met``); -1 and
+        ``n/a`` when there is no goal (no model is asked)."""
+        if goal is None or not goal.strip():
+            return _Question("goal_satisfaction", "user goal").score(
+                "n/a", "no user goal was given", value=-1, source="deterministic"
+            )
+        q = _Question("goal_satisfaction", f"user goal: {_short(goal)}")
+        if not self.has_model:
+            return q.unjudged()
+        reply = await self._ask(
+            "goal_satisfaction", {"goal": goal, "conversation": conversation}, GoalSatisfactionReply
+        )
+        if isinstance(reply, _Failed):
+            return q.failed(reply)
+        if reply.satisfied:
+            return q.score("met", reply.reason, value=1)
+        return q.score("not_met", reply.reason, value=0)
+
+    async def expectation(
+        self, *, text: str, conversation: str, turn: int | None = None, step: int | None = None
+    ) -> Score:
+        """Whether the conversation meets the expectation ``text`` (words): met, not_met or unsure."""
+        q = _Question("expectation", f"expectation: {_short(text)}", turn=turn, step=step)
+        if not self.has_model:
+            return q.unjudged()
+        reply = await self._ask("expectation", {"expectation": text, "conversation": conversation}, ExpectationReply)
+        if isinstance(reply, _Failed):
+            return q.failed(reply)
+        return q.score(reply.verdict, reply.reason)
+
+    # -- asking ----------------------------------------------------------------------------------------------
+
+    def _render(self, name: str, values: Mapping[str, str]) -> str:
+        origin = "override" if name in self._overrides else "built-in"
+        # A blank value would leave an empty section that a model may read as missing input: say it is empty.
+        texts = {key: value if value.strip() else "(empty)" for key, value in values.items()}
+        filled = _Values(f"judge prompt {name!r} ({origin})", texts)
+        try:
+            return self.prompt(name).format_map(filled)
+        except (ValueError, IndexError, AttributeError, TypeError) as exc:
+            raise JudgeError(f"judge prompt {name!r} ({origin}) could not be filled: {exc}") from None
+
+    async def _ask(self, name: str, values: Mapping[str, str], schema: type[R]) -> R | _Failed:
+        assert self._llm is not None
+        messages = [{"role": "user", "content": self._render(name, values)}]
+        try:
+            return await self._llm.structured(Role.JUDGE, messages, schema)
+        except StructuredOutputError as exc:
+            return _Failed(f"the judge model gave no usable reply: {exc}", exc.raw)
+        except ModelError as exc:
+            return _Failed(f"the judge model failed: {exc}")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Turning replies into scores
+
+
+@dataclass(frozen=True)
+class _Question:
+    """What one score is about; makes the Score for each way the question can end."""
+
+    metric: str
+    check: str
+    threshold: float | None = None
+    turn: int | None = None
+    step: int | None = None
+    required: bool = True
+
+    def score(
+        self,
+        verdict: ScoreVerdict,
+        reason: str,
+        *,
+        value: float | None = None,
+        source: ScoreSource = "judge",
+        raw: str | None = None,
+    ) -> Score:
+        return Score(
+            metric=self.metric,
+            check=self.check,
+            source=source,
+            verdict=verdict,
+            value=value,
+            threshold=self.threshold,
+            reason=reason,
+            required=self.required,
+            turn=self.turn,
+            step=self.step,
+            raw=raw,
+        )
+
+    def unjudged(self) -> Score:
+        """No judge model: not guessed."""
+        return self.score("unsure", NO_JUDGE)
+
+    def failed(self, failure: _Failed) -> Score:
+        """The judge model failed or never gave a usable reply."""
+        return self.score("error", failure.reason, raw=failure.raw)
+
+
+def _reference_score(q: _Question, reply: ReferenceAnswerReply | _Failed, threshold: float) -> Score:
+    if isinstance(reply, _Failed):
+        return q.failed(reply)
+    passed = reply.score >= threshold
+    mark = _number(threshold)
+    if reply.verdict == "pass" and not passed:
+        reason = (
+            f"the judge contradicted itself: it said pass but scored {reply.score}, below the pass mark {mark}; "
+            f"its reason: {reply.reason}"
+        )
+        return q.score("unsure", reason, value=reply.score)
+    if reply.verdict == "fail" and passed:
+        reason = (
+            f"the judge contradicted itself: it said fail but scored {reply.score}, at or above the pass mark "
+            f"{mark}; its reason: {reply.reason}"
+        )
+        return q.score("unsure", reason, value=reply.score)
+    verdict: ScoreVerdict = "unsure" if reply.verdict == "unsure" else "met" if passed else "not_met"
+    return q.score(verdict, reply.reason, value=reply.score)
+
+
+def _side_claim_score(q: _Question, reply: SideClaimReply | _Failed) -> Score:
+    if isinstance(reply, _Failed):
+        return q.failed(reply)
+    if reply.stated == "yes":
+        return q.score("not_met", f"the answer states it: “{reply.quote.strip()}”: {reply.reason}")
+    if reply.stated == "no":
+        return q.score("met", reply.reason)
+    return q.score("unsure", reply.reason)
+
+
+def _render_turn(turn: AgentEvent) -> str:
+    """The turn as the judge sees it: its tool calls with results, its messages, hand-off, variables set."""
+    text = render_conversation([turn])
+    if turn.variables:
+        text += f"\nAGENT SETS VARIABLES: {json.dumps(turn.variables, ensure_ascii=False)}"
+    return text
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def _short(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,402 @@
+"""The LLM judge questions, all offline through the fake provider."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import string
+from collections.abc import Coroutine
+from importlib import resources
+from typing import Any, TypeVar
+
+import pytest
+
+from simulator.errors import JudgeError
+from simulator.judges.llm_judges import PROMPT_PLACEHOLDERS, LLMJudge, builtin_prompt, check_prompt
+from simulator.judges.step import NO_JUDGE
+from simulator.llm import FakeScript, LLMClient, StaticReply, fake_auth_error
+from simulator.models import ModelRoles, ReferenceAnswerSpec
+from simulator.models.scores import Score
+from simulator.models.transcript import AgentEvent, ToolCallRecord
+
+T = TypeVar("T")
+
+QUESTION = "When will order A1 arrive, and can I return it?"
+ANSWER = "Order A1 arrives on 5 May. You can return it within 90 days, and shipping is free."
+REFERENCE = ReferenceAnswerSpec(answer="Order A1 arrives on 5 May; returns are accepted within 30 days.")
+CLAIMS = ["Returns are accepted for 90 days.", "Shipping costs nothing.", "The order was already delivered."]
+TURN = AgentEvent(
+    turn=2,
+    step=1,
+    messages=["Your order A1 was shipped on 3 May and arrives on 5 May."],
+    tool_calls=[
+        ToolCallRecord(
+            id="c1", name="lookup_order", arguments={"order_id": "A1"}, status="faked", result={"shipped": "3 May"}
+        )
+    ],
+    variables={"order_status": "shipped"},
+)
+CONVERSATION = "USER: Where is A1?\nAGENT: It arrives on 5 May."
+
+
+async def no_wait(delay: float) -> None:
+    return None
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+def client(script: FakeScript) -> LLMClient:
+    return LLMClient(ModelRoles.model_validate({"judge": "fake/judge"}), fake_script=script, sleep=no_wait)
+
+
+def judge(script: FakeScript, **prompts: str) -> LLMJudge:
+    return LLMJudge(client(script), prompts=prompts)
+
+
+def prompt_of(script: FakeScript, index: int = 0) -> str:
+    content: str = script.requests[index].messages[0]["content"]
+    return content
+
+
+def reference(judge_: LLMJudge, spec: ReferenceAnswerSpec = REFERENCE, threshold: float = 70) -> list[Score]:
+    return run(judge_.reference_answer(question=QUESTION, answer=ANSWER, reference=spec, threshold=threshold, turn=3))
+
+
+def semantic(judge_: LLMJudge, expected: str, actual: str, threshold: float = 3) -> Score:
+    return run(
+        judge_.semantic_match(expected=expected, actual=actual, context="USER: Where is A1?", threshold=threshold)
+    )
+
+
+# -- reference answer ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict"),
+    [
+        ({"score": 85, "verdict": "pass", "reason": "Same date and return period."}, "met"),
+        ({"score": 70, "verdict": "pass", "reason": "Right at the mark."}, "met"),
+        ({"score": 40, "verdict": "fail", "reason": "The return period differs."}, "not_met"),
+        ({"score": 50, "verdict": "unsure", "reason": "The answer is cut off."}, "unsure"),
+    ],
+)
+def test_reference_answer_scores_the_core_answer(reply: dict[str, Any], verdict: str) -> None:
+    script = FakeScript().enqueue("judge", reply)
+    (score,) = reference(judge(script))
+    assert (score.metric, score.source, score.verdict) == ("reference_answer", "judge", verdict)
+    assert (score.value, score.threshold, score.turn, score.reason) == (reply["score"], 70, 3, reply["reason"])
+    prompt = prompt_of(script)
+    assert QUESTION in prompt
+    assert ANSWER in prompt
+    assert REFERENCE.answer in prompt
+    assert "The pass mark is 70." in prompt
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        (
+            {"score": 55, "verdict": "pass", "reason": "Close enough."},
+            "it said pass but scored 55, below the pass mark 70",
+        ),
+        (
+            {"score": 70, "verdict": "fail", "reason": "Wrong period."},
+            "it said fail but scored 70, at or above the pass mark 70",
+        ),
+    ],
+)
+def test_a_contradictory_reference_verdict_is_unsure(reply: dict[str, Any], said: str) -> None:
+    script = FakeScript().enqueue("judge", reply)
+    (score,) = reference(judge(script))
+    assert score.verdict == "unsure"
+    assert score.value == reply["score"]
+    assert score.reason == f"the judge contradicted itself: {said}; its reason: {reply['reason']}"
+
+
+def test_side_claims_are_asked_one_per_request() -> None:
+    def answer(messages: list[dict[str, Any]]) -> StaticReply:
+        prompt = messages[0]["content"]
+        if "<claim>" not in prompt:
+            return {"score": 80, "verdict": "pass", "reason": "Same arrival date."}
+        if CLAIMS[0] in prompt:
+            return {"stated": "yes", "quote": "within 90 days", "reason": "It gives 90 days."}
+        if CLAIMS[1] in prompt:
+            return {"stated": "no", "quote": "", "reason": "Shipping costs are not mentioned."}
+        return {"stated": "unsure", "quote": "", "reason": "Unclear."}
+
+    script = FakeScript().enqueue("judge", answer, times=4)
+    spec = ReferenceAnswerSpec(answer=REFERENCE.answer, must_not_state=CLAIMS)
+    scores = reference(judge(script), spec)
+
+    assert len(script.requests) == 1 + len(CLAIMS)
+    named = [[claim for claim in CLAIMS if claim in prompt_of(script, i)] for i in range(len(script.requests))]
+    assert sorted(named) == sorted([[], *([claim] for claim in CLAIMS)])  # the core request names none
+    for index in range(len(script.requests)):
+        assert QUESTION in prompt_of(script, index)
+        assert ANSWER in prompt_of(script, index)
+
+    assert [s.metric for s in scores] == ["reference_answer", "side_claim", "side_claim", "side_claim"]
+    core, stated, absent, unclear = scores
+    assert core.verdict == "met"
+    assert [s.check for s in scores[1:]] == [f"must not state: {claim}" for claim in CLAIMS]
+    assert (stated.verdict, stated.required, stated.turn) == ("not_met", True, 3)
+    assert stated.reason == "the answer states it: “within 90 days”: It gives 90 days."
+    assert (absent.verdict, unclear.verdict) == ("met", "unsure")
+
+
+def test_a_stated_side_claim_without_a_quote_is_asked_again() -> None:
+    # The core and side questions run concurrently: answer by what is asked, not by arrival order.
+    side_replies = [
+        {"stated": "yes", "quote": " ", "reason": "It does."},
+        {"stated": "yes", "quote": "90 days", "reason": "It does."},
+    ]
+
+    def answer(messages: list[dict[str, Any]]) -> StaticReply:
+        if "<claim>" in messages[0]["content"]:
+            return side_replies.pop(0)
+        return {"score": 90, "verdict": "pass", "reason": "ok"}
+
+    script = FakeScript().enqueue("judge", answer, times=3)
+    spec = ReferenceAnswerSpec(answer=REFERENCE.answer, must_not_state=CLAIMS[:1])
+    core, side = reference(judge(script), spec)
+    assert (core.verdict, side.verdict) == ("met", "not_met")
+    assert len(script.requests) == 3
+    retry = [r for r in script.requests if len(r.messages) > 1]
+    assert len(retry) == 1
+    assert "quote must give the words" in retry[0].messages[-1]["content"]
+
+
+# -- semantic match ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "verdict"), [(4, "met"), (3, "met"), (2, "not_met"), (0, "not_met")])
+def test_semantic_match_holds_the_score_to_the_threshold(value: int, verdict: str) -> None:
+    script = FakeScript().enqueue("judge", {"score": value, "reason": "compared"})
+    score = semantic(judge(script), "Your order arrives on 5 May.", "It will be there on May 5th.")
+    assert (score.metric, score.source, score.verdict, score.value, score.threshold) == (
+        "semantic_match", "judge", verdict, value, 3,
+    )
+    prompt = prompt_of(script)
+    assert "Your order arrives on 5 May." in prompt
+    assert "It will be there on May 5th." in prompt
+    assert "USER: Where is A1?" in prompt
+
+
+def test_semantic_match_of_the_same_text_asks_no_model() -> None:
+    script = FakeScript()
+    score = semantic(judge(script), "Your order  has SHIPPED.", "  your order has\nshipped. ", threshold=4)
+    assert (score.verdict, score.value, score.source) == ("met", 4, "deterministic")
+    assert script.requests == []
+    assert semantic(LLMJudge(None), "Same.", "same.").verdict == "met"
+
+
+def test_an_empty_reply_matches_nothing_without_a_model() -> None:
+    script = FakeScript()
+    score = semantic(judge(script), "Your order has shipped.", "  ")
+    assert (score.verdict, score.value, score.source) == ("not_met", 0, "deterministic")
+    assert script.requests == []
+
+
+def test_malformed_judge_output_is_retried() -> None:
+    script = FakeScript().enqueue("judge", "I think they match.", {"score": 9, "reason": "x"})
+    script.enqueue("judge", {"score": 3, "reason": "Same date."})
+    score = semantic(judge(script), "Arrives 5 May.", "It comes on May 5.")
+    assert (score.verdict, score.value) == ("met", 3)
+    assert len(script.requests) == 3
+    assert "not valid JSON" in script.requests[1].messages[-1]["content"]
+    assert "score" in script.requests[2].messages[-1]["content"]
+
+
+def test_a_judge_that_stays_malformed_gives_error_with_its_raw_reply() -> None:
+    script = FakeScript().enqueue("judge", "nope", "still nope", "never JSON")
+    score = semantic(judge(script), "Arrives 5 May.", "It comes on May 5.")
+    assert score.verdict == "error"
+    assert score.value is None
+    assert score.raw == "never JSON"
+    assert score.reason.startswith("the judge model gave no usable reply: judge model 'fake/judge' gave no valid")
+
+
+def test_a_failing_judge_model_gives_error_with_the_message() -> None:
+    script = FakeScript().enqueue("judge", fake_auth_error())
+    score = run(judge(script).expectation(text="The agent is polite.", conversation=CONVERSATION))
+    assert score.verdict == "error"
+    assert score.raw is None
+    assert score.reason.startswith("the judge model failed: judge model 'fake/judge': the provider refused")
+
+
+# -- hallucination -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict", "value", "reason"),
+    [
+        (
+            {"verdict": "unsupported", "claim": "arrives on 5 May", "reason": "No tool gave a date."},
+            "not_met",
+            1,
+            "unsupported claim: “arrives on 5 May”: No tool gave a date.",
+        ),
+        ({"verdict": "supported", "claim": "", "reason": "The lookup shows it."}, "met", 0, "The lookup shows it."),
+        ({"verdict": "no_claim", "claim": "", "reason": "Only a greeting."}, "n/a", None, "Only a greeting."),
+    ],
+)
+def test_hallucination(reply: dict[str, Any], verdict: str, value: int | None, reason: str) -> None:
+    script = FakeScript().enqueue("judge", reply)
+    score = run(judge(script).hallucination(turn=TURN, context="SESSION: customer_id=7"))
+    assert (score.metric, score.source, score.verdict, score.value, score.reason) == (
+        "hallucination", "judge", verdict, value, reason,
+    )
+    assert (score.turn, score.step, score.required) == (2, 1, True)
+    prompt = prompt_of(script)
+    assert "SESSION: customer_id=7" in prompt
+    assert 'TOOL CALL lookup_order({"order_id": "A1"}) [faked] -> {"shipped": "3 May"}' in prompt
+    assert "AGENT: Your order A1 was shipped on 3 May and arrives on 5 May." in prompt
+    assert 'AGENT SETS VARIABLES: {"order_status": "shipped"}' in prompt
+
+
+def test_hallucination_required_follows_the_setting_and_blank_context_is_marked() -> None:
+    script = FakeScript().enqueue("judge", {"verdict": "unsupported", "claim": "5 May", "reason": "r"})
+    score = run(judge(script).hallucination(turn=TURN, context=" ", required=False))
+    assert (score.verdict, score.required) == ("not_met", False)
+    assert "<context>\n(empty)\n</context>" in prompt_of(script)
+
+
+def test_an_unsupported_verdict_must_quote_the_claim() -> None:
+    script = FakeScript().enqueue("judge", {"verdict": "unsupported", "claim": "", "reason": "r"})
+    script.enqueue("judge", {"verdict": "unsupported", "claim": "arrives on 5 May", "reason": "r"})
+    assert run(judge(script).hallucination(turn=TURN, context="")).value == 1
+    assert len(script.requests) == 2
+
+
+def test_a_turn_without_a_message_makes_no_claim() -> None:
+    script = FakeScript()
+    silent = AgentEvent(turn=4, tool_calls=TURN.tool_calls)
+    score = run(judge(script).hallucination(turn=silent, context="anything"))
+    assert (score.verdict, score.value, score.source) == ("n/a", None, "deterministic")
+    assert script.requests == []
+
+
+# -- goal satisfaction and expectations ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("satisfied", "verdict", "value"), [(True, "met", 1), (False, "not_met", 0)])
+def test_goal_satisfaction(satisfied: bool, verdict: str, value: int) -> None:
+    script = FakeScript().enqueue("judge", {"satisfied": satisfied, "reason": "evidence"})
+    score = run(judge(script).goal_satisfaction(goal="Find out when A1 arrives.", conversation=CONVERSATION))
+    assert (score.metric, score.source, score.verdict, score.value) == ("goal_satisfaction", "judge", verdict, value)
+    assert "Find out when A1 arrives." in prompt_of(script)
+    assert CONVERSATION in prompt_of(script)
+
+
+@pytest.mark.parametrize("goal", [None, "", "  "])
+def test_no_goal_scores_minus_one_without_a_model(goal: str | None) -> None:
+    script = FakeScript()
+    score = run(judge(script).goal_satisfaction(goal=goal, conversation=CONVERSATION))
+    assert (score.verdict, score.value, score.source) == ("n/a", -1, "deterministic")
+    assert script.requests == []
+
+
+@pytest.mark.parametrize("verdict", ["met", "not_met", "unsure"])
+def test_expectation(verdict: str) -> None:
+    script = FakeScript().enqueue("judge", {"verdict": verdict, "reason": "because"})
+    score = run(judge(script).expectation(text="The agent offers a refund.", conversation=CONVERSATION, step=2))
+    assert (score.metric, score.source, score.verdict, score.reason, score.step) == (
+        "expectation", "judge", verdict, "because", 2,
+    )
+    assert score.check == "expectation: The agent offers a refund."
+    assert "The agent offers a refund." in prompt_of(script)
+
+
+# -- without a judge model -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "llm", [None, LLMClient(ModelRoles.model_validate({"user": "fake/user"}), fake_script=FakeScript())]
+)
+def test_without_a_judge_model_every_question_is_unsure(llm: LLMClient | None) -> None:
+    j = LLMJudge(llm)
+    assert not j.has_model
+    spec = ReferenceAnswerSpec(answer=REFERENCE.answer, must_not_state=CLAIMS)
+    scores = [
+        *reference(j, spec),
+        semantic(j, "Arrives 5 May.", "It comes on May 5."),
+        run(j.hallucination(turn=TURN, context="")),
+        run(j.goal_satisfaction(goal="Find A1.", conversation=CONVERSATION)),
+        run(j.expectation(text="Polite.", conversation=CONVERSATION)),
+    ]
+    assert len(scores) == 8
+    assert all((s.verdict, s.reason, s.value, s.source) == ("unsure", NO_JUDGE, None, "judge") for s in scores)
+
+
+def test_has_model() -> None:
+    assert judge(FakeScript()).has_model
+
+
+# -- prompts -------------------------------------------------------------------------------------------------
+
+
+def _fields(template: str) -> set[str]:
+    return {field for _, field, _, _ in string.Formatter().parse(template) if field is not None}
+
+
+def test_the_prompt_files_are_the_questions() -> None:
+    folder = resources.files("simulator.judges").joinpath("prompts")
+    names = {entry.name for entry in folder.iterdir() if entry.name.endswith(".md")}
+    assert names == {f"{name}.md" for name in PROMPT_PLACEHOLDERS}
+
+
+@pytest.mark.parametrize("name", sorted(PROMPT_PLACEHOLDERS))
+def test_each_prompt_has_the_placeholders_its_question_fills(name: str) -> None:
+    text = builtin_prompt(name)
+    header = re.match(r"<!--(.*?)-->", text, re.DOTALL)
+    assert header is not None, "the prompt file starts with a header comment"
+    body = LLMJudge(None).prompt(name)
+    assert "<!--" not in body
+    assert _fields(body) == PROMPT_PLACEHOLDERS[name]
+    for placeholder in PROMPT_PLACEHOLDERS[name]:
+        assert f"{{{placeholder}}}" in header.group(1), f"{name}.md does not document {{{placeholder}}}"
+    assert "Reply with JSON only" in body
+
+
+def test_a_prompt_override_is_used() -> None:
+    override = (
+        "<!-- my prompt -->\nHOUSE RULES. Expectation: {expectation}\nConversation: {conversation}\n"
+        'Answer {{"verdict": ..., "reason": ...}}'
+    )
+    script = FakeScript().enqueue("judge", {"verdict": "met", "reason": "ok"})
+    run(judge(script, expectation=override).expectation(text="Polite.", conversation=CONVERSATION))
+    prompt = prompt_of(script)
+    assert prompt.startswith("HOUSE RULES. Expectation: Polite.\nConversation: USER: Where is A1?")
+    assert prompt.endswith('Answer {"verdict": ..., "reason": ...}')
+    assert "my prompt" not in prompt
+
+
+def test_an_override_with_an_unknown_placeholder_is_a_judge_error() -> None:
+    with pytest.raises(JudgeError, match=r"judge prompt 'semantic_match' \(override\) uses the placeholder \{answer\}"):
+        LLMJudge(None, prompts={"semantic_match": "Compare {expected} with {answer}."})
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("semantic_matching", "{expected}", "there is no judge prompt 'semantic_matching'"),
+        ("expectation", "<!-- only a header -->\n", "is empty"),
+        ("expectation", 'Reply {"verdict": "met"}', "write literal braces as {{ and }}"),
+        ("expectation", "Check {} in {conversation}", "positional placeholder {}"),
+        ("expectation", "Check {expectation.upper} in {turn[0]}", "uses the placeholder {turn}"),
+    ],
+)
+def test_bad_overrides_are_judge_errors(name: str, text: str, message: str) -> None:
+    with pytest.raises(JudgeError, match=re.escape(message)):
+        check_prompt(name, text)
+
+
+def test_a_placeholder_only_found_when_filling_is_a_judge_error_not_a_key_error() -> None:
+    # A nested field in a format spec passes the check; filling it must still fail cleanly.
+    script = FakeScript()
+    j = judge(script, expectation="{expectation:{width}} {conversation}")
+    with pytest.raises(JudgeError, match=r"uses the placeholder \{width\}"):
+        run(j.expectation(text="Polite.", conversation=CONVERSATION))
+    assert script.requests == []
