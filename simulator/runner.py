@@ -17,6 +17,7 @@ from simulator.llm import LLMClient
 from simulator.loading import LoadedSuite
 from simulator.loading._schema import did_you_mean
 from simulator.models import Case, ModelRoles, Persona
+from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
 from simulator.user import LLMUser, ScriptedUser, SimulatedUser
 
@@ -129,4 +130,60 @@ def _setup_failure(case: Case, persona: Persona | None, options: RunOptions, mes
         error=message,
         started_at=now,
         finished_at=now,
+    )
+
+
+def load_prompt_overrides(loaded: LoadedSuite) -> dict[str, str]:
+    """The suite's judge prompt overrides, read from their files (paths relative to the suite)."""
+    prompts: dict[str, str] = {}
+    for name, relative in loaded.suite.judge_prompts.items():
+        path = (loaded.path.parent / relative).resolve()
+        try:
+            prompts[name] = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                loaded.path,
+                1,
+                1,
+                f"judge_prompts.{name}",
+                f"cannot read the prompt file {relative!r}: {exc.strerror or exc}",
+            ) from None
+    return prompts
+
+
+async def score_case(
+    loaded: LoadedSuite,
+    case: Case,
+    transcript: Transcript,
+    *,
+    llm: LLMClient,
+    options: RunOptions,
+    repeat: int = 0,
+) -> CaseResult:
+    """Score one transcript and decide the case's outcome (see ``simulator.judges.scoring`` and ``metrics``)."""
+    from simulator.judges.llm_judges import LLMJudge
+    from simulator.judges.scoring import ScoringContext, score_transcript
+    from simulator.metrics import case_metrics, case_outcome
+
+    roles = model_roles(loaded, options)
+    judge = LLMJudge(llm if roles.judge.model else None, prompts=load_prompt_overrides(loaded))
+    agent = loaded.agent
+    context = ScoringContext(
+        thresholds=loaded.suite.thresholds,
+        language=loaded.suite.language,
+        instructions=agent.instructions if agent is not None and agent.type == "litellm" else None,
+        declared_tools=[tool.name for tool in agent.tools] if agent is not None else [],
+    )
+    scores = await score_transcript(case, transcript, context, judge)
+    outcome, reasons = case_outcome(transcript, scores)
+    return CaseResult(
+        case=case.name,
+        kind=case.kind,
+        persona=transcript.persona,
+        repeat=repeat,
+        outcome=outcome,
+        reasons=reasons,
+        transcript=transcript,
+        scores=scores,
+        metrics=case_metrics(transcript, scores),
     )

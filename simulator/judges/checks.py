@@ -1,5 +1,9 @@
 """Deterministic checks (no model): keywords, tool calls, variables, hand-offs. Each verdict quotes its evidence.
 
+Tool calls are checked three ways: :func:`check_tool_call` (one expected call, optionally after another
+tool), :func:`check_tools_called` (a golden turn's list of calls, in any order, in order, or exactly) and
+:func:`tool_call_correctness` (a graded score: how well the calls made match the calls expected).
+
 An expectation that needs understanding (an expected message, a plain-text expectation) is not decided here:
 :func:`check_expectation` returns None for it, and the caller asks the judge model or records ``unsure``.
 """
@@ -8,8 +12,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import JsonValue
 
@@ -172,6 +177,276 @@ def _calls_before(view: ConversationView, target: ToolCallRecord) -> list[ToolCa
         if call is target or (call.id == target.id and call.name == target.name):
             return everything[:index]
     return []
+
+
+# -- a turn's list of expected tool calls ----------------------------------------------------------------
+
+ToolOrder = Literal["any", "in_order", "exact"]
+
+
+def _describe_spec(spec: ToolCallSpec) -> str:
+    if spec.match == "ignore" or spec.arguments is None:
+        return f"{spec.name}(any arguments)"
+    arguments = json.dumps(spec.arguments, ensure_ascii=False, sort_keys=True)
+    return f"{spec.name}({arguments}{' exactly' if spec.match == 'exact' else ''})"
+
+
+def _mismatches(spec: ToolCallSpec, call: ToolCallRecord, comparison: ArgumentComparison) -> list[str]:
+    problems = list(comparison.mismatched)
+    if spec.match == "exact" and comparison.extra:
+        problems.append("unexpected " + ", ".join(repr(name) for name in comparison.extra))
+    if call.arguments_error:
+        # Said so the reader does not hunt for a wrong value: the agent's arguments never parsed.
+        problems.append(f"arguments were not valid JSON ({call.arguments_error})")
+    return problems
+
+
+def _satisfies(spec: ToolCallSpec, call: ToolCallRecord) -> bool:
+    return call.name == spec.name and compare_arguments(spec, call.arguments).ok
+
+
+def _assign(expected: Sequence[ToolCallSpec], calls: Sequence[ToolCallRecord]) -> list[int | None]:
+    """For each expected call, the index of a distinct call that satisfies it, as many as possible.
+
+    A maximum bipartite matching (augmenting paths), not a greedy pass: with a loose spec listed before a
+    strict one, greedy could hand the loose spec the only call the strict one accepts.
+    """
+    fits = [[j for j, call in enumerate(calls) if _satisfies(spec, call)] for spec in expected]
+    owner: dict[int, int] = {}  # call index -> expected index
+
+    def augment(i: int, visited: set[int]) -> bool:
+        for j in fits[i]:
+            if j in visited:
+                continue
+            visited.add(j)
+            if j not in owner or augment(owner[j], visited):
+                owner[j] = i
+                return True
+        return False
+
+    for i in range(len(expected)):
+        augment(i, set())
+    assigned: list[int | None] = [None] * len(expected)
+    for j, i in owner.items():
+        assigned[i] = j
+    return assigned
+
+
+def _why_missing(
+    spec: ToolCallSpec, left: Sequence[ToolCallRecord], calls: Sequence[ToolCallRecord]
+) -> tuple[str, ToolCallRecord | None]:
+    """Why no call satisfied ``spec``, and the call quoted as the closest one (if any).
+
+    ``left`` are the calls no other expected call took: the closest call of the tool among them is quoted
+    with its differences. When every call of the tool was taken, the tool was called too few times.
+    """
+    same_name = [call for call in left if call.name == spec.name]
+    if not same_name:
+        if any(call.name == spec.name for call in calls):
+            return f"missing {_describe_spec(spec)}: {spec.name} was called fewer times than expected", None
+        return f"missing {_describe_spec(spec)}: not called", None
+    closest = max(same_name, key=lambda call: compare_arguments(spec, call.arguments).score)
+    problems = _mismatches(spec, closest, compare_arguments(spec, closest.arguments))
+    return f"missing {_describe_spec(spec)}: closest was {_describe_call(closest)}: {'; '.join(problems)}", closest
+
+
+def check_tools_called(
+    expected: Sequence[ToolCallSpec], order: ToolOrder, calls: Sequence[ToolCallRecord]
+) -> CheckDetail:
+    """Whether the expected calls happened, in the required order.
+
+    A call satisfies an expected call when the names agree and its arguments match under the spec's
+    ``match`` mode and ``argument_rules`` (:func:`compare_arguments`); each call satisfies at most one
+    expected call (list a call twice to require it twice). Every call the agent made counts, whatever its
+    status (``not_executed`` and ``failed`` included: the agent did call).
+
+    * ``any``: every expected call happened, in any order; other calls may happen too.
+    * ``in_order``: they happened in the listed order; other calls may come before, between and after.
+    * ``exact``: exactly these calls, in this order, and no others. An empty list means no call is allowed.
+
+    The evidence says what was missing (with the closest call of that tool and how it differs), out of
+    order or extra, and quotes the calls seen.
+    """
+    label = f"tool_calls ({order}): " + (", ".join(spec.name for spec in expected) or "no tool call")
+    seen = "calls seen: " + (", ".join(_describe_call(call) for call in calls) or "none")
+    if order == "any":
+        problems = _any_problems(expected, calls)
+    elif order == "in_order":
+        problems = _in_order_problems(expected, calls)
+    elif order == "exact":
+        problems = _exact_problems(expected, calls)
+    else:
+        raise ValueError(f"unknown tool order {order!r}")
+    if not problems:
+        return CheckDetail(check=label, verdict="met", evidence=seen)
+    return CheckDetail(check=label, verdict="not_met", evidence="; ".join([*problems, seen]))
+
+
+def _any_problems(
+    expected: Sequence[ToolCallSpec], calls: Sequence[ToolCallRecord], *, report_extra: bool = False
+) -> list[str]:
+    assigned = _assign(expected, calls)
+    used = {j for j in assigned if j is not None}
+    left = [call for j, call in enumerate(calls) if j not in used]
+    problems: list[str] = []
+    for spec, j in zip(expected, assigned, strict=True):
+        if j is None:
+            problem, closest = _why_missing(spec, left, calls)
+            problems.append(problem)
+            # Quoted once, as the wrong call it is; not again as an extra call.
+            left = [call for call in left if call is not closest]
+    if report_extra and left:
+        problems.append("extra: " + ", ".join(_describe_call(call) for call in left))
+    return problems
+
+
+def _in_order_problems(expected: Sequence[ToolCallSpec], calls: Sequence[ToolCallRecord]) -> list[str]:
+    # Taking the earliest fitting call after the previous one finds the listed order whenever it exists
+    # (a later choice only leaves fewer calls for the rest). A spec that cannot be placed is skipped, so
+    # every problem is reported, not just the first.
+    problems: list[str] = []
+    position = 0
+    placed: set[int] = set()
+    for spec in expected:
+        index = next((j for j in range(position, len(calls)) if _satisfies(spec, calls[j])), None)
+        if index is not None:
+            position = index + 1
+            placed.add(index)
+            continue
+        earlier = next((j for j in range(position) if j not in placed and _satisfies(spec, calls[j])), None)
+        if earlier is None:
+            left = [call for j, call in enumerate(calls) if j not in placed]
+            problems.append(_why_missing(spec, left, calls)[0])
+        else:
+            previous = calls[max(placed)]  # it fits before position, so some call was placed there
+            problems.append(
+                f"out of order: {_describe_call(calls[earlier])} came before {_describe_call(previous)}, "
+                f"but {spec.name} is listed after it"
+            )
+    return problems
+
+
+def _exact_problems(expected: Sequence[ToolCallSpec], calls: Sequence[ToolCallRecord]) -> list[str]:
+    if len(expected) == len(calls) and all(_satisfies(s, c) for s, c in zip(expected, calls, strict=True)):
+        return []
+    if not expected:
+        return ["no tool call was allowed, extra: " + ", ".join(_describe_call(call) for call in calls)]
+    problems = _any_problems(expected, calls, report_extra=True)
+    if not problems:
+        # The same calls, in another order.
+        problems.append(
+            "out of order: expected "
+            + ", ".join(spec.name for spec in expected)
+            + "; called "
+            + ", ".join(call.name for call in calls)
+        )
+    return problems
+
+
+# -- tool-call correctness (a graded score) --------------------------------------------------------------
+
+
+@dataclass
+class ToolCallScore:
+    """One expected call's part of :class:`ToolCorrectness`: the call it was matched to, and how well."""
+
+    expected: ToolCallSpec
+    call_id: str | None
+    score: float
+    mismatches: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ToolCorrectness:
+    """How well the calls made match the calls expected (see :func:`tool_call_correctness`)."""
+
+    value: float | None
+    calls: list[ToolCallScore] = field(default_factory=list)
+    missed: list[str] = field(default_factory=list)
+    extra: list[ToolCallRecord] = field(default_factory=list)
+    duplicates: list[ToolCallRecord] = field(default_factory=list)
+
+    def describe(self) -> str:
+        """The value and its parts in one line, for a report."""
+        if self.value is None:
+            head = "no tool call expected"
+        else:
+            parts = []
+            for part in self.calls:
+                where = f"call {part.call_id}" if part.call_id is not None else "not called"
+                why = f": {'; '.join(part.mismatches)}" if part.mismatches and part.call_id is not None else ""
+                parts.append(f"{part.expected.name} {part.score:.2f} ({where}{why})")
+            head = f"{self.value:.2f} = mean of " + ", ".join(parts)
+        tails = []
+        if self.missed:
+            tails.append("missed: " + ", ".join(self.missed))
+        if self.extra:
+            tails.append("extra: " + ", ".join(_describe_call(call) for call in self.extra))
+        if self.duplicates:
+            tails.append("repeated: " + ", ".join(_describe_call(call) for call in self.duplicates))
+        return "; ".join([head, *tails])
+
+
+def tool_call_correctness(expected: Sequence[ToolCallSpec], calls: Sequence[ToolCallRecord]) -> ToolCorrectness:
+    """Score how well ``calls`` match ``expected``, from 0 to 1. The exact definition:
+
+    1. Go through the expected calls in the listed order. For each, take the best-scoring actual call with
+       the same name that no earlier expected call took. A call's score is the share of the expected
+       arguments whose values match, ``compare_arguments(spec, call.arguments).score`` (``argument_rules``
+       apply: regex, numeric tolerance, ignore; ``match: ignore`` or no ``arguments`` scores 1.0 once the
+       tool is called). Ties go to a call that fully satisfies the spec (no unexpected argument under
+       ``match: exact``), then to the earlier call.
+    2. An expected call with no such call left scores 0 and its name is listed in ``missed``.
+    3. The value is the mean of these scores over the expected calls; None when no call is expected.
+
+    Unexpected arguments under ``match: exact`` do not lower a call's score (it counts expected arguments
+    only); they are listed in its ``mismatches``, and :func:`check_tools_called` fails on them.
+    ``extra`` lists the calls no expected call took. They never lower the value: in a golden case an
+    unexpected call fails the case separately (its own ``unexpected_tool_call`` score), so it is not
+    counted twice. ``duplicates`` lists every repeat of a call with the same name and arguments as an
+    earlier one (the second and later; a repeat no expected call took is in ``extra`` too). Calls count
+    whatever their status (``not_executed`` and ``failed`` included: the agent did call).
+    """
+    used: set[int] = set()
+    parts: list[ToolCallScore] = []
+    missed: list[str] = []
+    for spec in expected:
+        best: tuple[tuple[float, bool], int, ArgumentComparison] | None = None
+        for j, call in enumerate(calls):
+            if j in used or call.name != spec.name:
+                continue
+            comparison = compare_arguments(spec, call.arguments)
+            rank = (comparison.score, comparison.ok)
+            if best is None or rank > best[0]:  # strictly better: ties keep the earlier call
+                best = (rank, j, comparison)
+        if best is None:
+            missed.append(spec.name)
+            parts.append(ToolCallScore(expected=spec, call_id=None, score=0.0, mismatches=["not called"]))
+            continue
+        _, j, comparison = best
+        used.add(j)
+        parts.append(
+            ToolCallScore(
+                expected=spec,
+                call_id=calls[j].id,
+                score=comparison.score,
+                mismatches=_mismatches(spec, calls[j], comparison),
+            )
+        )
+    seen: set[str] = set()
+    duplicates: list[ToolCallRecord] = []
+    for call in calls:
+        key = call.name + json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
+        if key in seen:
+            duplicates.append(call)
+        seen.add(key)
+    return ToolCorrectness(
+        value=sum(part.score for part in parts) / len(parts) if parts else None,
+        calls=parts,
+        missed=missed,
+        extra=[call for j, call in enumerate(calls) if j not in used],
+        duplicates=duplicates,
+    )
 
 
 def check_expectation(expectation: ExpectationSpec, view: ConversationView) -> CheckDetail | None:

@@ -55,7 +55,10 @@ class ArgumentRule(StrictModel):
     """How one argument of a tool call is compared."""
 
     mode: Literal["exact", "regex", "tolerance", "ignore"] = "exact"
-    pattern: Regex | None = Field(default=None, description="For mode regex: the value must contain a match (anchor with ^ and $ for the whole value).")
+    pattern: Regex | None = Field(
+        default=None,
+        description="For mode regex: the value must contain a match (anchor with ^ and $ for the whole value).",
+    )
     tolerance: float | None = Field(default=None, ge=0, description="For mode tolerance: allowed absolute difference.")
 
     @model_validator(mode="after")

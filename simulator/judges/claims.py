@@ -1,0 +1,108 @@
+"""Claims of tool use, checked against the tool calls that really happened (no model needed).
+
+Before any model is asked whether an agent turn hallucinated, two kinds of claim are flagged here, because
+they are certain and a judge that reads only the text can be fooled by them:
+
+* the agent says it used a tool or looked something up ("according to our delivery system", "I've checked
+  your order", "our records show", "laut unserem System") but no tool call has happened in the conversation,
+  or the named tool (e.g. "holiday lookup" for ``lookup_holidays``) was never called;
+* the agent states results although every tool call of this turn did not run (``not_executed`` in test mode,
+  or ``failed``) and it does not say so ("could not", "unable", "konnte nicht" ...).
+
+The phrase lists cover English and German; they find claims, they cannot prove their absence, so a turn they
+do not flag still goes to the judge model (or stays ``unsure`` without one).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from simulator.models.transcript import AgentEvent, ToolCallRecord
+
+_CLAIMS = [
+    r"\baccording to (?:our|the|my|your) [\w\- ]{0,40}?"
+    r"(?:system|records?|database|data|lookup|tool|tracking|check)\b",
+    r"\b(?:i|we)(?:'ve| have)? (?:just )?"
+    r"(?:checked|looked (?:it |that |this )?up|verified|searched|queried|pulled up)\b",
+    r"\b(?:our|the) (?:records?|system|database|data) (?:show|shows|say|says|indicate|indicates|confirm|confirms)\b",
+    r"\b(?:i|we)(?:'ve| have) "
+    r"(?:processed|issued|refunded|cancel+ed|booked|submitted|created|updated|changed|sent|added|attached)\b",
+    r"\blaut (?:unserem|unseren|unserer|dem|der|den) (?:\w+ ){0,2}?"
+    r"\w*(?:system|daten|unterlagen|aufzeichnung|abfrage)\w*",
+    r"\bich habe (?:\w+ ){0,3}?"
+    r"(?:nachgesehen|nachgeschaut|geprüft|überprüft|abgefragt|gefunden|storniert|erstattet)\b",
+    r"\bunser(?:e)? (?:system|daten|unterlagen) (?:zeigt|zeigen|sagt|sagen|bestätigt|bestätigen)\b",
+]
+_CLAIM = re.compile("|".join(f"(?:{pattern})" for pattern in _CLAIMS), re.IGNORECASE)
+_ADMITS_FAILURE = re.compile(
+    r"\b(?:could(?:n't| not)|can(?:'t|not)|unable|not able|failed|error|unavailable|didn't work|did not work|"
+    r"konnte nicht|konnten nicht|nicht möglich|nicht verfügbar|fehler|leider nicht)\b",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[a-zäöüß]+", re.IGNORECASE)
+_RAN = ("executed", "faked")
+
+
+@dataclass(frozen=True)
+class ClaimFinding:
+    """A flagged turn: the claim as written and why it is unsupported."""
+
+    turn: int
+    claim: str
+    reason: str
+
+
+def _named_tool(claim: str, declared: Sequence[str]) -> str | None:
+    """A declared tool the claim names by its words ("holiday lookup" -> ``lookup_holidays``)."""
+    words = {w.casefold().rstrip("s") for w in _WORD.findall(claim)}
+    best: str | None = None
+    for tool in declared:
+        parts = {p.casefold().rstrip("s") for p in re.split(r"[_\-]+", tool) if len(p) > 2}
+        if parts and parts <= words | {"get", "do"} and len(parts & words) >= min(2, len(parts)):
+            best = tool
+    return best
+
+
+def find_unsupported_claims(replies: Sequence[AgentEvent], declared_tools: Sequence[str] = ()) -> list[ClaimFinding]:
+    """Every agent turn that claims tool use which did not happen, or results its tools never returned."""
+    findings: list[ClaimFinding] = []
+    called: list[ToolCallRecord] = []
+    for reply in replies:
+        called.extend(reply.tool_calls)
+        text = "\n".join(reply.messages)
+        if not text.strip():
+            continue
+        match = _CLAIM.search(text)
+        ran = [call for call in called if call.status in _RAN and call.error is None]
+        if match is not None:
+            claim = match.group(0)
+            tool = _named_tool(claim, declared_tools)
+            if not called:
+                findings.append(
+                    ClaimFinding(reply.turn, claim, f"claims “{claim}” but no tool was called in the conversation")
+                )
+                continue
+            if tool is not None and not any(call.name == tool for call in called):
+                findings.append(ClaimFinding(reply.turn, claim, f"claims “{claim}” but {tool} was never called"))
+                continue
+            if not ran:
+                findings.append(
+                    ClaimFinding(
+                        reply.turn, claim, f"claims “{claim}” but no tool call has returned anything (none ran)"
+                    )
+                )
+                continue
+        this_turn = reply.tool_calls
+        none_ran = bool(this_turn) and all(call.status not in _RAN or call.error for call in this_turn)
+        if none_ran and not _ADMITS_FAILURE.search(text) and (match is not None or re.search(r"\d", text)):
+            statuses = ", ".join(f"{call.name} [{call.status}]" for call in this_turn)
+            findings.append(
+                ClaimFinding(
+                    reply.turn,
+                    match.group(0) if match else text[:80],
+                    f"states results although its tool calls did not run ({statuses}) and does not say so",
+                )
+            )
+    return findings

@@ -1,0 +1,366 @@
+"""Scoring a transcript: every check and judge question a case asks for, each as a :class:`Score`.
+
+What each kind of case is held to (the required scores decide its outcome in ``simulator.metrics``):
+
+* simulation: every step complete (``goal_achievement``, from the engine's step outcomes); the case's
+  expectations; no hallucinated turn (when ``fail_on_hallucination``); the user's goal satisfied (judge model);
+* scenario: the goal (its checks/criteria, or the judge's goal satisfaction), expectations, no hallucination;
+* golden: per turn, the expected message (semantic match >= threshold), the reference answer, keywords, the
+  expected tool calls (tool-call correctness >= threshold, their order), hand-off and variables; no unexpected
+  tool call in a turn that has an ``expect`` block; no hallucination.
+
+An expectation that a step or turn refers to is checked on that step's or turn's replies; the others on the
+whole conversation. Without a judge model, questions only a model can answer are ``unsure`` (never guessed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pydantic import JsonValue
+
+from simulator.judges.checks import (
+    ConversationView,
+    check_expectation,
+    check_keywords,
+    check_tools_called,
+    tool_call_correctness,
+)
+from simulator.judges.claims import find_unsupported_claims
+from simulator.judges.llm_judges import LLMJudge
+from simulator.judges.step import NO_JUDGE, render_conversation
+from simulator.models import Case, ExpectationSpec, GoldenCase, ScenarioCase, SimulationCase, Thresholds
+from simulator.models.case import normalize_reference
+from simulator.models.scores import Score
+from simulator.models.transcript import AgentEvent, CheckDetail, Transcript
+
+
+@dataclass
+class ScoringContext:
+    """What the scorer needs besides the case and transcript."""
+
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    language: str = "en"
+    instructions: str | None = None
+    declared_tools: Sequence[str] = ()
+
+
+async def score_transcript(case: Case, transcript: Transcript, context: ScoringContext, judge: LLMJudge) -> list[Score]:
+    """Every score of one conversation, in a stable order: steps, turns, expectations, hallucination, goal."""
+    scorer = _Scorer(case, transcript, context, judge)
+    return await scorer.run()
+
+
+class _Scorer:
+    def __init__(self, case: Case, transcript: Transcript, context: ScoringContext, judge: LLMJudge) -> None:
+        self.case = case
+        self.transcript = transcript
+        self.context = context
+        self.judge = judge
+        self.thresholds = case.thresholds or context.thresholds
+        self.replies = transcript.agent_events()
+        self.scores: list[Score] = []
+
+    async def run(self) -> list[Score]:
+        self._engine_scores()
+        scoped = await self._scoped_expectations()
+        await self._case_expectations(exclude=scoped)
+        if isinstance(self.case, GoldenCase):
+            await self._golden_turns(self.case)
+        await self._hallucination()
+        await self._goal_satisfaction()
+        return self.scores
+
+    # -- engine outcomes --------------------------------------------------------------------------------
+
+    def _engine_scores(self) -> None:
+        transcript = self.transcript
+        case = self.case
+        open_scenario = isinstance(case, ScenarioCase) and case.success_criteria is None and not case.checks
+        for outcome in transcript.steps:
+            verdict = "met" if outcome.status == "complete" else (outcome.verdict or "not_met")
+            if outcome.status != "complete" and verdict == "met":
+                verdict = "not_met"
+            label = "goal" if isinstance(case, ScenarioCase) else f"step {outcome.index + 1}"
+            self.scores.append(
+                Score(
+                    metric="goal_achievement",
+                    check=f"{label}: {outcome.label}",
+                    source="engine",
+                    verdict=verdict,
+                    value=1.0 if outcome.status == "complete" else 0.0,
+                    reason=outcome.rationale,
+                    # An open scenario goal has nothing the engine could check: goal satisfaction decides it.
+                    required=not (open_scenario and outcome.status != "complete" and verdict != "met"),
+                    step=outcome.index,
+                )
+            )
+        if transcript.stop_reason == "turn_cap":
+            self.scores.append(
+                Score(
+                    metric="run",
+                    check="turn cap",
+                    source="engine",
+                    verdict="not_met",
+                    reason=f"the conversation hit the cap of {transcript.turns} turns",
+                )
+            )
+        if transcript.stop_reason == "needs_approval":
+            waiting = [c.name for c in transcript.tool_calls() if c.status == "needs_approval"]
+            self.scores.append(
+                Score(
+                    metric="run",
+                    check="approval",
+                    source="engine",
+                    verdict="unsure",
+                    reason=f"stopped for a person's approval of {', '.join(waiting)}: nothing after it was tested",
+                )
+            )
+
+    # -- expectations -----------------------------------------------------------------------------------
+
+    def _expectation_index(self) -> dict[str, ExpectationSpec]:
+        return {normalize_reference(e.text): e for e in self.case.expectations if e.text}
+
+    async def _scoped_expectations(self) -> set[int]:
+        """Expectations a step or golden turn refers to, checked on that step's or turn's replies."""
+        by_text = self._expectation_index()
+        used: set[int] = set()
+        scopes: list[tuple[str, int | None, int | None, list[str]]] = []
+        if isinstance(self.case, SimulationCase):
+            scopes = [("step", i, None, step.expectations) for i, step in enumerate(self.case.steps)]
+        elif isinstance(self.case, GoldenCase):
+            scopes = [("turn", None, i + 1, turn.expectations) for i, turn in enumerate(self.case.turns)]
+        for kind, step, turn, refs in scopes:
+            replies = [r for r in self.replies if (r.step == step if kind == "step" else r.turn == turn)]
+            for ref in refs:
+                expectation = by_text.get(normalize_reference(ref))
+                if expectation is None:
+                    continue
+                used.add(id(expectation))
+                where = f"step {step + 1}" if step is not None else f"turn {turn}"
+                await self._expectation(expectation, replies, f"{where}: ", step=step, turn=turn)
+        return used
+
+    async def _case_expectations(self, exclude: set[int]) -> None:
+        for expectation in self.case.expectations:
+            if id(expectation) not in exclude:
+                await self._expectation(expectation, self.replies, "")
+
+    async def _expectation(
+        self,
+        expectation: ExpectationSpec,
+        replies: list[AgentEvent],
+        prefix: str,
+        *,
+        step: int | None = None,
+        turn: int | None = None,
+    ) -> None:
+        view = self._view(replies)
+        detail = check_expectation(expectation, view)
+        if detail is not None:
+            self.scores.append(_from_detail("expectation", detail, prefix, step=step, turn=turn))
+            return
+        conversation = render_conversation(self.transcript.events)
+        if expectation.message is not None:
+            threshold = (
+                int(expectation.threshold) if expectation.threshold is not None else self.thresholds.semantic_match
+            )
+            score = await self.judge.semantic_match(
+                expected=expectation.message,
+                actual=view.text(),
+                context=conversation,
+                threshold=threshold,
+                turn=turn or 0,
+            )
+        else:
+            score = await self.judge.expectation(text=expectation.text or "", conversation=conversation)
+        self.scores.append(score.model_copy(update={"check": prefix + score.check, "step": step, "turn": turn}))
+
+    # -- golden turns -----------------------------------------------------------------------------------
+
+    async def _golden_turns(self, case: GoldenCase) -> None:
+        conversation = render_conversation(self.transcript.events)
+        for index, turn in enumerate(case.turns):
+            number = index + 1
+            expect = turn.expect
+            if expect is None:
+                continue
+            replies = [r for r in self.replies if r.turn == number]
+            view = self._view(replies)
+            prefix = f"turn {number}: "
+            if not replies:
+                self.scores.append(
+                    Score(
+                        metric="golden_turn",
+                        check=f"{prefix}reply",
+                        source="engine",
+                        verdict="not_met",
+                        reason="the conversation ended before this turn",
+                        turn=number,
+                    )
+                )
+                continue
+            if expect.message is not None:
+                score = await self.judge.semantic_match(
+                    expected=expect.message,
+                    actual=view.text(),
+                    context=conversation,
+                    threshold=self.thresholds.semantic_match,
+                    turn=number,
+                )
+                self.scores.append(score.model_copy(update={"check": prefix + score.check, "turn": number}))
+            if expect.reference_answer is not None:
+                question = turn.user or (turn.event.name if turn.event else "")
+                for score in await self.judge.reference_answer(
+                    question=question,
+                    answer=view.text(),
+                    reference=expect.reference_answer,
+                    threshold=self.thresholds.reference_answer,
+                    turn=number,
+                ):
+                    self.scores.append(score.model_copy(update={"check": prefix + score.check, "turn": number}))
+            for detail in check_keywords(expect, view):
+                self.scores.append(_from_detail("keywords", detail, prefix, turn=number))
+            self._golden_tools(expect.tool_calls, expect.tool_order, view, prefix, number)
+            if expect.handoff is not None:
+                spec = ExpectationSpec(handoff=expect.handoff)
+                handoff = check_expectation(spec, view)
+                assert handoff is not None
+                self.scores.append(_from_detail("handoff", handoff, prefix, turn=number))
+            for name, value in expect.variables.items():
+                spec = ExpectationSpec.model_validate({"variable": {"name": name, "value": value}})
+                variable = check_expectation(spec, self._view(replies, up_to_turn=number))
+                assert variable is not None
+                self.scores.append(_from_detail("variable", variable, prefix, turn=number))
+
+    def _golden_tools(
+        self, expected: Sequence[object], order: str, view: ConversationView, prefix: str, turn: int
+    ) -> None:
+        from simulator.models import ToolCallSpec
+
+        specs = [spec for spec in expected if isinstance(spec, ToolCallSpec)]
+        calls = view.calls()
+        correctness = tool_call_correctness(specs, calls)
+        threshold = self.thresholds.tool_call_correctness
+        if correctness.value is not None:
+            verdict = "met" if correctness.value >= threshold else "not_met"
+            self.scores.append(
+                Score(
+                    metric="tool_call_correctness",
+                    check=f"{prefix}tool-call correctness",
+                    source="deterministic",
+                    verdict=verdict,
+                    value=correctness.value,
+                    threshold=threshold,
+                    reason=correctness.describe(),
+                    turn=turn,
+                )
+            )
+        if specs or order == "exact":
+            detail = check_tools_called(specs, order, calls)  # type: ignore[arg-type]
+            self.scores.append(_from_detail("tool_order", detail, prefix, turn=turn))
+        if correctness.extra:
+            names = ", ".join(f"{call.name}" for call in correctness.extra)
+            self.scores.append(
+                Score(
+                    metric="unexpected_tool_call",
+                    check=f"{prefix}no unexpected tool call",
+                    source="deterministic",
+                    verdict="not_met",
+                    reason=f"called {names}, which this turn does not expect",
+                    turn=turn,
+                )
+            )
+
+    # -- hallucination and goal -------------------------------------------------------------------------
+
+    async def _hallucination(self) -> None:
+        required = self.thresholds.fail_on_hallucination
+        flagged = {f.turn: f for f in find_unsupported_claims(self.replies, self.context.declared_tools)}
+        for reply in self.replies:
+            if not any(message.strip() for message in reply.messages):
+                continue
+            finding = flagged.get(reply.turn)
+            if finding is not None:
+                self.scores.append(
+                    Score(
+                        metric="hallucination",
+                        check=f"turn {reply.turn}: hallucination",
+                        source="deterministic",
+                        verdict="not_met",
+                        value=1.0,
+                        reason=finding.reason,
+                        required=required,
+                        turn=reply.turn,
+                        step=reply.step,
+                    )
+                )
+                continue
+            score = await self.judge.hallucination(turn=reply, context=self._context_for(reply))
+            self.scores.append(
+                score.model_copy(
+                    update={
+                        "check": f"turn {reply.turn}: {score.check}",
+                        "required": required,
+                        "turn": reply.turn,
+                        "step": reply.step,
+                    }
+                )
+            )
+
+    async def _goal_satisfaction(self) -> None:
+        if isinstance(self.case, GoldenCase):
+            return
+        goal = (
+            self.case.goal
+            if isinstance(self.case, ScenarioCase)
+            else "; ".join(step.goal for step in self.case.steps if step.goal) or None
+        )
+        score = await self.judge.goal_satisfaction(goal=goal, conversation=render_conversation(self.transcript.events))
+        if score.verdict == "unsure" and score.reason == NO_JUDGE:
+            # Without a judge model the engine's step outcomes stand for the goal; an open scenario stays unsure.
+            open_scenario = (
+                isinstance(self.case, ScenarioCase) and not self.case.checks and not self.case.success_criteria
+            )
+            score = score.model_copy(update={"required": open_scenario and not self._user_reached_goal()})
+        self.scores.append(score)
+
+    def _user_reached_goal(self) -> bool:
+        return any(o.status == "complete" for o in self.transcript.steps)
+
+    # -- helpers ----------------------------------------------------------------------------------------
+
+    def _view(self, replies: list[AgentEvent], up_to_turn: int | None = None) -> ConversationView:
+        variables: dict[str, JsonValue] = dict(self.transcript.session_parameters)
+        for reply in self.replies:
+            if up_to_turn is None or reply.turn <= up_to_turn:
+                variables.update(reply.variables)
+        return ConversationView(
+            replies=replies, all_replies=self.replies, variables=variables, language=self.context.language
+        )
+
+    def _context_for(self, reply: AgentEvent) -> str:
+        earlier = [e for e in self.transcript.events if getattr(e, "turn", 0) <= reply.turn]
+        lines = []
+        if self.context.instructions:
+            lines.append(f"AGENT INSTRUCTIONS: {self.context.instructions}")
+        if self.transcript.session_parameters:
+            lines.append(f"SESSION VARIABLES: {self.transcript.session_parameters}")
+        lines.append(render_conversation(earlier))
+        return "\n".join(lines)
+
+
+def _from_detail(
+    metric: str, detail: CheckDetail, prefix: str, *, step: int | None = None, turn: int | None = None
+) -> Score:
+    return Score(
+        metric=metric,
+        check=prefix + detail.check,
+        source="deterministic",
+        verdict=detail.verdict,
+        reason=detail.evidence,
+        step=step,
+        turn=turn,
+    )
