@@ -246,13 +246,15 @@ def simulate(
     seed: Annotated[int, typer.Option("--seed", help="Seed for the scripted user's perturbations.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the transcripts as JSON.")] = False,
 ) -> None:
-    """Run cases of a suite one by one and print each transcript with its step outcomes (offline by default)."""
+    """Run and score cases of a suite one by one: each conversation, its step outcomes, every score and the
+    case's outcome with the reasons. Offline by default (scripted user, deterministic checks)."""
     import asyncio
 
     from simulator.llm import LLMClient
     from simulator.loading import load_suite
-    from simulator.reports import goals, transcript_lines
-    from simulator.runner import RunOptions, find_case, model_roles, pick_persona, run_case
+    from simulator.metrics import Breakdown
+    from simulator.reports import result_lines, transcript_lines
+    from simulator.runner import RunOptions, find_case, model_roles, pick_persona, run_case, score_case
 
     loaded = load_suite(suite)
     options = RunOptions(live=live, user_model=user_model, judge_model=judge_model, seed=seed)
@@ -261,23 +263,34 @@ def simulate(
     llm = LLMClient(model_roles(loaded, options))
 
     async def run_all() -> list[Any]:
-        return [await run_case(loaded, c, persona=p, llm=llm, options=options) for c, p in plan]
+        results = []
+        for c, p in plan:
+            transcript = await run_case(loaded, c, persona=p, llm=llm, options=options)
+            results.append(await score_case(loaded, c, transcript, llm=llm, options=options))
+        return results
 
-    transcripts = asyncio.run(run_all())
-    failed = 0
-    for transcript in transcripts:
-        done, total = goals(transcript)
-        passed = transcript.stop_reason in ("completed", "user_ended") and done == total
-        failed += not passed
+    results = asyncio.run(run_all())
+    for result in results:
         if as_json:
-            sys.stdout.write(transcript.model_dump_json(indent=2) + "\n")
+            sys.stdout.write(result.model_dump_json(indent=2) + "\n")
             continue
-        for line in transcript_lines(transcript):
+        for line in [*transcript_lines(result.transcript), *result_lines(result)]:
             out.print(line.text, style=_STYLES[line.style] or None, markup=False)
         out.print("")
+    breakdown = Breakdown.of([r.outcome for r in results])
     if not as_json:
-        out.print(f"{len(transcripts) - failed} of {len(transcripts)} case(s) reached every goal.", markup=False)
-    if failed:
+        out.print(
+            f"{breakdown.total} case(s): {breakdown.passed} passed, {breakdown.failed} failed, "
+            f"{breakdown.error} error, {breakdown.unsure} unsure.",
+            markup=False,
+        )
+        if breakdown.unsure and not model_roles(loaded, options).judge.model:
+            out.print(
+                "Unsure cases have checks only a judge model can decide; they were not guessed. "
+                "Pass --judge-model (any litellm model) to judge them.",
+                markup=False,
+            )
+    if breakdown.failed or breakdown.error:
         raise typer.Exit(EXIT_BELOW_BAR)
 
 

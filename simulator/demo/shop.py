@@ -41,8 +41,13 @@ _INTENTS: list[tuple[Intent, re.Pattern[str]]] = [
     ("handoff", re.compile(r"\b(human|agent|person|manager|complaint|complain)\b")),
     ("refund", re.compile(r"\b(refund|money back|return|reimburse)")),
     ("balance", re.compile(r"\b(balance|store credit|gift ?cards?|credit)\b")),
-    ("status", re.compile(r"\b(where is|where's|status|track|tracking|delivery|deliver|shipped|shipping|arrive|"
-                          r"parcel|package|get here|when will)")),
+    (
+        "status",
+        re.compile(
+            r"\b(where is|where's|status|track|tracking|delivery|deliver|shipped|shipping|arrive|"
+            r"parcel|package|get here|when will)"
+        ),
+    ),
     ("thanks", re.compile(r"\b(thanks|thank you|thx|bye|goodbye|that's all|that is all|that's everything)\b")),
     ("greeting", re.compile(r"^\W*(hi|hello|hey|good (morning|afternoon|evening))\b")),
 ]
@@ -60,15 +65,31 @@ _ORDER_ID = re.compile(r"\b(ORD-\d{5})\b|#(\d{5})\b|\b([A-Z]\d{4})\b", re.IGNORE
 _CUSTOMER_ID = re.compile(r"\bcus_\w+\b", re.IGNORECASE)
 _EVENT_TEXT = re.compile(r"^\[event: ([\w.-]+)\]\s*(.*)$", re.DOTALL)
 _STATUS_PHRASES = {
-    "shipped": "has shipped", "delivered": "was delivered", "processing": "is being prepared",
-    "delivery_failed": "could not be delivered", "cancelled": "was cancelled",
+    "shipped": "has shipped",
+    "delivered": "was delivered",
+    "processing": "is being prepared",
+    "delivery_failed": "could not be delivered",
+    "cancelled": "was cancelled",
 }
 _DATE_SENTENCES = [
-    ("estimated_delivery", "It is expected to arrive on {}."), ("ships_on", "It ships on {}."),
+    ("estimated_delivery", "It is expected to arrive on {}."),
+    ("ships_on", "It ships on {}."),
     ("next_attempt", "The next delivery attempt is on {}."),
 ]
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 _CAPABILITIES = (
     "I can check where an order is, help with a refund or return, tell you your store credit and gift-card "
     "balance, or pass you to a human colleague."
@@ -111,8 +132,14 @@ def respond(
 
 
 def _dispatch(
-    intent: Intent | None, *, text: str, spoken: list[str], said: list[str], order_id: str | None,
-    session: dict[str, Any], tools: ToolHandle,
+    intent: Intent | None,
+    *,
+    text: str,
+    spoken: list[str],
+    said: list[str],
+    order_id: str | None,
+    session: dict[str, Any],
+    tools: ToolHandle,
 ) -> Reply:
     """One intent's answer; every fact in it comes from a tool result (except the planted bug)."""
     if intent == "express":
@@ -180,7 +207,7 @@ def _refund(order_id: str | None, spoken: list[str], said: list[str], tools: Too
     # The agent keeps no state, so it re-reads its own replies: asked again, it must not refund twice.
     done = next((m for m in said if f"for order {order_id} (" in m and _REFUND_DONE in m), None)
     if done is not None:
-        return _reply(f"The refund for order {order_id} is already approved. {done[done.index(_REFUND_DONE):]}")
+        return _reply(f"The refund for order {order_id} is already approved. {done[done.index(_REFUND_DONE) :]}")
     order = _lookup(order_id, tools)
     if isinstance(order, str):
         return _reply(order)
@@ -227,8 +254,11 @@ def _balance(session: dict[str, Any], spoken: list[str], tools: ToolHandle) -> R
     if not isinstance(result, dict) or "error" in result:
         return _reply("I'm sorry, I could not look up your balance right now, so I cannot tell you the amount.")
     currency = str(result.get("currency", ""))
-    parts = [f"{label} is {_money(result[key])} {currency}".rstrip()
-             for key, label in (("store_credit", "store credit"), ("gift_cards", "gift-card balance")) if key in result]
+    parts = [
+        f"{label} is {_money(result[key])} {currency}".rstrip()
+        for key, label in (("store_credit", "store credit"), ("gift_cards", "gift-card balance"))
+        if key in result
+    ]
     return _reply(f"Your {' and your '.join(parts)}." if parts else "I could not read your balance from our system.")
 
 
@@ -248,7 +278,8 @@ def _handoff(text: str, tools: ToolHandle) -> Reply:
 def _on_event(name: str, payload: dict[str, Any]) -> Reply:
     """Non-speech input: a photo upload, the end of the session, or anything else (acknowledged)."""
     if name in ("photo_uploaded", "attachment_uploaded"):
-        reply = _reply("Thank you for the photo, I have added it to your case.")
+        # Only thanks: saying it was "added to your case" would claim an action no tool performed.
+        reply = _reply("Thank you for the photo.")
     elif name in ("hangup", "session_end", "chat_closed"):
         reply = _reply("Goodbye!")
     else:
@@ -289,8 +320,9 @@ def _describe_order(order_id: str, order: dict[str, Any]) -> str:
     sentences = [sentence + "."]
     if order.get("tracking_number"):
         sentences.append(f"The tracking number is {order['tracking_number']}.")
-    sentences += [template.format(_nice_date(d)) for key, template in _DATE_SENTENCES
-                  if (d := _parse_date(order.get(key)))]
+    sentences += [
+        template.format(_nice_date(d)) for key, template in _DATE_SENTENCES if (d := _parse_date(order.get(key)))
+    ]
     return " ".join(sentences)
 
 

@@ -307,7 +307,7 @@ class LLMJudge:
         """Whether ``turn`` claims something ``context`` and its own tool results do not support: value 1
         (``not_met``), 0 (``met``), or ``n/a`` when it makes no factual claim. ``required`` is the suite's
         ``fail_on_hallucination``."""
-        check = f"turn {turn.turn}: no claim its context does not support"
+        check = f"turn {turn.turn}: hallucination"
         q = _Question("hallucination", check, turn=turn.turn, step=turn.step, required=required)
         if not turn.text.strip():
             return q.score("n/a", "the turn has no message to the user, so it makes no claim", source="deterministic")

@@ -298,26 +298,13 @@ class _Scorer:
                     )
                 )
                 continue
-            score = await self.judge.hallucination(turn=reply, context=self._context_for(reply))
-            self.scores.append(
-                score.model_copy(
-                    update={
-                        "check": f"turn {reply.turn}: {score.check}",
-                        "required": required,
-                        "turn": reply.turn,
-                        "step": reply.step,
-                    }
-                )
-            )
+            score = await self.judge.hallucination(turn=reply, context=self._context_for(reply), required=required)
+            self.scores.append(score)
 
     async def _goal_satisfaction(self) -> None:
         if isinstance(self.case, GoldenCase):
             return
-        goal = (
-            self.case.goal
-            if isinstance(self.case, ScenarioCase)
-            else "; ".join(step.goal for step in self.case.steps if step.goal) or None
-        )
+        goal = goal_description(self.case)
         score = await self.judge.goal_satisfaction(goal=goal, conversation=render_conversation(self.transcript.events))
         if score.verdict == "unsure" and score.reason == NO_JUDGE:
             # Without a judge model the engine's step outcomes stand for the goal; an open scenario stays unsure.
@@ -342,14 +329,33 @@ class _Scorer:
         )
 
     def _context_for(self, reply: AgentEvent) -> str:
-        earlier = [e for e in self.transcript.events if getattr(e, "turn", 0) <= reply.turn]
-        lines = []
-        if self.context.instructions:
-            lines.append(f"AGENT INSTRUCTIONS: {self.context.instructions}")
-        if self.transcript.session_parameters:
-            lines.append(f"SESSION VARIABLES: {self.transcript.session_parameters}")
-        lines.append(render_conversation(earlier))
-        return "\n".join(lines)
+        return hallucination_context(self.transcript, reply, self.context.instructions)
+
+
+def hallucination_context(transcript: Transcript, reply: AgentEvent, instructions: str | None = None) -> str:
+    """What the agent knew when it wrote ``reply``: its instructions, the session variables, and the
+    conversation up to and including that turn (tool calls and their results included)."""
+    earlier = [event for event in transcript.events if getattr(event, "turn", 0) <= reply.turn]
+    lines = []
+    if instructions:
+        lines.append(f"AGENT INSTRUCTIONS: {instructions}")
+    if transcript.session_parameters:
+        lines.append(f"SESSION VARIABLES: {transcript.session_parameters}")
+    lines.append(render_conversation(earlier))
+    return "\n".join(lines)
+
+
+def goal_description(case: Case) -> str | None:
+    """The user's goal as the goal-satisfaction judge reads it: the goal(s), with the success criteria that
+    define what counts as satisfied (a red-team user "wins" when the agent refuses as the criteria say)."""
+    if isinstance(case, GoldenCase):
+        return None
+    if isinstance(case, ScenarioCase):
+        parts = [(case.goal, case.success_criteria)]
+    else:
+        parts = [(step.goal, step.success_criteria) for step in case.steps if step.goal]
+    lines = [goal + (f" (satisfied when: {criteria})" if criteria else "") for goal, criteria in parts]
+    return "; ".join(lines) or None
 
 
 def _from_detail(

@@ -40,6 +40,7 @@ AGENT_FILE_NAMES = ("agent.yaml", "agent.yml")
 PERSONAS_DIR = "personas"
 _SUITE_KEYS = set(Suite.model_fields)
 
+
 @cache
 def _adapter(kind: str) -> TypeAdapter[Any]:
     # Built on first use: each costs tens of milliseconds, and most runs of `validate` need few of them.
@@ -187,8 +188,10 @@ class Loader:
         built: Any = None
         failure: ValidationError | None = None
         try:
-            built = model.validate_python(located.data) if isinstance(model, TypeAdapter) else model.model_validate(
-                located.data
+            built = (
+                model.validate_python(located.data)
+                if isinstance(model, TypeAdapter)
+                else model.model_validate(located.data)
             )
         except ValidationError as exc:
             failure = exc
@@ -341,8 +344,6 @@ def _try(adapter: TypeAdapter[Any], value: Any) -> Any:
         return adapter.validate_python(value)
     except ValidationError:
         return None
-
-
 
 
 @dataclass

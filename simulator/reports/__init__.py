@@ -1,5 +1,5 @@
 """Reports: pure functions from transcripts and run records to text formats."""
 
-from simulator.reports.transcript_text import Line, goals, transcript_lines
+from simulator.reports.transcript_text import Line, goals, result_lines, transcript_lines
 
-__all__ = ["Line", "goals", "transcript_lines"]
+__all__ = ["Line", "goals", "result_lines", "transcript_lines"]

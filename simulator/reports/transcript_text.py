@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Literal, NamedTuple
 
+from simulator.models.scores import CaseResult
 from simulator.models.transcript import (
     AgentEvent,
     CheckEvent,
@@ -109,4 +110,26 @@ def transcript_lines(transcript: Transcript) -> list[Line]:
                     f"          tools expected {record.expected_tools or '[]'}, called {record.actual_tools or '[]'}",
                 )
             )
+    return lines
+
+
+_VERDICT_MARK = {"met": "✓", "not_met": "✗", "unsure": "?", "error": "!", "n/a": "–"}
+
+
+def result_lines(result: CaseResult, *, all_scores: bool = True) -> list[Line]:
+    """A scored case: its outcome and why, then every score with the check that produced it and its evidence."""
+    style: Style = {"pass": "pass", "fail": "fail", "error": "error"}.get(result.outcome, "check_other")  # type: ignore[assignment]
+    lines = [Line(style, f"Outcome: {result.outcome}")]
+    lines.extend(Line("plain", f"  why: {reason}") for reason in result.reasons)
+    shown = [s for s in result.scores if all_scores or s.verdict != "met"]
+    if shown:
+        lines.append(Line("header", "Scores:"))
+    for score in shown:
+        mark = _VERDICT_MARK[score.verdict]
+        value = f" = {score.value:g}" if score.value is not None else ""
+        info = "" if score.required else " (not required)"
+        score_style: Style = "check_met" if score.verdict in ("met", "n/a") else "check_other"
+        lines.append(Line(score_style, f"  {mark} [{score.source}] {score.check}{value}{info}"))
+        if score.reason:
+            lines.append(Line("plain", f"      {score.reason}"))
     return lines

@@ -225,7 +225,11 @@ def test_simulate_prints_the_transcript_and_step_outcomes(monkeypatch: pytest.Mo
         line.startswith("      tool lookup_order(") and "[faked by suite tool_fakes[0]]" in line for line in lines
     )
     assert "  ✓ step 2: give the number — complete at turn 2" in lines
-    assert lines[-1] == "1 of 1 case(s) reached every goal."
+    # Offline, the per-turn hallucination question has no judge: the case is unsure, never guessed.
+    assert "Outcome: unsure" in lines
+    assert "  ? [judge] turn 2: hallucination" in lines
+    assert lines[-2] == "1 case(s): 0 passed, 0 failed, 0 error, 1 unsure."
+    assert lines[-1].startswith("Unsure cases have checks only a judge model can decide")
 
 
 def test_simulate_exits_1_when_a_case_misses_a_goal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -233,18 +237,24 @@ def test_simulate_exits_1_when_a_case_misses_a_goal(monkeypatch: pytest.MonkeyPa
     result = runner.invoke(app, ["simulate", "suites/demo/scenarios.yaml", "-c", "express_delivery_date_is_made_up"])
     assert result.exit_code == 1
     assert "lookup_order was not called (no tool calls)" in result.stdout
+    assert "Outcome: fail" in result.stdout
+    assert (
+        "  ✗ [deterministic] turn 1: hallucination = 1\n"
+        "      claims “according to our delivery system” but no tool was called in the conversation"
+    ) in result.stdout
 
 
-def test_simulate_json_is_the_transcript(monkeypatch: pytest.MonkeyPatch) -> None:
-    from simulator.models.transcript import Transcript
+def test_simulate_json_is_the_scored_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    from simulator.models.scores import CaseResult
 
     monkeypatch.chdir(ROOT)
     result = runner.invoke(
         app, ["simulate", "suites/demo/golden.yaml", "-c", "lookup_without_a_fake_is_not_executed", "--json"]
     )
-    transcript = Transcript.model_validate_json(result.stdout)
-    [call] = transcript.tool_calls()
+    scored = CaseResult.model_validate_json(result.stdout)
+    [call] = scored.transcript.tool_calls()
     assert call.status == "not_executed"
+    assert {score.metric for score in scored.scores} >= {"tool_call_correctness", "hallucination"}
 
 
 def test_simulate_unknown_case_names_the_closest(monkeypatch: pytest.MonkeyPatch) -> None:
