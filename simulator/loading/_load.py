@@ -167,8 +167,9 @@ class Loader:
         self.errors.extend(errors)
         return located
 
-    def _validate(self, path: Path, located: Located, kind: str, model: Any) -> Any:
-        """Build the model, explaining any rejection through the schema; the model, or None when it cannot be built."""
+    def _validate(self, path: Path, located: Located, kind: str | None, model: Any) -> Any:
+        """Build the model, explaining any rejection through the schema (if ``kind`` names one); the model, or
+        None when it cannot be built."""
         file = str(path)
         if not isinstance(located.data, dict):
             hint = ": put the cases under `cases:`" if kind == "suite" and isinstance(located.data, list) else ""
@@ -197,7 +198,8 @@ class Loader:
             failure = exc
         if failure is None and not located.has_nulls:
             return built
-        schema_found = [(p, e) for p, e in SchemaChecker(kind).check(located, file) if not located.is_flagged(p)]
+        checked = SchemaChecker(kind).check(located, file) if kind is not None else []
+        schema_found = [(p, e) for p, e in checked if not located.is_flagged(p)]
         self.errors.extend(error for _, error in schema_found)
         bad_paths = [p for p, _ in schema_found] + list(located.flagged)
         if failure is not None:
@@ -677,6 +679,18 @@ def load_suite(path: str | Path) -> LoadedSuite:
     if loader.errors or loaded is None:
         raise ConfigErrors(_unique(loader.errors))
     return loaded
+
+
+def load_model_file(path: str | Path, model: type[Any]) -> Any:
+    """Read a YAML file a person wrote into ``model`` (a pydantic model), with the same located errors as
+    suites get; raises :class:`ConfigErrors`. For small formats that have no published schema."""
+    loader = Loader()
+    resolved = Path(path).resolve()
+    located = loader._read(resolved)
+    built = loader._validate(resolved, located, None, model) if located is not None else None
+    if loader.errors or built is None:
+        raise ConfigErrors(_unique(loader.errors))
+    return built
 
 
 def load_personas(directory: str | Path) -> dict[str, Persona]:

@@ -269,3 +269,10 @@ def test_simulate_invalid_suite_is_exit_2_with_the_errors(tmp_path: Path) -> Non
     result = runner.invoke(app, ["simulate", str(tmp_path / "s.yaml")])
     assert result.exit_code == EXIT_INVALID
     assert "cases: needs at least 1 entry" in result.stdout
+
+
+def test_judge_check_without_a_judge_model_is_exit_2_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    result = runner.invoke(app, ["judge-check", "judge_labels/demo.yaml"])
+    assert result.exit_code == EXIT_INVALID
+    assert "pass --judge-model MODEL" in result.stderr
