@@ -25,12 +25,12 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from simulator.errors import ConfigError, ConfigErrors, JudgeError
+from simulator.errors import ConfigErrors, JudgeError
 from simulator.judges.llm_judges import LLMJudge
 from simulator.judges.scoring import goal_description, hallucination_context
 from simulator.judges.step import render_conversation
 from simulator.llm import LLMClient
-from simulator.loading import LoadedSuite, load_model_file, load_suite
+from simulator.loading import LoadedSuite, config_error_at, load_model_file, load_suite
 from simulator.metrics import Agreement, agreement
 from simulator.models import Case, ModelRoles, normalize_reference
 from simulator.models._base import StrictModel, Text
@@ -198,15 +198,7 @@ async def judge_check(
 
 
 def _label_error(path: Path, index: int, where: tuple[str, ...], message: str) -> ConfigErrors:
-    from simulator.loading._yaml import format_path, parse_yaml, read_text
-
-    text, _ = read_text(path.resolve())
-    line, column = 1, 1
-    if text is not None:
-        located, _ = parse_yaml(text, str(path))
-        if located is not None:
-            line, column = located.position(("items", index, *where))
-    return ConfigErrors([ConfigError(path, line, column, format_path(("items", index, *where)), message)])
+    return ConfigErrors([config_error_at(path, ("items", index, *where), message)])
 
 
 def _read_transcript(path: Path, index: int, item: LabelledItem) -> Transcript:

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from simulator.agents import build_agent
 from simulator.engine import ConversationSetup, simulate
-from simulator.errors import AgentError, ConfigError
+from simulator.errors import AgentError, ConfigError, ConfigErrors
 from simulator.judges import StepJudge
 from simulator.llm import LLMClient
-from simulator.loading import LoadedSuite
+from simulator.loading import LoadedSuite, config_error_at
 from simulator.loading._schema import did_you_mean
 from simulator.models import Case, ModelRoles, Persona
 from simulator.models.scores import CaseResult
@@ -134,20 +134,24 @@ def _setup_failure(case: Case, persona: Persona | None, options: RunOptions, mes
 
 
 def load_prompt_overrides(loaded: LoadedSuite) -> dict[str, str]:
-    """The suite's judge prompt overrides, read from their files (paths relative to the suite)."""
+    """The suite's judge prompt overrides, read from their files (paths relative to the suite) and checked:
+    a missing file, an unknown prompt name or an unknown placeholder is an error at the suite's key."""
+    from simulator.errors import JudgeError
+    from simulator.judges.llm_judges import check_prompt
+
     prompts: dict[str, str] = {}
     for name, relative in loaded.suite.judge_prompts.items():
+        where = ("judge_prompts", name)
         path = (loaded.path.parent / relative).resolve()
         try:
-            prompts[name] = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8")
+            check_prompt(name, text, origin=relative)
         except OSError as exc:
-            raise ConfigError(
-                loaded.path,
-                1,
-                1,
-                f"judge_prompts.{name}",
-                f"cannot read the prompt file {relative!r}: {exc.strerror or exc}",
-            ) from None
+            message = f"cannot read the prompt file {relative!r}: {exc.strerror or exc}"
+            raise ConfigErrors([config_error_at(loaded.path, where, message)]) from None
+        except JudgeError as exc:
+            raise ConfigErrors([config_error_at(loaded.path, where, str(exc))]) from None
+        prompts[name] = text
     return prompts
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,3 +98,59 @@ def test_a_judge_model_decides_the_criteria_through_the_fake_provider(monkeypatc
     assert (transcript.stop_reason, second.status, second.verdict) == ("step_failed", "incomplete", "not_met")
     assert "No date." in second.rationale
     assert transcript.usage["judge"].calls == 1 + second.turns_used
+
+
+def _suite_with_prompt(tmp_path: Path, prompt: str | None) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "agent.yaml").write_text("type: python\ncallable: simulator.demo.shop:respond\n", encoding="utf-8")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        "name: s\njudge_prompts:\n  expectation: prompts/expectation.md\n"
+        "cases:\n  - kind: scenario\n    name: c\n    goal: Say hello.\n    max_turns: 1\n"
+        "    expectations: [The agent greets back.]\n",
+        encoding="utf-8",
+    )
+    if prompt is not None:
+        (tmp_path / "prompts").mkdir()
+        (tmp_path / "prompts" / "expectation.md").write_text(prompt, encoding="utf-8")
+    return suite
+
+
+@pytest.mark.parametrize(
+    ("prompt", "message"),
+    [
+        (None, "cannot read the prompt file 'prompts/expectation.md'"),
+        ("Judge {expectation} in {transcript}", "transcript"),
+    ],
+    ids=["missing-file", "unknown-placeholder"],
+)
+def test_bad_prompt_overrides_are_errors_at_the_suite_key(tmp_path: Path, prompt: str | None, message: str) -> None:
+    from simulator.errors import ConfigErrors
+    from simulator.runner import load_prompt_overrides
+
+    loaded = load_suite(_suite_with_prompt(tmp_path, prompt))
+    with pytest.raises(ConfigErrors) as caught:
+        load_prompt_overrides(loaded)
+    [error] = caught.value.errors
+    assert (error.line, error.column, error.key_path) == (3, 16, "judge_prompts.expectation")
+    assert message in error.message
+
+
+def test_a_prompt_override_is_what_the_judge_is_asked(tmp_path: Path) -> None:
+    from simulator.runner import score_case
+
+    suite = _suite_with_prompt(tmp_path, "HOUSE RULES. Does this hold: {expectation}\n{conversation}\nJSON only.")
+    loaded = load_suite(suite)
+    case = loaded.suite.cases[0]
+    options = RunOptions(judge_model="fake/judge")
+    script = FakeScript().enqueue("judge", {"verdict": "met", "reason": "greeted"}, times=10)
+    script.enqueue("judge", {"verdict": "supported", "claim": "", "reason": "ok"}, times=10)
+    llm = LLMClient(model_roles(loaded, options), fake_script=script)
+
+    async def go() -> Any:
+        transcript = await run_case(loaded, case, persona=None, llm=llm, options=options)
+        return await score_case(loaded, case, transcript, llm=llm, options=options)
+
+    asyncio.run(go())
+    asked = [r.messages[-1]["content"] for r in script.requests]
+    assert any(text.startswith("HOUSE RULES. Does this hold: The agent greets back.") for text in asked)

@@ -681,6 +681,19 @@ def load_suite(path: str | Path) -> LoadedSuite:
     return loaded
 
 
+def config_error_at(path: str | Path, where: DataPath, message: str) -> ConfigError:
+    """A ConfigError at the place ``where`` is written in the YAML file ``path`` (1:1 if it cannot be found);
+    for problems found after loading, such as a prompt file named in a suite that turns out to be invalid."""
+    resolved = Path(path).resolve()
+    line, column = 1, 1
+    text, _ = read_text(resolved)
+    if text is not None:
+        located, _ = parse_yaml(text, str(resolved))
+        if located is not None:
+            line, column = located.position(where)
+    return ConfigError(_display_path(str(resolved)), line, column, format_path(where), message)
+
+
 def load_model_file(path: str | Path, model: type[Any]) -> Any:
     """Read a YAML file a person wrote into ``model`` (a pydantic model), with the same located errors as
     suites get; raises :class:`ConfigErrors`. For small formats that have no published schema."""
