@@ -1,0 +1,112 @@
+"""Runs: what was run (suite snapshot, settings, versions, the plan) and how it went. Pure data, no I/O.
+
+A run is immutable once created, except its note, its status and its totals: the suites it ran are kept as a
+snapshot (not re-read from disk), so a run can be repeated exactly and its results read against what it ran.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from simulator.models._base import DataModel
+from simulator.models.persona import Persona
+from simulator.models.scores import CaseResult, Outcome
+from simulator.models.suite import Suite
+
+RunStatus = Literal["pending", "running", "completed", "incomplete"]
+PersonaMode = Literal["default", "all", "random", "named"]
+
+
+class SuiteSnapshot(DataModel):
+    """One suite as it was run: the file it came from, the suite with its agent resolved, its personas."""
+
+    path: str = Field(description="The suite file, as given on the command line.")
+    suite: Suite
+    personas: dict[str, Persona] = Field(default_factory=dict)
+    hosted_format: bool = False
+
+
+class RunSettings(DataModel):
+    """How the run was asked for: everything that changes what runs or how it is judged."""
+
+    paths: list[str] = Field(default_factory=list)
+    persona: str | None = Field(default=None, description="--persona: a name, 'all', 'random', or none.")
+    repeat: int = 1
+    tags: list[str] = Field(default_factory=list)
+    cases: list[str] = Field(default_factory=list)
+    live: bool = False
+    user_model: str | None = None
+    judge_model: str | None = None
+    concurrency: int = 8
+    fail_under: float | None = None
+    seed: int = 0
+    cache: bool = True
+
+
+class PlanItem(DataModel):
+    """One conversation to run: a case of a suite, with a persona, the n-th repeat. ``key`` is unique in a run."""
+
+    key: str
+    suite: int = Field(description="Index of the suite in the run's snapshot.")
+    case: str
+    persona: str | None = None
+    repeat: int = 0
+    seed: int = 0
+
+
+class RoleTotals(DataModel):
+    """Tokens and cost of one model role over a run."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = 0.0
+
+
+class RunTotals(DataModel):
+    """The run's figures once (partly) done."""
+
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    error: int = 0
+    unsure: int = 0
+    correctness: float | None = None
+    duration_s: float = 0.0
+    usage: dict[str, RoleTotals] = Field(default_factory=dict)
+
+
+class RunRecord(DataModel):
+    """A stored run."""
+
+    id: str
+    created: datetime
+    finished: datetime | None = None
+    status: RunStatus = "pending"
+    agent_version: str | None = None
+    note: str = ""
+    suite_hash: str
+    snapshot: list[SuiteSnapshot]
+    settings: RunSettings
+    versions: dict[str, str] = Field(default_factory=dict, description="simulator, python, litellm, langgraph, ...")
+    plan: list[PlanItem] = Field(default_factory=list)
+    totals: RunTotals | None = None
+    repeat_of: str | None = Field(default=None, description="The run this one repeats, if any.")
+
+
+class StoredResult(DataModel):
+    """One finished conversation of a run, as stored."""
+
+    run_id: str
+    key: str
+    suite: int
+    case: str
+    persona: str | None = None
+    repeat: int = 0
+    outcome: Outcome
+    duration_s: float = 0.0
+    finished: datetime
+    result: CaseResult
