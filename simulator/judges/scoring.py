@@ -11,6 +11,10 @@ What each kind of case is held to (the required scores decide its outcome in ``s
 
 An expectation that a step or turn refers to is checked on that step's or turn's replies; the others on the
 whole conversation. Without a judge model, questions only a model can answer are ``unsure`` (never guessed).
+What the author wrote (plain-text expectations, expected messages, reference answers) stays required, so such
+a case is ``unsure``; the questions asked of every case automatically (hallucination per turn, the user's goal)
+are reported as not judged but only hold the case when a judge model can answer them. Claims of tool use are
+checked deterministically either way (``claims.py``) and fail the case when ``fail_on_hallucination``.
 """
 
 from __future__ import annotations
@@ -298,7 +302,11 @@ class _Scorer:
                     )
                 )
                 continue
-            score = await self.judge.hallucination(turn=reply, context=self._context_for(reply), required=required)
+            # The per-turn question is asked of every case automatically, so without a judge model it is
+            # reported (unsure, not judged) but does not hold the case: the deterministic claim check above
+            # still does. Checks the author wrote (expectations) stay required either way.
+            judged = required and self.judge.has_model
+            score = await self.judge.hallucination(turn=reply, context=self._context_for(reply), required=judged)
             self.scores.append(score)
 
     async def _goal_satisfaction(self) -> None:

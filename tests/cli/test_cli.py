@@ -225,9 +225,11 @@ def test_simulate_prints_the_transcript_and_step_outcomes(monkeypatch: pytest.Mo
         line.startswith("      tool lookup_order(") and "[faked by suite tool_fakes[0]]" in line for line in lines
     )
     assert "  ✓ step 2: give the number — complete at turn 2" in lines
-    # Offline, the per-turn hallucination question has no judge: the case is unsure, never guessed.
+    # Offline, its plain-text expectation has no judge: the case is unsure, never guessed; the automatic
+    # per-turn hallucination question is reported as not judged without holding the case.
     assert "Outcome: unsure" in lines
-    assert "  ? [judge] turn 2: hallucination" in lines
+    assert "  ? [judge] turn 2: hallucination (not required)" in lines
+    assert any(line.startswith("  ? [judge] expectation: The agent does not ask again") for line in lines)
     assert lines[-2] == "1 case(s): 0 passed, 0 failed, 0 error, 1 unsure."
     assert lines[-1].startswith("Unsure cases have checks only a judge model can decide")
 
