@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
+from datetime import datetime
 from functools import cache
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -58,6 +59,7 @@ class State(TypedDict, total=False):
     last_verdict: StepVerdict | None
     stop: StopReason | None
     error: str | None
+    started_at: datetime
 
 
 def _conversation(config: RunnableConfig) -> Conversation:
@@ -284,9 +286,26 @@ def _routed(node: Any, route: Any) -> Any:
     return routed
 
 
+def compiled_graph(checkpointer: Any = None) -> Any:
+    """The compiled graph conversations run through (collaborators come in through the config); one per
+    checkpointer, since a checkpointer is bound at compile time."""
+    if checkpointer is None:
+        return _plain_graph()
+    key = id(checkpointer)
+    if key not in _WITH_CHECKPOINTER or _WITH_CHECKPOINTER[key][0] is not checkpointer:
+        _WITH_CHECKPOINTER[key] = (checkpointer, _build_graph().compile(checkpointer=checkpointer))
+    return _WITH_CHECKPOINTER[key][1]
+
+
+_WITH_CHECKPOINTER: dict[int, tuple[Any, Any]] = {}
+
+
 @cache
-def compiled_graph() -> Any:
-    """The one compiled graph every conversation runs through (collaborators come in through the config)."""
+def _plain_graph() -> Any:
+    return _build_graph().compile()
+
+
+def _build_graph() -> Any:
     graph = StateGraph(State)
     graph.add_node("begin", _routed(begin_node, _after_begin), destinations=("user", "agent"))
     graph.add_node("user", _routed(user_node, _after_user), destinations=("agent", "finish"))
@@ -295,7 +314,7 @@ def compiled_graph() -> Any:
     graph.add_node("finish", finish_node)
     graph.add_edge(START, "begin")
     graph.add_edge("finish", END)
-    return graph.compile()
+    return graph
 
 
 # -- helpers ----------------------------------------------------------------------------------------------

@@ -14,11 +14,17 @@ _STEPS_PER_TURN = 3
 _FIXED_STEPS = 8
 
 
-async def simulate(setup: ConversationSetup) -> Transcript:
+async def simulate(setup: ConversationSetup, *, checkpointer: Any = None, thread_id: str | None = None) -> Transcript:
     """Run one conversation of ``setup.case`` and return its transcript.
 
     Failures of the agent, the simulated user or the judge do not raise: the transcript ends with stop reason
     ``error`` and an error event naming whose failure it was. The agent adapter is closed at the end.
+
+    With a LangGraph ``checkpointer`` and a ``thread_id``, every node step is saved before the next one runs
+    (``durability="sync"``: the only mode that resumed at the right turn after a SIGKILL, NOTES.md); if the
+    thread already has an unfinished conversation it continues from its last completed step instead of
+    starting again. The thread's checkpoints are deleted once the conversation is over, since each holds the
+    whole state and they grow with the square of the conversation's length.
     """
     started = utc_now()
     conversation = Conversation.start(setup)
@@ -36,14 +42,27 @@ async def simulate(setup: ConversationSetup) -> Transcript:
         "last_verdict": None,
         "stop": None,
         "error": None,
+        "started_at": started,
     }
+    configurable: dict[str, Any] = {"conversation": conversation}
+    if checkpointer is not None:
+        if not thread_id:
+            raise ValueError("a checkpointer needs a thread_id")
+        configurable["thread_id"] = thread_id
     config: dict[str, Any] = {
-        "configurable": {"conversation": conversation},
+        "configurable": configurable,
         "recursion_limit": setup.turn_cap * _STEPS_PER_TURN + _FIXED_STEPS,
     }
+    graph = compiled_graph(checkpointer)
     try:
         with metering() as meter:
-            final: State = await compiled_graph().ainvoke(initial, config=config)
+            if checkpointer is None:
+                final: State = await graph.ainvoke(initial, config=config)
+            else:
+                saved = await graph.aget_state(config)
+                resume = saved is not None and bool(saved.next)
+                final = await graph.ainvoke(None if resume else initial, config=config, durability="sync")
+                await checkpointer.adelete_thread(thread_id)
     finally:
         await setup.agent.aclose()
     case = setup.case
@@ -60,6 +79,6 @@ async def simulate(setup: ConversationSetup) -> Transcript:
         error=final.get("error"),
         turns=final["turn"],
         usage={role.value: usage for role, usage in meter.by_role.items()},
-        started_at=started,
+        started_at=final.get("started_at", started),
         finished_at=utc_now(),
     )

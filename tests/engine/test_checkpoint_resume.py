@@ -1,0 +1,87 @@
+"""A conversation interrupted mid-way continues from its last completed step when resumed from a checkpoint."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from pydantic import TypeAdapter
+
+from simulator.agents import AgentInput, AgentReply
+from simulator.engine import ConversationSetup, simulate
+from simulator.judges import StepJudge
+from simulator.models import Case
+from simulator.models.transcript import AgentEvent, Transcript, UserEvent
+from simulator.user import UserReply, UserTurnRequest
+
+CASE = TypeAdapter(Case).validate_python(
+    {
+        "kind": "simulation",
+        "name": "long",
+        "steps": [{"goal": f"g{i}", "checks": [{"must_contain": [f"r{i}"]}], "max_turns": 2} for i in range(4)],
+    }
+)
+
+
+class Crash(BaseException):
+    """Stands for the process dying: not an Exception, so nothing in the engine catches it."""
+
+
+class Agent:
+    def __init__(self, crash_on_turn: int | None = None) -> None:
+        self.crash_on_turn = crash_on_turn
+        self.turns: list[int] = []
+
+    async def respond(self, request: AgentInput) -> AgentReply:
+        if request.turn == self.crash_on_turn:
+            raise Crash
+        self.turns.append(request.turn)
+        return AgentReply(messages=[f"r{request.turn - 1}"])
+
+    async def aclose(self) -> None:
+        return None
+
+
+class User:
+    async def next_message(self, request: UserTurnRequest) -> UserReply:
+        return UserReply(text=f"please {request.goal}")
+
+
+def setup(agent: Agent) -> ConversationSetup:
+    return ConversationSetup(case=CASE, agent=agent, user=User(), checker=StepJudge())
+
+
+async def crash_then_resume(db: Path) -> tuple[Agent, Transcript, int]:
+    async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+        with pytest.raises(Crash):
+            await simulate(setup(Agent(crash_on_turn=3)), checkpointer=saver, thread_id="run:case")
+    async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+        resumed = Agent()
+        transcript = await simulate(setup(resumed), checkpointer=saver, thread_id="run:case")
+        left = [c async for c in saver.alist({"configurable": {"thread_id": "run:case"}})]
+    return resumed, transcript, len(left)
+
+
+def test_a_crashed_conversation_resumes_at_the_turn_it_stopped(tmp_path: Path) -> None:
+    resumed, transcript, checkpoints_left = asyncio.run(crash_then_resume(tmp_path / "runs.db"))
+    # Turns 1 and 2 were done before the crash; the resumed agent is asked from turn 3 on, once each.
+    assert resumed.turns == [3, 4]
+    assert transcript.stop_reason == "completed"
+    assert [e.turn for e in transcript.events if isinstance(e, UserEvent)] == [1, 2, 3, 4]
+    assert [e.messages for e in transcript.events if isinstance(e, AgentEvent)] == [["r0"], ["r1"], ["r2"], ["r3"]]
+    assert [s.status for s in transcript.steps] == ["complete"] * 4
+    # Finished conversations leave no checkpoints behind.
+    assert checkpoints_left == 0
+
+
+def test_without_a_checkpoint_a_thread_starts_fresh(tmp_path: Path) -> None:
+    async def go() -> Any:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "runs.db")) as saver:
+            return await simulate(setup(Agent()), checkpointer=saver, thread_id="fresh")
+
+    transcript = asyncio.run(go())
+    assert transcript.turns == 4
+    assert transcript.stop_reason == "completed"
