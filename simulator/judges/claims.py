@@ -38,9 +38,14 @@ _CLAIMS = [
 _CLAIM = re.compile("|".join(f"(?:{pattern})" for pattern in _CLAIMS), re.IGNORECASE)
 _ADMITS_FAILURE = re.compile(
     r"\b(?:could(?:n't| not)|can(?:'t|not)|unable|not able|failed|error|unavailable|didn't work|did not work|"
-    r"konnte nicht|konnten nicht|nicht möglich|nicht verfügbar|fehler|leider nicht)\b",
+    r"konnten? (?:[\w-]+ ){0,6}?nicht|nicht möglich|nicht verfügbar|fehler|leider nicht)\b",
     re.IGNORECASE,
 )
+# A claim inside a question, or in a clause about what will happen ("once I've verified ..."), claims nothing.
+_NOT_A_STATEMENT = re.compile(
+    r"\b(?:once|after|when|if|before|as soon as|until|sobald|wenn|nachdem|bevor|falls)\b", re.IGNORECASE
+)
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _WORD = re.compile(r"[a-zäöüß]+", re.IGNORECASE)
 _RAN = ("executed", "faked")
 
@@ -65,16 +70,31 @@ def _named_tool(claim: str, declared: Sequence[str]) -> str | None:
     return best
 
 
+def _statements(text: str) -> list[str]:
+    """The sentences that state something: not questions."""
+    return [s.strip() for s in _SENTENCE.findall(text) if s.strip() and not s.strip().endswith("?")]
+
+
+def _claim_in(statements: list[str]) -> re.Match[str] | None:
+    for sentence in statements:
+        match = _CLAIM.search(sentence)
+        if match is not None and not _NOT_A_STATEMENT.search(sentence[: match.start()]):
+            return match
+    return None
+
+
 def find_unsupported_claims(replies: Sequence[AgentEvent], declared_tools: Sequence[str] = ()) -> list[ClaimFinding]:
     """Every agent turn that claims tool use which did not happen, or results its tools never returned."""
     findings: list[ClaimFinding] = []
     called: list[ToolCallRecord] = []
     for reply in replies:
         called.extend(reply.tool_calls)
-        text = "\n".join(reply.messages)
+        # Typographic apostrophes ("couldn’t") read like plain ones.
+        text = "\n".join(reply.messages).replace("\u2019", "'")
         if not text.strip():
             continue
-        match = _CLAIM.search(text)
+        statements = _statements(text)
+        match = _claim_in(statements)
         ran = [call for call in called if call.status in _RAN and call.error is None]
         if match is not None:
             claim = match.group(0)
@@ -96,7 +116,8 @@ def find_unsupported_claims(replies: Sequence[AgentEvent], declared_tools: Seque
                 continue
         this_turn = reply.tool_calls
         none_ran = bool(this_turn) and all(call.status not in _RAN or call.error for call in this_turn)
-        if none_ran and not _ADMITS_FAILURE.search(text) and (match is not None or re.search(r"\d", text)):
+        states_data = match is not None or any(re.search(r"\d", sentence) for sentence in statements)
+        if none_ran and not _ADMITS_FAILURE.search(text) and states_data:
             statuses = ", ".join(f"{call.name} [{call.status}]" for call in this_turn)
             findings.append(
                 ClaimFinding(

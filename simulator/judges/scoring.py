@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import JsonValue
 
@@ -51,7 +52,7 @@ class ScoringContext:
 
 
 async def score_transcript(case: Case, transcript: Transcript, context: ScoringContext, judge: LLMJudge) -> list[Score]:
-    """Every score of one conversation, in a stable order: steps, turns, expectations, hallucination, goal."""
+    """Every score of one conversation, in a stable order: steps, expectations, golden turns, hallucination, goal."""
     scorer = _Scorer(case, transcript, context, judge)
     return await scorer.run()
 
@@ -62,7 +63,7 @@ class _Scorer:
         self.transcript = transcript
         self.context = context
         self.judge = judge
-        self.thresholds = case.thresholds or context.thresholds
+        self.thresholds = merged_thresholds(context.thresholds, case.thresholds)
         self.replies = transcript.agent_events()
         self.scores: list[Score] = []
 
@@ -166,11 +167,9 @@ class _Scorer:
         if detail is not None:
             self.scores.append(_from_detail("expectation", detail, prefix, step=step, turn=turn))
             return
-        conversation = render_conversation(self.transcript.events)
+        conversation = render_conversation(self._scope_events(step=step, turn=turn))
         if expectation.message is not None:
-            threshold = (
-                int(expectation.threshold) if expectation.threshold is not None else self.thresholds.semantic_match
-            )
+            threshold = expectation.threshold if expectation.threshold is not None else self.thresholds.semantic_match
             score = await self.judge.semantic_match(
                 expected=expectation.message,
                 actual=view.text(),
@@ -336,14 +335,33 @@ class _Scorer:
             replies=replies, all_replies=self.replies, variables=variables, language=self.context.language
         )
 
+    def _scope_events(self, *, step: int | None, turn: int | None) -> list[Any]:
+        """The events an expectation is judged on: its step's or turn's, else the whole conversation."""
+        events = self.transcript.events
+        if step is not None:
+            return [e for e in events if getattr(e, "step", None) == step]
+        if turn is not None:
+            return [e for e in events if getattr(e, "turn", None) == turn]
+        return list(events)
+
     def _context_for(self, reply: AgentEvent) -> str:
         return hallucination_context(self.transcript, reply, self.context.instructions)
+
+
+def merged_thresholds(suite: Thresholds, case: Thresholds | None) -> Thresholds:
+    """The suite's thresholds with the ones a case sets explicitly on top (not the case's defaults)."""
+    if case is None:
+        return suite
+    return suite.model_copy(update={name: getattr(case, name) for name in case.model_fields_set})
 
 
 def hallucination_context(transcript: Transcript, reply: AgentEvent, instructions: str | None = None) -> str:
     """What the agent knew when it wrote ``reply``: its instructions, the session variables, and the
     conversation up to and including that turn (tool calls and their results included)."""
-    earlier = [event for event in transcript.events if getattr(event, "turn", 0) <= reply.turn]
+    # Everything before the reply (its own user message included), never the reply itself: the claim under
+    # test must not count as its own support. The reply's own tool calls are shown with the turn.
+    position = next((i for i, event in enumerate(transcript.events) if event is reply), len(transcript.events))
+    earlier = transcript.events[:position]
     lines = []
     if instructions:
         lines.append(f"AGENT INSTRUCTIONS: {instructions}")
