@@ -42,7 +42,8 @@ import_app = typer.Typer(help="Turn other formats into suites.", no_args_is_help
 app.add_typer(personas_app, name="personas")
 app.add_typer(import_app, name="import")
 
-out = Console(soft_wrap=True, highlight=False)
+# Off a terminal (CI logs, pipes) rich would wrap tables at 80 columns; logs are read wide.
+out = Console(soft_wrap=True, highlight=False, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, soft_wrap=True, highlight=False)
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -355,6 +356,341 @@ def _agreement_dict(result: Any) -> dict[str, Any] | None:
     if result is None:
         return None
     return {"n": result.n, "accuracy": result.accuracy, "cohen_kappa": result.cohen_kappa}
+
+
+runs_app = typer.Typer(help="Stored runs: list, show, note, resume, repeat, compare, delete.", no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
+
+DbOption = Annotated[
+    Path | None, typer.Option("--db", help="Run store (default: $SIMULATOR_DB or .simulator/runs.db).")
+]
+
+
+def _store(db: Path | None) -> Any:
+    from simulator.store import RunStore, default_db_path
+
+    return RunStore(db or default_db_path())
+
+
+def _cache(db: Path | None, enabled: bool, size_mb: int) -> Any:
+    if not enabled:
+        return None
+    from simulator.llm import RequestCache
+    from simulator.store import default_db_path
+
+    return RequestCache((db or default_db_path()).parent / "cache.db", max_bytes=size_mb * 1024 * 1024)
+
+
+def _execute_with_progress(store: Any, record: Any, cache: Any) -> Any:
+    """Run what is left of the plan with a progress bar on a terminal (plain lines otherwise); Ctrl-C leaves
+    a resumable run and exits 130."""
+    import asyncio
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from simulator.runner._execute import execute
+
+    console = Console(stderr=True, soft_wrap=True, highlight=False)
+    bar = Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, disable=not console.is_terminal, transient=True,
+    )  # fmt: skip
+    task = bar.add_task("running", total=len(record.plan))
+    bar.update(task, completed=len(store.completed_keys(record.id)))
+
+    def progress(update: Any) -> None:
+        bar.update(task, completed=update.done, description=f"{update.item.case}")
+        if not console.is_terminal:
+            persona = f" ({update.item.persona})" if update.item.persona else ""
+            out.print(
+                f"[{update.done}/{update.total}] {update.result.outcome:<6} {update.item.case}{persona} "
+                f"#{update.item.repeat + 1} {update.duration_s:.1f}s",
+                markup=False,
+            )
+
+    try:
+        with bar:
+            return asyncio.run(execute(store, record, on_progress=progress, cache=cache))
+    except KeyboardInterrupt:
+        stored = len(store.completed_keys(record.id))
+        err.print(
+            f"interrupted: {stored} of {len(record.plan)} conversation(s) stored; "
+            f"continue with: simulator runs resume {record.id}",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _print_run(store: Any, record: Any) -> None:
+    from simulator.reports.run_text import CASE_COLUMNS, case_rows, repeat_lines, run_header, totals_lines
+
+    results = store.results(record.id)
+    for line in run_header(record):
+        out.print(line, markup=False)
+    table = Table(title_justify="left")
+    for column in CASE_COLUMNS:
+        table.add_column(column, overflow="fold")
+    styles = {"pass": "green", "fail": "red", "error": "bold red", "unsure": "yellow"}
+    for row in case_rows(results):
+        table.add_row(*row, style=styles.get(row[3]))
+    out.print(table)
+    for line in [*repeat_lines(results), *totals_lines(record)]:
+        out.print(line, markup=False)
+
+
+def _exit_for(record: Any, fail_under: float | None) -> None:
+    totals = record.totals
+    if record.status != "completed" or totals is None:
+        raise typer.Exit(EXIT_INCOMPLETE)
+    if fail_under is not None:
+        correctness = (totals.correctness or 0.0) * 100
+        if correctness < fail_under:
+            err.print(f"correctness {correctness:.1f}% is below --fail-under {fail_under:g}%", markup=False)
+            raise typer.Exit(EXIT_BELOW_BAR)
+        return
+    if totals.passed != totals.total:
+        raise typer.Exit(EXIT_BELOW_BAR)
+
+
+@app.command()
+@_handles_errors
+def run(
+    paths: Annotated[list[Path], typer.Argument(help="Suite files or folders.")],
+    persona: Annotated[str | None, typer.Option("--persona", help="A persona name, all, or random.")] = None,
+    repeat: Annotated[int, typer.Option("--repeat", min=1, help="Run each case K times.")] = 1,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Only cases with this tag (repeatable).")] = None,
+    case: Annotated[list[str] | None, typer.Option("--case", help="Only this case (repeatable).")] = None,
+    agent_version: Annotated[str | None, typer.Option("--agent-version", help="Label of the agent version.")] = None,
+    note: Annotated[str, typer.Option("--note", help="A note kept with the run (editable later).")] = "",
+    live: Annotated[bool, typer.Option("--live", help="Run real tool functions instead of fakes.")] = False,
+    user_model: Annotated[
+        str | None, typer.Option("--user-model", help="litellm model for the simulated user.")
+    ] = None,
+    judge_model: Annotated[str | None, typer.Option("--judge-model", help="litellm model for the judge.")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Conversations in flight at once.")] = 8,
+    fail_under: Annotated[
+        float | None, typer.Option("--fail-under", help="Exit 1 only when correctness (%) is below this.")
+    ] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed for persona choice and the scripted user.")] = None,
+    db: DbOption = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the model request cache.")] = False,
+    cache_size: Annotated[int, typer.Option("--cache-size", min=1, help="Request cache limit in MB.")] = 200,
+) -> None:
+    """Run suites: cases x personas x repeats, concurrently; every result is stored as it finishes.
+
+    Exit 0 when every case passed (or correctness is at least --fail-under), 1 below it, 2 for invalid input,
+    3 when the run could not complete, 130 when interrupted (the run can be resumed).
+    """
+    import random
+
+    from simulator.loading import validate_paths
+    from simulator.models.run import RunSettings
+    from simulator.runner._plan import build_plan, new_record, snapshot_of, unknown_case_filters
+
+    report = validate_paths(paths)
+    if report.errors:
+        _print_config_errors(report.errors)
+        raise typer.Exit(EXIT_INVALID)
+    if not report.suites:
+        err.print("no suite among the paths given: pass suite files or folders holding them", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    settings = RunSettings(
+        paths=[str(p) for p in paths], persona=persona, repeat=repeat, tags=tag or [], cases=case or [],
+        live=live, user_model=user_model, judge_model=judge_model, concurrency=concurrency,
+        fail_under=fail_under, seed=seed if seed is not None else random.SystemRandom().randrange(2**31),
+        cache=not no_cache,
+    )  # fmt: skip
+    unknown = unknown_case_filters(report.suites, settings)
+    if unknown:
+        err.print(f"no case named {', '.join(map(repr, unknown))} in these suites", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    plan = build_plan(report.suites, settings)
+    if not plan:
+        err.print("nothing to run: no case matches the --tag / --case filters", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    cwd = Path.cwd()
+    snapshots = [
+        snapshot_of(loaded, str(loaded.path.relative_to(cwd)) if loaded.path.is_relative_to(cwd) else str(loaded.path))
+        for loaded in report.suites
+    ]
+    store = _store(db)
+    with store:
+        record = new_record(store.new_run_id(), snapshots, settings, plan, agent_version=agent_version, note=note)
+        store.create_run(record)
+        cases = len({(item.suite, item.case) for item in plan})
+        estimate = store.mean_duration(record.suite_hash)
+        guess = (
+            f"estimated {estimate * len(plan) / concurrency:.0f} s from earlier runs of these suites"
+            if estimate else "no estimate yet (first run of these suites)"
+        )  # fmt: skip
+        out.print(
+            f"Run {record.id}: {len(plan)} conversation(s) of {cases} case(s) from {len(snapshots)} suite(s), "
+            f"concurrency {concurrency}; {guess}.",
+            markup=False,
+        )
+        record = _execute_with_progress(store, record, _cache(db, settings.cache, cache_size))
+        _print_run(store, record)
+        _exit_for(record, fail_under)
+
+
+@runs_app.command("list")
+@_handles_errors
+def runs_list(
+    db: DbOption = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="How many runs, newest first.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List stored runs, newest first."""
+    import json
+
+    with _store(db) as store:
+        records = store.list_runs(limit=limit)
+    if as_json:
+        payload = [
+            {"id": r.id, "created": r.created.isoformat(), "status": r.status, "agent_version": r.agent_version,
+             "note": r.note, "suite_hash": r.suite_hash, "planned": len(r.plan),
+             "totals": r.totals.model_dump(mode="json") if r.totals else None}
+            for r in records
+        ]  # fmt: skip
+        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        return
+    table = Table(title="Runs", title_justify="left")
+    for column in ("id", "created", "status", "suites", "version", "correctness", "P/F/E/U", "note"):
+        table.add_column(column, overflow="fold")
+    for r in records:
+        t = r.totals
+        correctness = "-" if t is None or t.correctness is None else f"{t.correctness * 100:.1f}%"
+        counts = "-" if t is None else f"{t.passed}/{t.failed}/{t.error}/{t.unsure}"
+        table.add_row(
+            r.id, f"{r.created:%Y-%m-%d %H:%M}", r.status, ", ".join(s.suite.name for s in r.snapshot),
+            r.agent_version or "", correctness, counts, r.note,
+        )  # fmt: skip
+    out.print(table)
+
+
+@runs_app.command("show")
+@_handles_errors
+def runs_show(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, a unique prefix, latest or latest~N.")],
+    db: DbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run record and its results as JSON.")] = False,
+) -> None:
+    """Show a run: header, one row per conversation, totals."""
+    import json
+
+    with _store(db) as store:
+        record = store.get_run(run_ref)
+        if as_json:
+            payload = {
+                "run": record.model_dump(mode="json"),
+                "results": [r.model_dump(mode="json") for r in store.results(record.id)],
+            }
+            sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+            return
+        _print_run(store, record)
+
+
+@runs_app.command("note")
+@_handles_errors
+def runs_note(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN")],
+    text: Annotated[str, typer.Argument(help="The new note.")],
+    db: DbOption = None,
+) -> None:
+    """Replace a run's note (the suite, version and settings of a run never change)."""
+    with _store(db) as store:
+        record = store.get_run(run_ref)
+        store.set_note(record.id, text)
+    out.print(f"note of {record.id} set", markup=False)
+
+
+@runs_app.command("delete")
+@_handles_errors
+def runs_delete(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN")],
+    db: DbOption = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete a run and its results."""
+    with _store(db) as store:
+        record = store.get_run(run_ref)
+        if not yes and not typer.confirm(f"Delete run {record.id} and its {len(record.plan)} planned results?"):
+            raise typer.Exit(EXIT_OK)
+        store.delete_run(record.id)
+    out.print(f"deleted {record.id}", markup=False)
+
+
+@runs_app.command("resume")
+@_handles_errors
+def runs_resume(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN")],
+    db: DbOption = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the model request cache.")] = False,
+) -> None:
+    """Finish an incomplete run: finished cases are not run again; unfinished conversations continue where
+    they stopped (for agents without state of their own)."""
+    with _store(db) as store:
+        record = store.get_run(run_ref)
+        missing = len(record.plan) - len(store.completed_keys(record.id))
+        if missing == 0 and record.status == "completed":
+            out.print(f"run {record.id} is complete: nothing to resume", markup=False)
+            _print_run(store, record)
+            return
+        out.print(f"Resuming {record.id}: {missing} of {len(record.plan)} conversation(s) left.", markup=False)
+        record = _execute_with_progress(store, record, _cache(db, record.settings.cache and not no_cache, 200))
+        _print_run(store, record)
+        _exit_for(record, record.settings.fail_under)
+
+
+@runs_app.command("repeat")
+@_handles_errors
+def runs_repeat(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN")],
+    db: DbOption = None,
+    note: Annotated[str | None, typer.Option("--note", help="Note of the new run.")] = None,
+    agent_version: Annotated[str | None, typer.Option("--agent-version", help="Label of the agent version.")] = None,
+) -> None:
+    """Run again exactly what a stored run ran (its suite snapshot and settings) as a new run."""
+    from simulator.runner._plan import new_record
+
+    with _store(db) as store:
+        old = store.get_run(run_ref)
+        record = new_record(
+            store.new_run_id(), old.snapshot, old.settings, old.plan,
+            agent_version=agent_version if agent_version is not None else old.agent_version,
+            note=note if note is not None else f"repeat of {old.id}", repeat_of=old.id,
+        )  # fmt: skip
+        store.create_run(record)
+        out.print(f"Run {record.id} repeats {old.id}: {len(record.plan)} conversation(s).", markup=False)
+        record = _execute_with_progress(store, record, _cache(db, old.settings.cache, 200))
+        _print_run(store, record)
+        _exit_for(record, record.settings.fail_under)
+
+
+@runs_app.command("compare")
+@_handles_errors
+def runs_compare(
+    run_a: Annotated[str, typer.Argument(metavar="RUN_A", help="The baseline run.")],
+    run_b: Annotated[str, typer.Argument(metavar="RUN_B", help="The new run.")],
+    db: DbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    fail_on_regression: Annotated[
+        bool, typer.Option("--fail-on-regression", help="Exit 1 when a case or step regressed.")
+    ] = False,
+) -> None:
+    """Compare two runs case by case and step by step: regressed first, then improved, new, removed."""
+    from simulator.compare import compare_runs, render_comparison_text
+
+    with _store(db) as store:
+        a, b = store.get_run(run_a), store.get_run(run_b)
+        comparison = compare_runs(a, store.results(a.id), b, store.results(b.id))
+    if as_json:
+        sys.stdout.write(comparison.model_dump_json(indent=2) + "\n")
+    else:
+        for line in render_comparison_text(comparison):
+            out.print(line, markup=False)
+    if fail_on_regression and comparison.has_regressions:
+        raise typer.Exit(EXIT_BELOW_BAR)
 
 
 def main() -> None:

@@ -27,8 +27,14 @@ Offline use
     service. It goes through the whole of litellm like a real provider (real usage, tool calls,
     ``finish_reason="tool_calls"``, litellm's own exception types), so tests exercise the real code path.
 
-litellm's response cache is not used: in the installed version a cache hit imports fastapi, and the disk
-cache was removed.
+The request cache
+  litellm's own response cache is not used (in the installed version a cache hit imports fastapi, and the disk
+  cache was removed). :class:`RequestCache` is ours: one SQLite file, keyed by :func:`request_cache_key`, a
+  sha256 of the normalized request. Give one to ``LLMClient(cache=...)``; the simulated user and the judge are
+  cached by default, the agent under test only when asked (``cache_roles``), since it is what a run measures.
+  A cache hit returns the stored reply without calling the model: that is what makes a re-run of an unchanged
+  suite fast, free and reproducible. A request is only reproducible *live* when its temperature is 0 or the
+  provider is deterministic; with a cache it is reproducible anyway, because the first reply is replayed.
 """
 
 from __future__ import annotations
@@ -37,23 +43,30 @@ import asyncio
 import contextvars
 import copy
 import functools
+import hashlib
 import inspect
 import json
+import logging
+import math
 import os
 import random
 import re
+import sqlite3
 import threading
+import time
 import warnings
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from simulator.errors import ModelError
+from simulator.errors import ModelError, StoreError
 from simulator.models.settings import ModelRoles, ModelSettings
 from simulator.models.transcript import Usage
 
@@ -68,12 +81,14 @@ __all__ = [
     "FakeScript",
     "FakeToolCall",
     "LLMClient",
+    "RequestCache",
     "Role",
     "StaticReply",
     "StructuredOutputError",
     "ToolCallRequest",
     "Usage",
     "UsageMeter",
+    "cache_scope",
     "fake_auth_error",
     "fake_bad_request",
     "fake_connection_error",
@@ -82,6 +97,7 @@ __all__ = [
     "fake_server_error",
     "fake_timeout",
     "metering",
+    "request_cache_key",
 ]
 
 #: The litellm provider name of the offline fake: ``model="fake/anything"`` is answered by a :class:`FakeScript`.
@@ -150,6 +166,10 @@ class Completion(BaseModel):
     ``content`` is the text (``None`` when the model only called tools); ``raw_text`` is the same text as
     received but never ``None`` (empty when there was none), for code that quotes or parses the reply.
     ``model`` is the model string configured for the role. ``usage`` covers this call only.
+
+    ``cached`` is True when the reply came from the :class:`RequestCache` instead of the model: then no request
+    was made, ``cost`` and ``usage.cost`` are 0.0 (nothing was spent) and the token counts are those of the
+    call that was stored (what the reply cost to produce the first time).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -161,6 +181,7 @@ class Completion(BaseModel):
     model: str
     cost: float | None
     raw_text: str
+    cached: bool = False
 
 
 class StructuredOutputError(ModelError):
@@ -173,6 +194,387 @@ class StructuredOutputError(ModelError):
         super().__init__(message)
         self.raw = raw
         self.error = error
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The request cache
+
+_log = logging.getLogger(__name__)
+
+#: Part of every key: bump it when the normalization below or the stored format changes, and old entries then
+#: simply miss (they age out through the LRU eviction).
+_CACHE_FORMAT = 1
+
+#: The message fields that reach the model; anything else a caller keeps in a message dict is bookkeeping.
+_MESSAGE_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")
+#: Request parameters that are always part of the key (``None`` when not set).
+_KEY_PARAMETERS = ("temperature", "max_tokens", "response_format", "top_p", "seed", "stop")
+#: Request parameters that never are: how the request travels and is paid for, not what the model answers.
+_NOT_IN_KEY = frozenset(
+    {
+        "model",
+        "messages",
+        "tools",
+        *_KEY_PARAMETERS,
+        "api_key",
+        "api_base",
+        "base_url",
+        "api_version",
+        "timeout",
+        "num_retries",
+        "max_retries",
+        "stream",
+        "headers",
+        "extra_headers",
+        "metadata",
+        "input_cost_per_token",
+        "output_cost_per_token",
+    }
+)
+#: Other credentials a provider may take as a parameter (aws_secret_access_key, azure_ad_token, ...).
+_CREDENTIAL = re.compile(r"(^|_)(key|secret|password|credentials?)(_|$)|(^|_)token$")
+
+
+class _Uncacheable(Exception):
+    """A request holds a value with no canonical JSON form (a callable, an exception, NaN): it is not cached."""
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` as plain JSON data that is equal for equal requests (``1.0`` and ``1`` are the same number)."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _Uncacheable("not a finite number")
+        return int(value) if value.is_integer() else value
+    if isinstance(value, type) and issubclass(value, BaseModel):
+        # A pydantic class as response_format: what the provider is given is its JSON schema, under its name.
+        return {"json_schema": _canonical(value.model_json_schema()), "name": value.__name__}
+    if isinstance(value, BaseModel):
+        return _canonical(value.model_dump(mode="json"))
+    if isinstance(value, Mapping):
+        if not all(isinstance(key, str) for key in value):
+            raise _Uncacheable("a mapping with keys that are not strings")
+        return {key: _canonical(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(item) for item in value]
+    raise _Uncacheable(f"a {type(value).__name__} has no canonical JSON form")
+
+
+def _canonical_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    normalized: dict[str, Any] = {}
+    for name in _MESSAGE_FIELDS:
+        value = message.get(name)
+        # A missing field, None and (for tool_calls) an empty list all say the same to a provider.
+        if value is None or (name == "tool_calls" and not value):
+            continue
+        normalized[name] = _canonical(value)
+    return normalized
+
+
+def request_cache_key(request: Mapping[str, Any]) -> str | None:
+    """The :class:`RequestCache` key of a litellm request: a sha256 hex digest, or ``None`` if it cannot be cached.
+
+    The digest is taken over a canonical JSON (sorted keys, no whitespace, integral floats written as integers)
+    of the normalized request:
+
+    * ``model``: the model string (litellm syntax, e.g. ``openai/gpt-4o-mini``);
+    * ``messages``: each reduced to ``role``, ``content``, ``tool_calls``, ``tool_call_id`` and ``name``
+      (a missing field, ``None`` and an empty ``tool_calls`` are the same);
+    * ``tools`` (none and an empty list are the same);
+    * ``temperature``, ``max_tokens``, ``response_format`` (a pydantic class as its name and JSON schema),
+      ``top_p``, ``seed`` and ``stop``;
+    * any other parameter passed to the model (``tool_choice``, ``frequency_penalty``, ...), so a parameter
+      that changes the reply never hits an entry made without it;
+    * a format number, bumped when this definition changes.
+
+    Not part of the key: ``api_key`` and any other credential (a rotated key still hits), ``api_base`` (it may
+    carry secrets; the model string names the model), ``timeout``, retry settings, headers, metadata and
+    per-token prices. A request holding a value with no JSON form (a callable, an exception, NaN) gets ``None``.
+    """
+    try:
+        normalized = {
+            "format": _CACHE_FORMAT,
+            "model": str(request["model"]),
+            "messages": [_canonical_message(message) for message in request["messages"]],
+            "tools": _canonical(request.get("tools") or None),
+            **{name: _canonical(request.get(name)) for name in _KEY_PARAMETERS},
+            "other": {
+                name: _canonical(value)
+                for name, value in request.items()
+                if name not in _NOT_IN_KEY and not _CREDENTIAL.search(name)
+            },
+        }
+        text = json.dumps(normalized, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (_Uncacheable, ValueError, TypeError):
+        return None
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+class RequestCache:
+    """Model replies stored by request, in one SQLite file, so an unchanged request is never sent twice.
+
+    Keys come from :func:`request_cache_key`. :class:`LLMClient` looks a request up before calling the model and
+    stores each successful reply (never an error, never a structured reply that failed validation). A hit
+    replays the stored reply: that makes a re-run of an unchanged suite fast, free and reproducible, even for
+    a model sampled at a temperature above 0 (whose live replies are only reproducible at temperature 0 or from
+    a deterministic provider). The flip side: identical requests get identical replies, so repeats of one case
+    only differ where their requests differ (pass a per-repeat ``seed`` to the model, or run without a cache,
+    to sample anew).
+
+    The file holds one table, ``requests`` (``key`` primary key, ``created`` and ``last_used`` as Unix times,
+    ``size`` in bytes, ``completion`` as JSON), in WAL mode with ``synchronous=NORMAL``: a few processes may
+    share it, and a crash loses at most the last replies stored, never the file. When the stored bytes (the
+    ``size`` column: key and JSON, not the file's size on disk) exceed ``max_bytes``, the least recently used
+    entries are evicted down to 90 % of it.
+
+    A cache is an optimisation, so its failures never stop a run: if the file is damaged, is not a SQLite
+    database, or a read or write fails, the problem is reported once, through ``on_error`` (default: a
+    ``logging`` warning), and the cache acts as a miss. Only a path that cannot be created at all (its folder
+    cannot be made, or it is a folder) raises :class:`~simulator.errors.StoreError` at once, before any call.
+    Thread-safe; use it as a context manager or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        max_bytes: int = 200 * 1024 * 1024,
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
+        if max_bytes < 1:
+            raise ValueError("max_bytes must be at least 1")
+        self.path = Path(path)
+        self.max_bytes = max_bytes
+        #: How many cache operations failed (only the first is reported).
+        self.errors = 0
+        self._on_error = on_error
+        self._reported = False
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None
+        self._closed = False
+        self._clock = 0.0
+        # Bytes stored, as far as this instance knows (other processes may add some): checked exactly, with
+        # SUM(size), only when this estimate passes max_bytes.
+        self._estimate = 0
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the request cache {self.path}: its folder {self.path.parent} cannot be made "
+                f"({exc.strerror or exc}). Choose another cache path, or run without the cache."
+            ) from exc
+        if self.path.is_dir():
+            raise StoreError(
+                f"cannot create the request cache {self.path}: it is a folder. Give the path of a file (it is "
+                "made if missing), or run without the cache."
+            )
+        self._open()
+
+    # -- public operations ------------------------------------------------------------------------------------
+
+    def get(self, key: str) -> Completion | None:
+        """The stored reply for ``key`` (with ``cached=True``), or ``None``; a hit becomes the most recently used."""
+        with self._lock:
+            db = self._db
+            if db is None:
+                return None
+            try:
+                row = db.execute("SELECT completion FROM requests WHERE key = ?", (key,)).fetchone()
+            except sqlite3.Error as exc:
+                self._report(f"reading failed ({exc})")
+                return None
+            if row is None:
+                return None
+            try:
+                completion = Completion.model_validate_json(row[0])
+            except ValidationError:
+                # Stored by a version whose Completion had another shape: a miss, and the entry goes.
+                self._execute(db, "DELETE FROM requests WHERE key = ?", (key,), "deleting a stale entry")
+                return None
+            self._execute(db, "UPDATE requests SET last_used = ? WHERE key = ?", (self._now(), key), "updating")
+        return completion.model_copy(update={"cached": True})
+
+    def put(self, key: str, completion: Completion) -> None:
+        """Store ``completion`` as the reply to ``key`` (replacing any), then evict if over ``max_bytes``.
+
+        A reply larger than ``max_bytes`` on its own is not stored.
+        """
+        text = completion.model_copy(update={"cached": False}).model_dump_json()
+        size = len(key.encode()) + len(text.encode())
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            db = self._db
+            if db is None:
+                return
+            now = self._now()
+            stored = self._execute(
+                db,
+                "INSERT OR REPLACE INTO requests (key, created, last_used, size, completion) VALUES (?, ?, ?, ?, ?)",
+                (key, now, now, size, text),
+                "storing a reply",
+            )
+            if stored:
+                self._estimate += size
+                if self._estimate > self.max_bytes:
+                    self._evict(db)
+
+    def delete(self, key: str) -> None:
+        """Forget the reply stored for ``key``, if any."""
+        with self._lock:
+            if self._db is not None:
+                self._execute(self._db, "DELETE FROM requests WHERE key = ?", (key,), "deleting an entry")
+
+    def clear(self) -> None:
+        """Forget every stored reply and give the space back to the file system.
+
+        A damaged cache file (one that starts like a SQLite database but cannot be read) is deleted and made
+        anew; a file that is not a SQLite database at all is never deleted: :class:`StoreError` says so.
+        """
+        with self._lock:
+            if self._closed:
+                raise ValueError("the request cache is closed")
+            if self._db is not None:
+                if self._execute(self._db, "DELETE FROM requests", (), "clearing"):
+                    self._execute(self._db, "VACUUM", (), "compacting")
+                    self._estimate = 0
+                return
+            try:
+                with self.path.open("rb") as file:
+                    head = file.read(len(_SQLITE_HEADER))
+            except FileNotFoundError:
+                head = b""
+            except OSError as exc:
+                raise StoreError(f"cannot clear the request cache {self.path}: {exc.strerror or exc}") from exc
+            if head and head != _SQLITE_HEADER:
+                raise StoreError(
+                    f"{self.path} is not a SQLite database, so it is not a request cache: it was not deleted. "
+                    "Point the cache at another file, or delete this one yourself."
+                )
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            self._reported = False
+        self._open()
+
+    def stats(self) -> tuple[int, int]:
+        """``(entries, bytes)`` stored; bytes are the ``size`` column's total. ``(0, 0)`` when unusable."""
+        with self._lock:
+            db = self._db
+            if db is None:
+                return (0, 0)
+            try:
+                entries, size = db.execute("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM requests").fetchone()
+            except sqlite3.Error as exc:
+                self._report(f"reading its statistics failed ({exc})")
+                return (0, 0)
+        return (int(entries), int(size))
+
+    @property
+    def usable(self) -> bool:
+        """False when the file could not be opened (damaged, not SQLite) or the cache is closed."""
+        return self._db is not None
+
+    def close(self) -> None:
+        """Close the file; the cache then acts as a miss. Calling it again does nothing."""
+        with self._lock:
+            self._closed = True
+            db, self._db = self._db, None
+        if db is not None:
+            db.close()
+
+    def __enter__(self) -> RequestCache:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open" if self._db is not None else "unusable"
+        return f"RequestCache({str(self.path)!r}, max_bytes={self.max_bytes}, {state})"
+
+    # -- internals ---------------------------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        try:
+            db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot create the request cache {self.path} ({exc}). Check that its folder is writable, "
+                "or run without the cache."
+            ) from exc
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS requests ("
+                "key TEXT PRIMARY KEY, created REAL NOT NULL, last_used REAL NOT NULL, "
+                "size INTEGER NOT NULL, completion TEXT NOT NULL)"
+            )
+            db.execute("CREATE INDEX IF NOT EXISTS requests_by_last_used ON requests (last_used)")
+            (total,) = db.execute("SELECT COALESCE(SUM(size), 0) FROM requests").fetchone()
+        except sqlite3.Error as exc:
+            db.close()
+            self._report(
+                f"cannot be used ({exc}); running without it. If it is a damaged cache, delete it (or clear "
+                "the cache) to start a new one",
+                prefix=False,
+            )
+            return
+        with self._lock:
+            self._db = db
+            self._estimate = int(total)
+
+    def _now(self) -> float:
+        # Strictly increasing within this instance, so "least recently used" is exact even for calls that fall
+        # in the same clock tick.
+        self._clock = max(time.time(), self._clock + 1e-6)
+        return self._clock
+
+    def _execute(self, db: sqlite3.Connection, sql: str, parameters: tuple[Any, ...], doing: str) -> bool:
+        try:
+            db.execute(sql, parameters)
+        except sqlite3.Error as exc:
+            self._report(f"{doing} failed ({exc})")
+            return False
+        return True
+
+    def _evict(self, db: sqlite3.Connection) -> None:
+        """Drop least recently used entries until the stored bytes are at most 90 % of ``max_bytes``."""
+        try:
+            (total,) = db.execute("SELECT COALESCE(SUM(size), 0) FROM requests").fetchone()
+            if total > self.max_bytes:
+                # One statement, so it is atomic: the shortest run of oldest entries that frees the excess.
+                db.execute(
+                    "DELETE FROM requests WHERE key IN (SELECT key FROM (SELECT key, size, SUM(size) OVER "
+                    "(ORDER BY last_used, rowid ROWS UNBOUNDED PRECEDING) AS upto FROM requests) "
+                    "WHERE upto - size < ?)",
+                    (int(total) - self.max_bytes * 9 // 10,),
+                )
+                (total,) = db.execute("SELECT COALESCE(SUM(size), 0) FROM requests").fetchone()
+            self._estimate = int(total)
+        except sqlite3.Error as exc:
+            self._report(f"evicting old entries failed ({exc})")
+
+    def _report(self, problem: str, *, prefix: bool = True) -> None:
+        self.errors += 1
+        if self._reported:
+            return
+        self._reported = True
+        message = f"request cache {self.path}: {problem}" if prefix else f"request cache {self.path} {problem}"
+        if prefix:
+            message += "; it acts as a miss (the cache only saves time and cost, the run goes on)"
+        if self._on_error is not None:
+            self._on_error(message)
+        else:
+            _log.warning("%s", message)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -234,15 +636,39 @@ class _Failure:
     detail: str
 
 
+_CACHE_SALT: contextvars.ContextVar[str | None] = contextvars.ContextVar("simulator_cache_salt", default=None)
+
+
+@contextmanager
+def cache_scope(salt: str) -> Iterator[None]:
+    """Cached replies inside this block are keyed with ``salt`` too.
+
+    The runner gives each repeat of a case its own salt (its repeat number): a re-run of an unchanged suite
+    replays the same replies repeat by repeat, while the repeats of one run stay independent samples instead
+    of all replaying the first one.
+    """
+    token = _CACHE_SALT.set(salt)
+    try:
+        yield
+    finally:
+        _CACHE_SALT.reset(token)
+
+
 class UsageMeter:
-    """Usage of the calls made inside one :func:`metering` block (one conversation), per role."""
+    """Usage of the calls made inside one :func:`metering` block (one conversation), per role.
+
+    Replies served from the request cache count as calls (at cost 0.0) in ``by_role`` and also in ``cache_hits``.
+    """
 
     def __init__(self) -> None:
         self.by_role: dict[Role, Usage] = {}
+        self.cache_hits: dict[Role, int] = {}
 
-    def add(self, role: Role, usage: Usage) -> None:
-        """Count one call's usage."""
+    def add(self, role: Role, usage: Usage, *, cached: bool = False) -> None:
+        """Count one call's usage (``cached``: it was a cache hit)."""
         self.by_role[role] = self.by_role.get(role, Usage()) + usage
+        if cached:
+            self.cache_hits[role] = self.cache_hits.get(role, 0) + 1
 
 
 _METER: contextvars.ContextVar[UsageMeter | None] = contextvars.ContextVar("simulator_usage_meter", default=None)
@@ -270,6 +696,13 @@ class LLMClient:
     retry *n* the client sleeps a random time between 0 and ``min(cap, base * 2**(n-1))`` ("full jitter", so
     many clients hit by the same rate limit do not retry in lockstep). ``sleep`` and ``jitter`` are injectable
     so tests do not wait; ``environ`` is where API keys are read from (default ``os.environ``).
+
+    ``cache`` (a :class:`RequestCache`) is consulted before calling the model for the roles in ``cache_roles``:
+    by default the simulated user and the judge, not the agent, because the agent under test is what a run
+    measures (add :attr:`Role.AGENT` to replay it too). A hit makes no request (and needs no API key); it is
+    counted in :meth:`usage_by_role` as a call with cost 0.0 and the stored reply's token counts, and
+    separately in :meth:`cache_hits_by_role`. A miss calls the model and stores the reply if the call
+    succeeded; errors are never stored.
     """
 
     def __init__(
@@ -282,9 +715,16 @@ class LLMClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         jitter: Callable[[float], float] = _full_jitter,
         environ: Mapping[str, str] | None = None,
+        cache: RequestCache | None = None,
+        cache_roles: Collection[Role | str] = (Role.USER, Role.JUDGE),
     ) -> None:
         if backoff_base < 0 or backoff_cap < 0:
             raise ValueError("backoff_base and backoff_cap must not be negative")
+        self._cache = cache
+        # A single role given as a string is one role, not a collection of letters.
+        roles_to_cache: Collection[Role | str] = (cache_roles,) if isinstance(cache_roles, str) else cache_roles
+        self._cache_roles = frozenset(Role(role) for role in roles_to_cache)
+        self._cache_hits: dict[Role, int] = dict.fromkeys(Role, 0)
         self._roles = roles
         self._fake_script = fake_script
         self._backoff_base = backoff_base
@@ -313,6 +753,15 @@ class LLMClient:
             total = total + usage
         return total
 
+    @property
+    def cache(self) -> RequestCache | None:
+        """The request cache, if the client has one."""
+        return self._cache
+
+    def cache_hits_by_role(self) -> dict[Role, int]:
+        """Replies served from the request cache so far, per role (every role is present)."""
+        return dict(self._cache_hits)
+
     async def complete(
         self,
         role: Role | str,
@@ -326,15 +775,28 @@ class LLMClient:
         ``tools`` are OpenAI-style function tools. ``overrides`` are passed to ``litellm.acompletion`` and win
         over the role's settings (for example ``temperature=0`` or ``response_format=...``); ``timeout`` also
         bounds the whole call here. Raises :class:`ModelError` when no model is configured, on errors that a
-        retry cannot fix, or when the retries run out.
+        retry cannot fix, or when the retries run out. With a cache, a cached role's request is looked up first
+        (see the class); the reply then has ``cached=True``.
         """
-        role = Role(role)
+        completion, _ = await self._complete(Role(role), messages, tools, overrides, read_cache=True, write_cache=True)
+        return completion
+
+    async def _complete(
+        self,
+        role: Role,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        overrides: Mapping[str, Any],
+        *,
+        read_cache: bool,
+        write_cache: bool,
+    ) -> tuple[Completion, str | None]:
+        """:meth:`complete`, also returning the request's cache key (``None`` when the role is not cached)."""
         settings = self.settings(role)
         model = self._model(role, settings)
         bad = _RESERVED.intersection(overrides)
         if bad:
             raise ValueError(f"complete() sets {', '.join(sorted(bad))} itself; these cannot be overridden")
-        api_key = self._api_key(role, settings, model)
         request: dict[str, Any] = {
             "model": model,
             "messages": [dict(message) for message in messages],
@@ -350,12 +812,24 @@ class LLMClient:
             request["max_tokens"] = settings.max_tokens
         if settings.api_base is not None:
             request["api_base"] = settings.api_base
-        if api_key is not None:
-            request["api_key"] = api_key
         if tools:
             request["tools"] = [dict(tool) for tool in tools]
         request.update(overrides)
         timeout = float(request["timeout"])
+
+        cache = self._cache_for(role)
+        key = None
+        if cache is not None:
+            salt = _CACHE_SALT.get()
+            key = request_cache_key({**request, "cache_salt": salt} if salt else request)
+        if cache is not None and key is not None and read_cache:
+            hit = cache.get(key)
+            if hit is not None:
+                # Looked up before the API key is read: a run served wholly from the cache needs no secrets.
+                return self._serve_hit(role, hit), key
+        api_key = self._api_key(role, settings, model)
+        if api_key is not None:
+            request["api_key"] = api_key
 
         _load_litellm()
         attempts = settings.max_retries + 1
@@ -378,11 +852,10 @@ class LLMClient:
                     await self._sleep(self._backoff(attempt))
                 continue
             completion = _to_completion(response, model)
-            self._usage[role] = self._usage[role] + completion.usage
-            meter = _METER.get()
-            if meter is not None:
-                meter.add(role, completion.usage)
-            return completion
+            self._account(role, completion.usage, cached=False)
+            if cache is not None and key is not None and write_cache:
+                cache.put(key, completion)
+            return completion, key
         assert last is not None
         raise ModelError(
             f"{role.value} model {model!r} failed after {attempts} attempt{'s' if attempts != 1 else ''}; "
@@ -405,6 +878,11 @@ class LLMClient:
         An empty, malformed or schema-invalid reply is answered with a follow-up message quoting the error, up to
         ``attempts`` replies in all; then :class:`StructuredOutputError` (a :class:`ModelError`) is raised, with
         the last reply's text in ``raw``.
+
+        With a cache, only a reply that passed validation is stored, and it is stored under the key of the
+        *first* request (the caller's messages), even when it took a correction to get it: a re-run then gets
+        the valid reply at once, with no request. A stored reply that no longer validates (the schema's
+        validators changed) is deleted and the same request is sent to the model.
         """
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
@@ -412,13 +890,33 @@ class LLMClient:
         base = [dict(message) for message in messages]
         conversation = base
         raw, error = "", ""
-        for _ in range(attempts):
-            completion = await self.complete(role, conversation, response_format=schema, **overrides)
+        if "response_format" in overrides:
+            raise TypeError("structured() sets response_format itself, from schema")
+        arguments = {**overrides, "response_format": schema}
+        cache = self._cache_for(role)
+        key: str | None = None
+        read_cache = True
+        attempt = 0
+        while attempt < attempts:
+            completion, request_key = await self._complete(
+                role, conversation, None, arguments, read_cache=read_cache and attempt == 0, write_cache=False
+            )
+            if attempt == 0:
+                key = request_key
             raw = completion.raw_text
             try:
-                return _parse_structured(raw, schema)
+                value = _parse_structured(raw, schema)
             except _InvalidReply as exc:
+                if completion.cached and cache is not None and key is not None:
+                    cache.delete(key)
+                    read_cache = False
+                    continue  # ask the model the same request; the stale entry does not use up an attempt
                 error = str(exc)
+            else:
+                if cache is not None and key is not None and not completion.cached:
+                    cache.put(key, completion)
+                return value
+            attempt += 1
             # Only the latest failed reply is shown back, so the prompt does not grow with every attempt.
             conversation = [
                 *base,
@@ -439,6 +937,25 @@ class LLMClient:
         )
 
     # -- helpers -------------------------------------------------------------------------------------------
+
+    def _cache_for(self, role: Role) -> RequestCache | None:
+        return self._cache if role in self._cache_roles else None
+
+    def _account(self, role: Role, usage: Usage, *, cached: bool) -> None:
+        self._usage[role] = self._usage[role] + usage
+        if cached:
+            self._cache_hits[role] += 1
+        meter = _METER.get()
+        if meter is not None:
+            meter.add(role, usage, cached=cached)
+
+    def _serve_hit(self, role: Role, hit: Completion) -> Completion:
+        """A stored reply as this call's result: one call, the stored token counts, nothing spent."""
+        usage = Usage(
+            prompt_tokens=hit.usage.prompt_tokens, completion_tokens=hit.usage.completion_tokens, calls=1, cost=0.0
+        )
+        self._account(role, usage, cached=True)
+        return hit.model_copy(update={"usage": usage, "cost": 0.0, "cached": True})
 
     @staticmethod
     def _model(role: Role, settings: ModelSettings) -> str:

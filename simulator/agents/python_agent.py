@@ -51,6 +51,8 @@ class PythonAdapter:
     def __init__(self, config: PythonAgent) -> None:
         self.config = config
         target = import_ref(config.callable, what="agent")
+        #: A class instance may remember earlier turns, so its conversation cannot be resumed half-way.
+        self.stateful = inspect.isclass(target)
         if inspect.isclass(target):
             try:
                 target = target(**config.options)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
+from simulator.engine._checkpoint import open_checkpointer
 from simulator.engine._conversation import TURN_CAP, Conversation, ConversationSetup, StepChecker
 from simulator.engine._simulate import simulate
 
-__all__ = ["TURN_CAP", "Conversation", "ConversationSetup", "StepChecker", "simulate"]
+__all__ = ["TURN_CAP", "Conversation", "ConversationSetup", "StepChecker", "open_checkpointer", "simulate"]

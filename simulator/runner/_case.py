@@ -8,12 +8,13 @@ takes them ready-made and imports no judge, store or CLI.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from simulator.agents import build_agent
 from simulator.engine import ConversationSetup, simulate
 from simulator.errors import AgentError, ConfigError, ConfigErrors
 from simulator.judges import StepJudge
-from simulator.llm import LLMClient
+from simulator.llm import LLMClient, metering
 from simulator.loading import LoadedSuite, config_error_at
 from simulator.loading._schema import did_you_mean
 from simulator.models import Case, ModelRoles, Persona
@@ -85,8 +86,14 @@ async def run_case(
     persona: Persona | None,
     llm: LLMClient,
     options: RunOptions,
+    checkpointer: Any = None,
+    thread_id: str | None = None,
 ) -> Transcript:
-    """Run one conversation of ``case``. An agent that cannot even be set up ends the case as ``error``."""
+    """Run one conversation of ``case``. An agent that cannot even be set up ends the case as ``error``.
+
+    With a ``checkpointer`` the conversation can be resumed mid-way after a crash (see ``engine.simulate``),
+    unless the agent keeps state of its own between turns (a Python class): such a conversation starts over.
+    """
     agent_config = loaded.agent
     if agent_config is None:
         raise ConfigError(
@@ -115,6 +122,8 @@ async def run_case(
         seed=options.seed,
         language=loaded.suite.language,
     )
+    if checkpointer is not None and not getattr(agent, "stateful", False):
+        return await simulate(setup, checkpointer=checkpointer, thread_id=thread_id)
     return await simulate(setup)
 
 
@@ -178,7 +187,14 @@ async def score_case(
         instructions=agent.instructions if agent is not None and agent.type == "litellm" else None,
         declared_tools=[tool.name for tool in agent.tools] if agent is not None else [],
     )
-    scores = await score_transcript(case, transcript, context, judge)
+    with metering() as meter:
+        scores = await score_transcript(case, transcript, context, judge)
+    if meter.by_role:
+        # The judge's calls while scoring belong to this conversation's account too.
+        usage = dict(transcript.usage)
+        for role, used in meter.by_role.items():
+            usage[role.value] = usage[role.value] + used if role.value in usage else used
+        transcript = transcript.model_copy(update={"usage": usage})
     outcome, reasons = case_outcome(transcript, scores)
     return CaseResult(
         case=case.name,

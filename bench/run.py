@@ -1,0 +1,160 @@
+"""Run throughput: 500 conversations of 6 turns against a local OpenAI-compatible server answering in 200 ms.
+
+Both model-backed roles go to the server: the agent under test (an ``http`` agent) and the simulated user
+(litellm, ``openai/...`` with ``api_base``), so every turn costs two calls of 200 ms. With concurrency 50 the
+ideal wall time is (calls x 0.2 s) / 50; the runner should stay within 1.25x of it. The server runs in its own
+process so its CPU does not count as the runner's.
+
+    python bench/run.py [--conversations N] [--turns T] [--latency S] [--concurrency C]
+
+Ends with one line: BENCH ratio_to_ideal=R peak_mb=M cpu_ms_per_call=C
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+SERVER = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from aiohttp import web
+
+    LATENCY = float(sys.argv[2])
+    calls = 0
+
+    async def chat(request):
+        global calls
+        calls += 1
+        body = await request.json()
+        await asyncio.sleep(LATENCY)
+        if body.get("response_format"):
+            content = json.dumps({"message": "Where is my order ORD-1?", "done": False, "reason": ""})
+        else:
+            content = "Your order ORD-1 has shipped."
+        return web.json_response({
+            "id": f"c{calls}", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28},
+        })
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
+    """
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for_port(port: int, limit: float = 20.0) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise SystemExit("the fake server did not start")
+
+
+def _suite(root: Path, port: int, turns: int, concurrency: int) -> Path:
+    steps = "".join(f"      - goal: Ask about the order, part {i}.\n        max_turns: 1\n" for i in range(turns))
+    (root / "suite.yaml").write_text(
+        f"""name: bench
+agent:
+  type: http
+  base_url: http://127.0.0.1:{port}/v1
+  model: fake-agent
+  timeout: 30
+models:
+  user:
+    model: openai/fake-user
+    api_base: http://127.0.0.1:{port}/v1
+    api_key_env: BENCH_FAKE_KEY
+    concurrency: {concurrency}
+    max_retries: 0
+cases:
+  - kind: simulation
+    name: order_status
+    steps:
+{steps}""",
+        encoding="utf-8",
+    )
+    return root / "suite.yaml"
+
+
+async def _run(suite: Path, db: Path, conversations: int, concurrency: int) -> tuple[object, float, float]:
+    from simulator.loading import validate_paths
+    from simulator.models.run import RunSettings
+    from simulator.runner._execute import execute
+    from simulator.runner._plan import build_plan, new_record, snapshot_of
+    from simulator.store import RunStore
+
+    report = validate_paths([suite])
+    if report.errors:
+        raise SystemExit("\n".join(e.render() for e in report.errors))
+    settings = RunSettings(paths=[str(suite)], repeat=conversations, concurrency=concurrency, seed=1, cache=False)
+    plan = build_plan(report.suites, settings)
+    with RunStore(db) as store:
+        record = new_record(store.new_run_id(), [snapshot_of(report.suites[0], str(suite))], settings, plan)
+        store.create_run(record)
+        wall, cpu = time.perf_counter(), time.process_time()
+        done = await execute(store, record)
+        return done, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--conversations", type=int, default=500)
+    parser.add_argument("--turns", type=int, default=6)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=50)
+    args = parser.parse_args()
+    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+    os.environ["BENCH_FAKE_KEY"] = "not-a-real-key"
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-c", SERVER, str(port), str(args.latency)])
+    try:
+        _wait_for_port(port)
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            suite = _suite(root, port, args.turns, args.concurrency)
+            asyncio.run(_run(suite, root / "warmup.db", 2, 2))  # imports, litellm's first call
+            record, wall, cpu = asyncio.run(_run(suite, root / "runs.db", args.conversations, args.concurrency))
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    totals = record.totals  # type: ignore[attr-defined]
+    calls = sum(role.calls for role in totals.usage.values()) + args.conversations * args.turns  # + agent calls
+    ideal = calls * args.latency / args.concurrency
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        json.dumps({"passed": totals.passed, "failed": totals.failed, "error": totals.error, "unsure": totals.unsure})
+    )
+    print(
+        f"{args.conversations} conversations x {args.turns} turns, {calls} model calls of {args.latency * 1000:.0f} ms,"
+        f" concurrency {args.concurrency}"
+    )
+    print(
+        f"wall {wall:.1f} s vs ideal {ideal:.1f} s; cpu {cpu:.1f} s = {cpu * 1000 / calls:.2f} ms per call;"
+        f" peak RSS {peak_mb:.0f} MB"
+    )
+    print(f"BENCH ratio_to_ideal={wall / ideal:.3f} peak_mb={peak_mb:.0f} cpu_ms_per_call={cpu * 1000 / calls:.2f}")
+
+
+if __name__ == "__main__":
+    main()

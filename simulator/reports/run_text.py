@@ -1,0 +1,98 @@
+"""A run for the terminal: its header, one row per conversation, and the totals (pure functions, no I/O)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from simulator.metrics import repeat_stats
+from simulator.models.run import RunRecord, StoredResult
+from simulator.reports.transcript_text import goals
+
+CASE_COLUMNS = ("case", "persona", "repeat", "outcome", "goals", "turns", "seconds", "why")
+
+
+def run_header(record: RunRecord) -> list[str]:
+    """Who, what and how: id, status, suites, agent version, note, settings that matter, versions."""
+    suites = ", ".join(f"{s.suite.name} ({s.path})" for s in record.snapshot)
+    settings = record.settings
+    lines = [
+        f"Run {record.id}: {record.status}, created {record.created:%Y-%m-%d %H:%M:%S} UTC",
+        f"  suites: {suites} [hash {record.suite_hash}]",
+    ]
+    if record.agent_version:
+        lines.append(f"  agent version: {record.agent_version}")
+    if record.note:
+        lines.append(f"  note: {record.note}")
+    models = ", ".join(
+        f"{role}={model}" for role, model in (("user", settings.user_model), ("judge", settings.judge_model)) if model
+    )
+    lines.append(
+        f"  plan: {len(record.plan)} conversation(s), concurrency {settings.concurrency}, seed {settings.seed}"
+        + (f", persona {settings.persona}" if settings.persona else "")
+        + (", live tools" if settings.live else ", test-mode tools")
+        + (f", {models}" if models else "")
+    )
+    if record.repeat_of:
+        lines.append(f"  repeats run {record.repeat_of}")
+    return lines
+
+
+def case_rows(results: list[StoredResult]) -> list[tuple[str, ...]]:
+    """One row per conversation, failures and errors first, then unsure, then passes."""
+    order = {"error": 0, "fail": 1, "unsure": 2, "pass": 3}
+    rows: list[tuple[str, ...]] = []
+    for stored in sorted(results, key=lambda r: (order[r.outcome], r.case, r.persona or "", r.repeat)):
+        done, total = goals(stored.result.transcript)
+        why = stored.result.reasons[0] if stored.result.reasons else ""
+        rows.append(
+            (
+                stored.case,
+                stored.persona or "-",
+                str(stored.repeat + 1),
+                stored.outcome,
+                f"{done}/{total}" if total else "-",
+                str(stored.result.transcript.turns),
+                f"{stored.duration_s:.1f}",
+                why if len(why) <= 100 else why[:99] + "…",
+            )
+        )
+    return rows
+
+
+def totals_lines(record: RunRecord) -> list[str]:
+    """Correctness, the outcome breakdown, tokens and cost per role, and the duration."""
+    totals = record.totals
+    if totals is None:
+        return ["no results yet"]
+    correctness = "n/a" if totals.correctness is None else f"{totals.correctness * 100:.1f}%"
+    lines = [
+        f"Correctness {correctness}: {totals.passed} passed, {totals.failed} failed, {totals.error} error, "
+        f"{totals.unsure} unsure of {totals.total} (of {len(record.plan)} planned)",
+    ]
+    for role in ("agent", "user", "judge"):
+        used = totals.usage.get(role)
+        if used is None or not used.calls:
+            continue
+        cost = "cost unknown" if used.cost is None else f"${used.cost:.4f}"
+        tokens = f"{used.prompt_tokens} prompt + {used.completion_tokens} completion tokens"
+        lines.append(f"  {role}: {used.calls} calls, {tokens}, {cost}")
+    lines.append(f"Duration {totals.duration_s:.1f} s")
+    return lines
+
+
+def repeat_lines(results: list[StoredResult]) -> list[str]:
+    """Pass^k and flakiness per case when cases ran more than once."""
+    by_case: dict[tuple[str, str], list[StoredResult]] = defaultdict(list)
+    for stored in results:
+        by_case[(stored.case, stored.persona or "-")].append(stored)
+    lines = []
+    for (case, persona), runs in sorted(by_case.items()):
+        if len(runs) < 2:
+            continue
+        stats = repeat_stats([r.outcome for r in runs])
+        low, high = stats.wilson or (0.0, 0.0)
+        lines.append(
+            f"  {case} ({persona}): {stats.passes}/{stats.k} passed, pass^k {stats.pass_hat_k:g}, "
+            f"pass@k {stats.pass_at_k:g}, 95% interval {low:.2f}-{high:.2f}: {stats.label}"
+        )
+    return (["Repeats:", *lines]) if lines else []

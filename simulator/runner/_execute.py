@@ -1,0 +1,181 @@
+"""Running a stored plan: conversations concurrently on one event loop, each result committed as it is scored.
+
+* ``concurrency`` bounds the conversations in flight; each model role has its own limit on top (its
+  ``concurrency`` setting, in the model client), because each role usually hits a different rate limit.
+* Rate limits, server errors and timeouts are retried with jittered exponential backoff by the model client;
+  a case whose retries run out ends as ``error`` with the reason, and the run goes on.
+* Every result is committed to the store the moment it is scored, and every conversation is checkpointed
+  step by step (LangGraph, in the same SQLite file), so a crash, a ``kill -9`` or Ctrl-C loses at most the
+  steps in flight: ``resume`` skips finished cases and continues unfinished conversations where they stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from simulator.engine import open_checkpointer
+from simulator.llm import LLMClient, RequestCache, cache_scope
+from simulator.loading import LoadedSuite
+from simulator.metrics import Breakdown
+from simulator.models import Case, Persona
+from simulator.models.run import PlanItem, RoleTotals, RunRecord, RunTotals, StoredResult
+from simulator.models.scores import CaseResult
+from simulator.models.transcript import ErrorEvent, Transcript, utc_now
+from simulator.runner._case import RunOptions, find_case, model_roles, run_case, score_case
+from simulator.runner._plan import restore
+from simulator.store import RunStore
+
+
+@dataclass
+class Progress:
+    """One finished conversation, for a progress display."""
+
+    done: int
+    total: int
+    item: PlanItem
+    result: CaseResult
+    duration_s: float
+
+
+def run_totals(results: Sequence[StoredResult], duration_s: float) -> RunTotals:
+    """Outcome counts, correctness and tokens/cost per role over the stored results."""
+    breakdown = Breakdown.of([r.outcome for r in results])
+    usage: dict[str, RoleTotals] = {}
+    for stored in results:
+        for role, used in stored.result.transcript.usage.items():
+            total = usage.setdefault(role, RoleTotals())
+            total.calls += used.calls
+            total.prompt_tokens += used.prompt_tokens
+            total.completion_tokens += used.completion_tokens
+            total.cost = None if total.cost is None or used.cost is None else total.cost + used.cost
+    return RunTotals(
+        total=breakdown.total,
+        passed=breakdown.passed,
+        failed=breakdown.failed,
+        error=breakdown.error,
+        unsure=breakdown.unsure,
+        correctness=breakdown.correctness,
+        duration_s=duration_s,
+        usage=usage,
+    )
+
+
+def _error_result(case: Case, item: PlanItem, message: str) -> CaseResult:
+    now = utc_now()
+    transcript = Transcript(
+        case=case.name, kind=case.kind, persona=item.persona, seed=item.seed,
+        events=[ErrorEvent(turn=0, where="engine", message=message)],
+        stop_reason="error", error=message, started_at=now, finished_at=now,
+    )  # fmt: skip
+    return CaseResult(
+        case=case.name, kind=case.kind, persona=item.persona, repeat=item.repeat, outcome="error",
+        reasons=[message], transcript=transcript,
+    )  # fmt: skip
+
+
+async def execute(
+    store: RunStore,
+    record: RunRecord,
+    *,
+    on_progress: Callable[[Progress], None] | None = None,
+    clients: dict[int, LLMClient] | None = None,
+    cache: RequestCache | None = None,
+    checkpoints: bool = True,
+) -> RunRecord:
+    """Run what is left of ``record``'s plan and return the record as stored afterwards.
+
+    ``clients`` may give a model client per suite index (tests pass ones with the offline fake provider).
+    Cancellation (Ctrl-C) stops the conversations in flight, marks the run ``incomplete`` and re-raises.
+    """
+    suites: list[LoadedSuite] = [restore(snapshot) for snapshot in record.snapshot]
+    settings = record.settings
+    base = RunOptions(
+        live=settings.live, user_model=settings.user_model, judge_model=settings.judge_model, seed=settings.seed
+    )
+    models = dict(clients or {})
+
+    def client(index: int) -> LLMClient:
+        if index not in models:
+            models[index] = LLMClient(model_roles(suites[index], base), cache=cache)
+        return models[index]
+
+    done_keys = store.completed_keys(record.id)
+    todo = [item for item in record.plan if item.key not in done_keys]
+    total, finished = len(record.plan), len(done_keys)
+    previous = record.totals.duration_s if record.totals else 0.0
+    started = time.monotonic()
+    store.set_status(record.id, "running")
+    limit = asyncio.Semaphore(max(1, settings.concurrency))
+
+    async def one(item: PlanItem, saver: Any) -> None:
+        nonlocal finished
+        async with limit:
+            loaded = suites[item.suite]
+            case = find_case(loaded, item.case)
+            persona: Persona | None = loaded.personas.get(item.persona) if item.persona else None
+            options = dataclasses.replace(base, seed=item.seed)
+            began = time.monotonic()
+            try:
+                with cache_scope(f"repeat {item.repeat}"):
+                    transcript = await run_case(
+                        loaded,
+                        case,
+                        persona=persona,
+                        llm=client(item.suite),
+                        options=options,
+                        checkpointer=saver,
+                        thread_id=f"{record.id}:{item.key}",
+                    )
+                    result = await score_case(
+                        loaded, case, transcript, llm=client(item.suite), options=options, repeat=item.repeat
+                    )
+            except Exception as exc:  # one broken case must not stop the run: it is stored as an error
+                result = _error_result(case, item, f"{type(exc).__name__}: {exc}")
+            duration = time.monotonic() - began
+            stored = StoredResult(
+                run_id=record.id,
+                key=item.key,
+                suite=item.suite,
+                case=item.case,
+                persona=item.persona,
+                repeat=item.repeat,
+                outcome=result.outcome,
+                duration_s=duration,
+                finished=datetime.now(UTC),
+                result=result,
+            )
+            store.save_result(stored)
+            finished += 1
+            if on_progress is not None:
+                on_progress(Progress(finished, total, item, result, duration))
+
+    async def run_all(saver: Any) -> None:
+        tasks = [asyncio.create_task(one(item, saver)) for item in todo]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    try:
+        if checkpoints:
+            async with open_checkpointer(store.path) as saver:
+                await run_all(saver)
+        else:
+            await run_all(None)
+    except BaseException:
+        totals = run_totals(store.results(record.id), previous + time.monotonic() - started)
+        store.set_status(record.id, "incomplete", totals=totals)
+        raise
+    totals = run_totals(store.results(record.id), previous + time.monotonic() - started)
+    complete = len(store.completed_keys(record.id)) == total
+    store.set_status(record.id, "completed" if complete else "incomplete", totals=totals, finished=datetime.now(UTC))
+    return store.get_run(record.id)

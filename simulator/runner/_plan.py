@@ -1,0 +1,146 @@
+"""What a run runs: suite snapshots, the plan of cases x personas x repeats, and the run record.
+
+Persona choice per case (``--persona``):
+  * default: the personas the case names (or, if it names none, the suite's ``personas``), each one; when
+    neither names any, one persona picked at random per case from those available, with the run's seed;
+  * ``all``: every persona available to the suite; ``random``: one at random per case; a name: that persona.
+Repeats: ``--repeat K`` if given, else the case's ``repeats``, else the suite's.
+The seed is recorded in the run's settings (a random one when none was given), so the plan and every scripted
+user's perturbations can be reproduced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import random
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+from simulator import __version__
+from simulator.errors import ConfigError, ConfigErrors
+from simulator.loading import LoadedSuite
+from simulator.loading._schema import did_you_mean
+from simulator.models import Case, Persona
+from simulator.models.run import PlanItem, RunRecord, RunSettings, SuiteSnapshot
+
+
+def snapshot_of(loaded: LoadedSuite, path_as_given: str) -> SuiteSnapshot:
+    """The suite as it is now, with its agent resolved and the personas it can use."""
+    return SuiteSnapshot(
+        path=path_as_given, suite=loaded.suite, personas=dict(loaded.personas), hosted_format=loaded.hosted_format
+    )
+
+
+def restore(snapshot: SuiteSnapshot) -> LoadedSuite:
+    """A snapshot as a loaded suite again, to run exactly what the run recorded (not the files as they are now)."""
+    return LoadedSuite(
+        suite=snapshot.suite,
+        path=Path(snapshot.path).resolve(),
+        agent_path=None,
+        personas=dict(snapshot.personas),
+        hosted_format=snapshot.hosted_format,
+    )
+
+
+def suite_hash(snapshots: Sequence[SuiteSnapshot]) -> str:
+    """A short hash of what was run (suites, agents, personas), equal for equal content wherever it lives."""
+    canonical = json.dumps(
+        [s.model_dump(mode="json", exclude={"path"}) for s in snapshots], sort_keys=True, ensure_ascii=False
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def versions() -> dict[str, str]:
+    """The versions that can change a result: Simulator, Python and the libraries that reach models."""
+    found = {"simulator": __version__, "python": platform.python_version()}
+    for package in ("litellm", "langgraph", "pydantic"):
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def _personas_for(case: Case, loaded: LoadedSuite, settings: RunSettings, rng: random.Random) -> list[Persona | None]:
+    available = loaded.personas
+    choice = settings.persona
+    if choice == "all":
+        return [available[name] for name in sorted(available)] or [None]
+    if choice == "random":
+        return [available[rng.choice(sorted(available))]] if available else [None]
+    if choice:
+        if choice not in available:
+            known = ", ".join(sorted(available)) or "none"
+            raise ConfigErrors(
+                [
+                    ConfigError(
+                        loaded.path,
+                        1,
+                        1,
+                        "personas",
+                        f"--persona {choice!r} is not a persona of this suite{did_you_mean(choice, available)} "
+                        f"(known: {known}; or use all / random)",
+                    )
+                ]
+            )
+        return [available[choice]]
+    named = case.personas or loaded.suite.personas
+    if named:
+        return [available[name] for name in named if name in available]
+    return [available[rng.choice(sorted(available))]] if available else [None]
+
+
+def build_plan(suites: Sequence[LoadedSuite], settings: RunSettings) -> list[PlanItem]:
+    """Every conversation the run will hold, in a stable order, each with a unique key and its own seed."""
+    rng = random.Random(settings.seed)
+    plan: list[PlanItem] = []
+    for index, loaded in enumerate(suites):
+        for case in loaded.suite.cases:
+            if settings.cases and case.name not in settings.cases:
+                continue
+            if settings.tags and not set(settings.tags) & set(case.tags):
+                continue
+            repeats = settings.repeat if settings.repeat > 1 else (case.repeats or loaded.suite.repeats)
+            for persona in _personas_for(case, loaded, settings, rng):
+                name = persona.name if persona else None
+                for repeat in range(repeats):
+                    key = f"{index}:{case.name}:{name or '-'}:{repeat}"
+                    seed = int(hashlib.sha256(f"{settings.seed}:{key}".encode()).hexdigest()[:8], 16)
+                    plan.append(PlanItem(key=key, suite=index, case=case.name, persona=name, repeat=repeat, seed=seed))
+    return plan
+
+
+def unknown_case_filters(suites: Sequence[LoadedSuite], settings: RunSettings) -> list[str]:
+    """Names given with --case that no suite has (so a typo is an error, not an empty run)."""
+    names = {case.name for loaded in suites for case in loaded.suite.cases}
+    return [name for name in settings.cases if name not in names]
+
+
+def new_record(
+    run_id: str,
+    snapshots: list[SuiteSnapshot],
+    settings: RunSettings,
+    plan: list[PlanItem],
+    *,
+    agent_version: str | None = None,
+    note: str = "",
+    repeat_of: str | None = None,
+) -> RunRecord:
+    """A run record, pending, for a plan about to run."""
+    return RunRecord(
+        id=run_id,
+        created=datetime.now(UTC),
+        status="pending",
+        agent_version=agent_version,
+        note=note,
+        suite_hash=suite_hash(snapshots),
+        snapshot=snapshots,
+        settings=settings,
+        versions=versions(),
+        plan=plan,
+        repeat_of=repeat_of,
+    )
