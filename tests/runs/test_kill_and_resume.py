@@ -95,7 +95,7 @@ def test_sigkill_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path: Path
     run.communicate(timeout=30)
     before = dict(_stored(root))
     calls_before = _calls(root)
-    assert 3 <= len(before) < CASES
+    assert 3 <= len(before) < CASES, before
 
     resume = _simulator(root, "runs", "resume", "latest")
     out, errors = resume.communicate(timeout=120)
@@ -103,21 +103,21 @@ def test_sigkill_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path: Path
     after = _stored(root)
     keys = [key for key, _ in after]
     # Every planned conversation is stored exactly once; the ones stored before the kill are untouched.
-    assert len(keys) == len(set(keys)) == CASES
-    assert all(dict(after)[key] == finished for key, finished in before.items())
+    assert len(keys) == len(set(keys)) == CASES, (before, after)
+    assert all(dict(after)[key] == finished for key, finished in before.items()), (before, after)
     # No turn of a conversation that had finished before the kill was asked of the agent again.
     finished_cases = {key.split(":")[1].removeprefix("case_") for key in before}
     again = [(text, turn) for text, turn in _calls(root)[len(calls_before) :] if text.split()[0][1:] in finished_cases]
-    assert again == []
+    assert again == [], (before, calls_before, _calls(root))
     # The conversations cut mid-way continued at the turn they stopped: only a turn that was in flight at the
     # kill (its reply not yet checkpointed) is asked again, never the turns before it.
     calls = _calls(root)
     repeated = [call for call in set(calls) if calls.count(call) > 1]
-    assert len(repeated) <= 2  # --concurrency 2: at most one turn in flight per conversation
+    assert len(repeated) <= 2, (calls_before, calls)  # --concurrency 2: one turn in flight per conversation
     for text, turn in repeated:
         case = text.split()[0]
         last_before_kill = [c for c in calls_before if c[0].split()[0] == case][-1]
-        assert (text, turn) == last_before_kill
+        assert (text, turn) == last_before_kill, (calls_before, calls)
     shown = json.loads(subprocess.run(
         [sys.executable, "-m", "simulator", "runs", "show", "latest", "--json"],
         cwd=root, env={**os.environ, "SIMULATOR_DB": str(root / "runs.db")}, capture_output=True, text=True,
