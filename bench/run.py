@@ -113,7 +113,7 @@ async def _run(suite: Path, db: Path, conversations: int, concurrency: int) -> t
         record = new_record(store.new_run_id(), [snapshot_of(report.suites[0], str(suite))], settings, plan)
         store.create_run(record)
         wall, cpu = time.perf_counter(), time.process_time()
-        done = await execute(store, record)
+        done = await execute(store, record, checkpoints=os.environ.get("BENCH_CHECKPOINTS", "1") == "1")
         return done, time.perf_counter() - wall, time.process_time() - cpu
 
 

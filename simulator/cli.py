@@ -617,6 +617,9 @@ def runs_delete(
         if not yes and not typer.confirm(f"Delete run {record.id} and its {len(record.plan)} planned results?"):
             raise typer.Exit(EXIT_OK)
         store.delete_run(record.id)
+        from simulator.runner._execute import forget_checkpoints
+
+        forget_checkpoints(store.path, record.id)
     out.print(f"deleted {record.id}", markup=False)
 
 

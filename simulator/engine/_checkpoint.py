@@ -1,27 +1,70 @@
-"""Checkpoints for conversations: LangGraph's SQLite checkpointer, set up for a file shared with the run store."""
+"""Checkpoints for conversations: LangGraph's SQLite checkpointer, driven from the event loop directly.
+
+LangGraph's async SQLite saver sends every statement through a worker thread (about 15 hand-offs per graph
+step), which cost 3.4 ms of CPU per turn here. SQLite in WAL mode with ``synchronous=NORMAL`` commits in tens
+of microseconds without waiting for the disk, so the synchronous saver is called from the loop instead: the
+same tables, the same durability after a killed process (a committed transaction survives it), a fraction of
+the CPU.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import sqlite3
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+
+class LoopSqliteSaver(SqliteSaver):
+    """:class:`SqliteSaver` with its async methods answered synchronously, on the event loop."""
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.get_tuple(config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        items: Iterator[CheckpointTuple] = self.list(config, filter=filter, before=before, limit=limit)
+        for item in items:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self.put(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        self.put_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        self.delete_thread(thread_id)
+
 
 @asynccontextmanager
-async def open_checkpointer(path: Path | str) -> AsyncIterator[Any]:
-    """A checkpointer on the SQLite file ``path``: WAL, ``synchronous=NORMAL`` (+0.4 ms a step instead of +4 ms,
-    NOTES.md) and a busy timeout, since the run store writes results to the same file."""
-    import aiosqlite
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-    connection = await aiosqlite.connect(str(path))
+async def open_checkpointer(path: Path | str) -> AsyncIterator[LoopSqliteSaver]:
+    """A checkpointer on the SQLite file ``path`` (WAL, ``synchronous=NORMAL``, a busy timeout)."""
+    connection = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
     try:
-        await connection.execute("PRAGMA journal_mode=WAL")
-        await connection.execute("PRAGMA synchronous=NORMAL")
-        await connection.execute("PRAGMA busy_timeout=30000")
-        saver = AsyncSqliteSaver(connection)
-        await saver.setup()
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+        saver = LoopSqliteSaver(connection)
+        saver.setup()
         yield saver
     finally:
-        await connection.close()
+        connection.close()

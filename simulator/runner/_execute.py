@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from simulator.engine import open_checkpointer
@@ -41,6 +42,31 @@ class Progress:
     item: PlanItem
     result: CaseResult
     duration_s: float
+
+
+def checkpoint_path(store_path: Path) -> Path:
+    """Where a store's conversation checkpoints live: a file beside it. Not the store's own file: its
+    synchronous writes and the checkpointer's async connection would wait on each other's locks."""
+    return store_path.with_name(f"{store_path.stem}-checkpoints{store_path.suffix or '.db'}")
+
+
+def forget_checkpoints(store_path: Path, run_id: str) -> None:
+    """Delete the checkpoints of a run's unfinished conversations (when the run is deleted)."""
+    import sqlite3
+
+    path = checkpoint_path(store_path)
+    if not path.exists():
+        return
+    connection = sqlite3.connect(path, timeout=30)
+    try:
+        with connection:
+            for table in ("checkpoints", "writes"):
+                try:
+                    connection.execute(f"DELETE FROM {table} WHERE thread_id LIKE ?", (f"{run_id}:%",))
+                except sqlite3.OperationalError:
+                    continue  # the table was never created: nothing to forget
+    finally:
+        connection.close()
 
 
 def run_totals(results: Sequence[StoredResult], duration_s: float) -> RunTotals:
@@ -150,7 +176,8 @@ async def execute(
                 finished=datetime.now(UTC),
                 result=result,
             )
-            store.save_result(stored)
+            # In a worker thread: a write that waits for the file lock must not stall the event loop.
+            await asyncio.to_thread(store.save_result, stored)
             finished += 1
             if on_progress is not None:
                 on_progress(Progress(finished, total, item, result, duration))
@@ -167,7 +194,7 @@ async def execute(
 
     try:
         if checkpoints:
-            async with open_checkpointer(store.path) as saver:
+            async with open_checkpointer(checkpoint_path(store.path)) as saver:
                 await run_all(saver)
         else:
             await run_all(None)
