@@ -475,6 +475,13 @@ def run(
     db: DbOption = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the model request cache.")] = False,
     cache_size: Annotated[int, typer.Option("--cache-size", min=1, help="Request cache limit in MB.")] = 200,
+    report_formats: Annotated[
+        list[str] | None,
+        typer.Option("--report", help="Also write a report: md, html, json, csv, xlsx or junit (repeatable)."),
+    ] = None,
+    report_dir: Annotated[Path, typer.Option("--report-dir", help="Folder for --report files.")] = Path(
+        ".simulator/reports"
+    ),
 ) -> None:
     """Run suites: cases x personas x repeats, concurrently; every result is stored as it finishes.
 
@@ -530,7 +537,50 @@ def run(
         )
         record = _execute_with_progress(store, record, _cache(db, settings.cache, cache_size))
         _print_run(store, record)
+        if report_formats:
+            _write_reports(store, record, report_formats, report_dir)
         _exit_for(record, fail_under)
+
+
+def _write_reports(store: Any, record: Any, formats: list[str], directory: Path) -> None:
+    from simulator.reports.formats import FORMATS, default_filename, render
+
+    results = store.results(record.id)
+    directory.mkdir(parents=True, exist_ok=True)
+    for fmt in formats:
+        if fmt not in FORMATS:
+            err.print(f"unknown report format {fmt!r}: choose one of {', '.join(FORMATS)}", markup=False)
+            raise typer.Exit(EXIT_INVALID)
+        path = directory / default_filename(record, fmt)
+        path.write_bytes(render(fmt, record, results))
+        out.print(f"report: {path}", markup=False)
+
+
+@app.command()
+@_handles_errors
+def report(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, a unique prefix, latest or latest~N.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="md, html, json, csv, xlsx or junit.")] = "md",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
+    db: DbOption = None,
+) -> None:
+    """Write a stored run as a report: Markdown, self-contained HTML, JSON, CSV, Excel or JUnit XML."""
+    from simulator.reports.formats import FORMATS, default_filename, render
+
+    if fmt not in FORMATS:
+        err.print(f"unknown report format {fmt!r}: choose one of {', '.join(FORMATS)}", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    with _store(db) as store:
+        record = store.get_run(run_ref)
+        data = render(fmt, record, store.results(record.id))
+    if output is None and fmt == "xlsx":
+        output = Path(default_filename(record, "xlsx"))
+    if output is None:
+        sys.stdout.buffer.write(data)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_bytes(data)
+    out.print(f"wrote {output}", markup=False)
 
 
 @runs_app.command("list")

@@ -1,0 +1,167 @@
+"""A run as JUnit XML, the Jenkins / Surefire flavour CI servers read (pure function, no I/O).
+
+- ``<testsuites>`` holds the run's totals; one ``<testsuite>`` per suite of the run's snapshot (in snapshot
+  order, also when none of its cases ran), with its counts (tests, failures, errors, skipped), time (the sum
+  of its conversations' durations), the run's creation time, and ``<properties>``: run id, agent version,
+  seed, status, note, suite file, and the versions of simulator and its libraries.
+- One ``<testcase>`` per conversation (case x persona x repeat), in plan order: ``classname`` is the suite's
+  name, ``name`` is ``case [persona] #repeat`` (``case #repeat`` without a persona; repeats counted from 1),
+  ``time`` is the conversation's duration in seconds.
+- ``fail`` gives ``<failure>``: the message is the first reason; the body lists every reason, the steps that
+  were not completed (with their rationale; blocked steps with the step that blocked them) and the scores that
+  did not pass (check, source, reason).
+- ``error`` gives ``<error>``: the message is the transcript's error (else the first reason); the body holds
+  every error of the conversation.
+- ``unsure`` gives ``<skipped>`` whose message starts with ``unsure:`` and names the first reason. An unsure
+  verdict is not a pass, but it is not a demonstrated failure either: marking it skipped keeps it visible in
+  every CI test view without turning the build red on judge uncertainty. (The run's correctness, which
+  ``--fail-under`` gates on, still counts unsure as not passed.)
+- Every test case carries the transcript and its scores as text in ``<system-out>``.
+
+The XML is built with :mod:`xml.etree.ElementTree`, which escapes markup (so ``<script>`` or ``]]>`` in agent
+text stays text); characters XML 1.0 does not allow (most control characters) are removed first.
+"""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+
+from simulator.metrics import Breakdown, goal_achievement
+from simulator.models.run import RunRecord, StoredResult
+from simulator.models.transcript import ErrorEvent
+from simulator.reports.tabular import ordered_results, strip_xml_illegal, suite_name
+from simulator.reports.transcript_text import result_lines, transcript_lines
+
+__all__ = ["render_junit", "testcase_name"]
+
+
+def _clean(text: str) -> str:
+    return strip_xml_illegal(text)
+
+
+def _seconds(value: float) -> str:
+    return f"{max(value, 0.0):.3f}"
+
+
+def testcase_name(stored: StoredResult) -> str:
+    """``case [persona] #repeat`` (``case #repeat`` without a persona), the repeat counted from 1."""
+    persona = f" [{stored.persona}]" if stored.persona else ""
+    return f"{stored.case}{persona} #{stored.repeat + 1}"
+
+
+def _failure_body(stored: StoredResult) -> str:
+    result = stored.result
+    lines = ["Why:", *(f"  - {reason}" for reason in result.reasons)]
+    steps = [step for step in goal_achievement(result.transcript).steps if step.status != "complete"]
+    if steps:
+        lines.append("Steps not completed:")
+        for step in steps:
+            words: str = step.status
+            if step.status == "blocked" and step.blocked_by is not None:
+                words = f"blocked by step {step.blocked_by + 1}"
+                if step.blocked_by_goal:
+                    words += f" ({step.blocked_by_goal})"
+            lines.append(f"  - step {step.index + 1}: {step.label}: {words}")
+            if step.rationale:
+                lines.append(f"    {step.rationale}")
+    scores = [score for score in result.scores if score.verdict in ("not_met", "unsure", "error")]
+    if scores:
+        lines.append("Scores that did not pass:")
+        for score in scores:
+            required = "" if score.required else ", not required"
+            value = "" if score.value is None else f" = {score.value:g}"
+            lines.append(f"  - [{score.verdict}, {score.source}{required}] {score.check}{value}")
+            if score.reason:
+                lines.append(f"    {score.reason}")
+    return "\n".join(lines)
+
+
+def _error_body(stored: StoredResult) -> str:
+    transcript = stored.result.transcript
+    messages = [transcript.error] if transcript.error else []
+    for event in transcript.events:
+        if isinstance(event, ErrorEvent) and event.message not in messages:
+            messages.append(f"{event.where} (turn {event.turn}): {event.message}")
+    messages.extend(reason for reason in stored.result.reasons if reason not in messages)
+    return "\n".join([f"stopped: {transcript.stop_reason}", *messages])
+
+
+def _system_out(stored: StoredResult) -> str:
+    lines = [line.text for line in transcript_lines(stored.result.transcript)]
+    lines.append("")
+    lines.extend(line.text for line in result_lines(stored.result))
+    return "\n".join(lines)
+
+
+def _testcase(parent: ET.Element, record: RunRecord, stored: StoredResult) -> None:
+    case = ET.SubElement(
+        parent,
+        "testcase",
+        {
+            "classname": _clean(suite_name(record, stored.suite)),
+            "name": _clean(testcase_name(stored)),
+            "time": _seconds(stored.duration_s),
+        },
+    )
+    reasons = stored.result.reasons
+    first = reasons[0] if reasons else ""
+    if stored.outcome == "fail":
+        failure = ET.SubElement(case, "failure", {"message": _clean(first or "failed"), "type": "fail"})
+        failure.text = _clean(_failure_body(stored))
+    elif stored.outcome == "error":
+        message = stored.result.transcript.error or first or "error"
+        error = ET.SubElement(case, "error", {"message": _clean(message), "type": "error"})
+        error.text = _clean(_error_body(stored))
+    elif stored.outcome == "unsure":
+        ET.SubElement(case, "skipped", {"message": _clean(f"unsure: {first}" if first else "unsure")})
+    out = ET.SubElement(case, "system-out")
+    out.text = _clean(_system_out(stored))
+
+
+def _counts(element: ET.Element, breakdown: Breakdown, seconds: float) -> None:
+    element.set("tests", str(breakdown.total))
+    element.set("failures", str(breakdown.failed))
+    element.set("errors", str(breakdown.error))
+    element.set("skipped", str(breakdown.unsure))
+    element.set("time", _seconds(seconds))
+
+
+def _properties(parent: ET.Element, record: RunRecord, path: str) -> None:
+    properties = ET.SubElement(parent, "properties")
+    values = [
+        ("run_id", record.id),
+        ("agent_version", record.agent_version or ""),
+        ("seed", str(record.settings.seed)),
+        ("status", record.status),
+        ("suite_file", path),
+    ]
+    if record.note:
+        values.append(("note", record.note))
+    values.extend((f"version.{name}", version) for name, version in sorted(record.versions.items()))
+    for name, value in values:
+        ET.SubElement(properties, "property", {"name": _clean(name), "value": _clean(value)})
+
+
+def render_junit(record: RunRecord, results: Sequence[StoredResult]) -> str:
+    """The run as a JUnit XML document (UTF-8 text with an XML declaration, ends with a newline)."""
+    ordered = ordered_results(record, results)
+    timestamp = record.created.strftime("%Y-%m-%dT%H:%M:%S")
+    root = ET.Element("testsuites", {"name": _clean(f"simulator run {record.id}")})
+    _counts(root, Breakdown.of(r.outcome for r in ordered), math.fsum(r.duration_s for r in ordered))
+    root.set("timestamp", timestamp)
+    indices = list(range(len(record.snapshot)))
+    indices += sorted({r.suite for r in ordered} - set(indices))
+    for index in indices:
+        members = [r for r in ordered if r.suite == index]
+        path = record.snapshot[index].path if index < len(record.snapshot) else ""
+        suite = ET.SubElement(root, "testsuite", {"name": _clean(suite_name(record, index))})
+        _counts(suite, Breakdown.of(r.outcome for r in members), math.fsum(r.duration_s for r in members))
+        suite.set("timestamp", timestamp)
+        suite.set("id", str(index))
+        _properties(suite, record, path)
+        for stored in members:
+            _testcase(suite, record, stored)
+    ET.indent(root, space="  ")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

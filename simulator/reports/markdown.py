@@ -1,0 +1,488 @@
+"""A run as a Markdown report, goal by goal (pure function, no I/O: everything comes from the record).
+
+The report has, in order:
+
+1. the run header: suites, agent version, note, status, correctness, the outcome breakdown, tokens and cost
+   per model role (agent, user, judge), duration, seed and settings, versions;
+2. one table row per metric (:func:`simulator.metrics.metric_summary`): verdict counts and mean value;
+3. when cases ran more than once: pass^k, pass@k, the 95% interval and the stable / flaky / broken label;
+4. an overview table of every conversation, failures first (error, fail, unsure, then pass);
+5. every conversation in that order: its outcome and why, an error card when it errored, ``Goals (k/n)``
+   with each step marked ✅ complete, ❌ not complete (incomplete steps expanded with their checks) or ⛔
+   blocked (naming the blocking step and its goal), with its rationale; a golden case's turns instead; the
+   scores that did not pass (check, source, reason); and the transcript, tool calls shown with how they were
+   answered (``executed`` / ``faked`` / **NOT EXECUTED** / **FAILED** / **NEEDS APPROVAL**).
+
+Everything that is not the report's own wording (agent and user text, tool arguments and results, judge
+rationales, names from the suite) is untrusted and goes through :func:`escape`: HTML is written as entities
+and Markdown syntax is backslash-escaped, so no text can add a heading, link, image, table, code block, HTML
+element, mention or issue reference.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+
+from simulator.metrics import RepeatStats, goal_achievement, metric_summary, repeat_stats
+from simulator.models.run import RunRecord, StoredResult
+from simulator.models.scores import Score
+from simulator.models.transcript import (
+    AgentEvent,
+    CheckEvent,
+    ErrorEvent,
+    InputEvent,
+    StepOutcome,
+    ToolCallRecord,
+    Transcript,
+    UserEvent,
+)
+from simulator.reports.tabular import (
+    ROLES,
+    ordered_results,
+    role_totals,
+    run_breakdown,
+    suite_name,
+)
+
+__all__ = ["escape", "escape_lines", "render_markdown"]
+
+#: Characters always backslash-escaped: code, emphasis, links and images, tables, strikethrough, math,
+#: mentions and issue references.
+_ALWAYS = frozenset("\\`*_[]|~$@#")
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_ORDERED_ITEM = re.compile(r"^(\d{1,9})([.)])")
+_BARE_LINK = re.compile(r"(?i)\b(www)\.|(:)//")
+_OUTCOME_ORDER = {"error": 0, "fail": 1, "unsure": 2, "pass": 3}
+_OUTCOME_MARK = {"pass": "✅", "fail": "❌", "error": "⚠️", "unsure": "❔"}
+_STEP_MARK = {"complete": "✅", "incomplete": "❌", "blocked": "⛔", "not_attempted": "➖"}
+_VERDICT_MARK = {"met": "✅", "not_met": "❌", "unsure": "❔", "error": "⚠️", "n/a": "➖"}
+_TOOL_STATUS = {
+    "executed": "executed",
+    "faked": "faked",
+    "not_executed": "**NOT EXECUTED** (test mode: no fake answered this call)",
+    "failed": "**FAILED**",
+    "needs_approval": "**NEEDS APPROVAL** (live mode: stopped for a person's approval)",
+}
+_TOOL_RESULT_MAX = 500
+
+
+# -- escaping ---------------------------------------------------------------------------------------------
+
+
+def _escape_line(line: str, *, at_start: bool) -> str:
+    # Leading spaces would make an indented code block, trailing ones a hard line break.
+    line = line.strip()
+    text = "".join(_ENTITIES.get(ch, "\\" + ch if ch in _ALWAYS else ch) for ch in line)
+    # Bare URLs become links in GitHub Markdown: an escaped ':' or '.' keeps them text.
+    text = _BARE_LINK.sub(lambda m: f"{m.group(1)}\\." if m.group(1) else "\\://", text)
+    if not at_start:
+        return text
+    ordered = _ORDERED_ITEM.match(text)
+    if ordered:
+        return f"{ordered.group(1)}\\{ordered.group(2)}{text[ordered.end() :]}"
+    if text[:1] in ("-", "+", "="):
+        return "\\" + text  # a list item, a setext heading underline or a thematic break
+    return text
+
+
+def escape_lines(text: str, *, first_at_start: bool = True) -> list[str]:
+    """Untrusted text as Markdown that shows it literally, one string per line of the text.
+
+    Control characters are dropped; ``&``, ``<`` and ``>`` become entities (no HTML gets through);
+    ``\\ ` * _ [ ] | ~ $ @ #`` are backslash-escaped everywhere; ``www.`` and ``://`` are escaped so bare
+    URLs do not become links; lines lose their surrounding spaces (no indented code blocks, no hard breaks).
+    A line that starts a Markdown line also has a leading ``-``, ``+``, ``=`` or ``1.`` / ``1)`` escaped (no
+    list items, setext headings or rules): every line but the first, and the first unless ``first_at_start``
+    is false (when the caller puts it after other text on the same line).
+    """
+    lines = _CONTROL.sub("", text).splitlines()
+    return [_escape_line(line, at_start=first_at_start or index > 0) for index, line in enumerate(lines)]
+
+
+def escape(text: str) -> str:
+    """Untrusted text as inline Markdown, placed after other text on a line (a table cell, a heading after
+    its marks, a list item after its label): :func:`escape_lines` of the text, its lines joined by spaces."""
+    return " ".join(line for line in escape_lines(text, first_at_start=False) if line)
+
+
+def _block(text: str, indent: str, *, at_start: bool) -> list[str]:
+    """Untrusted multi-line text inside a list item or quote: the first line, then the rest indented under it.
+
+    Lines of one paragraph are joined by hard line breaks (a trailing backslash); blank lines separate
+    paragraphs (one blank line at most). ``at_start`` says whether the first line starts a Markdown line
+    (right after a list marker or quote mark, or on its own) rather than following other text.
+    """
+    lines = escape_lines(text, first_at_start=at_start)
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    if not lines:
+        return ["*(empty)*"]
+    out: list[str] = []
+    for line in lines:
+        if not line:
+            if out and out[-1]:
+                out.append("")
+            continue
+        if out and out[-1]:
+            out[-1] += "\\"
+        out.append(line if not out else indent + line)
+    return out
+
+
+def _cell(text: str) -> str:
+    return escape(text) or " "
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def _cost(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
+
+
+# -- header -----------------------------------------------------------------------------------------------
+
+
+def _header(record: RunRecord, results: Sequence[StoredResult]) -> list[str]:
+    breakdown = run_breakdown(record, results)
+    settings = record.settings
+    totals = record.totals
+    duration = totals.duration_s if totals is not None else sum(r.duration_s for r in results)
+    suites = ", ".join(f"{escape(s.suite.name)} ({escape(s.path)})" for s in record.snapshot) or "none"
+    lines = [f"# Simulator run {escape(record.id)}", ""]
+    lines.append(f"- **Suites:** {suites}")
+    lines.append(f"- **Agent version:** {escape(record.agent_version) if record.agent_version else 'not given'}")
+    if record.note:
+        lines.append(f"- **Note:** {escape(record.note)}")
+    status = f"{record.status}, created {record.created:%Y-%m-%d %H:%M:%S} UTC"
+    if record.finished is not None:
+        status += f", finished {record.finished:%Y-%m-%d %H:%M:%S} UTC"
+    lines.append(f"- **Status:** {status}")
+    if record.repeat_of:
+        lines.append(f"- **Repeats run:** {escape(record.repeat_of)}")
+    lines.append(f"- **Correctness:** {_percent(breakdown.correctness)} ({breakdown.passed} of {breakdown.total})")
+    lines.append(
+        f"- **Outcomes:** {breakdown.passed} passed, {breakdown.failed} failed, {breakdown.error} error, "
+        f"{breakdown.unsure} unsure ({breakdown.total} of {len(record.plan)} planned)"
+    )
+    usage = role_totals(record, results)
+    costs = [usage[role].cost for role in usage]
+    total_cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+    tokens = sum(u.prompt_tokens + u.completion_tokens for u in usage.values())
+    lines.append(f"- **Tokens:** {tokens:,} · **Cost:** {_cost(total_cost)}")
+    lines.append(f"- **Duration:** {duration:.1f} s")
+    run_settings = [f"repeat {settings.repeat}"]
+    run_settings.append("live tools" if settings.live else "test-mode tools")
+    if settings.persona:
+        run_settings.append(f"persona {escape(settings.persona)}")
+    for role, model in (("user", settings.user_model), ("judge", settings.judge_model)):
+        if model:
+            run_settings.append(f"{role} model {escape(model)}")
+    lines.append(f"- **Seed:** {settings.seed} · **Settings:** {', '.join(run_settings)}")
+    versions = ", ".join(f"{escape(name)} {escape(version)}" for name, version in sorted(record.versions.items()))
+    lines.append(f"- **Versions:** {versions or 'not recorded'}")
+    lines += ["", "| role | calls | prompt tokens | completion tokens | cost |", "|---|---:|---:|---:|---:|"]
+    for role in [*ROLES, *sorted(set(usage) - set(ROLES))]:
+        used = usage.get(role)
+        if used is None:
+            lines.append(f"| {escape(role)} | 0 | 0 | 0 | {_cost(0.0)} |")
+            continue
+        lines.append(
+            f"| {escape(role)} | {used.calls:,} | {used.prompt_tokens:,} | {used.completion_tokens:,} "
+            f"| {_cost(used.cost)} |"
+        )
+    return [*lines, ""]
+
+
+def _metrics(results: Sequence[StoredResult]) -> list[str]:
+    summary = metric_summary(stored.result for stored in results)
+    if not summary:
+        return []
+    lines = [
+        "## Metrics",
+        "",
+        "| metric | scores | met | not met | unsure | error | n/a | mean |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for item in summary.values():
+        mean = "" if item.mean is None else f"{item.mean:.3g} (of {item.values})"
+        lines.append(
+            f"| {escape(item.metric)} | {item.count} | {item.met} | {item.not_met} | {item.unsure} | {item.error} "
+            f"| {item.not_applicable} | {mean} |"
+        )
+    return [*lines, ""]
+
+
+def _group_key(stored: StoredResult) -> tuple[int, str, str]:
+    return stored.suite, stored.case, stored.persona or ""
+
+
+def _repeats(record: RunRecord, groups: dict[tuple[int, str, str], list[StoredResult]]) -> list[str]:
+    repeated = {key: runs for key, runs in groups.items() if len(runs) > 1}
+    if not repeated:
+        return []
+    lines = [
+        "## Repeats",
+        "",
+        "| suite | case | persona | passed | pass^k | pass@k | 95% interval | label |",
+        "|---|---|---|---:|---:|---:|---|---|",
+    ]
+    for (suite, case, persona), runs in repeated.items():
+        stats = repeat_stats([r.outcome for r in runs])
+        low, high = stats.wilson or (0.0, 0.0)
+        lines.append(
+            f"| {escape(suite_name(record, suite))} | {escape(case)} | {escape(persona) or '-'} "
+            f"| {stats.passes}/{stats.k} | {stats.pass_hat_k:g} | {stats.pass_at_k:g} | {low:.2f}–{high:.2f} "
+            f"| {_label(stats)} |"
+        )
+    return [*lines, ""]
+
+
+def _label(stats: RepeatStats) -> str:
+    return "**flaky**" if stats.label == "flaky" else str(stats.label)
+
+
+# -- one conversation -------------------------------------------------------------------------------------
+
+
+def _title(record: RunRecord, stored: StoredResult) -> str:
+    persona = f" [{escape(stored.persona)}]" if stored.persona else ""
+    return f"{escape(suite_name(record, stored.suite))} › {escape(stored.case)}{persona} #{stored.repeat + 1}"
+
+
+def _overview(record: RunRecord, results: Sequence[StoredResult]) -> list[str]:
+    lines = [
+        "## Cases (failures first)",
+        "",
+        "| outcome | case | kind | goals | turns | seconds | why |",
+        "|---|---|---|---|---:|---:|---|",
+    ]
+    for stored in results:
+        goals = goal_achievement(stored.result.transcript)
+        why = _shorten(stored.result.reasons[0], 120) if stored.result.reasons else ""
+        lines.append(
+            f"| {_OUTCOME_MARK[stored.outcome]} {stored.outcome} | {_title(record, stored)} | {stored.result.kind} "
+            f"| {f'{goals.complete}/{goals.total}' if goals.total else '-'} | {stored.result.transcript.turns} "
+            f"| {stored.duration_s:.1f} | {_cell(why)} |"
+        )
+    return [*lines, ""]
+
+
+def _error_card(stored: StoredResult) -> list[str]:
+    transcript = stored.result.transcript
+    lines = [f"> **⚠️ Error:** the run could not finish this case (stopped: {transcript.stop_reason}).", ">"]
+    messages: list[str] = []
+    if transcript.error:
+        messages.append(transcript.error)
+    for event in transcript.events:
+        if isinstance(event, ErrorEvent) and event.message not in messages:
+            messages.append(f"{event.where} (turn {event.turn}): {event.message}")
+    messages.extend(reason for reason in stored.result.reasons if reason not in messages)
+    for message in messages:
+        lines.extend(f"> {line}" if line else ">" for line in _block(message, "", at_start=True))
+        lines.append(">")
+    if lines[-1] == ">":
+        lines.pop()
+    return [*lines, ""]
+
+
+def _step_checks(transcript: Transcript, step: StepOutcome, indent: str) -> list[str]:
+    lines: list[str] = []
+    for event in transcript.events:
+        if not isinstance(event, CheckEvent) or event.step != step.index:
+            continue
+        lines.append(
+            f"{indent}- {_VERDICT_MARK[event.verdict]} check after turn {event.turn}: {event.verdict} — "
+            f"{escape(event.rationale)}"
+        )
+        lines.extend(
+            f"{indent}  - {_VERDICT_MARK[detail.verdict]} {escape(detail.check)}: {detail.verdict}"
+            + (f" — {escape(detail.evidence)}" if detail.evidence else "")
+            for detail in event.details
+        )
+    return lines
+
+
+def _step_lines(transcript: Transcript, step: StepOutcome) -> list[str]:
+    number = f"{step.index + 1}."
+    indent = " " * (len(number) + 1)
+    label = "goal" if transcript.kind == "scenario" else f"step {step.index + 1}"
+    head = f"{number} {_STEP_MARK[step.status]} **{escape(step.label)}** ({label}) — "
+    if step.status == "complete":
+        head += "complete" + (f" at turn {step.completed_at_turn}" if step.completed_at_turn is not None else "")
+    elif step.status == "blocked":
+        head += "blocked"
+        if step.blocked_by is not None:
+            head += f" by step {step.blocked_by + 1}"
+            if step.blocked_by_goal:
+                head += f" ({escape(step.blocked_by_goal)})"
+    elif step.status == "incomplete":
+        head += f"**not complete** after {step.turns_used} turn{'s' if step.turns_used != 1 else ''}"
+        if step.verdict:
+            head += f" (last check: {step.verdict})"
+    else:
+        head += "not attempted"
+    lines = [head]
+    if step.rationale:
+        lines.append("")
+        lines.append(indent + "\n".join(_block(step.rationale, indent, at_start=True)))
+    if step.status == "incomplete":
+        checks = _step_checks(transcript, step, indent)
+        if checks:
+            lines += ["", *checks]
+    return lines
+
+
+def _golden_lines(stored: StoredResult) -> list[str]:
+    transcript = stored.result.transcript
+    failing = {
+        score.turn
+        for score in stored.result.scores
+        if score.turn is not None and score.required and score.verdict in ("not_met", "unsure", "error")
+    }
+    met = sum(1 for record in transcript.golden_turns if record.index + 1 not in failing)
+    lines = [f"#### Turns ({met}/{len(transcript.golden_turns)})", ""]
+    for record in transcript.golden_turns:
+        number = f"{record.index + 1}."
+        indent = " " * (len(number) + 1)
+        mark = "❌" if record.index + 1 in failing else "✅"
+        sent = f"user: {escape(record.user)}" if record.user is not None else f"event: {escape(record.event or '')}"
+        lines.append(f"{number} {mark} {sent}")
+        if record.expected_message is not None:
+            lines.append(f"{indent}expected: {escape(record.expected_message)}\\")
+        actual = " / ".join(escape(message) for message in record.actual_messages) or "*(no message)*"
+        lines.append(f"{indent}actual: {actual}")
+        if record.expected_tools or record.actual_tools:
+            lines[-1] += "\\"
+            expected = ", ".join(escape(name) for name in record.expected_tools) or "none"
+            called = ", ".join(escape(name) for name in record.actual_tools) or "none"
+            lines.append(f"{indent}tools expected: {expected}; called: {called}")
+    return [*lines, ""]
+
+
+def _scores_not_passed(scores: Sequence[Score]) -> list[str]:
+    shown = [score for score in scores if score.verdict in ("not_met", "unsure", "error")]
+    if not shown:
+        return []
+    lines = [
+        "#### Scores that did not pass",
+        "",
+        "| verdict | check | source | value | reason |",
+        "|---|---|---|---|---|",
+    ]
+    for score in shown:
+        verdict = f"{_VERDICT_MARK[score.verdict]} {score.verdict}" + ("" if score.required else " (not required)")
+        value = "" if score.value is None else f"{score.value:g}"
+        if score.threshold is not None:
+            value += f" (threshold {score.threshold:g})"
+        lines.append(f"| {verdict} | {_cell(score.check)} | {score.source} | {value or ' '} | {_cell(score.reason)} |")
+    return [*lines, ""]
+
+
+def _tool_line(call: ToolCallRecord) -> list[str]:
+    arguments = call.arguments_error or _json(call.arguments)
+    status = _TOOL_STATUS[call.status]
+    if call.fake and call.status == "faked":
+        status += f" by {escape(call.fake)}"
+    mark = "🔧" if call.status in ("executed", "faked") and not call.error else "⚠️"
+    line = f"- {mark} tool **{escape(call.name)}**({escape(_shorten(arguments, _TOOL_RESULT_MAX))}) — {status}"
+    answer = call.error if call.error else (None if call.result is None else _json(call.result))
+    if answer is not None:
+        line += f" → {escape(_shorten(answer, _TOOL_RESULT_MAX))}"
+    return [line]
+
+
+def _transcript_lines(transcript: Transcript) -> list[str]:
+    if not transcript.events:
+        return ["#### Transcript", "", "*(no events)*", ""]
+    lines = ["#### Transcript", ""]
+    for event in transcript.events:
+        if isinstance(event, UserEvent):
+            lines.append(f"- 🧑 **user** (turn {event.turn}): " + "\n".join(_block(event.text, "  ", at_start=False)))
+        elif isinstance(event, InputEvent):
+            payload = f" {escape(_json(event.payload))}" if event.payload else ""
+            lines.append(f"- 🔔 **event** (turn {event.turn}): {escape(event.name)}{payload}")
+        elif isinstance(event, AgentEvent):
+            for call in event.tool_calls:
+                lines.extend(_tool_line(call))
+            for message in event.messages:
+                lines.append(f"- 🤖 **agent** (turn {event.turn}): " + "\n".join(_block(message, "  ", at_start=False)))
+            if event.handoff:
+                lines.append(f"- 🤖 **agent** (turn {event.turn}) hands off to {escape(event.handoff)}")
+            if not event.messages and not event.handoff:
+                lines.append(f"- 🤖 **agent** (turn {event.turn}): *(no message)*")
+        elif isinstance(event, CheckEvent):
+            where = f"step {event.step + 1}" if event.step is not None else "goal"
+            lines.append(
+                f"- {_VERDICT_MARK[event.verdict]} check of {where} (turn {event.turn}): {event.verdict} — "
+                f"{escape(event.rationale)}"
+            )
+        elif isinstance(event, ErrorEvent):
+            lines.append(f"- ⚠️ **error** in {event.where} (turn {event.turn}): {escape(event.message)}")
+    return [*lines, ""]
+
+
+def _case_lines(record: RunRecord, stored: StoredResult, stats: RepeatStats | None) -> list[str]:
+    result = stored.result
+    transcript = result.transcript
+    lines = [f"### {_OUTCOME_MARK[stored.outcome]} {stored.outcome}: {_title(record, stored)}", ""]
+    facts = [
+        result.kind,
+        f"{transcript.turns} turn{'s' if transcript.turns != 1 else ''}",
+        f"stopped: {transcript.stop_reason}",
+        f"{stored.duration_s:.1f} s",
+    ]
+    if stats is not None:
+        facts.append(f"repeats: {_label(stats)} ({stats.passes}/{stats.k} passed)")
+    lines += [" · ".join(facts), ""]
+    if stored.outcome == "error":
+        lines += _error_card(stored)
+    elif result.reasons:
+        lines += ["**Why:**", ""]
+        for reason in result.reasons:
+            lines.append("- " + "\n".join(_block(reason, "  ", at_start=True)))
+        lines.append("")
+    goals = goal_achievement(transcript)
+    if goals.total:
+        lines += [f"#### {goals.label}", ""]
+        for step in goals.steps:
+            lines += _step_lines(transcript, step)
+        lines.append("")
+    if transcript.golden_turns:
+        lines += _golden_lines(stored)
+    lines += _scores_not_passed(result.scores)
+    lines += _transcript_lines(transcript)
+    return lines
+
+
+def render_markdown(record: RunRecord, results: Sequence[StoredResult]) -> str:
+    """The run as a Markdown report: header, metrics, repeats, and every conversation goal by goal."""
+    ordered = ordered_results(record, results)
+    groups: dict[tuple[int, str, str], list[StoredResult]] = defaultdict(list)
+    for stored in ordered:
+        groups[_group_key(stored)].append(stored)
+    stats = {key: repeat_stats([r.outcome for r in runs]) for key, runs in groups.items() if len(runs) > 1}
+    failures_first = sorted(ordered, key=lambda r: _OUTCOME_ORDER[r.outcome])  # stable: plan order within
+    lines = _header(record, ordered) + _metrics(ordered) + _repeats(record, groups)
+    if failures_first:
+        lines += _overview(record, failures_first)
+    for stored in failures_first:
+        lines += _case_lines(record, stored, stats.get(_group_key(stored)))
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,461 @@
+"""A run as tables: CSV (:func:`render_csv`) and an Excel workbook (:func:`render_xlsx`). Pure functions, no I/O.
+
+Both formats hold one row per conversation (case x persona x repeat), in plan order. The columns
+(:func:`case_table`) are:
+
+- ``suite``: the suite's name (from the run's snapshot);
+- ``case``: the case's name; ``kind``: ``golden`` / ``scenario`` / ``simulation``;
+- ``persona``: the persona's name, empty without one;
+- ``repeat``: which run of the case this is, counted from 1;
+- ``outcome``: ``pass`` / ``fail`` / ``error`` / ``unsure``;
+- ``goals``: ``k/n``, completed steps out of all steps; empty for a case without steps (golden);
+- ``turns``: the conversation's number of turns;
+- ``prompt``: the first user message of the conversation (empty when it had none);
+- ``final_output``: the agent's last reply that has a message, its messages joined by blank lines;
+- ``metric:<name>``: one column per distinct ``Score.metric`` of the run, in the order first seen, holding how
+  many of the conversation's scores of that metric had each verdict: non-zero counts only, in the fixed order
+  met, not_met, unsure, error, n/a, e.g. ``met=2 not_met=1``; empty when the conversation has no score of that
+  metric. Counts rather than values, because every metric has verdicts and only some have values (the values
+  are in the JSON export);
+- ``reasons``: why the outcome is not ``pass``, one reason per line;
+- ``duration_s``: seconds the conversation took, rounded to milliseconds;
+- ``agent_tokens``, ``user_tokens``, ``judge_tokens``: prompt + completion tokens of each model role;
+- ``cost_usd``: the conversation's cost over all roles in US dollars, empty when any role's cost is unknown.
+
+Every text cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (also after leading
+spaces) is prefixed with a single quote, as OWASP recommends against CSV/formula injection: agent text is
+untrusted, and a spreadsheet must show it, never evaluate it (:func:`neutralise`). Numbers are written as
+numbers and are never negative. Control characters other than tab, line feed and carriage return are removed
+from text cells in both formats (Excel's file format cannot hold them; many CSV readers choke on them).
+
+The workbook has three sheets: ``Summary`` (the run's header figures and per-metric summaries), ``Cases``
+(the rows above, frozen header, autofilter) and ``Steps`` (one row per step of every conversation:
+:func:`step_table`). The CSV text uses ``\\r\\n`` row ends (RFC 4180); write it with ``newline=""`` (and with
+``encoding="utf-8-sig"`` if Excel is to open it).
+
+The helpers here (plan order, suite names, prompt, final output, tokens per role) are shared by the other
+report formats.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+import zipfile
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from simulator.metrics import Breakdown, goal_achievement, metric_summary
+from simulator.models.run import RoleTotals, RunRecord, StoredResult
+from simulator.models.scores import Score
+from simulator.models.transcript import AgentEvent, Transcript, UserEvent
+
+__all__ = [
+    "CASE_HEAD",
+    "CASE_TAIL",
+    "ROLES",
+    "STEP_COLUMNS",
+    "Cell",
+    "case_table",
+    "final_output",
+    "first_user_message",
+    "neutralise",
+    "ordered_results",
+    "render_csv",
+    "render_xlsx",
+    "role_totals",
+    "run_breakdown",
+    "step_table",
+    "strip_xml_illegal",
+    "suite_name",
+    "transcript_cost",
+    "transcript_tokens",
+]
+
+#: A table cell: text, a number, or nothing (an unknown or absent value).
+Cell = str | int | float | None
+
+#: The model roles, in the order every report lists them.
+ROLES = ("agent", "user", "judge")
+CASE_HEAD = ("suite", "case", "kind", "persona", "repeat", "outcome", "goals", "turns", "prompt", "final_output")
+CASE_TAIL = ("reasons", "duration_s", "agent_tokens", "user_tokens", "judge_tokens", "cost_usd")
+STEP_COLUMNS = ("suite", "case", "persona", "repeat", "step", "goal", "status", "blocked_by", "rationale")
+METRIC_PREFIX = "metric:"
+
+_VERDICTS = ("met", "not_met", "unsure", "error", "n/a")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+#: Characters XML 1.0 does not allow (C0 controls but tab, LF and CR; surrogates; U+FFFE and U+FFFF).
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+#: The most characters an Excel cell holds.
+_EXCEL_CELL_MAX = 32767
+
+
+# -- shared helpers ---------------------------------------------------------------------------------------
+
+
+def ordered_results(record: RunRecord, results: Sequence[StoredResult]) -> list[StoredResult]:
+    """The results in plan order (results whose key is not in the plan last, by suite, case, persona, repeat)."""
+    position = {item.key: index for index, item in enumerate(record.plan)}
+    return sorted(
+        results,
+        key=lambda r: (position.get(r.key, len(position)), r.suite, r.case, r.persona or "", r.repeat),
+    )
+
+
+def suite_name(record: RunRecord, index: int) -> str:
+    """The name of the run's ``index``-th suite, or ``suite <index>`` when the snapshot has no such suite."""
+    if 0 <= index < len(record.snapshot):
+        return record.snapshot[index].suite.name
+    return f"suite {index}"
+
+
+def first_user_message(transcript: Transcript) -> str:
+    """The prompt: the text of the conversation's first user message, empty when it had none."""
+    return next((event.text for event in transcript.events if isinstance(event, UserEvent)), "")
+
+
+def final_output(transcript: Transcript) -> str:
+    """The agent's final output: its last reply that has a message, messages joined by blank lines."""
+    replies = [event for event in transcript.events if isinstance(event, AgentEvent) and event.messages]
+    return replies[-1].text if replies else ""
+
+
+def transcript_tokens(transcript: Transcript, role: str) -> int:
+    """Prompt plus completion tokens of one model role in a conversation (0 when the role made no call)."""
+    used = transcript.usage.get(role)
+    return used.total_tokens if used is not None else 0
+
+
+def transcript_cost(transcript: Transcript) -> float | None:
+    """The conversation's cost over every role in US dollars; None when any role's cost is unknown."""
+    costs = [used.cost for used in transcript.usage.values()]
+    if any(cost is None for cost in costs):
+        return None
+    return math.fsum(cost for cost in costs if cost is not None)
+
+
+def role_totals(record: RunRecord, results: Sequence[StoredResult]) -> dict[str, RoleTotals]:
+    """Tokens, calls and cost per role: the record's totals, else added up from the results."""
+    if record.totals is not None and record.totals.usage:
+        return dict(record.totals.usage)
+    totals: dict[str, RoleTotals] = {}
+    for stored in results:
+        for role, used in stored.result.transcript.usage.items():
+            total = totals.setdefault(role, RoleTotals())
+            cost = None if total.cost is None or used.cost is None else total.cost + used.cost
+            totals[role] = RoleTotals(
+                calls=total.calls + used.calls,
+                prompt_tokens=total.prompt_tokens + used.prompt_tokens,
+                completion_tokens=total.completion_tokens + used.completion_tokens,
+                cost=cost,
+            )
+    return totals
+
+
+def run_breakdown(record: RunRecord, results: Sequence[StoredResult]) -> Breakdown:
+    """Outcome counts: the record's totals, else counted from the results."""
+    totals = record.totals
+    if totals is not None and totals.total:
+        return Breakdown(passed=totals.passed, failed=totals.failed, error=totals.error, unsure=totals.unsure)
+    return Breakdown.of(stored.outcome for stored in results)
+
+
+def strip_xml_illegal(text: str) -> str:
+    """``text`` without the characters XML 1.0 forbids (most C0 controls, lone surrogates, U+FFFE/U+FFFF)."""
+    return _XML_ILLEGAL.sub("", text)
+
+
+def neutralise(text: str) -> str:
+    """``text`` made safe for a spreadsheet cell: a leading ``'`` when it could be read as a formula.
+
+    A cell is neutralised when it starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, or
+    starts with one of ``= + - @`` after leading spaces (OWASP, CSV injection).
+    """
+    if text.startswith(_FORMULA_START) or text.lstrip(" ").startswith(_FORMULA_START[:4]):
+        return "'" + text
+    return text
+
+
+# -- tables -----------------------------------------------------------------------------------------------
+
+
+def _verdict_counts(scores: Sequence[Score]) -> str:
+    counts = dict.fromkeys(_VERDICTS, 0)
+    for score in scores:
+        counts[score.verdict] += 1
+    return " ".join(f"{verdict}={count}" for verdict, count in counts.items() if count)
+
+
+def case_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list[str], list[list[Cell]]]:
+    """The header and one row per conversation, in plan order (see the module docstring for the columns)."""
+    ordered = ordered_results(record, results)
+    metrics = list(metric_summary(stored.result for stored in ordered))
+    header = [*CASE_HEAD, *(METRIC_PREFIX + metric for metric in metrics), *CASE_TAIL]
+    rows: list[list[Cell]] = []
+    for stored in ordered:
+        result = stored.result
+        transcript = result.transcript
+        goals = goal_achievement(transcript)
+        by_metric: dict[str, list[Score]] = {}
+        for score in result.scores:
+            by_metric.setdefault(score.metric, []).append(score)
+        cost = transcript_cost(transcript)
+        rows.append(
+            [
+                suite_name(record, stored.suite),
+                stored.case,
+                result.kind,
+                stored.persona or "",
+                stored.repeat + 1,
+                stored.outcome,
+                f"{goals.complete}/{goals.total}" if goals.total else "",
+                transcript.turns,
+                first_user_message(transcript),
+                final_output(transcript),
+                *(_verdict_counts(by_metric.get(metric, [])) for metric in metrics),
+                "\n".join(result.reasons),
+                round(stored.duration_s, 3),
+                *(transcript_tokens(transcript, role) for role in ROLES),
+                None if cost is None else round(cost, 6),
+            ]
+        )
+    return header, rows
+
+
+def step_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list[str], list[list[Cell]]]:
+    """One row per step of every conversation, in plan and step order.
+
+    Columns: suite, case, persona, repeat (from 1), step (its number, from 1), goal (the step's label), status
+    (complete / incomplete / blocked / not_attempted), blocked_by (``step j: <goal>`` of the step whose failure
+    blocked it, else empty), rationale.
+    """
+    rows: list[list[Cell]] = []
+    for stored in ordered_results(record, results):
+        for step in goal_achievement(stored.result.transcript).steps:
+            blocked = ""
+            if step.blocked_by is not None:
+                blocked = f"step {step.blocked_by + 1}" + (f": {step.blocked_by_goal}" if step.blocked_by_goal else "")
+            rows.append(
+                [
+                    suite_name(record, stored.suite),
+                    stored.case,
+                    stored.persona or "",
+                    stored.repeat + 1,
+                    step.index + 1,
+                    step.label,
+                    step.status,
+                    blocked,
+                    step.rationale,
+                ]
+            )
+    return list(STEP_COLUMNS), rows
+
+
+def _csv_cell(value: Cell) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return neutralise(strip_xml_illegal(value))
+    return str(value)
+
+
+def render_csv(record: RunRecord, results: Sequence[StoredResult]) -> str:
+    """The run's conversations as CSV: a header row and one row per conversation (see :func:`case_table`)."""
+    header, rows = case_table(record, results)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow([neutralise(name) for name in header])
+    writer.writerows([_csv_cell(value) for value in row] for row in rows)
+    return out.getvalue()
+
+
+# -- Excel ------------------------------------------------------------------------------------------------
+
+
+def _xlsx_cell(value: Cell) -> Cell:
+    if not isinstance(value, str):
+        return value
+    text = neutralise(strip_xml_illegal(value))
+    if len(text) > _EXCEL_CELL_MAX:
+        text = text[: _EXCEL_CELL_MAX - 1] + "…"
+    return text
+
+
+def _percent(value: float | None) -> Cell:
+    return None if value is None else round(value, 6)
+
+
+def _summary_rows(record: RunRecord, results: Sequence[StoredResult]) -> list[list[Cell]]:
+    breakdown = run_breakdown(record, results)
+    totals = record.totals
+    duration = totals.duration_s if totals is not None else math.fsum(r.duration_s for r in results)
+    rows: list[list[Cell]] = [
+        ["run id", record.id],
+        ["status", record.status],
+        ["created (UTC)", _iso(record.created)],
+        ["finished (UTC)", _iso(record.finished) if record.finished else None],
+        ["suites", ", ".join(f"{s.suite.name} ({s.path})" for s in record.snapshot)],
+        ["suite hash", record.suite_hash],
+        ["agent version", record.agent_version],
+        ["note", record.note or None],
+        ["repeat of", record.repeat_of],
+        ["correctness", _percent(breakdown.correctness)],
+        ["total", breakdown.total],
+        ["passed", breakdown.passed],
+        ["failed", breakdown.failed],
+        ["error", breakdown.error],
+        ["unsure", breakdown.unsure],
+        ["planned", len(record.plan)],
+        ["duration_s", round(duration, 3)],
+        ["seed", record.settings.seed],
+        ["persona", record.settings.persona],
+        ["repeat", record.settings.repeat],
+        ["tools", "live" if record.settings.live else "test mode"],
+        ["user model", record.settings.user_model],
+        ["judge model", record.settings.judge_model],
+    ]
+    usage = role_totals(record, results)
+    roles = [*ROLES, *sorted(set(usage) - set(ROLES))]
+    costs: list[float | None] = []
+    for role in roles:
+        used = usage.get(role, RoleTotals())
+        costs.append(used.cost)
+        rows.extend(
+            [
+                [f"{role} calls", used.calls],
+                [f"{role} prompt tokens", used.prompt_tokens],
+                [f"{role} completion tokens", used.completion_tokens],
+                [f"{role} cost_usd", None if used.cost is None else round(used.cost, 6)],
+            ]
+        )
+    total_cost = None if any(c is None for c in costs) else round(math.fsum(c for c in costs if c is not None), 6)
+    rows.append(["total cost_usd", total_cost])
+    rows.extend([f"version {name}", version] for name, version in sorted(record.versions.items()))
+    rows.append([])
+    rows.append(["metric", "scores", "met", "not_met", "unsure", "error", "n/a", "mean", "values"])
+    for summary in metric_summary(stored.result for stored in ordered_results(record, results)).values():
+        rows.append(
+            [
+                summary.metric,
+                summary.count,
+                summary.met,
+                summary.not_met,
+                summary.unsure,
+                summary.error,
+                summary.not_applicable,
+                None if summary.mean is None else round(summary.mean, 6),
+                summary.values,
+            ]
+        )
+    return rows
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat()
+
+
+#: Columns whose text is long: wrapped, and given the widest column.
+_WIDE = {"prompt", "final_output", "reasons", "rationale", "goal"}
+
+
+def _fill_sheet(
+    sheet: Any,
+    header: list[str] | None,
+    rows: list[list[Cell]],
+    *,
+    table: bool,
+    bold_rows: Sequence[int] = (),
+    bold_first_column: bool = False,
+) -> None:
+    """Write ``header`` and ``rows`` to ``sheet``: text cells neutralised and never formulas, widths from the
+    longest line of each column, long-text columns wrapped; a table also gets a frozen header and a filter."""
+    from openpyxl.styles import Alignment, Font
+    from openpyxl.utils import get_column_letter
+
+    all_rows = ([header] if header else []) + rows
+    for values in all_rows:
+        sheet.append([_xlsx_cell(value) for value in values])
+    for row in sheet.iter_rows():
+        for cell in row:
+            if isinstance(cell.value, str):
+                cell.data_type = "s"  # never a formula, whatever the text
+    widths: dict[int, int] = {}
+    for values in all_rows:
+        for column, value in enumerate(values, start=1):
+            text = "" if value is None else str(value)
+            longest = max((len(line) for line in text.split("\n")), default=0)
+            widths[column] = max(widths.get(column, 0), longest)
+    wrap = Alignment(wrap_text=True, vertical="top")
+    for column, width in widths.items():
+        letter = get_column_letter(column)
+        name = header[column - 1] if header and column <= len(header) else ""
+        limit = 60 if name in _WIDE or (column == 2 and not header) else 30
+        sheet.column_dimensions[letter].width = min(max(width + 2, 8), limit)
+        if name in _WIDE:
+            for cell in sheet[letter][1:]:
+                cell.alignment = wrap
+    bold = Font(bold=True)
+    for number in [*([1] if header else []), *bold_rows]:
+        for cell in sheet[number]:
+            cell.font = bold
+    if bold_first_column:
+        for cell in sheet["A"]:
+            cell.font = bold
+    if table and header:
+        sheet.freeze_panes = "A2"
+        sheet.auto_filter.ref = f"A1:{get_column_letter(len(header))}{max(len(all_rows), 1)}"
+
+
+def render_xlsx(record: RunRecord, results: Sequence[StoredResult]) -> bytes:
+    """The run as an Excel workbook: sheets ``Summary``, ``Cases`` and ``Steps`` (see the module docstring).
+
+    The bytes depend on the record and results only: the workbook's created and modified times and every
+    zip entry's time are the run's creation time (or finish time), not the clock.
+    """
+    from openpyxl import Workbook
+    from openpyxl.writer.excel import ExcelWriter
+
+    workbook = Workbook()
+    summary = workbook.active
+    summary.title = "Summary"
+    summary_rows = _summary_rows(record, results)
+    metrics_header = summary_rows.index([]) + 2  # the metric table's header row, counted from 1
+    _fill_sheet(summary, None, summary_rows, table=False, bold_rows=[metrics_header], bold_first_column=True)
+    correctness = next(number for number, row in enumerate(summary_rows, start=1) if row[:1] == ["correctness"])
+    summary.cell(row=correctness, column=2).number_format = "0.0%"
+
+    header, rows = case_table(record, results)
+    _fill_sheet(workbook.create_sheet("Cases"), header, rows, table=True)
+    step_header, step_rows = step_table(record, results)
+    _fill_sheet(workbook.create_sheet("Steps"), step_header, step_rows, table=True)
+
+    moment = _naive_utc(record.finished or record.created)
+    workbook.properties.creator = "simulator"
+    workbook.properties.title = strip_xml_illegal(f"Simulator run {record.id}")
+    workbook.properties.created = _naive_utc(record.created)
+    workbook.properties.modified = moment
+    raw = io.BytesIO()
+    with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as archive:
+        ExcelWriter(workbook, archive).write_data()
+    return _fixed_times(raw.getvalue(), moment)
+
+
+def _naive_utc(moment: datetime) -> datetime:
+    """``moment`` in UTC without a zone (what the workbook's properties hold); a naive time is taken as UTC."""
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo is not None else moment
+
+
+def _fixed_times(data: bytes, moment: datetime) -> bytes:
+    """The zip archive ``data`` rewritten with every entry dated ``moment`` (zip entries carry the clock)."""
+    stamp = (max(moment.year, 1980), moment.month, moment.day, moment.hour, moment.minute, moment.second)
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for entry in source.infolist():
+            info = zipfile.ZipInfo(entry.filename, date_time=stamp)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = entry.external_attr
+            target.writestr(info, source.read(entry.filename))
+    return out.getvalue()
