@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from simulator import __version__
-from simulator.errors import ConfigError, ConfigErrors, SimulatorError
+from simulator.errors import ConfigError, ConfigErrors, InputError, SimulatorError
 
 EXIT_OK = 0
 EXIT_BELOW_BAR = 1
@@ -68,6 +68,9 @@ def _handles_errors(command: F) -> F:
             raise typer.Exit(EXIT_INVALID) from None
         except ConfigError as exc:
             out.print(exc.render(), markup=False)
+            raise typer.Exit(EXIT_INVALID) from None
+        except InputError as exc:
+            err.print(f"error: {exc}", markup=False)
             raise typer.Exit(EXIT_INVALID) from None
         except SimulatorError as exc:
             err.print(f"error: {exc}", markup=False)
@@ -744,6 +747,233 @@ def runs_compare(
             out.print(line, markup=False)
     if fail_on_regression and comparison.has_regressions:
         raise typer.Exit(EXIT_BELOW_BAR)
+
+
+export_app = typer.Typer(help="Export cases, runs and results as YAML or JSON.", no_args_is_help=True)
+golden_app = typer.Typer(help="Golden cases from real conversations.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
+app.add_typer(golden_app, name="golden")
+
+FormatOption = Annotated[str, typer.Option("--format", "-f", help="json or yaml.")]
+
+
+def _check_exchange_format(fmt: str) -> None:
+    if fmt not in ("json", "yaml"):
+        err.print(f"unknown format {fmt!r}: choose json or yaml", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+
+
+def _emit(text: str, output: Path | None, force: bool) -> None:
+    from simulator.exchange import write_export
+
+    if output is None:
+        sys.stdout.write(text)
+        return
+    path = write_export({output.name: text}, output, force=force)
+    out.print(f"wrote {path}", markup=False)
+
+
+@export_app.command("cases")
+@_handles_errors
+def export_cases_command(
+    paths: Annotated[list[Path], typer.Argument(help="Suite files or folders.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="A .yaml file, or a .zip for several suites.")],
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the output file.")] = False,
+) -> None:
+    """Export suites (agent inline, personas they use included) as YAML; several files go into a zip."""
+    from simulator.exchange import export_cases, write_export
+    from simulator.loading import validate_paths
+
+    report = validate_paths(paths)
+    if report.errors:
+        _print_config_errors(report.errors)
+        raise typer.Exit(EXIT_INVALID)
+    files = export_cases(report.suites)
+    if len(files) > 1 and output.suffix != ".zip":
+        err.print(f"{len(files)} files to export: give an --output ending in .zip", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    path = write_export(files if len(files) > 1 else {output.name: next(iter(files.values()))}, output, force=force)
+    out.print(f"wrote {path}: {len(files)} file(s)", markup=False)
+
+
+@export_app.command("run")
+@_handles_errors
+def export_run_command(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN")],
+    fmt: FormatOption = "json",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the output file.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Export a stored run (record and results) to move it to another store."""
+    from simulator.exchange import export_run
+
+    _check_exchange_format(fmt)
+    with _store(db) as store:
+        record = store.get_run(run_ref)
+        text = export_run(record, store.results(record.id), fmt)  # type: ignore[arg-type]
+    _emit(text, output, force)
+
+
+@export_app.command("results")
+@_handles_errors
+def export_results_command(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN")],
+    fmt: FormatOption = "json",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the output file.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Export the results of a stored run."""
+    from simulator.exchange import export_results
+
+    _check_exchange_format(fmt)
+    with _store(db) as store:
+        record = store.get_run(run_ref)
+        text = export_results(store.results(record.id), fmt)  # type: ignore[arg-type]
+    _emit(text, output, force)
+
+
+@import_app.command("run")
+@_handles_errors
+def import_run_command(
+    file: Annotated[Path, typer.Argument(help="A run exported with `simulator export run`.")],
+    db: DbOption = None,
+) -> None:
+    """Import an exported run into the store (under a new id)."""
+    from simulator.exchange import import_into_store, import_run
+
+    if not file.is_file():
+        err.print(f"{file}: no such file", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    record, results = import_run(file)
+    with _store(db) as store:
+        stored = import_into_store(store, record, results)
+    out.print(f"imported run {record.id} as {stored.id}: {len(results)} result(s)", markup=False)
+
+
+@import_app.command("csv-turns")
+@_handles_errors
+def import_csv_turns_command(
+    file: Annotated[Path, typer.Argument(help="CSV: case, turn, user or event, expected_agent, expected_tools, tags")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Suite file to write.")],
+    name: Annotated[str | None, typer.Option("--name", help="Suite name (default: the CSV file's name).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the output file if it exists.")] = False,
+) -> None:
+    """Import multi-turn golden cases from CSV: one row per turn."""
+    from simulator.loading.csv_import import dump_suite_yaml
+    from simulator.loading.csv_multiturn import import_multiturn_csv
+
+    if not file.is_file():
+        err.print(f"{file}: no such file", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    if output.exists() and not force:
+        err.print(f"{output} exists: choose another --output, or pass --force to overwrite it", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    data = import_multiturn_csv(file, suite_name=name)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(dump_suite_yaml(data), encoding="utf-8")
+    out.print(f"wrote {output}: {_plural(len(data['cases']), 'golden case')}", markup=False)
+
+
+@golden_app.command("from-run")
+@_handles_errors
+def golden_from_run_command(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN")],
+    case: Annotated[str, typer.Argument(help="The case whose conversation becomes the golden case.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Suite file to write.")],
+    persona: Annotated[str | None, typer.Option("--persona", help="Which persona's conversation.")] = None,
+    repeat: Annotated[int | None, typer.Option("--repeat", min=1, help="Which repeat (1 = first).")] = None,
+    no_tools: Annotated[bool, typer.Option("--no-tools", help="Do not expect the recorded tool calls.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the output file.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Turn a real conversation of a stored run into a golden case (the agent's replies as expected messages)."""
+    from simulator.exchange import golden_from_run, write_export
+
+    with _store(db) as store:
+        record = store.get_run(run_ref)
+        text = golden_from_run(
+            record, store.results(record.id), case, persona=persona,
+            repeat=None if repeat is None else repeat - 1, include_tools=not no_tools,
+        )  # fmt: skip
+    path = write_export({output.name: text}, output, force=force)
+    out.print(f"wrote {path}", markup=False)
+
+
+@app.command("compare")
+@_handles_errors
+def compare_command(
+    run_a: Annotated[str, typer.Argument(metavar="RUN_A", help="The baseline run.")],
+    run_b: Annotated[str, typer.Argument(metavar="RUN_B", help="The new run.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text, md or html.")] = "text",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
+    db: DbOption = None,
+    fail_on_regression: Annotated[
+        bool, typer.Option("--fail-on-regression", help="Exit 1 when a case or step regressed.")
+    ] = False,
+) -> None:
+    """Compare two runs as a report: regressions first, side by side per step."""
+    from simulator.compare import compare_runs, render_comparison_text
+    from simulator.reports.compare_report import render_compare_html, render_compare_markdown
+
+    if fmt not in ("text", "md", "html"):
+        err.print(f"unknown format {fmt!r}: choose text, md or html", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    with _store(db) as store:
+        a, b = store.get_run(run_a), store.get_run(run_b)
+        comparison = compare_runs(a, store.results(a.id), b, store.results(b.id))
+    if fmt == "md":
+        text = render_compare_markdown(comparison)
+    elif fmt == "html":
+        text = render_compare_html(comparison)
+    else:
+        text = "\n".join(render_comparison_text(comparison)) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+        out.print(f"wrote {output}", markup=False)
+    if fail_on_regression and comparison.has_regressions:
+        raise typer.Exit(EXIT_BELOW_BAR)
+
+
+@app.command()
+@_handles_errors
+def digest(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN")],
+    judge_model: Annotated[
+        str | None, typer.Option("--judge-model", help="Model that suggests instruction changes (optional).")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text or md.")] = "text",
+    db: DbOption = None,
+) -> None:
+    """Failures grouped by step, criterion and check, most common first, with example turns; with a judge
+    model, suggested changes to the agent's instructions (clearly labelled as model suggestions)."""
+    import asyncio
+
+    from simulator.digest import build_digest, render_digest_markdown, render_digest_text, suggest_fixes
+    from simulator.llm import LLMClient
+    from simulator.models import ModelRoles
+
+    if fmt not in ("text", "md"):
+        err.print(f"unknown format {fmt!r}: choose text or md", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    with _store(db) as store:
+        record = store.get_run(run_ref)
+        results = store.results(record.id)
+    found = build_digest(results)
+    agent = record.snapshot[0].suite.agent if record.snapshot else None
+    instructions = getattr(agent, "instructions", None)
+    model = judge_model or record.settings.judge_model
+    llm = LLMClient(ModelRoles.model_validate({"judge": model})) if model else None
+    found = asyncio.run(suggest_fixes(found, llm, instructions=instructions))
+    if fmt == "md":
+        sys.stdout.write(render_digest_markdown(found))
+        return
+    for line in render_digest_text(found):
+        out.print(line, markup=False)
 
 
 def main() -> None:

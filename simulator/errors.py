@@ -6,6 +6,7 @@ to an exit code. Anything else that escapes is a bug in Simulator.
 ``SimulatorError``
   ``ConfigError``      one problem in a file a person wrote (file, line, column, key path, message)
   ``ConfigErrors``     every problem found in one or more files, sorted by file and position
+  ``InputError``       another unusable input: a file to import, an output that must not be overwritten
   ``AgentError``       the agent under test failed (down, timed out, raised)
   ``ModelError``       a model provider failed (user, judge or litellm agent role)
   ``JudgeError``       a judge could not produce a valid verdict
@@ -54,6 +55,11 @@ class ConfigErrors(SimulatorError):
     def __init__(self, errors: Iterable[ConfigError]) -> None:
         self.errors = sorted(errors, key=ConfigError.sort_key)
         super().__init__("\n".join(e.render() for e in self.errors))
+
+
+class InputError(SimulatorError):
+    """Something given on the command line or in a file is unusable (an export to import, an output that
+    exists); the message says what and how to fix it."""
 
 
 class AgentError(SimulatorError):

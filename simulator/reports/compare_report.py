@@ -1,0 +1,343 @@
+"""A comparison of two runs as Markdown or as one self-contained HTML page (pure functions, no I/O).
+
+Both renderings of a :class:`~simulator.compare.Comparison` have the same content, in this order:
+
+1. a header: run A (baseline) and run B (new), correctness A -> B with passed/total and the change in
+   percentage points, McNemar's b, c, n and exact p, and the significance sentence
+   (:meth:`~simulator.compare.McNemar.sentence`);
+2. the **regressed** cases, first, each with its changed steps side by side in a table
+   ``step | A | B | B's rationale`` (A and B give the step's status and how many repeats completed it; a
+   regressed step shows the status of the first B repeat that did not complete it, and that repeat's
+   rationale), then the reasons the first non-passing B repeat gave;
+3. the **improved** cases (same table, without a rationale: the step completed), then the **new** cases
+   (only in B, with B's reasons when they did not pass) and the **removed** ones (only in A);
+4. the count of **unchanged** cases, listing those whose pass rate or steps changed.
+
+Escaping. Every text taken from the runs (run ids, suite, case and persona names, step labels, rationales,
+reasons) is untrusted. In Markdown it goes through :func:`simulator.reports.markdown.escape` (HTML written
+as entities, Markdown syntax backslash-escaped, so no text adds a link, table cell or HTML element); in HTML
+through ``html.escape(..., quote=True)``. The HTML page embeds the run report's stylesheet
+(``assets/report.css``) and has no script at all: its Content-Security-Policy (:data:`CONTENT_SECURITY_POLICY`)
+allows inline styles only, so even text that escaped escaping could run nothing and load nothing.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from importlib import resources
+
+from simulator.compare import CaseDiff, CaseRunSummary, Change, Comparison, McNemar, RunCorrectness, StepDiff
+from simulator.reports.markdown import escape as md_escape
+
+__all__ = ["CONTENT_SECURITY_POLICY", "render_compare_html", "render_compare_markdown"]
+
+#: The comparison page's Content-Security-Policy: no network access and no script, inline styles only.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+)
+
+_STEP_WORDS = {
+    "complete": "complete",
+    "incomplete": "incomplete",
+    "blocked": "blocked",
+    "not_attempted": "not attempted",
+}
+#: The sections after the regressions, in order, with their titles.
+_SECTIONS: tuple[tuple[Change, str], ...] = (
+    ("improved", "Improved"),
+    ("new", "New (only in B)"),
+    ("removed", "Removed (only in A)"),
+)
+_ALL_CHANGES: tuple[Change, ...] = ("regressed", "improved", "new", "removed", "unchanged")
+
+
+def _css() -> str:
+    text = resources.files("simulator.reports").joinpath("assets", "report.css").read_text(encoding="utf-8")
+    if "</style" in text.lower():  # pragma: no cover - guards the shipped file
+        raise ValueError("assets/report.css must not contain '</style'")
+    return text
+
+
+_CSS = _css()
+_EXTRA_CSS = """
+.compare-case { border: 1px solid #d0d7de; border-radius: 6px; padding: .5rem .9rem; margin: .6rem 0; }
+.compare-case.change-regressed { border-left: 5px solid #cf222e; }
+.compare-case.change-improved { border-left: 5px solid #1a7f37; }
+.compare-case h3 { margin: .2rem 0 .4rem; font-size: 1.05rem; }
+table.step-diff { width: 100%; }
+table.step-diff td.rationale { white-space: pre-wrap; }
+.significant { font-weight: 600; }
+"""
+
+
+# -- shared wording -------------------------------------------------------------------------------------------
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def _points(delta: float) -> str:
+    return f"{delta * 100:+.1f} points"
+
+
+def _p(p: float) -> str:
+    return f"{p:.4g}"
+
+
+def _name(diff: CaseDiff) -> str:
+    persona = f" [persona {diff.persona}]" if diff.persona is not None else ""
+    return f"{diff.suite} / {diff.case}{persona}"
+
+
+def _state(summary: CaseRunSummary) -> str:
+    """``"<status> <passes>/<repeats>"``, errors named apart, as the terminal comparison writes it."""
+    errors = summary.outcomes.count("error")
+    detail = f" ({errors} error{'s' if errors != 1 else ''})" if errors else ""
+    return f"{summary.status} {summary.passes}/{summary.repeats}{detail}"
+
+
+def _states(diff: CaseDiff) -> str:
+    """The case in A -> B (or in the one run that has it), with the pass-rate change when it was repeated."""
+    if diff.a is not None and diff.b is not None:
+        text = f"{_state(diff.a)} -> {_state(diff.b)}"
+        if diff.pass_rate_change and max(diff.a.repeats, diff.b.repeats) > 1:
+            text += f" (pass rate {_points(diff.pass_rate_change)})"
+        return text
+    only = diff.b if diff.b is not None else diff.a
+    assert only is not None  # a case is in at least one run
+    return f"{_state(only)} (only in {'B' if diff.b is not None else 'A'})"
+
+
+def _correctness(a: RunCorrectness, b: RunCorrectness, change: float | None) -> str:
+    delta = "" if change is None else f" ({_points(change)})"
+    return (
+        f"{_percent(a.correctness)} ({a.passed}/{a.total}) -> {_percent(b.correctness)} ({b.passed}/{b.total}){delta}"
+    )
+
+
+def _mcnemar(test: McNemar) -> str:
+    return (
+        f"b = {test.b} (passed in A, not in B), c = {test.c} (passed in B, not in A), n = {test.n}, "
+        f"exact two-sided p = {_p(test.p_value)}"
+    )
+
+
+def _step_name(step: StepDiff) -> str:
+    return f"{step.index + 1}. {step.label}"
+
+
+def _a_cell(step: StepDiff) -> str:
+    word = "complete" if step.complete_a == step.recorded_a else "not complete"
+    return f"{word} ({step.complete_a}/{step.recorded_a})"
+
+
+def _b_cell(step: StepDiff, diff: CaseDiff) -> str:
+    counts = f"({step.complete_b}/{step.recorded_b})"
+    if step.change == "improved":
+        return f"complete {counts}"
+    status = _STEP_WORDS.get(step.b_status or "", step.b_status or "not complete")
+    where = f", first in repeat {step.b_repeat}" if diff.b is not None and diff.b.repeats > 1 else ""
+    return f"{status} {counts}{where}"
+
+
+def _moved(comparison: Comparison) -> list[CaseDiff]:
+    return [diff for diff in comparison.unchanged if diff.pass_rate_change or diff.steps]
+
+
+# -- Markdown -------------------------------------------------------------------------------------------------
+
+
+def _md_steps(diff: CaseDiff) -> list[str]:
+    if not diff.steps:
+        return []
+    lines = ["| step | A | B | B's rationale |", "|---|---|---|---|"]
+    for step in diff.steps:
+        rationale = md_escape(step.b_rationale) if step.change == "regressed" and step.b_rationale else "—"
+        lines.append(f"| {md_escape(_step_name(step))} | {_a_cell(step)} | {_b_cell(step, diff)} | {rationale} |")
+    return [*lines, ""]
+
+
+def _md_reasons(diff: CaseDiff) -> list[str]:
+    if not diff.b_reasons:
+        return []
+    return ["Why B did not pass:", "", *(f"- {md_escape(reason)}" for reason in diff.b_reasons), ""]
+
+
+def _md_case(diff: CaseDiff, *, reasons: bool) -> list[str]:
+    lines = [f"### {md_escape(_name(diff))}", "", _states(diff), ""]
+    steps = _md_steps(diff)
+    if diff.change == "regressed" and not steps:
+        lines += ["No step changed between the runs.", ""]
+    lines += steps
+    if reasons:
+        lines += _md_reasons(diff)
+    return lines
+
+
+def render_compare_markdown(comparison: Comparison) -> str:
+    """The comparison as Markdown: header, regressed cases first with a step table each, then improved, new
+    and removed cases, and the unchanged count (see the module docstring). Pure; all run text is escaped."""
+    test = comparison.mcnemar
+    run_a, run_b = md_escape(comparison.run_a), md_escape(comparison.run_b)
+    lines = [
+        f"# Run comparison: {run_b} against {run_a}",
+        "",
+        f"- **Run A (baseline):** {run_a}",
+        f"- **Run B (new):** {run_b}",
+        f"- **Correctness A -> B:** "
+        f"{_correctness(comparison.correctness_a, comparison.correctness_b, comparison.correctness_change)}",
+        f"- **McNemar on shared cases:** {_mcnemar(test)}",
+        f"- **Significance:** {test.sentence()}",
+        "",
+    ]
+    regressed = comparison.regressed
+    lines += [f"## Regressed ({len(regressed)})", ""]
+    if not regressed:
+        lines += ["No regressed cases.", ""]
+    for diff in regressed:
+        lines += _md_case(diff, reasons=True)
+    for change, title in _SECTIONS:
+        diffs = comparison.with_change(change)
+        if not diffs:
+            continue
+        lines += [f"## {title} ({len(diffs)})", ""]
+        if change == "improved":
+            for diff in diffs:
+                lines += _md_case(diff, reasons=False)
+        else:
+            for diff in diffs:
+                lines.append(f"- {md_escape(_name(diff))}: {_states(diff)}")
+                if change == "new":
+                    lines += [f"  - why: {md_escape(reason)}" for reason in diff.b_reasons]
+            lines.append("")
+    unchanged = comparison.unchanged
+    moved = _moved(comparison)
+    lines += [f"## Unchanged ({len(unchanged)})", ""]
+    detail = f", {len(moved)} with a changed pass rate or steps" if moved else ""
+    lines += [f"{len(unchanged)} case{'s' if len(unchanged) != 1 else ''} unchanged{detail}.", ""]
+    for diff in moved:
+        lines += _md_case(diff, reasons=False)
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+# -- HTML -----------------------------------------------------------------------------------------------------
+
+
+def _e(value: object) -> str:
+    """Any value as HTML text or attribute content: ``&``, ``<``, ``>``, ``"`` and ``'`` escaped."""
+    return html.escape(str(value), quote=True)
+
+
+def _html_steps(diff: CaseDiff) -> str:
+    if not diff.steps:
+        if diff.change == "regressed":
+            return "<p class='muted'>No step changed between the runs.</p>"
+        return ""
+    rows = []
+    for step in diff.steps:
+        regressed = step.change == "regressed"
+        rationale = _e(step.b_rationale) if regressed and step.b_rationale else "<span class='muted'>—</span>"
+        rows.append(
+            f"<tr class='step-{_e(step.change)}'><td>{_e(_step_name(step))}</td>"
+            f"<td class='{'ok' if step.complete_a == step.recorded_a else 'bad'}'>{_e(_a_cell(step))}</td>"
+            f"<td class='{'bad' if regressed else 'ok'}'>{_e(_b_cell(step, diff))}</td>"
+            f"<td class='rationale'>{rationale}</td></tr>"
+        )
+    return (
+        "<table class='step-diff'><thead><tr><th>Step</th><th>A</th><th>B</th><th>B's rationale</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _html_reasons(diff: CaseDiff) -> str:
+    if not diff.b_reasons:
+        return ""
+    items = "".join(f"<li>{_e(reason)}</li>" for reason in diff.b_reasons)
+    return f"<h4>Why B did not pass</h4><ul class='reasons'>{items}</ul>"
+
+
+def _html_case(diff: CaseDiff, *, reasons: bool) -> str:
+    badge = {"regressed": "fail", "improved": "pass", "new": "unsure", "removed": "unsure", "unchanged": "unsure"}
+    return (
+        f"<article class='compare-case change-{_e(diff.change)}'>"
+        f"<h3><span class='badge {badge[diff.change]}'>{_e(diff.change.upper())}</span> "
+        f"<span class='case-name'>{_e(_name(diff))}</span></h3>"
+        f"<p class='case-meta'>{_e(_states(diff))}</p>"
+        f"{_html_steps(diff)}{_html_reasons(diff) if reasons else ''}</article>"
+    )
+
+
+def _html_section(anchor: str, title: str, diffs: Sequence[CaseDiff], body: str) -> str:
+    return f"<section id='{anchor}'><h2>{_e(title)} ({len(diffs)})</h2>{body}</section>"
+
+
+def render_compare_html(comparison: Comparison) -> str:
+    """The comparison as one self-contained HTML page (inline CSS, no script, no network at view time), in
+    the order of :func:`render_compare_markdown`. Pure; all run text is HTML-escaped."""
+    test = comparison.mcnemar
+    facts = [
+        ("Run A (baseline)", f"<code>{_e(comparison.run_a)}</code>"),
+        ("Run B (new)", f"<code>{_e(comparison.run_b)}</code>"),
+        (
+            "Correctness A → B",
+            _e(_correctness(comparison.correctness_a, comparison.correctness_b, comparison.correctness_change)),
+        ),
+        ("McNemar on shared cases", _e(_mcnemar(test))),
+        (
+            "Significance",
+            f"<span class='significant'>{_e(test.sentence())}</span>" if test.significant else _e(test.sentence()),
+        ),
+    ]
+    header = (
+        "<header class='run-header'>"
+        f"<h1>Run comparison: <code>{_e(comparison.run_b)}</code> against <code>{_e(comparison.run_a)}</code></h1>"
+        f"<dl class='facts'>{''.join(f'<dt>{_e(name)}</dt><dd>{value}</dd>' for name, value in facts)}</dl></header>"
+    )
+    regressed = comparison.regressed
+    sections = [
+        _html_section(
+            "regressed",
+            "Regressed",
+            regressed,
+            "".join(_html_case(diff, reasons=True) for diff in regressed) or "<p class='ok'>No regressed cases.</p>",
+        )
+    ]
+    for change, title in _SECTIONS:
+        diffs = comparison.with_change(change)
+        if not diffs:
+            continue
+        sections.append(
+            _html_section(change, title, diffs, "".join(_html_case(d, reasons=change == "new") for d in diffs))
+        )
+    unchanged = comparison.unchanged
+    moved = _moved(comparison)
+    detail = f", {len(moved)} with a changed pass rate or steps" if moved else ""
+    sections.append(
+        _html_section(
+            "unchanged",
+            "Unchanged",
+            unchanged,
+            f"<p>{len(unchanged)} case{'s' if len(unchanged) != 1 else ''} unchanged{_e(detail)}.</p>"
+            + "".join(_html_case(diff, reasons=False) for diff in moved),
+        )
+    )
+    counts = [(change, len(comparison.with_change(change))) for change in _ALL_CHANGES]
+    jump = " ".join(f"<a href='#{change}'>{count} {change}</a>" for change, count in counts if count)
+    title = f"Simulator comparison {comparison.run_b} against {comparison.run_a}"
+    body = (
+        f"{header}<nav class='jump'>{jump}</nav>{''.join(sections)}"
+        f"<footer>Run <code>{_e(comparison.run_b)}</code> (B) against <code>{_e(comparison.run_a)}</code> (A) · "
+        "self-contained page, no network access</footer>"
+    )
+    return (
+        "<!DOCTYPE html>\n<html lang='en'>\n<head>\n<meta charset='utf-8'>\n"
+        f"<meta http-equiv='Content-Security-Policy' content=\"{_e(CONTENT_SECURITY_POLICY)}\">\n"
+        "<meta name='referrer' content='no-referrer'>\n"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>\n"
+        "<link rel='icon' href='data:,'>\n"
+        f"<title>{_e(title)}</title>\n<style>\n{_CSS}{_EXTRA_CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
+    )

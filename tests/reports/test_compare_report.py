@@ -1,0 +1,272 @@
+"""The comparison report in Markdown and HTML: regressions first, steps side by side, everything escaped."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from html.parser import HTMLParser
+
+import pytest
+
+from simulator.compare import Comparison, compare_runs
+from simulator.models import Suite
+from simulator.models.run import RunRecord, RunSettings, StoredResult, SuiteSnapshot
+from simulator.models.scores import CaseResult, Outcome
+from simulator.models.transcript import StepOutcome, StepStatus, Transcript
+from simulator.reports.compare_report import CONTENT_SECURITY_POLICY, render_compare_html, render_compare_markdown
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+XSS = "<script>alert(1)</script>"
+XSS_IMG = "<img src=x onerror=alert(2)>"
+
+
+def make_run(run_id: str) -> RunRecord:
+    suite = Suite.model_validate({"name": "billing", "cases": [{"name": "p", "kind": "scenario", "goal": "hi"}]})
+    return RunRecord(
+        id=run_id,
+        created=T0,
+        suite_hash="hash",
+        snapshot=[SuiteSnapshot(path="billing.yaml", suite=suite)],
+        settings=RunSettings(),
+    )
+
+
+def step(index: int, label: str, status: StepStatus, rationale: str = "") -> StepOutcome:
+    return StepOutcome(index=index, label=label, status=status, rationale=rationale)
+
+
+def result(
+    run: RunRecord,
+    case: str,
+    outcome: Outcome,
+    *,
+    repeat: int = 0,
+    steps: Sequence[StepOutcome] = (),
+    reasons: Sequence[str] = (),
+) -> StoredResult:
+    transcript = Transcript(case=case, kind="simulation", steps=list(steps))
+    return StoredResult(
+        run_id=run.id,
+        key=f"0:{case}:{repeat}",
+        suite=0,
+        case=case,
+        repeat=repeat,
+        outcome=outcome,
+        finished=T0,
+        result=CaseResult(
+            case=case, kind="simulation", repeat=repeat, outcome=outcome, reasons=list(reasons), transcript=transcript
+        ),
+    )
+
+
+RUN_A = make_run("run-a")
+RUN_B = make_run("run-b")
+RESET_A: tuple[Outcome, ...] = ("fail", "fail", "pass")
+RESET_B: tuple[Outcome, ...] = ("pass", "fail", "pass")
+
+
+@pytest.fixture
+def comparison() -> Comparison:
+    a = [
+        result(RUN_A, "refund", "pass", steps=[step(0, "greet", "complete"), step(1, "give order number", "complete")]),
+        result(RUN_A, "lookup", "pass"),
+        result(RUN_A, "cancel", "fail", steps=[step(0, "cancel", "incomplete", "never cancelled")], reasons=["no"]),
+        result(RUN_A, "legacy", "pass"),
+        result(RUN_A, "greeting", "pass"),
+        *[result(RUN_A, "reset", o, repeat=r) for r, o in enumerate(RESET_A)],
+        result(RUN_A, f"xss {XSS_IMG} | *bold*", "pass", steps=[step(0, f"step {XSS_IMG}", "complete")]),
+    ]
+    b = [
+        result(
+            RUN_B,
+            "refund",
+            "fail",
+            steps=[
+                step(0, "greet", "complete"),
+                step(1, "give order number", "incomplete", "the agent never asked for the order number"),
+            ],
+            reasons=["step 2: give order number: the agent never asked for the order number"],
+        ),
+        result(RUN_B, "lookup", "error", reasons=["agent down: connection refused"]),
+        result(RUN_B, "cancel", "pass", steps=[step(0, "cancel", "complete", "cancelled")]),
+        result(RUN_B, "new-flow", "fail", reasons=["the user gave up"]),
+        result(RUN_B, "greeting", "pass"),
+        *[result(RUN_B, "reset", o, repeat=r) for r, o in enumerate(RESET_B)],
+        result(
+            RUN_B,
+            f"xss {XSS_IMG} | *bold*",
+            "fail",
+            steps=[step(0, f"step {XSS_IMG}", "incomplete", f"the agent replied {XSS} | `code` [x](http://e.vil)")],
+            reasons=[f"judge: {XSS}"],
+        ),
+    ]
+    return compare_runs(RUN_A, a, RUN_B, b)
+
+
+# -- Markdown -------------------------------------------------------------------------------------------------
+
+
+def test_markdown_header(comparison: Comparison) -> None:
+    lines = render_compare_markdown(comparison).splitlines()
+    assert lines[:8] == [
+        "# Run comparison: run-b against run-a",
+        "",
+        "- **Run A (baseline):** run-a",
+        "- **Run B (new):** run-b",
+        "- **Correctness A -> B:** 66.7% (6/9) -> 44.4% (4/9) (-22.2 points)",
+        "- **McNemar on shared cases:** b = 3 (passed in A, not in B), c = 1 (passed in B, not in A), n = 4, "
+        "exact two-sided p = 0.625",
+        "- **Significance:** Not significant at 0.05: p = 0.625 >= 0.05. With only 4 discordant pairs, no "
+        "difference can be significant (at least 6 are needed).",
+        "",
+    ]
+
+
+def test_markdown_lists_regressions_first_with_step_tables(comparison: Comparison) -> None:
+    text = render_compare_markdown(comparison)
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings == [
+        "## Regressed (3)",
+        "## Improved (1)",
+        "## New (only in B) (1)",
+        "## Removed (only in A) (1)",
+        "## Unchanged (2)",
+    ]
+    regressed = text[text.index("## Regressed") : text.index("## Improved")]
+    assert regressed.index("### billing / lookup") < regressed.index("### billing / refund")
+    assert (
+        "### billing / refund\n\npass 1/1 -> fail 0/1\n\n"
+        "| step | A | B | B's rationale |\n"
+        "|---|---|---|---|\n"
+        "| 2. give order number | complete (1/1) | incomplete (0/1) | the agent never asked for the order number |\n"
+        "\nWhy B did not pass:\n\n- step 2: give order number: the agent never asked for the order number\n"
+    ) in regressed
+    # A regressed case with no step to compare still says why.
+    assert (
+        "### billing / lookup\n\npass 1/1 -> fail 0/1 (1 error)\n\nNo step changed between the runs.\n\n"
+        "Why B did not pass:\n\n- agent down: connection refused\n"
+    ) in regressed
+    improved = text[text.index("## Improved") : text.index("## New")]
+    assert "| 1. cancel | not complete (0/1) | complete (1/1) | — |" in improved
+    assert "- billing / new-flow: fail 0/1 (only in B)\n  - why: the user gave up" in text
+    assert "- billing / legacy: pass 1/1 (only in A)" in text
+    unchanged = text[text.index("## Unchanged") :]
+    assert unchanged.startswith("## Unchanged (2)\n\n2 cases unchanged, 1 with a changed pass rate or steps.\n")
+    assert "### billing / reset\n\nfail 1/3 -> fail 2/3 (pass rate +33.3 points)" in unchanged
+    assert text.endswith("(pass rate +33.3 points)\n")
+
+
+def test_markdown_escapes_run_text(comparison: Comparison) -> None:
+    text = render_compare_markdown(comparison)
+    assert "<script" not in text
+    assert "<img" not in text
+    assert (
+        "| 1. step &lt;img src=x onerror=alert(2)&gt; | complete (1/1) | incomplete (0/1) "
+        "| the agent replied &lt;script&gt;alert(1)&lt;/script&gt; \\| \\`code\\` \\[x\\](http\\://e.vil) |"
+    ) in text
+    assert "### billing / xss &lt;img src=x onerror=alert(2)&gt; \\| \\*bold\\*" in text
+    # Every table row keeps its four cells: no text added a cell.
+    for line in text.splitlines():
+        if line.startswith("| "):
+            assert line.replace("\\|", "").count("|") == 5, line
+
+
+def test_markdown_without_regressions_says_so() -> None:
+    same = [result(RUN_B, "refund", "pass")]
+    text = render_compare_markdown(compare_runs(RUN_A, [result(RUN_A, "refund", "pass")], RUN_B, same))
+    assert "## Regressed (0)\n\nNo regressed cases.\n\n## Unchanged (1)\n\n1 case unchanged.\n" in text
+    assert "## Improved" not in text
+
+
+# -- HTML -----------------------------------------------------------------------------------------------------
+
+
+class _Structure(HTMLParser):
+    """Collects the section ids in order, checks that every element is closed, and records scripts."""
+
+    VOID = frozenset({"meta", "link", "br", "hr", "img", "input"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.sections: list[str] = []
+        self.tags: set[str] = set()
+        self.attributes: list[tuple[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        self.attributes += attrs
+        if tag == "section":
+            self.sections.append(dict(attrs).get("id") or "")
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.stack, f"</{tag}> closes nothing"
+        assert self.stack.pop() == tag
+
+
+def parse(page: str) -> _Structure:
+    parser = _Structure()
+    parser.feed(page)
+    parser.close()
+    assert parser.stack == []
+    return parser
+
+
+def test_html_is_self_contained_and_ordered(comparison: Comparison) -> None:
+    page = render_compare_html(comparison)
+    assert page.startswith("<!DOCTYPE html>")
+    csp = html.escape(CONTENT_SECURITY_POLICY, quote=True)
+    assert f"<meta http-equiv='Content-Security-Policy' content=\"{csp}\">" in page
+    assert "default-src 'none'" in CONTENT_SECURITY_POLICY
+    assert "script-src" not in CONTENT_SECURITY_POLICY  # no script may run at all
+    structure = parse(page)
+    assert structure.sections == ["regressed", "improved", "new", "removed", "unchanged"]
+    assert "script" not in structure.tags
+    assert "img" not in structure.tags
+    # Nothing is loaded from anywhere: the only link is the empty data: icon.
+    links = [value or "" for name, value in structure.attributes if name in ("src", "href")]
+    assert [link for link in links if not link.startswith("#")] == ["data:,"]
+    assert "<style>" in page
+    assert ".badge" in page  # the run report's stylesheet, embedded
+    assert render_compare_html(comparison) == page  # pure
+
+
+def test_html_header_and_step_table(comparison: Comparison) -> None:
+    page = render_compare_html(comparison)
+    assert "<h1>Run comparison: <code>run-b</code> against <code>run-a</code></h1>" in page
+    assert "<dt>Correctness A → B</dt><dd>66.7% (6/9) -&gt; 44.4% (4/9) (-22.2 points)</dd>" in page
+    assert "b = 3 (passed in A, not in B), c = 1 (passed in B, not in A), n = 4, exact two-sided p = 0.625" in page
+    assert "Not significant at 0.05: p = 0.625 &gt;= 0.05." in page
+    assert (
+        "<thead><tr><th>Step</th><th>A</th><th>B</th><th>B's rationale</th></tr></thead>"
+        "<tbody><tr class='step-regressed'><td>2. give order number</td><td class='ok'>complete (1/1)</td>"
+        "<td class='bad'>incomplete (0/1)</td>"
+        "<td class='rationale'>the agent never asked for the order number</td></tr></tbody>"
+    ) in page
+    assert page.index("change-regressed") < page.index("change-improved") < page.index("change-new")
+    assert "<td class='bad'>not complete (0/1)</td><td class='ok'>complete (1/1)</td>" in page
+    assert "<p>2 cases unchanged, 1 with a changed pass rate or steps.</p>" in page
+
+
+def test_html_escapes_a_script_in_a_rationale(comparison: Comparison) -> None:
+    page = render_compare_html(comparison)
+    assert XSS not in page
+    assert XSS_IMG not in page
+    assert (
+        "<td class='rationale'>the agent replied &lt;script&gt;alert(1)&lt;/script&gt; | `code` [x](http://e.vil)</td>"
+    ) in page
+    assert "<li>judge: &lt;script&gt;alert(1)&lt;/script&gt;</li>" in page
+    assert "xss &lt;img src=x onerror=alert(2)&gt; | *bold*" in page
+
+
+def test_html_escapes_run_ids() -> None:
+    run_a, run_b = make_run("a'\"<b>"), make_run("b&<i>")
+    page = render_compare_html(compare_runs(run_a, [], run_b, []))
+    assert "<b>" not in page
+    assert "<i>" not in page
+    assert "<code>b&amp;&lt;i&gt;</code> against <code>a&#x27;&quot;&lt;b&gt;</code>" in page
+    assert "<p class='ok'>No regressed cases.</p>" in page
+    parse(page)
