@@ -204,7 +204,14 @@ def import_csv_command(
     force: Annotated[bool, typer.Option("--force", help="Overwrite the output file if it exists.")] = False,
 ) -> None:
     """Import a CSV of single-turn tests as golden cases (one per row)."""
-    from simulator.loading.csv_import import dump_suite_yaml, import_csv
+    from simulator.loading.csv_import import import_csv
+
+    _import_suite_from(file, output, force, lambda: import_csv(file, suite_name=name))
+
+
+def _import_suite_from(file: Path, output: Path, force: bool, read: Callable[[], dict[str, Any]]) -> None:
+    """Write the suite ``read`` makes of ``file`` to ``output``, never overwriting without --force."""
+    from simulator.loading.csv_import import dump_suite_yaml
 
     if not file.is_file():
         err.print(f"{file}: no such file", markup=False)
@@ -212,7 +219,7 @@ def import_csv_command(
     if output.exists() and not force:
         err.print(f"{output} exists: choose another --output, or pass --force to overwrite it", markup=False)
         raise typer.Exit(EXIT_INVALID)
-    data = import_csv(file, suite_name=name)
+    data = read()
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(dump_suite_yaml(data), encoding="utf-8")
     out.print(f"wrote {output}: {_plural(len(data['cases']), 'golden case')}", markup=False)
@@ -861,19 +868,9 @@ def import_csv_turns_command(
     force: Annotated[bool, typer.Option("--force", help="Overwrite the output file if it exists.")] = False,
 ) -> None:
     """Import multi-turn golden cases from CSV: one row per turn."""
-    from simulator.loading.csv_import import dump_suite_yaml
     from simulator.loading.csv_multiturn import import_multiturn_csv
 
-    if not file.is_file():
-        err.print(f"{file}: no such file", markup=False)
-        raise typer.Exit(EXIT_INVALID)
-    if output.exists() and not force:
-        err.print(f"{output} exists: choose another --output, or pass --force to overwrite it", markup=False)
-        raise typer.Exit(EXIT_INVALID)
-    data = import_multiturn_csv(file, suite_name=name)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(dump_suite_yaml(data), encoding="utf-8")
-    out.print(f"wrote {output}: {_plural(len(data['cases']), 'golden case')}", markup=False)
+    _import_suite_from(file, output, force, lambda: import_multiturn_csv(file, suite_name=name))
 
 
 @golden_app.command("from-run")

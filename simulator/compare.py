@@ -457,16 +457,18 @@ def _percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.1f}%"
 
 
-def _points(delta: float) -> str:
+def points_change(delta: float) -> str:
+    """A change of a rate in points: ``+12.5 points``."""
     return f"{delta * 100:+.1f} points"
 
 
-def _name(diff: CaseDiff) -> str:
+def case_label(diff: CaseDiff) -> str:
+    """``suite / case [persona name]``."""
     persona = f" [persona {diff.persona}]" if diff.persona is not None else ""
     return f"{diff.suite} / {diff.case}{persona}"
 
 
-def _state(summary: CaseRunSummary) -> str:
+def case_state(summary: CaseRunSummary) -> str:
     """``"<status> <passes>/<repeats>"``, naming errors apart so they are never hidden, e.g. ``fail 0/1 (1 error)``."""
     errors = summary.outcomes.count("error")
     detail = f" ({errors} error{'s' if errors != 1 else ''})" if errors else ""
@@ -475,13 +477,13 @@ def _state(summary: CaseRunSummary) -> str:
 
 def _case_line(diff: CaseDiff) -> str:
     if diff.a is not None and diff.b is not None:
-        line = f"{_name(diff)}: {_state(diff.a)} -> {_state(diff.b)}"
+        line = f"{case_label(diff)}: {case_state(diff.a)} -> {case_state(diff.b)}"
         if diff.pass_rate_change and max(diff.a.repeats, diff.b.repeats) > 1:
-            line += f" (pass rate {_points(diff.pass_rate_change)})"
+            line += f" (pass rate {points_change(diff.pass_rate_change)})"
         return line
     summary = diff.b if diff.b is not None else diff.a
     assert summary is not None  # a case is in at least one run
-    return f"{_name(diff)}: {_state(summary)}"
+    return f"{case_label(diff)}: {case_state(summary)}"
 
 
 def _step_lines(diff: CaseDiff) -> list[str]:
@@ -515,7 +517,7 @@ def render_comparison_text(comparison: Comparison) -> list[str]:
     5. the count of unchanged cases, listing those whose pass rate or steps changed.
     """
     a, b = comparison.correctness_a, comparison.correctness_b
-    change = "" if comparison.correctness_change is None else f" ({_points(comparison.correctness_change)})"
+    change = "" if comparison.correctness_change is None else f" ({points_change(comparison.correctness_change)})"
     test = comparison.mcnemar
     lines = [
         f"Comparing run {comparison.run_b} (B, new) against run {comparison.run_a} (A, baseline)",

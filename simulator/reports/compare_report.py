@@ -27,7 +27,17 @@ import html
 from collections.abc import Sequence
 from importlib import resources
 
-from simulator.compare import CaseDiff, CaseRunSummary, Change, Comparison, McNemar, RunCorrectness, StepDiff
+from simulator.compare import (
+    CaseDiff,
+    Change,
+    Comparison,
+    McNemar,
+    RunCorrectness,
+    StepDiff,
+    case_label,
+    case_state,
+    points_change,
+)
 from simulator.reports.markdown import escape as md_escape
 
 __all__ = ["CONTENT_SECURITY_POLICY", "render_compare_html", "render_compare_markdown"]
@@ -78,40 +88,24 @@ def _percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.1f}%"
 
 
-def _points(delta: float) -> str:
-    return f"{delta * 100:+.1f} points"
-
-
 def _p(p: float) -> str:
     return f"{p:.4g}"
-
-
-def _name(diff: CaseDiff) -> str:
-    persona = f" [persona {diff.persona}]" if diff.persona is not None else ""
-    return f"{diff.suite} / {diff.case}{persona}"
-
-
-def _state(summary: CaseRunSummary) -> str:
-    """``"<status> <passes>/<repeats>"``, errors named apart, as the terminal comparison writes it."""
-    errors = summary.outcomes.count("error")
-    detail = f" ({errors} error{'s' if errors != 1 else ''})" if errors else ""
-    return f"{summary.status} {summary.passes}/{summary.repeats}{detail}"
 
 
 def _states(diff: CaseDiff) -> str:
     """The case in A -> B (or in the one run that has it), with the pass-rate change when it was repeated."""
     if diff.a is not None and diff.b is not None:
-        text = f"{_state(diff.a)} -> {_state(diff.b)}"
+        text = f"{case_state(diff.a)} -> {case_state(diff.b)}"
         if diff.pass_rate_change and max(diff.a.repeats, diff.b.repeats) > 1:
-            text += f" (pass rate {_points(diff.pass_rate_change)})"
+            text += f" (pass rate {points_change(diff.pass_rate_change)})"
         return text
     only = diff.b if diff.b is not None else diff.a
     assert only is not None  # a case is in at least one run
-    return f"{_state(only)} (only in {'B' if diff.b is not None else 'A'})"
+    return f"{case_state(only)} (only in {'B' if diff.b is not None else 'A'})"
 
 
 def _correctness(a: RunCorrectness, b: RunCorrectness, change: float | None) -> str:
-    delta = "" if change is None else f" ({_points(change)})"
+    delta = "" if change is None else f" ({points_change(change)})"
     return (
         f"{_percent(a.correctness)} ({a.passed}/{a.total}) -> {_percent(b.correctness)} ({b.passed}/{b.total}){delta}"
     )
@@ -166,7 +160,7 @@ def _md_reasons(diff: CaseDiff) -> list[str]:
 
 
 def _md_case(diff: CaseDiff, *, reasons: bool) -> list[str]:
-    lines = [f"### {md_escape(_name(diff))}", "", _states(diff), ""]
+    lines = [f"### {md_escape(case_label(diff))}", "", _states(diff), ""]
     steps = _md_steps(diff)
     if diff.change == "regressed" and not steps:
         lines += ["No step changed between the runs.", ""]
@@ -208,7 +202,7 @@ def render_compare_markdown(comparison: Comparison) -> str:
                 lines += _md_case(diff, reasons=False)
         else:
             for diff in diffs:
-                lines.append(f"- {md_escape(_name(diff))}: {_states(diff)}")
+                lines.append(f"- {md_escape(case_label(diff))}: {_states(diff)}")
                 if change == "new":
                     lines += [f"  - why: {md_escape(reason)}" for reason in diff.b_reasons]
             lines.append("")
@@ -265,7 +259,7 @@ def _html_case(diff: CaseDiff, *, reasons: bool) -> str:
     return (
         f"<article class='compare-case change-{_e(diff.change)}'>"
         f"<h3><span class='badge {badge[diff.change]}'>{_e(diff.change.upper())}</span> "
-        f"<span class='case-name'>{_e(_name(diff))}</span></h3>"
+        f"<span class='case-name'>{_e(case_label(diff))}</span></h3>"
         f"<p class='case-meta'>{_e(_states(diff))}</p>"
         f"{_html_steps(diff)}{_html_reasons(diff) if reasons else ''}</article>"
     )
