@@ -70,8 +70,12 @@ async def _run(conversations: int, turns: int, concurrency: int) -> int:
         nonlocal total
         async with limit:
             setup = ConversationSetup(
-                case=case, agent=InstantAgent(), user=InstantUser(), checker=checker,
-                agent_config=agent_config, suite_fakes=[fake],
+                case=case,
+                agent=InstantAgent(),
+                user=InstantUser(),
+                checker=checker,
+                agent_config=agent_config,
+                suite_fakes=[fake],
             )
             transcript = await simulate(setup)
             if transcript.stop_reason != "step_failed" or transcript.turns != turns:

@@ -5,13 +5,16 @@ concurrency 50 the ideal wall time is (calls x 0.2 s) / 50. The runner should st
 is the real one: plan, engine, checkpoints, scoring, the SQLite store. The server runs in its own process so
 its CPU does not count as the runner's.
 
+Runs checkpoint every conversation step (so a resumed run continues conversations mid-way); the same run
+with ``--no-checkpoints`` is measured too and reported as ``ratio_no_checkpoints``.
+
 ``--llm-user`` also sends the simulated user through litellm to the server (two calls per turn). litellm costs
 about 3.5 ms of CPU per call here (NOTES.md: one process tops out near 150-200 calls/s), so that variant is
 bound by litellm, not by the runner; its figures are printed for comparison.
 
     python bench/run.py [--conversations N] [--turns T] [--latency S] [--concurrency C] [--llm-user]
 
-Ends with one line: BENCH ratio_to_ideal=R peak_mb=M cpu_ms_per_call=C
+Ends with one line: BENCH ratio_to_ideal=R peak_mb=M cpu_ms_per_call=C ratio_no_checkpoints=R2
 """
 
 from __future__ import annotations
@@ -77,14 +80,18 @@ def _wait_for_port(port: int, limit: float = 20.0) -> None:
 
 def _suite(root: Path, port: int, turns: int, concurrency: int, llm_user: bool) -> Path:
     steps = "".join(f"      - goal: Ask about the order, part {i}.\n        max_turns: 1\n" for i in range(turns))
-    user = f"""models:
+    user = (
+        f"""models:
   user:
     model: openai/fake-user
     api_base: http://127.0.0.1:{port}/v1
     api_key_env: BENCH_FAKE_KEY
     concurrency: {concurrency}
     max_retries: 0
-""" if llm_user else ""
+"""
+        if llm_user
+        else ""
+    )
     (root / "suite.yaml").write_text(
         f"""name: bench
 agent:
@@ -102,7 +109,9 @@ agent:
     return root / "suite.yaml"
 
 
-async def _run(suite: Path, db: Path, conversations: int, concurrency: int) -> tuple[object, float, float]:
+async def _run(
+    suite: Path, db: Path, conversations: int, concurrency: int, checkpoints: bool = True
+) -> tuple[object, float, float]:
     from simulator.loading import validate_paths
     from simulator.models.run import RunSettings
     from simulator.runner._execute import execute
@@ -112,13 +121,16 @@ async def _run(suite: Path, db: Path, conversations: int, concurrency: int) -> t
     report = validate_paths([suite])
     if report.errors:
         raise SystemExit("\n".join(e.render() for e in report.errors))
-    settings = RunSettings(paths=[str(suite)], repeat=conversations, concurrency=concurrency, seed=1, cache=False)
+    settings = RunSettings(
+        paths=[str(suite)], repeat=conversations, concurrency=concurrency, seed=1, cache=False,
+        checkpoints=checkpoints,
+    )  # fmt: skip
     plan = build_plan(report.suites, settings)
     with RunStore(db) as store:
         record = new_record(store.new_run_id(), [snapshot_of(report.suites[0], str(suite))], settings, plan)
         store.create_run(record)
         wall, cpu = time.perf_counter(), time.process_time()
-        done = await execute(store, record, checkpoints=os.environ.get("BENCH_CHECKPOINTS", "1") == "1")
+        done = await execute(store, record)
         return done, time.perf_counter() - wall, time.process_time() - cpu
 
 
@@ -141,6 +153,9 @@ def main() -> None:
             suite = _suite(root, port, args.turns, args.concurrency, args.llm_user)
             asyncio.run(_run(suite, root / "warmup.db", 2, 2))  # imports, litellm's first call
             record, wall, cpu = asyncio.run(_run(suite, root / "runs.db", args.conversations, args.concurrency))
+            _, wall_plain, cpu_plain = asyncio.run(
+                _run(suite, root / "plain.db", args.conversations, args.concurrency, checkpoints=False)
+            )
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -159,7 +174,14 @@ def main() -> None:
         f"wall {wall:.1f} s vs ideal {ideal:.1f} s; cpu {cpu:.1f} s = {cpu * 1000 / calls:.2f} ms per call;"
         f" peak RSS {peak_mb:.0f} MB"
     )
-    print(f"BENCH ratio_to_ideal={wall / ideal:.3f} peak_mb={peak_mb:.0f} cpu_ms_per_call={cpu * 1000 / calls:.2f}")
+    print(
+        f"without checkpoints (--no-checkpoints): wall {wall_plain:.1f} s,"
+        f" cpu {cpu_plain * 1000 / calls:.2f} ms per call"
+    )
+    print(
+        f"BENCH ratio_to_ideal={wall / ideal:.3f} peak_mb={peak_mb:.0f} cpu_ms_per_call={cpu * 1000 / calls:.2f}"
+        f" ratio_no_checkpoints={wall_plain / ideal:.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -50,7 +50,9 @@ def _case(i: int) -> str:
       - must_not_contain: [password, "23,60"]
 """
     if kind == "simulation":
-        return head + f"""\
+        return (
+            head
+            + f"""\
     steps:
       - goal: Ask where order A{i:05d} is.
         success_criteria: The agent gives the delivery status.
@@ -63,13 +65,19 @@ def _case(i: int) -> str:
           - tool_call: {{name: refund_order, arguments: {{order_id: "A{i:05d}"}}}}
       - static_utterance: Thanks, bye.
 """
+        )
     if kind == "scenario":
-        return head + f"""\
+        return (
+            head
+            + f"""\
     goal: Find out why order A{i:05d} has not arrived and get a new delivery date.
     success_criteria: The agent gives a new delivery date.
     max_turns: 8
 """
-    return head + f"""\
+        )
+    return (
+        head
+        + f"""\
     turns:
       - user: Where is my order A{i:05d}?
         expect:
@@ -81,6 +89,7 @@ def _case(i: int) -> str:
       - user: Thanks!
         expectations: [agent is polite]
 """
+    )
 
 
 def build(root: Path, cases: int) -> Path:
@@ -125,8 +134,11 @@ def main() -> None:
             if not report.ok or sum(report.case_counts().values()) != args.cases:
                 raise SystemExit("validate_paths did not load the generated suite cleanly")
         print(f"suite: {args.cases} cases, {size_kb:.0f} KiB")
-        print(f"simulator validate (fresh process), best of {args.runs}: {min(times):.3f} s (all: "
-              + ", ".join(f"{t:.3f}" for t in times) + ")")
+        print(
+            f"simulator validate (fresh process), best of {args.runs}: {min(times):.3f} s (all: "
+            + ", ".join(f"{t:.3f}" for t in times)
+            + ")"
+        )
         print(f"validate_paths in process, best of {args.runs}: {min(loads):.3f} s")
         print(f"BENCH cases={args.cases} seconds={min(times):.3f} load_seconds={min(loads):.3f}")
 

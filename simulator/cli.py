@@ -485,6 +485,13 @@ def run(
     db: DbOption = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the model request cache.")] = False,
     cache_size: Annotated[int, typer.Option("--cache-size", min=1, help="Request cache limit in MB.")] = 200,
+    checkpoints: Annotated[
+        bool,
+        typer.Option(
+            "--checkpoints/--no-checkpoints",
+            help="Checkpoint every step so a resumed run continues conversations mid-way (costs ~1 ms a turn).",
+        ),
+    ] = True,
     report_formats: Annotated[
         list[str] | None,
         typer.Option("--report", help="Also write a report: md, html, json, csv, xlsx or junit (repeatable)."),
@@ -515,7 +522,7 @@ def run(
         paths=[str(p) for p in paths], persona=persona, repeat=repeat, tags=tag or [], cases=case or [],
         live=live, user_model=user_model, judge_model=judge_model, concurrency=concurrency,
         fail_under=fail_under, seed=seed if seed is not None else random.SystemRandom().randrange(2**31),
-        cache=not no_cache,
+        cache=not no_cache, checkpoints=checkpoints,
     )  # fmt: skip
     unknown = unknown_case_filters(report.suites, settings)
     if unknown:

@@ -44,6 +44,10 @@ class RunSettings(DataModel):
     fail_under: float | None = None
     seed: int = 0
     cache: bool = True
+    checkpoints: bool = Field(
+        default=True,
+        description="Checkpoint conversations step by step, so a resumed run continues them mid-way.",
+    )
 
 
 class PlanItem(DataModel):

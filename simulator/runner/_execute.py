@@ -112,7 +112,7 @@ async def execute(
     on_progress: Callable[[Progress], None] | None = None,
     clients: dict[int, LLMClient] | None = None,
     cache: RequestCache | None = None,
-    checkpoints: bool = True,
+    checkpoints: bool | None = None,
 ) -> RunRecord:
     """Run what is left of ``record``'s plan and return the record as stored afterwards.
 
@@ -192,6 +192,8 @@ async def execute(
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
 
+    if checkpoints is None:
+        checkpoints = record.settings.checkpoints
     try:
         if checkpoints:
             async with open_checkpointer(checkpoint_path(store.path)) as saver:

@@ -104,3 +104,12 @@ def test_note_repeat_compare_and_delete(tmp_path: Path, monkeypatch: pytest.Monk
     missing = runner.invoke(app, ["runs", "show", "nope", "--db", db])
     assert missing.exit_code != 0
     assert "nope" in missing.stdout + missing.stderr
+
+
+def test_no_checkpoints_is_recorded_and_the_run_completes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(_project(tmp_path))
+    db = str(tmp_path / "runs.db")
+    assert runner.invoke(app, ["run", "suite.yaml", "--db", db, "--no-checkpoints"]).exit_code == 0
+    shown = json.loads(runner.invoke(app, ["runs", "show", "latest", "--db", db, "--json"]).stdout)
+    assert shown["run"]["settings"]["checkpoints"] is False
+    assert not (tmp_path / "runs-checkpoints.db").exists()
