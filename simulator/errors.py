@@ -76,3 +76,8 @@ class JudgeError(SimulatorError):
 
 class StoreError(SimulatorError):
     """The run store could not be opened, migrated, read or written."""
+
+
+class StoreInputError(StoreError, InputError):
+    """The store was asked for something that is not there, or given a file that is not a store: the
+    person's input to fix, not a failure of the run (exit 2, not 3)."""

@@ -78,7 +78,7 @@ from typing import Any, Final, get_args
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from simulator.errors import StoreError
+from simulator.errors import StoreError, StoreInputError
 from simulator.models.run import PlanItem, RunRecord, RunStatus, RunTotals, StoredResult, SuiteSnapshot
 
 #: The environment variable naming the run store file.
@@ -224,7 +224,7 @@ def _applied(conn: sqlite3.Connection, path: Path) -> set[str] | None:
         foreign = tables - _CHECKPOINT_TABLES
         if foreign:
             shown = ", ".join(sorted(foreign)[:_RECENT_SHOWN])
-            raise StoreError(
+            raise StoreInputError(
                 f"{path} is an SQLite database but not a Simulator run store (it holds tables {shown}); "
                 f"it was left unchanged: {_FIX}"
             )
@@ -238,7 +238,7 @@ def _applied(conn: sqlite3.Connection, path: Path) -> set[str] | None:
 def _refuse_unknown(applied: set[str], known: Sequence[str], path: Path) -> None:
     unknown = sorted(applied - set(known))
     if unknown:
-        raise StoreError(
+        raise StoreInputError(
             f"{path} was written by a newer version of Simulator (it has migrations this version does not know: "
             f"{', '.join(unknown)}); upgrade Simulator to read it, or {_FIX}. The file was left unchanged."
         )
@@ -334,7 +334,7 @@ class RunStore:
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         if self.path.is_dir():
-            raise StoreError(f"{self.path} is a folder, not a run store file: {_FIX}")
+            raise StoreInputError(f"{self.path} is a folder, not a run store file: {_FIX}")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -352,7 +352,7 @@ class RunStore:
         except sqlite3.Error as exc:
             conn.close()
             if _not_a_database(exc):
-                raise StoreError(
+                raise StoreInputError(
                     f"{self.path} is not an SQLite database, so not a Simulator run store: {_FIX}"
                 ) from exc
             raise StoreError(f"cannot open the run store {self.path} ({_explain(exc)}): {_FIX}") from exc
@@ -437,7 +437,7 @@ class RunStore:
         """The run ``ref`` names: a full id, a unique prefix of one, ``latest`` or ``latest~N`` (N before it)."""
         ref = ref.strip()
         if not ref:
-            raise StoreError("no run given: name a run by its id, a unique prefix of it, latest, or latest~N")
+            raise StoreInputError("no run given: name a run by its id, a unique prefix of it, latest, or latest~N")
         latest = _LATEST.match(ref)
         with self._sql(f"read run {ref}") as conn:
             if latest:
@@ -448,13 +448,13 @@ class RunStore:
                 if row is None:
                     count = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
                     if count == 0:
-                        raise StoreError(f"no runs are stored in {self.path} yet")
-                    raise StoreError(
+                        raise StoreInputError(f"no runs are stored in {self.path} yet")
+                    raise StoreInputError(
                         f"{ref}: only {count} run(s) are stored in {self.path} (the oldest is latest~{count - 1})"
                     )
                 return self._record(row)
             if ref.startswith("latest"):
-                raise StoreError(
+                raise StoreInputError(
                     f"{ref!r} is not a run reference: write latest, or latest~N with N a number (latest~1)"
                 )
             row = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (ref,)).fetchone()
@@ -472,13 +472,13 @@ class RunStore:
                 return self._record(row)
             if matches:
                 more = " and more" if len(matches) > _MATCHES_SHOWN else ""
-                raise StoreError(
+                raise StoreInputError(
                     f"{ref!r} matches several runs: {', '.join(matches[:_MATCHES_SHOWN])}{more}; give more of the id"
                 )
             recent = [str(r[0]) for r in conn.execute(f"SELECT id FROM runs {_NEWEST_FIRST} LIMIT ?", (_RECENT_SHOWN,))]
         if not recent:
-            raise StoreError(f"no run {ref!r}: no runs are stored in {self.path} yet")
-        raise StoreError(f"no run {ref!r} in {self.path}; the most recent runs are: {', '.join(recent)}")
+            raise StoreInputError(f"no run {ref!r}: no runs are stored in {self.path} yet")
+        raise StoreInputError(f"no run {ref!r} in {self.path}; the most recent runs are: {', '.join(recent)}")
 
     def list_runs(self, limit: int | None = 20) -> list[RunRecord]:
         """Stored runs, newest first (``limit=None`` for all). Results are not read."""
@@ -522,19 +522,19 @@ class RunStore:
         with self._sql(f"set the status of run {run_id}") as conn:
             cursor = conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id))
             if cursor.rowcount == 0:
-                raise StoreError(self._unknown(run_id))
+                raise StoreInputError(self._unknown(run_id))
 
     def set_note(self, run_id: str, note: str) -> None:
         """Replace a run's note (the only thing about a run a person can change)."""
         with self._sql(f"set the note of run {run_id}") as conn:
             if conn.execute("UPDATE runs SET note = ? WHERE id = ?", (note, run_id)).rowcount == 0:
-                raise StoreError(self._unknown(run_id))
+                raise StoreInputError(self._unknown(run_id))
 
     def delete_run(self, run_id: str) -> None:
         """Delete a run and all its results."""
         with self._sql(f"delete run {run_id}") as conn:
             if conn.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount == 0:
-                raise StoreError(self._unknown(run_id))
+                raise StoreInputError(self._unknown(run_id))
 
     # --- results
 
@@ -571,7 +571,7 @@ class RunStore:
         with self._sql(f"read the results of run {run_id}") as conn:
             plan_row = conn.execute("SELECT plan FROM runs WHERE id = ?", (run_id,)).fetchone()
             if plan_row is None:
-                raise StoreError(self._unknown(run_id))
+                raise StoreInputError(self._unknown(run_id))
             rows = conn.execute(
                 f"SELECT {_RESULT_COLUMNS} FROM results WHERE run_id = ? ORDER BY id", (run_id,)
             ).fetchall()
@@ -587,7 +587,7 @@ class RunStore:
         """Keys of the run's stored results: the conversations a resumed run must not run again."""
         with self._sql(f"read the results of run {run_id}") as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
-                raise StoreError(self._unknown(run_id))
+                raise StoreInputError(self._unknown(run_id))
             return {str(row[0]) for row in conn.execute('SELECT "key" FROM results WHERE run_id = ?', (run_id,))}
 
     def mean_duration(self, suite_hash: str) -> float | None:

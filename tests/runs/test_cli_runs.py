@@ -102,7 +102,7 @@ def test_note_repeat_compare_and_delete(tmp_path: Path, monkeypatch: pytest.Monk
     assert runner.invoke(app, ["runs", "delete", "latest", "--db", db, "--yes"]).exit_code == 0
     assert len(json.loads(runner.invoke(app, ["runs", "list", "--db", db, "--json"]).stdout)) == 1
     missing = runner.invoke(app, ["runs", "show", "nope", "--db", db])
-    assert missing.exit_code != 0
+    assert missing.exit_code == EXIT_INVALID
     assert "nope" in missing.stdout + missing.stderr
 
 
