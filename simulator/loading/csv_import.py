@@ -406,31 +406,36 @@ class _Importer:
             )
         self.error(line, column, where, message)
 
+    #: The columns this importer understands, and the start of a header to show in messages.
+    columns: tuple[str, ...] = COLUMNS
+    example_header: tuple[str, ...] = (PROMPT, "must_contain")
+
     def read_header(self, line: int, cells: list[str]) -> _Header:
+        columns = self.columns
         keys = [cell.strip().lower() for cell in cells]
         header = _Header(line, [None] * len(cells))
-        known = [k for k in keys if k in COLUMNS or (k and closest(k, COLUMNS))]
+        known = [k for k in keys if k in columns or (k and closest(k, columns))]
         if not known:
             shown = ", ".join(repr(_preview(cell)) for cell in cells[:3] if cell.strip())
             self.error(
                 line,
                 1,
                 _HEADER_KEY,
-                f"the first row must be a header naming the columns ({', '.join(COLUMNS)}), found {shown}: "
-                f"insert a header row such as prompt{self.delimiter}must_contain",
+                f"the first row must be a header naming the columns ({', '.join(columns)}), found {shown}: "
+                f"insert a header row such as {self.delimiter.join(self.example_header)}",
             )
             return header
         for i, key in enumerate(keys):
             if not key:
                 header.unnamed.add(i)
                 continue
-            if key not in COLUMNS:
+            if key not in columns:
                 self.error(
                     line,
                     i + 1,
                     _HEADER_KEY,
-                    f"unknown column {cells[i].strip()!r}{did_you_mean(key, COLUMNS)} "
-                    f"(columns: {', '.join(COLUMNS)}): rename or delete it",
+                    f"unknown column {cells[i].strip()!r}{did_you_mean(key, columns)} "
+                    f"(columns: {', '.join(columns)}): rename or delete it",
                 )
             elif key in header.index:
                 self.error(
@@ -442,6 +447,11 @@ class _Importer:
             else:
                 header.index[key] = i
                 header.names[i] = key
+        self.check_required(line, header)
+        return header
+
+    def check_required(self, line: int, header: _Header) -> None:
+        """Report the required columns the header lacks."""
         if PROMPT not in header.index:
             self.error(
                 line,
@@ -450,7 +460,6 @@ class _Importer:
                 f"no {PROMPT!r} column: add a column named prompt holding the user's message "
                 f"(for example prompt{self.delimiter}must_contain)",
             )
-        return header
 
     def read_row(self, header: _Header, row: _Row, names: dict[str, _Row]) -> dict[str, Any] | None:
         before = len(self.errors)

@@ -29,7 +29,6 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from simulator.loading._schema import closest, did_you_mean
 from simulator.loading.csv_import import (
     _cell_text,
     _Header,
@@ -122,42 +121,11 @@ class _MultiTurnImporter(_Importer):
 
     # -- the header ---------------------------------------------------------------------------------
 
-    def read_header(self, line: int, cells: list[str]) -> _Header:
-        keys = [cell.strip().lower() for cell in cells]
-        header = _Header(line, [None] * len(cells))
-        known = [k for k in keys if k in COLUMNS or (k and closest(k, COLUMNS))]
-        if not known:
-            shown = ", ".join(repr(_preview(cell)) for cell in cells[:3] if cell.strip())
-            self.error(
-                line,
-                1,
-                _HEADER_KEY,
-                f"the first row must be a header naming the columns ({', '.join(COLUMNS)}), found {shown}: "
-                f"insert a header row such as case{self.delimiter}turn{self.delimiter}user",
-            )
-            return header
-        for i, key in enumerate(keys):
-            if not key:
-                header.unnamed.add(i)
-                continue
-            if key not in COLUMNS:
-                self.error(
-                    line,
-                    i + 1,
-                    _HEADER_KEY,
-                    f"unknown column {cells[i].strip()!r}{did_you_mean(key, COLUMNS)} "
-                    f"(columns: {', '.join(COLUMNS)}): rename or delete it",
-                )
-            elif key in header.index:
-                self.error(
-                    line,
-                    i + 1,
-                    _HEADER_KEY,
-                    f"column {key!r} appears twice (columns {header.index[key] + 1} and {i + 1}): delete one of them",
-                )
-            else:
-                header.index[key] = i
-                header.names[i] = key
+    columns = COLUMNS
+    example_header = (CASE, TURN, USER)
+
+    def check_required(self, line: int, header: _Header) -> None:
+        """``case`` and ``turn``, and ``user`` or ``event``."""
         for required, holds in ((CASE, "the name of the test case"), (TURN, "the turn's number, 1, 2, 3, ...")):
             if required not in header.index:
                 self.error(
@@ -175,7 +143,6 @@ class _MultiTurnImporter(_Importer):
                 f"no {USER!r} column: add a column named user holding the user's messages "
                 f"(or {EVENT!r} for turns that send an event)",
             )
-        return header
 
     def _header_complete(self, header: _Header) -> bool:
         return CASE in header.index and TURN in header.index and (USER in header.index or EVENT in header.index)
