@@ -17,7 +17,11 @@ from simulator.models._base import DataModel
 #: matched: the agent is told so, and reports show it, so an agent that invents data is visible.
 ToolStatus = Literal["executed", "faked", "not_executed", "failed", "needs_approval"]
 Verdict = Literal["met", "not_met", "unsure"]
-StepStatus = Literal["complete", "incomplete", "blocked", "not_attempted"]
+#: How a step ended (DESIGN's four states): ``complete`` (met ✓), ``incomplete`` (not met ✗: the agent failed it),
+#: ``unsure`` (? no judge model, or the judge said unsure, up to its max turns: the conversation moved on),
+#: ``blocked`` (⊘ an earlier step was not met), ``not_reached`` (⊘ the conversation ended first: an error, a
+#: stop for approval, the turn cap). ``not_attempted`` is the older name of ``not_reached``, kept so stored runs load.
+StepStatus = Literal["complete", "incomplete", "unsure", "blocked", "not_reached", "not_attempted"]
 StopReason = Literal["completed", "step_failed", "max_turns", "turn_cap", "user_ended", "needs_approval", "error"]
 CaseKind = Literal["golden", "scenario", "simulation"]
 
