@@ -61,8 +61,9 @@ NO_REPLY_YET = "(The agent has not replied yet. Write your next message.)"
 class UserTurnRequest:
     """Everything the simulated user gets for one turn.
 
-    ``goal`` is the current step's goal (simulation) or the scenario's goal; ``success_criteria`` says when it
-    counts as reached. ``response_guide`` is private guidance (text) or facts (a mapping) and is never shown to
+    ``goal`` is the current step's goal (simulation) or the scenario's goal. The success criteria are not
+    here on purpose: a user that knows the rubric steers the agent to it and inflates pass rates, so they go
+    to the judge only. ``response_guide`` is private guidance (text) or facts (a mapping) and is never shown to
     the agent. ``say`` holds the scripted lines of this step or scenario and ``turn_in_step`` the user turns
     already taken in it (0 for the first). ``conversation`` is the conversation so far from the user's point of
     view. ``can_end`` is true where the user may end the conversation itself (scenarios).
@@ -71,7 +72,6 @@ class UserTurnRequest:
     case_name: str
     case_kind: CaseKind
     goal: str | None
-    success_criteria: str | None
     response_guide: str | dict[str, JsonValue] | None
     say: list[str]
     turn_in_step: int
@@ -579,8 +579,6 @@ def _system_prompt(request: UserTurnRequest) -> str:
             task.append("Work on this goal only; do not bring up other topics or later requests.")
     else:
         task.append("Your goal: carry on the conversation naturally; you have nothing new to ask for.")
-    if request.success_criteria and request.success_criteria.strip():
-        task.append(f"You are done when: {request.success_criteria.strip()}")
     parts.append("\n".join(task))
     guide = request.response_guide
     if isinstance(guide, dict) and guide:
@@ -658,7 +656,7 @@ def _ending_reason(reason: str) -> str:
 class LLMUser:
     """A simulated user played by the ``user`` model role.
 
-    The model gets a system prompt that makes it the user (persona, goal, success criteria, the private response
+    The model gets a system prompt that makes it the user (persona, goal, the private response
     guide, the session facts it knows, how to write, and whether it may end the conversation), then the
     conversation with the roles swapped. It answers with a :class:`UserMove` (JSON, validated and re-asked by
     :meth:`LLMClient.structured`). A ``done`` is honoured only where the request allows the user to end the

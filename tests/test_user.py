@@ -40,7 +40,6 @@ def request(
     *,
     kind: Literal["golden", "scenario", "simulation"] = "scenario",
     goal: str | None = GOAL,
-    success_criteria: str | None = None,
     response_guide: str | dict[str, JsonValue] | None = None,
     say: list[str] | None = None,
     turn_in_step: int = 0,
@@ -55,7 +54,6 @@ def request(
         case_name="refund",
         case_kind=kind,
         goal=goal,
-        success_criteria=success_criteria,
         response_guide=response_guide,
         say=say or [],
         turn_in_step=turn_in_step,
@@ -354,7 +352,7 @@ def test_llm_user_prompt_plays_the_user_with_roles_swapped() -> None:
         ("user", "I want a refund."),
         ("agent", "For which product?"),
     ]
-    req = request(persona=ANA, conversation=conversation, success_criteria="The agent confirms the refund.")
+    req = request(persona=ANA, conversation=conversation)
 
     reply = run(llm_user(script).next_message(req))
 
@@ -373,7 +371,6 @@ def test_llm_user_prompt_plays_the_user_with_roles_swapped() -> None:
         "curt",
         "German (de)",
         "Your goal: Greet the agent and ask for a refund for prod_123.",
-        "The agent confirms the refund.",
         "product_id: prod_123",
         "Never act as the support agent",
         "done to true",
@@ -508,3 +505,39 @@ def test_llm_user_sends_scripted_lines_verbatim_before_the_model_speaks() -> Non
     reply = run(llm_user(script).next_message(request(say=["Hi, it's about {product_id}."])))
     assert (reply.text, reply.source) == ("Hi, it's about prod_123.", "llm")
     assert script.requests == []
+
+
+def test_the_simulated_user_never_sees_the_success_criteria() -> None:
+    """A user that knows the rubric steers the agent to it: the criteria go to the judge only (issue 9, item 7)."""
+    from simulator.agents import AgentInput, AgentReply
+    from simulator.engine import ConversationSetup, simulate
+    from simulator.judges import StepJudge
+    from simulator.models import SimulationCase
+
+    class Agent:
+        async def respond(self, request: AgentInput) -> AgentReply:
+            return AgentReply(messages=["Your parcel arrives on Friday."])
+
+        async def aclose(self) -> None:
+            return None
+
+    criteria = "RUBRIC-7f3: the agent names the weekday of delivery"
+    case = SimulationCase.model_validate(
+        {
+            "kind": "simulation",
+            "name": "rubric",
+            "steps": [
+                {"goal": "Ask when the parcel arrives.", "success_criteria": criteria, "max_turns": 2},
+                {"goal": "Say thanks.", "success_criteria": criteria + " again", "max_turns": 1},
+            ],
+        }
+    )
+    script = FakeScript().enqueue("user", move("When does my parcel come?"), times=3)
+    client = LLMClient(ModelRoles.model_validate({"user": "fake/user"}), fake_script=script, sleep=Sleeps())
+    setup = ConversationSetup(case=case, agent=Agent(), user=LLMUser(client), checker=StepJudge())
+    run(simulate(setup))
+
+    assert script.requests, "the LLM user was asked"
+    for sent in script.requests:
+        assert "RUBRIC-7f3" not in repr(sent.messages)
+        assert "You are done when" not in repr(sent.messages)

@@ -349,16 +349,15 @@ def _user_request(conv: Conversation, state: State) -> UserTurnRequest:
             conversation.extend(("agent", message) for message in event.messages)
     goal: str | None
     if isinstance(case, ScenarioCase):
-        goal, criteria, guide, say = case.goal, case.success_criteria, case.response_guide, case.say
+        goal, guide, say = case.goal, case.response_guide, case.say
     else:
         step = conv.step(state["step"])
         assert step is not None
-        goal, criteria, guide, say = step.goal, step.success_criteria, step.response_guide, step.say
+        goal, guide, say = step.goal, step.response_guide, step.say
     return UserTurnRequest(
         case_name=case.name,
         case_kind=case.kind,
         goal=goal,
-        success_criteria=criteria,
         response_guide=guide,
         say=list(say),
         turn_in_step=state["step_turns"],
