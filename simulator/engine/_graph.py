@@ -5,10 +5,13 @@ Simulation rules (DESIGN.md, kept exact here):
   * after each agent reply the current step's success criteria are checked (not before ``min_turns``);
     a met step is complete and is never reopened;
   * a step not met within its ``max_turns`` stops the conversation; later steps are blocked by it;
+  * a step still unsure at its ``max_turns`` (no judge model, or the judge said unsure) is ``unsure`` and the
+    conversation moves on; a judge, user or agent that fails ends the case as an error naming it;
+  * the user's "done" ends the conversation; it never decides a step: only checks and the judge do;
   * the whole conversation is capped at 100 user turns;
   * every attempted step ends with a written rationale.
-A scenario is one open goal: the user may end it (an explicit signal), its checks may complete it, or it runs
-out of turns. A golden case replays its turns; ``stable`` replay shows the agent the expected history.
+The whole table is :data:`STEP_RULES`. A scenario is one open goal: the user may end it (an explicit signal),
+its checks may complete it, or it runs out of turns. A golden case replays its turns; ``stable`` replay shows the agent the expected history.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from simulator.models.transcript import (
     GoldenTurnRecord,
     InputEvent,
     StepOutcome,
+    StepStatus,
     StepVerdict,
     StopReason,
     TranscriptEvent,
@@ -56,6 +60,7 @@ class State(TypedDict, total=False):
     variables: dict[str, JsonValue]
     pending_event: EventSpec | None
     last_verdict: StepVerdict | None
+    user_reason: str | None
     stop: StopReason | None
     error: str | None
     started_at: datetime
@@ -95,7 +100,8 @@ async def user_node(state: State, config: RunnableConfig) -> State:
             except SimulatorError as exc:
                 return _failure(state, "user", f"the simulated user failed: {exc}")
             if reply.done or reply.text is None:
-                ended: State = {"stop": "user_ended", "last_verdict": _user_verdict(reply.reason)}
+                # The user's "done" ends the conversation; it never decides a step (only checks and the judge do).
+                ended: State = {"stop": "user_ended", "user_reason": reply.reason}
                 if reply.text:
                     # A closing message ("Thanks, bye!") is part of the conversation, though no reply follows.
                     ended["events"] = [
@@ -165,7 +171,12 @@ async def agent_node(state: State, config: RunnableConfig) -> State:
 
 
 async def check_node(state: State, config: RunnableConfig) -> State:
-    """Check the current step after the agent's reply and decide: next step, another turn, or stop."""
+    """Check the current step after the agent's reply and decide: next step, another turn, or stop.
+
+    The verdict decides (see :data:`STEP_RULES`): ``met`` completes the step; at the step's max turns
+    ``not_met`` fails it (the conversation stops, later steps are blocked) and ``unsure`` leaves it unsure
+    (the conversation moves on: the agent did not demonstrably fail); a judge that fails is an error.
+    """
     conv = _conversation(config)
     case = conv.case
     index, step_turns, turn = state["step"], state["step_turns"], state["turn"]
@@ -175,7 +186,8 @@ async def check_node(state: State, config: RunnableConfig) -> State:
         return {} if step_turns < conv.max_turns(index) else {"stop": "step_failed"}
     goal, criteria, checks = _criteria(conv, index)
     if isinstance(case, ScenarioCase) and criteria is None and not checks:
-        # An open goal with nothing to check: the user decides when it is over, or the turns run out.
+        # An open goal with nothing to check: the turns run out (or the user ends it); the judge's goal
+        # satisfaction decides it after the conversation.
         return {"stop": "max_turns"} if step_turns >= conv.max_turns(index) else {}
     events = state["events"]
     replies = [e for e in events[state["step_first_event"] :] if isinstance(e, AgentEvent)]
@@ -184,7 +196,7 @@ async def check_node(state: State, config: RunnableConfig) -> State:
             goal=goal, criteria=criteria, checks=checks, replies=replies, events=events, variables=state["variables"]
         )
     except Exception as exc:
-        return _failure(state, "judge", f"checking step {index + 1} failed: {type(exc).__name__}: {exc}")
+        return _failure(state, "judge", f"the judge failed checking step {index + 1}: {type(exc).__name__}: {exc}")
     record = CheckEvent(
         turn=turn,
         step=_step_number(case, index),
@@ -193,31 +205,39 @@ async def check_node(state: State, config: RunnableConfig) -> State:
         details=verdict.details,
     )
     update: State = {"events": [record], "last_verdict": verdict}
-    if verdict.verdict == "met":
+    out_of_turns = step_turns >= conv.max_turns(index)
+    if verdict.verdict == "met" or (verdict.verdict == "unsure" and out_of_turns):
+        met = verdict.verdict == "met"
         outcome = StepOutcome(
             index=index,
             label=conv.step_label(index),
-            status="complete",
+            status="complete" if met else "unsure",
             turns_used=step_turns,
-            completed_at_turn=turn,
-            verdict="met",
-            rationale=verdict.rationale,
+            completed_at_turn=turn if met else None,
+            verdict=verdict.verdict,
+            rationale=verdict.rationale if met else f"{_UNSURE_AT_MAX}: {verdict.rationale}",
         )
         update["outcomes"] = [outcome]
-        if index + 1 >= conv.step_count() or isinstance(case, ScenarioCase):
+        if isinstance(case, ScenarioCase):
+            update["stop"] = "completed" if met else "max_turns"
+        elif index + 1 >= conv.step_count():
             update["stop"] = "completed"
         else:
             update["step"] = index + 1
             update["step_turns"] = 0
             update["step_first_event"] = len(events) + 1  # after the check event this node adds
             update["last_verdict"] = None
-    elif step_turns >= conv.max_turns(index):
+    elif out_of_turns:
         update["stop"] = "max_turns" if isinstance(case, ScenarioCase) else "step_failed"
     return update
 
 
+_UNSURE_AT_MAX = "unsure after its max turns (the conversation moved on)"
+
+
 async def finish_node(state: State, config: RunnableConfig) -> State:
-    """Write the outcome of every step that has none yet: incomplete with the reason, or blocked."""
+    """Write the outcome of every step that has none yet, by :data:`STEP_RULES`: the step the conversation
+    stopped in, then the later ones (blocked by a failed step, or not reached)."""
     conv = _conversation(config)
     case = conv.case
     if isinstance(case, GoldenCase):
@@ -226,23 +246,47 @@ async def finish_node(state: State, config: RunnableConfig) -> State:
     stop = state.get("stop") or "completed"
     index = state["step"]
     outcomes: list[StepOutcome] = []
+    current: StepOutcome | None = None
     if index not in done and index < conv.step_count():
-        outcomes.append(_unfinished(conv, state, index, stop))
+        current = _unfinished(conv, state, index, stop)
+        outcomes.append(current)
+    blocker = conv.step_label(index) if index < conv.step_count() else ""
     for later in range(index + 1, conv.step_count()):
         if later in done:
             continue
-        blocker = conv.step_label(index)
-        outcomes.append(
-            StepOutcome(
-                index=later,
-                label=conv.step_label(later),
-                status="blocked",
-                rationale=f"blocked: step {index + 1} ({blocker}) was not completed ({stop})",
-                blocked_by=index,
-                blocked_by_goal=blocker,
+        if current is not None and current.status == "incomplete":
+            outcomes.append(
+                StepOutcome(
+                    index=later,
+                    label=conv.step_label(later),
+                    status="blocked",
+                    rationale=f"blocked: step {index + 1} ({blocker}) was not completed ({stop})",
+                    blocked_by=index,
+                    blocked_by_goal=blocker,
+                )
             )
-        )
+        else:
+            outcomes.append(
+                StepOutcome(
+                    index=later,
+                    label=conv.step_label(later),
+                    status="not_reached",
+                    rationale=f"not reached: {_STOPPED[stop]} in step {index + 1} ({blocker})",
+                )
+            )
     return {"outcomes": outcomes}
+
+
+#: Why a conversation stopped, in words, for steps it never reached.
+_STOPPED: dict[str, str] = {
+    "completed": "the conversation ended",
+    "step_failed": "the conversation stopped",
+    "max_turns": "the conversation ran out of turns",
+    "turn_cap": "the conversation hit the turn cap",
+    "user_ended": "the simulated user ended the conversation",
+    "needs_approval": "the conversation stopped waiting for a person's approval",
+    "error": "the conversation stopped with an error",
+}
 
 
 # -- routing: each node names the next one from the stop reason it leaves (None: go on) ----------------------
@@ -322,12 +366,6 @@ def _step_number(case: Any, index: int) -> int | None:
 def _failure(state: State, where: Literal["agent", "user", "judge", "tool", "engine"], message: str) -> State:
     event = ErrorEvent(turn=state.get("turn", 0), step=state.get("step"), where=where, message=message)
     return {"events": [event], "stop": "error", "error": message}
-
-
-def _user_verdict(reason: str | None) -> StepVerdict:
-    reason = reason or "the simulated user ended the conversation"
-    reached = reason.startswith("goal_reached")
-    return StepVerdict(verdict="met" if reached else "not_met", rationale=f"the simulated user ended: {reason}")
 
 
 def _criteria(conv: Conversation, index: int) -> tuple[str | None, str | None, list[Any]]:
@@ -429,31 +467,72 @@ def _golden_record(conv: Conversation, state: State) -> State:
 
 
 def _unfinished(conv: Conversation, state: State, index: int, stop: StopReason) -> StepOutcome:
+    """The outcome of the step a conversation stopped in, by :data:`STEP_RULES`."""
     verdict = state.get("last_verdict")
-    last = f"; last check: {verdict.verdict}: {verdict.rationale}" if verdict else ""
     label = conv.step_label(index)
+    turns = state["step_turns"]
+    last = f"; last check: {verdict.verdict}: {verdict.rationale}" if verdict else ""
+
+    def outcome(status: StepStatus, rationale: str) -> StepOutcome:
+        return StepOutcome(
+            index=index,
+            label=label,
+            status=status,
+            turns_used=turns,
+            verdict=verdict.verdict if verdict else None,
+            rationale=rationale,
+        )
+
+    if stop == "error":
+        return outcome("not_reached", f"not decided: {state.get('error') or 'the conversation stopped with an error'}")
+    if stop == "needs_approval":
+        waiting = _waiting_for_approval(state)
+        return outcome("unsure", f"waiting for a person's approval of {waiting}: nothing after it was tested")
+    if stop == "user_ended":
+        said = state.get("user_reason")
+        ended = "the simulated user ended the conversation" + (f" ({said})" if said else "")
+        if _open_goal(conv, index):
+            return outcome("unsure", f"{ended}; {_OPEN_GOAL}")
+        if verdict is None:
+            return outcome("unsure", f"{ended} before this step was checked: nothing was met or failed")
+        if verdict.verdict == "not_met":
+            return outcome("incomplete", f"{ended}; {verdict.rationale}")
+        return outcome("unsure", f"{ended}; {verdict.rationale}")
+    if stop == "max_turns" and _open_goal(conv, index):
+        return outcome("unsure", _OPEN_GOAL)
     if stop in ("step_failed", "max_turns"):
         limit = conv.max_turns(index)
-        rationale = f"not met within {limit} turn{'s' if limit != 1 else ''}{last}"
-    elif stop == "user_ended" and verdict is not None:
-        if verdict.verdict == "met":
-            return StepOutcome(
-                index=index,
-                label=label,
-                status="complete",
-                turns_used=state["step_turns"],
-                completed_at_turn=state["turn"],
-                verdict="met",
-                rationale=verdict.rationale,
-            )
-        rationale = verdict.rationale
-    else:
-        rationale = f"the conversation stopped ({stop}) before this step was complete{last}"
-    return StepOutcome(
-        index=index,
-        label=label,
-        status="incomplete",
-        turns_used=state["step_turns"],
-        verdict=verdict.verdict if verdict else None,
-        rationale=rationale,
-    )
+        return outcome("incomplete", f"not met within {limit} turn{'s' if limit != 1 else ''}{last}")
+    if stop == "turn_cap":
+        return outcome("incomplete", f"the conversation hit the cap of {conv.setup.turn_cap} turns{last}")
+    return outcome("not_reached", f"the conversation stopped ({stop}) before this step was decided{last}")
+
+
+_OPEN_GOAL = "an open goal with nothing to check: the judge's goal satisfaction decides"
+
+
+def _open_goal(conv: Conversation, index: int) -> bool:
+    """A scenario goal with neither checks nor criteria: nothing the engine can decide."""
+    case = conv.case
+    return isinstance(case, ScenarioCase) and case.success_criteria is None and not case.checks
+
+
+def _waiting_for_approval(state: State) -> str:
+    last = next((e for e in reversed(state["events"]) if isinstance(e, AgentEvent)), None)
+    names = [call.name for call in last.tool_calls if call.status == "needs_approval"] if last else []
+    return ", ".join(names) or "a tool call"
+
+
+#: DESIGN's four states, as the engine applies them to the step a conversation is in. Each row:
+#: (what the checks said, how the conversation got there) -> (the step's status, what happens next).
+#: ``tests/engine/test_truth_table.py`` pins every row, with the case outcome the scorer gives.
+STEP_RULES: tuple[tuple[str, str, str, str], ...] = (
+    ("met", "any turn after min_turns", "complete", "the next step starts"),
+    ("not_met", "at max turns", "incomplete", "stop; later steps blocked by it; case fail"),
+    ("unsure / not judged", "at max turns", "unsure", "the next step starts; case unsure unless something fails"),
+    ("not_met", "the user ended", "incomplete", "stop; later steps blocked; case fail"),
+    ("unsure / not judged", "the user ended", "unsure", "stop; later steps not reached; case unsure"),
+    ("not checked yet", "the user ended (before a reply or min_turns)", "unsure", "stop; case unsure"),
+    ("judge / user / agent failed", "any", "not_reached", "stop; later steps not reached; case error (role named)"),
+    ("waiting for approval", "any", "unsure", "stop; later steps not reached; case unsure (approval)"),
+)

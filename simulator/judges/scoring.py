@@ -37,7 +37,7 @@ from simulator.judges.llm_judges import LLMJudge
 from simulator.judges.step import NO_JUDGE, render_conversation
 from simulator.models import Case, ExpectationSpec, GoldenCase, ScenarioCase, SimulationCase, Thresholds
 from simulator.models.case import normalize_reference
-from simulator.models.scores import Score
+from simulator.models.scores import Score, ScoreVerdict
 from simulator.models.transcript import AgentEvent, CheckDetail, Transcript
 
 
@@ -84,9 +84,7 @@ class _Scorer:
         case = self.case
         open_scenario = isinstance(case, ScenarioCase) and case.success_criteria is None and not case.checks
         for outcome in transcript.steps:
-            verdict = "met" if outcome.status == "complete" else (outcome.verdict or "not_met")
-            if outcome.status != "complete" and verdict == "met":
-                verdict = "not_met"
+            verdict = _STEP_VERDICT[outcome.status]
             label = "goal" if isinstance(case, ScenarioCase) else f"step {outcome.index + 1}"
             self.scores.append(
                 Score(
@@ -346,6 +344,18 @@ class _Scorer:
 
     def _context_for(self, reply: AgentEvent) -> str:
         return hallucination_context(self.transcript, reply, self.context.instructions)
+
+
+#: A step's status as the verdict of its goal-achievement score (DESIGN's four states): a step that is unsure
+#: or was never reached (the conversation stopped for approval, or ended) is not the agent's failure.
+_STEP_VERDICT: dict[str, ScoreVerdict] = {
+    "complete": "met",
+    "incomplete": "not_met",
+    "blocked": "not_met",
+    "unsure": "unsure",
+    "not_reached": "unsure",
+    "not_attempted": "unsure",
+}
 
 
 def merged_thresholds(suite: Thresholds, case: Thresholds | None) -> Thresholds:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, JsonValue
 
-from simulator.errors import ModelError
 from simulator.judges.checks import ConversationView, check_expectation
 from simulator.models import ExpectationSpec
 from simulator.models.transcript import AgentEvent, CheckDetail, InputEvent, StepVerdict, TranscriptEvent, UserEvent
@@ -93,10 +92,9 @@ class StepJudge:
             {"role": "system", "content": _JUDGE_SYSTEM},
             {"role": "user", "content": _judge_request(criterion, goal, events)},
         ]
-        try:
-            verdict = await self.llm.structured(Role.JUDGE, messages, CriterionVerdict)
-        except ModelError as exc:
-            return CheckDetail(check=label, verdict="unsure", evidence=f"the judge model failed: {exc}")
+        # A judge that fails after the client's retries is not an "unsure" verdict: it propagates, and the
+        # engine ends the case as an error naming the judge (never the agent's failure).
+        verdict = await self.llm.structured(Role.JUDGE, messages, CriterionVerdict)
         return CheckDetail(check=label, verdict=verdict.verdict, evidence=verdict.reason)
 
 

@@ -205,7 +205,7 @@ def test_the_whole_conversation_is_capped() -> None:
     assert transcript.stop_reason == "turn_cap"
     assert transcript.turns == 5
     assert transcript.steps[0].status == "incomplete"
-    assert "stopped (turn_cap)" in transcript.steps[0].rationale
+    assert "hit the cap of 5 turns" in transcript.steps[0].rationale
     assert [s.status for s in transcript.steps[1:]] == ["blocked", "blocked"]
 
 
@@ -286,7 +286,9 @@ def test_live_mode_stops_the_case_on_a_tool_that_needs_approval() -> None:
     assert transcript.stop_reason == "needs_approval"
     [call] = transcript.tool_calls()
     assert call.status == "needs_approval"
-    assert [s.status for s in transcript.steps] == ["incomplete", "blocked"]
+    # Waiting for a person is not the agent's failure: the step is unsure with that reason, the rest not reached.
+    assert [s.status for s in transcript.steps] == ["unsure", "not_reached"]
+    assert "waiting for a person's approval of" in transcript.steps[0].rationale
 
 
 def test_live_mode_runs_registered_tool_functions() -> None:
@@ -320,7 +322,7 @@ def test_an_agent_timeout_ends_the_case_as_error_naming_case_and_turn() -> None:
     assert transcript.error == "the agent did not answer within 0.05 s (case 'sim', turn 1)"
     assert isinstance(transcript.events[-1], ErrorEvent)
     assert transcript.events[-1].where == "agent"
-    assert transcript.steps[0].status == "incomplete"
+    assert transcript.steps[0].status == "not_reached"
 
 
 def test_an_agent_exception_is_an_error_case_not_a_crash() -> None:
@@ -346,14 +348,16 @@ def test_scenario_ends_when_the_user_signals_done() -> None:
     assert transcript.turns == 1
     assert user.requests[0].can_end
     [outcome] = transcript.steps
-    assert (outcome.status, outcome.verdict) == ("complete", "met")
+    # The user's "done" ends the conversation but decides nothing: an open goal goes to the judge.
+    assert (outcome.status, outcome.verdict) == ("unsure", None)
+    assert outcome.rationale.startswith("the simulated user ended the conversation (goal_reached: got it)")
 
 
 def test_scenario_runs_out_of_turns() -> None:
     transcript = run({"kind": "scenario", "name": "s", "goal": "g", "max_turns": 4}, ScriptAgent(says("hm")))
     assert transcript.stop_reason == "max_turns"
     assert transcript.turns == 4
-    assert transcript.steps[0].status == "incomplete"
+    assert transcript.steps[0].status == "unsure"  # an open goal: the judge's goal satisfaction decides
 
 
 def test_scenario_checks_complete_the_goal() -> None:

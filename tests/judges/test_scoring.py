@@ -297,11 +297,14 @@ def test_a_failed_step_fails_the_case_and_blocks_the_next() -> None:
     [
         ("complete", "met", "met"),
         ("incomplete", "not_met", "not_met"),
-        ("incomplete", "unsure", "unsure"),
+        ("incomplete", "unsure", "not_met"),  # the status decides: incomplete is the agent's failure
         ("incomplete", None, "not_met"),
         ("incomplete", "met", "not_met"),  # never met unless complete
+        ("unsure", "unsure", "unsure"),
+        ("unsure", None, "unsure"),
         ("blocked", None, "not_met"),
-        ("not_attempted", None, "not_met"),
+        ("not_reached", None, "unsure"),
+        ("not_attempted", None, "unsure"),
     ],
 )
 def test_an_engine_step_outcome_becomes_a_goal_achievement_verdict(
@@ -318,8 +321,8 @@ def test_an_engine_step_outcome_becomes_a_goal_achievement_verdict(
 
 
 def test_an_unjudged_step_makes_the_case_unsure() -> None:
-    unsure = outcome(0, GOAL, "incomplete", "unsure", f"judge: success_criteria: {CRITERIA}: {NO_JUDGE}")
-    t = simulation(steps=[unsure, STEP_2], stop_reason="step_failed")
+    unsure = outcome(0, GOAL, "unsure", "unsure", f"judge: success_criteria: {CRITERIA}: {NO_JUDGE}")
+    t = simulation(steps=[unsure, STEP_2], stop_reason="completed")
     data = {**SIMULATION, "thresholds": {"fail_on_hallucination": False}}
     assert case_outcome(t, score(data, t)) == ("unsure", [f"step 1: {GOAL}: {unsure.rationale}"])
 

@@ -10,7 +10,7 @@ from pydantic import TypeAdapter
 
 from simulator.judges import StepJudge
 from simulator.judges.step import NO_JUDGE
-from simulator.llm import FakeScript, LLMClient, fake_rate_limit
+from simulator.llm import FakeScript, LLMClient, StructuredOutputError, fake_rate_limit
 from simulator.models import ExpectationSpec, ModelRoles
 from simulator.models.case import Expectation
 from simulator.models.transcript import AgentEvent, StepVerdict, ToolCallRecord, TranscriptEvent, UserEvent
@@ -105,11 +105,11 @@ def test_malformed_judge_output_is_retried() -> None:
     assert len(script.requests) == 2
 
 
-def test_a_judge_that_never_answers_properly_leaves_the_step_unsure_with_the_reason() -> None:
+def test_a_judge_that_never_answers_properly_is_a_judge_failure_not_an_unsure_verdict() -> None:
+    """The engine ends such a case as ``error`` naming the judge (tests/engine/test_truth_table.py)."""
     script = FakeScript().enqueue("judge", "nope", times=3)
-    verdict = check(judge_with(script), criteria="The agent gives the date.")
-    assert verdict.verdict == "unsure"
-    assert verdict.details[0].evidence.startswith("the judge model failed: judge model 'fake/judge' gave no valid")
+    with pytest.raises(StructuredOutputError, match="judge model 'fake/judge' gave no valid"):
+        check(judge_with(script), criteria="The agent gives the date.")
 
 
 def test_rate_limits_are_retried_for_the_judge() -> None:
