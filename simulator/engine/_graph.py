@@ -11,7 +11,8 @@ Simulation rules (DESIGN.md, kept exact here):
   * the whole conversation is capped at 100 user turns;
   * every attempted step ends with a written rationale.
 The whole table is :data:`STEP_RULES`. A scenario is one open goal: the user may end it (an explicit signal),
-its checks may complete it, or it runs out of turns. A golden case replays its turns; ``stable`` replay shows the agent the expected history.
+its checks may complete it, or it runs out of turns. A golden case replays its turns; ``stable`` replay shows
+the agent the expected history.
 """
 
 from __future__ import annotations

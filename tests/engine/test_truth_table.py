@@ -121,10 +121,9 @@ ROWS: list[tuple[Any, ...]] = [
 ]
 
 
-@pytest.mark.parametrize(("ends_at", "check", "min_turns", "step1", "step2", "case", "reason"), ROWS)
-def test_the_four_states(
-    ends_at: int | None, check: str, min_turns: int, step1: str, step2: str, case: str, reason: str
-) -> None:
+@pytest.mark.parametrize("row", ROWS, ids=lambda row: "-".join(map(str, row[:3])))
+def test_the_four_states(row: tuple[Any, ...]) -> None:
+    ends_at, check, min_turns, step1, step2, case, reason = row
     transcript, outcome, reasons = _run(check, ends_at=ends_at, min_turns=min_turns)
     assert [s.status for s in transcript.steps] == [step1, step2], [s.rationale for s in transcript.steps]
     assert outcome == case, reasons
