@@ -58,7 +58,14 @@ _ORDERED_ITEM = re.compile(r"^(\d{1,9})([.)])")
 _BARE_LINK = re.compile(r"(?i)\b(www)\.|(:)//")
 _OUTCOME_ORDER = {"error": 0, "fail": 1, "unsure": 2, "pass": 3}
 _OUTCOME_MARK = {"pass": "✅", "fail": "❌", "error": "⚠️", "unsure": "❔"}
-_STEP_MARK = {"complete": "✅", "incomplete": "❌", "blocked": "⛔", "not_attempted": "➖"}
+_STEP_MARK = {
+    "complete": "✅",
+    "incomplete": "❌",
+    "unsure": "❔",
+    "blocked": "⛔",
+    "not_reached": "➖",
+    "not_attempted": "➖",
+}
 _VERDICT_MARK = {"met": "✅", "not_met": "❌", "unsure": "❔", "error": "⚠️", "n/a": "➖"}
 _TOOL_STATUS = {
     "executed": "executed",

@@ -32,7 +32,7 @@ Style = Literal[
     "plain",
 ]
 
-_MARK = {"complete": "✓", "incomplete": "✗", "blocked": "⊘", "not_attempted": "·"}
+_MARK = {"complete": "✓", "incomplete": "✗", "unsure": "?", "blocked": "⊘", "not_reached": "⊘", "not_attempted": "⊘"}
 
 
 class Line(NamedTuple):
