@@ -272,6 +272,8 @@ def simulate(
     cases = [find_case(loaded, name) for name in case] if case else list(loaded.suite.cases)
     plan = [(c, pick_persona(loaded, c, persona)) for c in cases]
     llm = LLMClient(model_roles(loaded, options))
+    if not as_json:
+        _print_plan_notes([loaded], [(0, c.name) for c in cases], options)
 
     async def run_all() -> list[Any]:
         results = []
@@ -552,11 +554,28 @@ def run(
             f"concurrency {concurrency}; {guess}.",
             markup=False,
         )
+        _print_plan_notes(report.suites, [(item.suite, item.case) for item in plan], _options(judge_model))
         record = _execute_with_progress(store, record, _cache(db, settings.cache, cache_size))
         _print_run(store, record)
         if report_formats:
             _write_reports(store, record, report_formats, report_dir)
         _exit_for(record, fail_under)
+
+
+def _options(judge_model: str | None) -> Any:
+    from simulator.runner import RunOptions
+
+    return RunOptions(judge_model=judge_model)
+
+
+def _print_plan_notes(suites: list[Any], planned: list[tuple[int, str]], options: Any) -> None:
+    """Before anything runs: golden cases without personas, and the checks that need a judge model."""
+    from simulator.runner import model_roles
+    from simulator.runner._plan import plan_notes
+
+    notes = plan_notes(suites, set(planned), lambda loaded: bool(model_roles(loaded, options).judge.model))
+    for note in notes:
+        err.print(f"note: {note}", markup=False, soft_wrap=True)
 
 
 def _write_reports(store: Any, record: Any, formats: list[str], directory: Path) -> None:

@@ -17,7 +17,7 @@ from simulator.judges import StepJudge
 from simulator.llm import LLMClient, metering
 from simulator.loading import LoadedSuite, config_error_at
 from simulator.loading._schema import did_you_mean
-from simulator.models import Case, ModelRoles, Persona
+from simulator.models import Case, GoldenCase, ModelRoles, Persona
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
 from simulator.user import LLMUser, ScriptedUser, SimulatedUser
@@ -59,7 +59,10 @@ def find_case(loaded: LoadedSuite, name: str) -> Case:
 
 
 def pick_persona(loaded: LoadedSuite, case: Case, name: str | None) -> Persona | None:
-    """The persona asked for, else the case's first, else the suite's first, else none."""
+    """The persona asked for, else the case's first, else the suite's first, else none; none for a golden case
+    (a replay of fixed turns has no simulated user to play a persona)."""
+    if isinstance(case, GoldenCase):
+        return None
     wanted = (
         name
         or (case.personas[0] if case.personas else None)

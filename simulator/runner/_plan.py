@@ -4,6 +4,8 @@ Persona choice per case (``--persona``):
   * default: the personas the case names (or, if it names none, the suite's ``personas``), each one; when
     neither names any, one persona picked at random per case from those available, with the run's seed;
   * ``all``: every persona available to the suite; ``random``: one at random per case; a name: that persona.
+Golden cases replay fixed turns: there is no simulated user to play a persona, so they run once (per repeat)
+without one, whatever ``--persona`` says, and the plan says so (:func:`plan_notes`).
 Repeats: ``--repeat K`` if given, else the case's ``repeats``, else the suite's.
 The seed is recorded in the run's settings (a random one when none was given), so the plan and every scripted
 user's perturbations can be reproduced.
@@ -15,7 +17,7 @@ import hashlib
 import json
 import platform
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -24,7 +26,7 @@ from simulator import __version__
 from simulator.errors import ConfigError, ConfigErrors
 from simulator.loading import LoadedSuite
 from simulator.loading._schema import did_you_mean
-from simulator.models import Case, Persona
+from simulator.models import Case, ExpectationSpec, GoldenCase, Persona, ScenarioCase, SimulationCase
 from simulator.models.run import PlanItem, RunRecord, RunSettings, SuiteSnapshot
 
 
@@ -66,6 +68,8 @@ def versions() -> dict[str, str]:
 
 
 def _personas_for(case: Case, loaded: LoadedSuite, settings: RunSettings, rng: random.Random) -> list[Persona | None]:
+    if isinstance(case, GoldenCase):
+        return [None]  # a replay has no simulated user: eleven personas would be eleven identical runs
     available = loaded.personas
     choice = settings.persona
     if choice == "all":
@@ -144,3 +148,81 @@ def new_record(
         plan=plan,
         repeat_of=repeat_of,
     )
+
+
+def judge_questions(case: Case) -> list[str]:
+    """What in ``case`` only a judge model can decide, in words (one entry per check): success criteria,
+    expectations written in words, expected messages (semantic match) and reference answers."""
+    found: list[str] = []
+
+    def expectation(where: str, spec: ExpectationSpec) -> None:
+        deterministic = any(
+            getattr(spec, name) is not None
+            for name in ("must_contain", "must_not_contain", "tool_call", "variable", "handoff")
+        )
+        if spec.message is not None:
+            found.append(f"{where}: expected message (semantic match)")
+        elif not deterministic:
+            found.append(f"{where}: expectation in words")
+
+    if isinstance(case, SimulationCase):
+        for number, step in enumerate(case.steps, 1):
+            if step.success_criteria:
+                found.append(f"step {number}: success criteria")
+            for check in step.checks:
+                expectation(f"step {number}: check", check)
+    elif isinstance(case, ScenarioCase):
+        if case.success_criteria:
+            found.append("success criteria")
+        for check in case.checks:
+            expectation("check", check)
+    else:
+        for number, turn in enumerate(case.turns, 1):
+            if turn.expect is not None and turn.expect.message is not None:
+                found.append(f"turn {number}: expected message (semantic match)")
+            if turn.expect is not None and turn.expect.reference_answer is not None:
+                found.append(f"turn {number}: reference answer")
+    for spec in case.expectations:
+        expectation("expectation", spec)
+    return found
+
+
+def plan_notes(
+    suites: Sequence[LoadedSuite], planned: set[tuple[int, str]], has_judge: Callable[[LoadedSuite], bool]
+) -> list[str]:
+    """What a person should know before the plan runs: golden cases that run without a persona, and how many
+    checks need a judge model their suite does not have (they will be ``unsure``, never guessed). ``planned``
+    holds (suite index, case name) of every case in the plan."""
+    notes: list[str] = []
+    golden = [
+        case.name
+        for index, loaded in enumerate(suites)
+        for case in loaded.suite.cases
+        if isinstance(case, GoldenCase) and (index, case.name) in planned
+    ]
+    if golden:
+        notes.append(
+            f"{len(golden)} golden case(s) run once each, without a persona: a replay of fixed turns has no "
+            "simulated user to play one."
+        )
+    unjudged: list[str] = []
+    cases = 0
+    for index, loaded in enumerate(suites):
+        if has_judge(loaded):
+            continue
+        for case in loaded.suite.cases:
+            if (index, case.name) not in planned:
+                continue
+            questions = judge_questions(case)
+            if questions:
+                cases += 1
+                unjudged.extend(questions)
+    if unjudged:
+        kinds = sorted({question.split(": ", 1)[-1] for question in unjudged})
+        notes.append(
+            f"{len(unjudged)} check(s) in {cases} case(s) need a judge model ({', '.join(kinds)}); without one they "
+            "are reported as not judged, and a case that nothing else decides is `unsure`: pass --judge-model "
+            "(any litellm model, e.g. openai/gpt-4o-mini) or set "
+            "`models: {judge: ...}` in the suite."
+        )
+    return notes
