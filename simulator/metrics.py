@@ -194,14 +194,16 @@ def task_completion(result: CaseResult) -> int | None:
     Definition: task completion = the user's goal is satisfied AND no agent turn hallucinated AND every
     expectation is met AND, for a simulation, every step is completed (for a golden case: every turn meets
     its thresholds and no unexpected tool call happened). The scorer makes each of those conditions a
-    required score, so this is exactly the case outcome: ``pass`` -> 1, ``fail`` or ``error`` -> 0 (an
-    error is never a completion), ``unsure`` -> None (unknown, not counted either way).
+    required score, so this is exactly the case outcome: ``pass`` -> 1, ``fail`` -> 0, ``unsure`` -> None
+    (unknown, not counted either way), and ``error`` -> None: the run could not show anything about the agent
+    (the judge, the simulated user or the agent's endpoint failed), so an error is never counted as the
+    agent's failure here; only correctness counts it as not passed.
     """
     if result.outcome == "pass":
         return 1
-    if result.outcome == "unsure":
-        return None
-    return 0
+    if result.outcome == "fail":
+        return 0
+    return None
 
 
 def case_metrics(transcript: Transcript, scores: Sequence[Score]) -> dict[str, float | None]:
@@ -210,7 +212,8 @@ def case_metrics(transcript: Transcript, scores: Sequence[Score]) -> dict[str, f
     - ``goals_complete``, ``goals_total`` and ``goal_achievement`` (= complete / total, None without steps):
       from :func:`goal_achievement` of the transcript.
     - ``task_completion``: 1.0 / 0.0 / None as :func:`task_completion` of the outcome :func:`case_outcome`
-      gives (pass -> 1, fail or error -> 0, unsure -> None).
+      gives (pass -> 1, fail -> 0, unsure or error -> None). For an ``error`` case ``goal_achievement`` is
+      None as well: steps the conversation never reached say nothing about the agent.
     - ``hallucinations``: how many scores of metric ``hallucination`` have verdict ``not_met`` (hallucinated
       turns, required or not).
     - ``turns``: the transcript's number of turns.
@@ -220,11 +223,11 @@ def case_metrics(transcript: Transcript, scores: Sequence[Score]) -> dict[str, f
     """
     goals = goal_achievement(transcript)
     outcome, _ = case_outcome(transcript, scores)
-    completion = {"pass": 1.0, "fail": 0.0, "error": 0.0, "unsure": None}[outcome]
+    completion = {"pass": 1.0, "fail": 0.0, "error": None, "unsure": None}[outcome]
     numbers: dict[str, float | None] = {
         "goals_complete": float(goals.complete),
         "goals_total": float(goals.total),
-        "goal_achievement": goals.rate,
+        "goal_achievement": None if outcome == "error" else goals.rate,
         "task_completion": completion,
         "hallucinations": float(sum(1 for s in scores if s.metric == "hallucination" and s.verdict == "not_met")),
         "turns": float(transcript.turns),

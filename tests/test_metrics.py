@@ -235,7 +235,7 @@ def test_case_outcome(trans: Transcript, scores: list[Score], outcome: Outcome, 
     [
         pytest.param("pass", 1, id="pass"),
         pytest.param("fail", 0, id="fail"),
-        pytest.param("error", 0, id="error-is-not-completion"),
+        pytest.param("error", None, id="error-is-not-the-agents-failure"),
         pytest.param("unsure", None, id="unsure-unknown"),
     ],
 )

@@ -92,7 +92,8 @@ class _Scorer:
                     check=f"{label}: {outcome.label}",
                     source="engine",
                     verdict=verdict,
-                    value=1.0 if outcome.status == "complete" else 0.0,
+                    # Undecided steps (unsure, not reached) have no value: they say nothing about the agent.
+                    value={"met": 1.0, "not_met": 0.0}.get(verdict),
                     reason=outcome.rationale,
                     # An open scenario goal has nothing the engine could check: goal satisfaction decides it.
                     required=not (open_scenario and outcome.status != "complete" and verdict != "met"),
