@@ -258,11 +258,14 @@ def test_all_steps_complete_with_an_unjudged_written_expectation_is_unsure() -> 
     assert case_outcome(simulation(), scores) == ("unsure", [f"expectation: The agent is polite.: {NO_JUDGE}"])
 
 
+def unsupported(prompt: str) -> StaticReply:
+    """A hallucination verdict quoting the judged turn's message."""
+    said = section(prompt, "agent_turn").split("AGENT: ")[-1]
+    return {"verdict": "unsupported", "claim": said, "reason": "No date was looked up."}
+
+
 def test_all_steps_complete_with_a_judged_hallucination_is_held_to_it() -> None:
-    fake = FakeJudge(
-        hallucination={"verdict": "unsupported", "claim": "5 May", "reason": "No date was looked up."},
-        goal_satisfaction=SATISFIED,
-    )
+    fake = FakeJudge(hallucination=unsupported, goal_satisfaction=SATISFIED)
     scores = score(SIMULATION, simulation(), fake)
     assert [(s.verdict, s.required) for s in of(scores, "hallucination")] == [("not_met", True), ("not_met", True)]
     assert case_outcome(simulation(), scores)[0] == "fail"
@@ -898,6 +901,26 @@ def test_golden_reference_answer_with_a_side_claim() -> None:
         "fail",
         ["turn 1: must not state: Returns are free of charge.: the answer states it: “returns are free”: It says so."],
     )
+
+
+def test_golden_side_claim_quoting_words_the_answer_does_not_have_is_unsure() -> None:
+    data = golden(
+        {
+            "user": "Can I return order A1?",
+            "expect": {"reference_answer": {"answer": "Yes, within 30 days.", "must_not_state": RETURN_CLAIMS[:1]}},
+        }
+    )
+    t = golden_transcript(exchange(1, "Can I return order A1?", "Yes, you can return it within 30 days."))
+    fake = FakeJudge(
+        hallucination=SUPPORTED,
+        reference_answer=reference_or_side_claim,
+        side_claim=reference_or_side_claim,  # says "yes", quoting "returns are free"
+    )
+    scores = score(data, t, fake)
+    side = only(scores, "turn 1: must not state: Returns are free of charge.")
+    expected = "the judge quoted text that is not in the answer: “returns are free”; it said yes: It says so."
+    assert (side.verdict, side.reason) == ("unsure", expected)
+    assert case_outcome(t, scores) == ("unsure", [f"{side.check}: {expected}"])
 
 
 def test_golden_reference_answer_without_a_judge_is_unsure() -> None:
