@@ -104,7 +104,8 @@ def _within(value: Any, expected: Any, tolerance: float) -> bool:
         return False
 
 
-def _describe_call(call: ToolCallRecord) -> str:
+def describe_call(call: ToolCallRecord) -> str:
+    """A call as reports quote it: ``name({"argument": value}) [status]``."""
     return f"{call.name}({json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)}) [{call.status}]"
 
 
@@ -153,21 +154,21 @@ def check_tool_call(spec: ToolCallSpec, after: str | None, view: ConversationVie
     calls = view.calls()
     candidates = [call for call in calls if call.name == spec.name]
     if not candidates:
-        seen = ", ".join(_describe_call(c) for c in calls) or "no tool calls"
+        seen = ", ".join(describe_call(c) for c in calls) or "no tool calls"
         return CheckDetail(check=label, verdict="not_met", evidence=f"{spec.name} was not called ({seen})")
     problems = []
     for call in candidates:
         comparison = compare_arguments(spec, call.arguments)
         if not comparison.ok:
             extra = f"; unexpected arguments {comparison.extra}" if comparison.extra and spec.match == "exact" else ""
-            problems.append(f"{_describe_call(call)}: {'; '.join(comparison.mismatched)}{extra}".rstrip(": "))
+            problems.append(f"{describe_call(call)}: {'; '.join(comparison.mismatched)}{extra}".rstrip(": "))
             continue
         if after is not None:
             earlier = _calls_before(view, call)
             if not any(c.name == after for c in earlier):
-                problems.append(f"{_describe_call(call)} came before any call of {after}")
+                problems.append(f"{describe_call(call)} came before any call of {after}")
                 continue
-        return CheckDetail(check=label, verdict="met", evidence=f"called {_describe_call(call)}")
+        return CheckDetail(check=label, verdict="met", evidence=f"called {describe_call(call)}")
     return CheckDetail(check=label, verdict="not_met", evidence="; ".join(problems))
 
 
@@ -194,7 +195,9 @@ def _describe_spec(spec: ToolCallSpec) -> str:
 def _mismatches(spec: ToolCallSpec, call: ToolCallRecord, comparison: ArgumentComparison) -> list[str]:
     problems = list(comparison.mismatched)
     if spec.match == "exact" and comparison.extra:
-        problems.append("unexpected " + ", ".join(repr(name) for name in comparison.extra))
+        # Named, so the reader sees which argument made an otherwise right call not an exact match.
+        noun = "argument" if len(comparison.extra) == 1 else "arguments"
+        problems.append(f"unexpected {noun} " + ", ".join(repr(name) for name in comparison.extra))
     if call.arguments_error:
         # Said so the reader does not hunt for a wrong value: the agent's arguments never parsed.
         problems.append(f"arguments were not valid JSON ({call.arguments_error})")
@@ -247,7 +250,7 @@ def _why_missing(
         return f"missing {_describe_spec(spec)}: not called", None
     closest = max(same_name, key=lambda call: compare_arguments(spec, call.arguments).score)
     problems = _mismatches(spec, closest, compare_arguments(spec, closest.arguments))
-    return f"missing {_describe_spec(spec)}: closest was {_describe_call(closest)}: {'; '.join(problems)}", closest
+    return f"missing {_describe_spec(spec)}: closest was {describe_call(closest)}: {'; '.join(problems)}", closest
 
 
 def check_tools_called(
@@ -268,7 +271,7 @@ def check_tools_called(
     order or extra, and quotes the calls seen.
     """
     label = f"tool_calls ({order}): " + (", ".join(spec.name for spec in expected) or "no tool call")
-    seen = "calls seen: " + (", ".join(_describe_call(call) for call in calls) or "none")
+    seen = "calls seen: " + (", ".join(describe_call(call) for call in calls) or "none")
     if order == "any":
         problems = _any_problems(expected, calls)
     elif order == "in_order":
@@ -296,7 +299,7 @@ def _any_problems(
             # Quoted once, as the wrong call it is; not again as an extra call.
             left = [call for call in left if call is not closest]
     if report_extra and left:
-        problems.append("extra: " + ", ".join(_describe_call(call) for call in left))
+        problems.append("extra: " + ", ".join(describe_call(call) for call in left))
     return problems
 
 
@@ -320,7 +323,7 @@ def _in_order_problems(expected: Sequence[ToolCallSpec], calls: Sequence[ToolCal
         else:
             previous = calls[max(placed)]  # it fits before position, so some call was placed there
             problems.append(
-                f"out of order: {_describe_call(calls[earlier])} came before {_describe_call(previous)}, "
+                f"out of order: {describe_call(calls[earlier])} came before {describe_call(previous)}, "
                 f"but {spec.name} is listed after it"
             )
     return problems
@@ -330,7 +333,7 @@ def _exact_problems(expected: Sequence[ToolCallSpec], calls: Sequence[ToolCallRe
     if len(expected) == len(calls) and all(_satisfies(s, c) for s, c in zip(expected, calls, strict=True)):
         return []
     if not expected:
-        return ["no tool call was allowed, extra: " + ", ".join(_describe_call(call) for call in calls)]
+        return ["no tool call was allowed, extra: " + ", ".join(describe_call(call) for call in calls)]
     problems = _any_problems(expected, calls, report_extra=True)
     if not problems:
         # The same calls, in another order.
@@ -381,9 +384,9 @@ class ToolCorrectness:
         if self.missed:
             tails.append("missed: " + ", ".join(self.missed))
         if self.extra:
-            tails.append("extra: " + ", ".join(_describe_call(call) for call in self.extra))
+            tails.append("extra: " + ", ".join(describe_call(call) for call in self.extra))
         if self.duplicates:
-            tails.append("repeated: " + ", ".join(_describe_call(call) for call in self.duplicates))
+            tails.append("repeated: " + ", ".join(describe_call(call) for call in self.duplicates))
         return "; ".join([head, *tails])
 
 
@@ -400,12 +403,13 @@ def tool_call_correctness(expected: Sequence[ToolCallSpec], calls: Sequence[Tool
     3. The value is the mean of these scores over the expected calls; None when no call is expected.
 
     Unexpected arguments under ``match: exact`` do not lower a call's score (it counts expected arguments
-    only); they are listed in its ``mismatches``, and :func:`check_tools_called` fails on them.
-    ``extra`` lists the calls no expected call took. They never lower the value: in a golden case an
-    unexpected call fails the case separately (its own ``unexpected_tool_call`` score), so it is not
-    counted twice. ``duplicates`` lists every repeat of a call with the same name and arguments as an
-    earlier one (the second and later; a repeat no expected call took is in ``extra`` too). Calls count
-    whatever their status (``not_executed`` and ``failed`` included: the agent did call).
+    only); they are listed in its ``mismatches``, and :func:`check_tools_called` fails on them, so both
+    numbers are shown and neither hides the other. ``extra`` lists the calls no expected call took. They
+    never lower the value: a golden turn reports them in its own ``unexpected_tool_call`` score, which fails
+    the case only where the turn allows no other call (``tool_order: exact``), so they are not counted
+    twice. ``duplicates`` lists every repeat of a call with the same name and arguments as an earlier one
+    (the second and later; a repeat no expected call took is in ``extra`` too). Calls count whatever their
+    status (``not_executed`` and ``failed`` included: the agent did call).
     """
     used: set[int] = set()
     parts: list[ToolCallScore] = []

@@ -4,8 +4,9 @@ Before any model is asked whether an agent turn hallucinated, two kinds of claim
 they are certain and a judge that reads only the text can be fooled by them:
 
 * the agent says it used a tool or looked something up ("according to our delivery system", "I've checked
-  your order", "our records show", "laut unserem System") but no tool call has happened in the conversation,
-  or the named tool (e.g. "holiday lookup" for ``lookup_holidays``) was never called;
+  your order", "our records show", "laut unserem System") but no tool call ran in this turn; a claim that
+  names a tool (e.g. "holiday lookup" for ``lookup_holidays``) is also backed by an earlier call of that
+  tool that ran, never by an earlier call of another tool;
 * the agent states results although every tool call of this turn did not run (``not_executed`` in test mode,
   or ``failed``) and it does not say so ("could not", "unable", "konnte nicht" ...).
 
@@ -84,38 +85,33 @@ def _claim_in(statements: list[str]) -> re.Match[str] | None:
 
 
 def find_unsupported_claims(replies: Sequence[AgentEvent], declared_tools: Sequence[str] = ()) -> list[ClaimFinding]:
-    """Every agent turn that claims tool use which did not happen, or results its tools never returned."""
+    """Every agent turn that claims tool use which did not happen, or results its tools never returned.
+
+    A claim is backed by a call that ran (``executed`` or ``faked``, without an error) in the same turn, or,
+    when it names a declared tool, by a call of that tool that ran in this turn or an earlier one. A call
+    that ran at turn 1 does not back "I checked the order" at turn 2, which names no tool. When every call of
+    the turn did not run, the rule for results stated without data decides (a turn that admits it is not
+    flagged).
+    """
     findings: list[ClaimFinding] = []
-    called: list[ToolCallRecord] = []
+    earlier: list[ToolCallRecord] = []
     for reply in replies:
-        called.extend(reply.tool_calls)
+        this_turn = list(reply.tool_calls)
+        called = earlier + this_turn
+        earlier = called
         # Typographic apostrophes ("couldn’t") read like plain ones.
         text = "\n".join(reply.messages).replace("\u2019", "'")
         if not text.strip():
             continue
         statements = _statements(text)
         match = _claim_in(statements)
-        ran = [call for call in called if call.status in _RAN and call.error is None]
-        if match is not None:
+        none_ran = bool(this_turn) and not any(_ran(call) for call in this_turn)
+        if match is not None and not none_ran:
             claim = match.group(0)
-            tool = _named_tool(claim, declared_tools)
-            if not called:
-                findings.append(
-                    ClaimFinding(reply.turn, claim, f"claims “{claim}” but no tool was called in the conversation")
-                )
+            why = _unbacked(claim, _named_tool(claim, declared_tools), this_turn, called)
+            if why is not None:
+                findings.append(ClaimFinding(reply.turn, claim, f"claims “{claim}” but {why}"))
                 continue
-            if tool is not None and not any(call.name == tool for call in called):
-                findings.append(ClaimFinding(reply.turn, claim, f"claims “{claim}” but {tool} was never called"))
-                continue
-            if not ran:
-                findings.append(
-                    ClaimFinding(
-                        reply.turn, claim, f"claims “{claim}” but no tool call has returned anything (none ran)"
-                    )
-                )
-                continue
-        this_turn = reply.tool_calls
-        none_ran = bool(this_turn) and all(call.status not in _RAN or call.error for call in this_turn)
         states_data = match is not None or any(re.search(r"\d", sentence) for sentence in statements)
         if none_ran and not _ADMITS_FAILURE.search(text) and states_data:
             statuses = ", ".join(f"{call.name} [{call.status}]" for call in this_turn)
@@ -127,3 +123,25 @@ def find_unsupported_claims(replies: Sequence[AgentEvent], declared_tools: Seque
                 )
             )
     return findings
+
+
+def _ran(call: ToolCallRecord) -> bool:
+    return call.status in _RAN and call.error is None
+
+
+def _unbacked(
+    claim: str, tool: str | None, this_turn: Sequence[ToolCallRecord], called: Sequence[ToolCallRecord]
+) -> str | None:
+    """Why a claim made in a turn with these calls (``called``: so far, this turn's included) is not backed,
+    or None when it is."""
+    if not called:
+        return "no tool was called in the conversation"
+    if tool is None:
+        return None if any(_ran(call) for call in this_turn) else "no tool was called in this turn"
+    of_tool = [call for call in called if call.name == tool]
+    if not of_tool:
+        return f"{tool} was never called"
+    if any(_ran(call) for call in of_tool):
+        return None
+    statuses = ", ".join(f"{call.name} [{call.status}]" for call in of_tool)
+    return f"{tool} never ran ({statuses})"

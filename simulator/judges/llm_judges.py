@@ -10,6 +10,10 @@ Design
     reference answer is its own request naming exactly that claim, and its own ``side_claim`` score.
   * Contradictions are ``unsure``. A reference judge that says "pass" with a score below the pass mark (or
     "fail" with a score at or above it) contradicted itself; neither half is trusted, and the score says so.
+  * Quotes are evidence, so they are checked. A quote the judge gives of the judged text (a side claim's
+    ``quote``, a hallucination's ``claim``) must occur in that text, ignoring case, whitespace and the kind of
+    quotation marks, with an ellipsis standing for left-out words (:func:`quote_in`); otherwise the verdict
+    is ``unsure`` with "the judge quoted text that is not in the answer", and the reply is kept in ``raw``.
   * No model, no guess. Without a judge model every question is ``unsure`` with the reason
     :data:`~simulator.judges.step.NO_JUDGE`; a model that fails, or whose reply stays unusable after the
     client's retries, gives ``error`` with the message (and the last raw reply in ``raw``). Model trouble is
@@ -37,6 +41,7 @@ import json
 import re
 import string
 import types
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -62,6 +67,7 @@ __all__ = [
     "SideClaimReply",
     "builtin_prompt",
     "check_prompt",
+    "quote_in",
 ]
 
 #: Every judge prompt by name, with the placeholders its question fills (an override may use any of them).
@@ -280,7 +286,7 @@ class LLMJudge:
         )
         core_reply, claim_replies = await asyncio.gather(core_task, claim_tasks)
         scores = [_reference_score(core, core_reply, threshold)]
-        scores.extend(_side_claim_score(q, reply) for q, reply in zip(claims, claim_replies, strict=True))
+        scores.extend(_side_claim_score(q, reply, answer) for q, reply in zip(claims, claim_replies, strict=True))
         return scores
 
     async def semantic_match(
@@ -316,6 +322,8 @@ class LLMJudge:
         reply = await self._ask("hallucination", {"turn": _render_turn(turn), "context": context}, HallucinationReply)
         if isinstance(reply, _Failed):
             return q.failed(reply)
+        if not quote_in(reply.claim, turn.text):
+            return _misquoted(q, reply.claim, reply.verdict, reply.reason, reply)
         if reply.verdict == "unsupported":
             return q.score("not_met", f"unsupported claim: “{reply.claim.strip()}”: {reply.reason}", value=1)
         if reply.verdict == "supported":
@@ -444,14 +452,57 @@ def _reference_score(q: _Question, reply: ReferenceAnswerReply | _Failed, thresh
     return q.score(verdict, reply.reason, value=reply.score)
 
 
-def _side_claim_score(q: _Question, reply: SideClaimReply | _Failed) -> Score:
+def _side_claim_score(q: _Question, reply: SideClaimReply | _Failed, answer: str) -> Score:
     if isinstance(reply, _Failed):
         return q.failed(reply)
+    if not quote_in(reply.quote, answer):
+        return _misquoted(q, reply.quote, reply.stated, reply.reason, reply)
     if reply.stated == "yes":
         return q.score("not_met", f"the answer states it: “{reply.quote.strip()}”: {reply.reason}")
     if reply.stated == "no":
         return q.score("met", reply.reason)
     return q.score("unsure", reply.reason)
+
+
+MISQUOTED = "the judge quoted text that is not in the answer"
+
+
+def _misquoted(q: _Question, quote: str, said: str, reason: str, reply: BaseModel) -> Score:
+    """The judge's evidence is not in the text it judged: its verdict is not trusted."""
+    return q.score(
+        "unsure",
+        f"{MISQUOTED}: “{_short(quote, 200)}”; it said {said}: {reason}",
+        raw=reply.model_dump_json(),
+    )
+
+
+_QUOTE_MARKS = str.maketrans(
+    {"“": '"', "”": '"', "„": '"', "‟": '"', "«": '"', "»": '"', "‘": "'", "’": "'", "‚": "'", "‛": "'", "`": "'"}
+)
+_ELLIPSIS = re.compile(r"\[?(?:\.\.\.|…)\]?")
+_EDGES = " \"'.,;:!?"
+
+
+def _comparable(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).translate(_QUOTE_MARKS).casefold().split())
+
+
+def quote_in(quote: str, text: str) -> bool:
+    """Whether ``quote`` occurs in ``text``: ignoring case, whitespace and the kind of quotation marks, and
+    the quotation marks and punctuation around it. An ellipsis (``...``, ``…``, ``[...]``) stands for
+    left-out words: the parts around it must occur in this order. An empty quote (nothing quoted) is in
+    every text."""
+    haystack = _comparable(text)
+    position = 0
+    for part in _ELLIPSIS.split(_comparable(quote)):
+        needle = part.strip(_EDGES)
+        if not needle:
+            continue
+        found = haystack.find(needle, position)
+        if found < 0:
+            return False
+        position = found + len(needle)
+    return True
 
 
 def _render_turn(turn: AgentEvent) -> str:

@@ -6,8 +6,9 @@ What each kind of case is held to (the required scores decide its outcome in ``s
   expectations; no hallucinated turn (when ``fail_on_hallucination``); the user's goal satisfied (judge model);
 * scenario: the goal (its checks/criteria, or the judge's goal satisfaction), expectations, no hallucination;
 * golden: per turn, the expected message (semantic match >= threshold), the reference answer, keywords, the
-  expected tool calls (tool-call correctness >= threshold, their order), hand-off and variables; no unexpected
-  tool call in a turn that has an ``expect`` block; no hallucination.
+  expected tool calls (tool-call correctness >= threshold, their order), hand-off and variables; no other
+  tool call in a turn whose ``expect`` says ``tool_order: exact`` (other calls are reported everywhere else,
+  not required); no hallucination.
 
 An expectation that a step or turn refers to is checked on that step's or turn's replies; the others on the
 whole conversation. Without a judge model, questions only a model can answer are ``unsure`` (never guessed).
@@ -27,15 +28,17 @@ from pydantic import JsonValue
 
 from simulator.judges.checks import (
     ConversationView,
+    ToolOrder,
     check_expectation,
     check_keywords,
     check_tools_called,
+    describe_call,
     tool_call_correctness,
 )
 from simulator.judges.claims import find_unsupported_claims
 from simulator.judges.llm_judges import LLMJudge
 from simulator.judges.step import NO_JUDGE, render_conversation
-from simulator.models import Case, ExpectationSpec, GoldenCase, ScenarioCase, SimulationCase, Thresholds
+from simulator.models import Case, ExpectationSpec, GoldenCase, ScenarioCase, SimulationCase, Thresholds, ToolCallSpec
 from simulator.models.case import normalize_reference
 from simulator.models.scores import Score, ScoreVerdict
 from simulator.models.transcript import AgentEvent, CheckDetail, Transcript
@@ -238,11 +241,15 @@ class _Scorer:
                 self.scores.append(_from_detail("variable", variable, prefix, turn=number))
 
     def _golden_tools(
-        self, expected: Sequence[object], order: str, view: ConversationView, prefix: str, turn: int
+        self, specs: Sequence[ToolCallSpec], order: ToolOrder, view: ConversationView, prefix: str, turn: int
     ) -> None:
-        from simulator.models import ToolCallSpec
+        """A golden turn's tool calls: tool-call correctness, the order check, and the calls no spec took.
 
-        specs = [spec for spec in expected if isinstance(spec, ToolCallSpec)]
+        Other calls are always reported (``unexpected_tool_call``, naming them). They fail the turn only where
+        it allows none, ``tool_order: exact`` (the hosted builders' golden rule: an unexpected call fails the
+        evaluation but does not lower tool-call correctness); with ``any`` or ``in_order`` they are allowed,
+        so the score is ``n/a`` and not required.
+        """
         calls = view.calls()
         correctness = tool_call_correctness(specs, calls)
         threshold = self.thresholds.tool_call_correctness
@@ -261,20 +268,34 @@ class _Scorer:
                 )
             )
         if specs or order == "exact":
-            detail = check_tools_called(specs, order, calls)  # type: ignore[arg-type]
+            detail = check_tools_called(specs, order, calls)
             self.scores.append(_from_detail("tool_order", detail, prefix, turn=turn))
-        if correctness.extra:
-            names = ", ".join(f"{call.name}" for call in correctness.extra)
+        if not correctness.extra:
+            return
+        extra = ", ".join(describe_call(call) for call in correctness.extra)
+        if order == "exact":
             self.scores.append(
                 Score(
                     metric="unexpected_tool_call",
                     check=f"{prefix}no unexpected tool call",
                     source="deterministic",
                     verdict="not_met",
-                    reason=f"called {names}, which this turn does not expect",
+                    reason=f"called {extra}, which this turn does not expect (tool_order: exact allows no other call)",
                     turn=turn,
                 )
             )
+            return
+        self.scores.append(
+            Score(
+                metric="unexpected_tool_call",
+                check=f"{prefix}other tool calls",
+                source="deterministic",
+                verdict="n/a",
+                reason=f"also called {extra}: allowed by tool_order: {order} (tool_order: exact would fail the turn)",
+                required=False,
+                turn=turn,
+            )
+        )
 
     # -- hallucination and goal -------------------------------------------------------------------------
 

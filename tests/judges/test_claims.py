@@ -30,6 +30,10 @@ def no_tool(claim: str) -> str:
     return f"claims “{claim}” but no tool was called in the conversation"
 
 
+def not_this_turn(claim: str) -> str:
+    return f"claims “{claim}” but no tool was called in this turn"
+
+
 def did_not_run(*statuses: str) -> str:
     return f"states results although its tool calls did not run ({', '.join(statuses)}) and does not say so"
 
@@ -108,8 +112,70 @@ FLAGGED = [
             turn(1, "Sorry, I could not look that up.", calls=[call("lookup_order", "not_executed")]),
             turn(2, "Our records show a refund on 3 May."),
         ],
-        [(2, "Our records show", "claims “Our records show” but no tool call has returned anything (none ran)")],
+        [(2, "Our records show", not_this_turn("Our records show"))],
         id="claim after calls that never ran",
+    ),
+    # A claim is backed by a call of its own turn: an earlier call backs only a claim naming its tool.
+    pytest.param(
+        [
+            turn(1, "One moment please.", calls=[call("lookup_order", "executed")]),
+            turn(2, "I checked the order: it left the warehouse yesterday."),
+        ],
+        [(2, "I checked", not_this_turn("I checked"))],
+        id="I checked the order at turn 2, after a lookup at turn 1",
+    ),
+    pytest.param(
+        [
+            turn(1, "One moment please.", calls=[call("lookup_order", "faked")]),
+            turn(2, "According to our delivery system, your parcel arrives on Monday."),
+        ],
+        [(2, "According to our delivery system", not_this_turn("According to our delivery system"))],
+        id="claim after a faked call in an earlier turn",
+    ),
+    pytest.param(
+        [
+            turn(1, "One moment please.", calls=[call("lookup_order", "executed")]),
+            turn(2, "Ich habe nachgesehen: Ihre Bestellung ist unterwegs."),
+        ],
+        [(2, "Ich habe nachgesehen", not_this_turn("Ich habe nachgesehen"))],
+        id="claim after an executed call in an earlier turn (German)",
+    ),
+    pytest.param(
+        [turn(1, calls=[call("lookup_order")]), turn(2, "Our records show that order A1 was paid.")],
+        [(2, "Our records show", not_this_turn("Our records show"))],
+        id="calls of an earlier turn without a message do not back a claim naming no tool",
+    ),
+    pytest.param(
+        [
+            turn(1, "Order A1 ships today.", calls=[call("lookup_order"), call("lookup_holidays", "not_executed")]),
+            turn(2, "According to the holiday lookup, Monday is a public holiday."),
+        ],
+        [
+            (
+                2,
+                "According to the holiday lookup",
+                "claims “According to the holiday lookup” but lookup_holidays never ran "
+                "(lookup_holidays [not_executed])",
+            )
+        ],
+        id="the named tool was called earlier but never ran, while another tool ran",
+    ),
+    pytest.param(
+        [
+            turn(
+                1,
+                "According to the holiday lookup, Monday is a public holiday.",
+                calls=[call("lookup_order", "executed")],
+            )
+        ],
+        [
+            (
+                1,
+                "According to the holiday lookup",
+                "claims “According to the holiday lookup” but lookup_holidays was never called",
+            )
+        ],
+        id="names lookup_holidays, only lookup_order ran in the same turn",
     ),
     # Results stated although every call of this turn did not run, and the turn does not admit it.
     pytest.param(
@@ -170,22 +236,15 @@ def test_flagged(replies: list[AgentEvent], expected: list[tuple[int, str, str]]
 
 NOT_FLAGGED = [
     pytest.param(
-        [
-            turn(1, "One moment please.", calls=[call("lookup_order", "faked")]),
-            turn(2, "According to our delivery system, your parcel arrives on Monday."),
-        ],
-        id="claim after a faked call in an earlier turn",
-    ),
-    pytest.param(
-        [
-            turn(1, "One moment please.", calls=[call("lookup_order", "executed")]),
-            turn(2, "Ich habe nachgesehen: Ihre Bestellung ist unterwegs."),
-        ],
-        id="claim after an executed call in an earlier turn (German)",
-    ),
-    pytest.param(
         [turn(1, "I've checked your order: it arrives on 5 May.", calls=[call("lookup_order")])],
         id="claim backed by a call in the same turn",
+    ),
+    pytest.param(
+        [
+            turn(1, "Sorry, I could not look that up.", calls=[call("lookup_order", "not_executed")]),
+            turn(2, "I've checked again: it ships today.", calls=[call("lookup_order", "executed")]),
+        ],
+        id="claim backed by a call of its own turn after one that did not run",
     ),
     pytest.param(
         [
@@ -195,8 +254,26 @@ NOT_FLAGGED = [
         id="the named tool was called",
     ),
     pytest.param(
-        [turn(1, calls=[call("lookup_order")]), turn(2, "Our records show that order A1 was paid.")],
-        id="calls of a turn without a message still count",
+        [turn(1, calls=[call("lookup_holidays")]), turn(2, "According to the holiday lookup, Monday is free.")],
+        id="an earlier call of the named tool from a turn without a message",
+    ),
+    pytest.param(
+        [
+            turn(1, "Monday is a holiday.", calls=[call("lookup_holidays", "faked")]),
+            turn(2, "Sorry, the order lookup failed.", calls=[call("lookup_order", "failed", error="down")]),
+            turn(3, "According to the holiday lookup, Monday is free."),
+        ],
+        id="the named tool ran two turns earlier",
+    ),
+    pytest.param(
+        [
+            turn(
+                1,
+                "I've checked, but I could not reach the order system.",
+                calls=[call("lookup_order", "failed", error="down")],
+            )
+        ],
+        id="a claim while every call of the turn failed, and the turn admits it",
     ),
     pytest.param(
         [
@@ -253,11 +330,16 @@ def test_a_finding_names_its_turn_claim_and_reason() -> None:
 
 
 def test_without_declared_tools_a_named_tool_is_not_recognised() -> None:
+    # Without the declaration the claim names no tool, so only a call of its own turn backs it.
     replies = [
-        turn(1, "Order A1 ships today.", calls=[call("lookup_order")]),
+        turn(1, "Order A1 ships today.", calls=[call("lookup_holidays")]),
         turn(2, "According to the holiday lookup, Monday is a public holiday."),
     ]
-    assert findings(replies, declared=()) == []
+    assert findings(replies, declared=()) == [
+        (2, "According to the holiday lookup", not_this_turn("According to the holiday lookup"))
+    ]
+    assert findings(replies, declared=["lookup_order", "lookup_holidays"]) == []
+    replies[0] = turn(1, "Order A1 ships today.", calls=[call("lookup_order")])
     assert findings(replies, declared=["lookup_order", "lookup_holidays"]) == [
         (
             2,
@@ -283,15 +365,6 @@ LIMITS = [
     pytest.param(
         [turn(1, "Según nuestro sistema, su pedido llega el lunes.")],
         id="a language other than English and German",
-    ),
-    pytest.param(
-        [
-            turn(1, "Order A1 ships today.", calls=[call("lookup_order"), call("lookup_holidays", "not_executed")]),
-            turn(2, "According to the holiday lookup, Monday is a public holiday."),
-        ],
-        # The named-tool rule asks whether the tool was *called*, not whether the call ran; and another call
-        # ran, so the none-ran rule does not apply either.
-        id="the named tool was called but never ran, while another tool ran",
     ),
     pytest.param(
         [

@@ -12,7 +12,14 @@ from typing import Any, TypeVar
 import pytest
 
 from simulator.errors import JudgeError
-from simulator.judges.llm_judges import PROMPT_PLACEHOLDERS, LLMJudge, builtin_prompt, check_prompt
+from simulator.judges.llm_judges import (
+    MISQUOTED,
+    PROMPT_PLACEHOLDERS,
+    LLMJudge,
+    builtin_prompt,
+    check_prompt,
+    quote_in,
+)
 from simulator.judges.step import NO_JUDGE
 from simulator.llm import FakeScript, LLMClient, StaticReply, fake_auth_error
 from simulator.models import ModelRoles, ReferenceAnswerSpec
@@ -166,6 +173,120 @@ def test_a_stated_side_claim_without_a_quote_is_asked_again() -> None:
     retry = [r for r in script.requests if len(r.messages) > 1]
     assert len(retry) == 1
     assert "quote must give the words" in retry[0].messages[-1]["content"]
+
+
+# -- the judge's quotes are checked against the judged text -------------------------------------------------
+
+QUOTES = [
+    # (quote, text, found)
+    pytest.param("within 90 days", ANSWER, True, id="verbatim"),
+    pytest.param("  You CAN return it\nwithin 90   days ", ANSWER, True, id="case and whitespace"),
+    pytest.param("“within 90 days.”", ANSWER, True, id="surrounding quotation marks and punctuation"),
+    pytest.param("you can’t return it", "Sorry, you can't return it.", True, id="typographic apostrophe"),
+    pytest.param("Order A1 arrives … within 90 days", ANSWER, True, id="an ellipsis for left-out words"),
+    pytest.param("return it [...] arrives on 5 May", ANSWER, False, id="parts around an ellipsis out of order"),
+    pytest.param("returns are accepted for 90 days", ANSWER, False, id="a paraphrase"),
+    pytest.param("within 30 days", ANSWER, False, id="another number"),
+    pytest.param("", ANSWER, True, id="nothing quoted"),
+    pytest.param(" ... ", ANSWER, True, id="only an ellipsis: nothing quoted"),
+]
+
+
+@pytest.mark.parametrize(("quote", "text", "found"), QUOTES)
+def test_quote_in(quote: str, text: str, found: bool) -> None:
+    assert quote_in(quote, text) is found
+
+
+SIDE_QUOTES = [
+    # (the judge's reply about CLAIMS[0], verdict, reason)
+    pytest.param(
+        {"stated": "yes", "quote": "Within 90  days", "reason": "It gives 90 days."},
+        "not_met",
+        "the answer states it: “Within 90  days”: It gives 90 days.",
+        id="stated, quoted from the answer",
+    ),
+    pytest.param(
+        {"stated": "yes", "quote": "returns are accepted for 90 days", "reason": "It gives 90 days."},
+        "unsure",
+        f"{MISQUOTED}: “returns are accepted for 90 days”; it said yes: It gives 90 days.",
+        id="stated, quoting words the answer does not have",
+    ),
+    pytest.param(
+        {"stated": "no", "quote": "returns within 30 days", "reason": "It says 30 days."},
+        "unsure",
+        f"{MISQUOTED}: “returns within 30 days”; it said no: It says 30 days.",
+        id="not stated, quoting words the answer does not have",
+    ),
+    pytest.param(
+        {"stated": "no", "quote": "", "reason": "Not mentioned."}, "met", "Not mentioned.", id="not stated, no quote"
+    ),
+]
+
+
+@pytest.mark.parametrize(("reply", "verdict", "reason"), SIDE_QUOTES)
+def test_a_side_claim_quote_must_be_in_the_answer(reply: dict[str, Any], verdict: str, reason: str) -> None:
+    def answer(messages: list[dict[str, Any]]) -> StaticReply:
+        if "<claim>" in messages[0]["content"]:
+            return reply
+        return {"score": 90, "verdict": "pass", "reason": "ok"}
+
+    script = FakeScript().enqueue("judge", answer, times=2)
+    _, side = reference(judge(script), ReferenceAnswerSpec(answer=REFERENCE.answer, must_not_state=CLAIMS[:1]))
+    assert (side.metric, side.source, side.verdict, side.reason) == ("side_claim", "judge", verdict, reason)
+    assert (side.raw is not None) is (verdict == "unsure")  # the reply that was not trusted is kept
+
+
+HALLUCINATION_QUOTES = [
+    # (the judge's reply about TURN, verdict, reason)
+    pytest.param(
+        {"verdict": "unsupported", "claim": "arrives on 5 may", "reason": "No date."},
+        "not_met",
+        "unsupported claim: “arrives on 5 may”: No date.",
+        id="unsupported, quoted from the turn",
+    ),
+    pytest.param(
+        {"verdict": "unsupported", "claim": "arrives on Monday", "reason": "No date."},
+        "unsure",
+        f"{MISQUOTED}: “arrives on Monday”; it said unsupported: No date.",
+        id="unsupported, quoting words the turn does not have",
+    ),
+    pytest.param(
+        {"verdict": "unsupported", "claim": '{"shipped": "3 May"}', "reason": "r"},
+        "unsure",
+        f'{MISQUOTED}: “{{"shipped": "3 May"}}”; it said unsupported: r',
+        id="quoting a tool result, not the agent's message",
+    ),
+    pytest.param(
+        {"verdict": "supported", "claim": "shipped on 4 May", "reason": "r"},
+        "unsure",
+        f"{MISQUOTED}: “shipped on 4 May”; it said supported: r",
+        id="supported, quoting words the turn does not have",
+    ),
+]
+
+
+@pytest.mark.parametrize(("reply", "verdict", "reason"), HALLUCINATION_QUOTES)
+def test_a_hallucination_claim_must_be_in_the_turn(reply: dict[str, Any], verdict: str, reason: str) -> None:
+    score = run(judge(FakeScript().enqueue("judge", reply)).hallucination(turn=TURN, context=""))
+    assert (score.metric, score.source, score.verdict, score.reason, score.required) == (
+        "hallucination",
+        "judge",
+        verdict,
+        reason,
+        True,
+    )
+    assert score.value == (1 if verdict == "not_met" else None)
+
+
+def test_the_prompts_ask_for_exact_quotes() -> None:
+    side_claim = _without_header(builtin_prompt("side_claim"))
+    hallucination = _without_header(builtin_prompt("hallucination"))
+    assert "copied exactly from the agent's answer" in side_claim
+    assert "copied exactly from the agent's messages" in hallucination
+
+
+def _without_header(text: str) -> str:
+    return re.sub(r"\A\s*<!--.*?-->\s*", "", text, flags=re.DOTALL)
 
 
 # -- semantic match ------------------------------------------------------------------------------------------

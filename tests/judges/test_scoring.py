@@ -258,11 +258,14 @@ def test_all_steps_complete_with_an_unjudged_written_expectation_is_unsure() -> 
     assert case_outcome(simulation(), scores) == ("unsure", [f"expectation: The agent is polite.: {NO_JUDGE}"])
 
 
+def unsupported(prompt: str) -> StaticReply:
+    """A hallucination verdict quoting the judged turn's message."""
+    said = section(prompt, "agent_turn").split("AGENT: ")[-1]
+    return {"verdict": "unsupported", "claim": said, "reason": "No date was looked up."}
+
+
 def test_all_steps_complete_with_a_judged_hallucination_is_held_to_it() -> None:
-    fake = FakeJudge(
-        hallucination={"verdict": "unsupported", "claim": "5 May", "reason": "No date was looked up."},
-        goal_satisfaction=SATISFIED,
-    )
+    fake = FakeJudge(hallucination=unsupported, goal_satisfaction=SATISFIED)
     scores = score(SIMULATION, simulation(), fake)
     assert [(s.verdict, s.required) for s in of(scores, "hallucination")] == [("not_met", True), ("not_met", True)]
     assert case_outcome(simulation(), scores)[0] == "fail"
@@ -903,6 +906,26 @@ def test_golden_reference_answer_with_a_side_claim() -> None:
     )
 
 
+def test_golden_side_claim_quoting_words_the_answer_does_not_have_is_unsure() -> None:
+    data = golden(
+        {
+            "user": "Can I return order A1?",
+            "expect": {"reference_answer": {"answer": "Yes, within 30 days.", "must_not_state": RETURN_CLAIMS[:1]}},
+        }
+    )
+    t = golden_transcript(exchange(1, "Can I return order A1?", "Yes, you can return it within 30 days."))
+    fake = FakeJudge(
+        hallucination=SUPPORTED,
+        reference_answer=reference_or_side_claim,
+        side_claim=reference_or_side_claim,  # says "yes", quoting "returns are free"
+    )
+    scores = score(data, t, fake)
+    side = only(scores, "turn 1: must not state: Returns are free of charge.")
+    expected = "the judge quoted text that is not in the answer: “returns are free”; it said yes: It says so."
+    assert (side.verdict, side.reason) == ("unsure", expected)
+    assert case_outcome(t, scores) == ("unsure", [f"{side.check}: {expected}"])
+
+
 def test_golden_reference_answer_without_a_judge_is_unsure() -> None:
     data = golden({"user": "Can I return A1?", "expect": {"reference_answer": "Yes, within 30 days."}})
     scores = score(data, golden_transcript(exchange(1, "Can I return A1?", "Yes.")))
@@ -994,38 +1017,138 @@ def test_golden_tool_order() -> None:
     )
 
 
-def test_golden_unexpected_tool_call_in_a_turn_with_expect() -> None:
-    data = golden(
-        {"user": "Where is A1?", "expect": {"tool_calls": [{"name": "lookup_order"}]}},
-        {"user": "Thanks!", "expect": {"must_contain": ["welcome"]}},
-        {"user": "Bye!"},  # no expect: its calls are not checked
+LOOKUP_2026 = {"name": "lookup_holidays", "arguments": {"year": 2026}}
+HOLIDAYS_2026 = call("lookup_holidays", id_="c1", year=2026)
+HOLIDAYS_2027 = call("lookup_holidays", id_="c2", year=2027)
+NOTIFY = call("notify_customer", id_="c3")
+ALLOWED = "allowed by tool_order: {} (tool_order: exact would fail the turn)"
+NOT_ALLOWED = "which this turn does not expect (tool_order: exact allows no other call)"
+
+#: (expect, calls, the unexpected_tool_call score as (check, verdict, required, reason), outcome). Other calls
+#: are always reported; they fail the turn only under tool_order: exact.
+OTHER_CALLS = [
+    pytest.param(
+        {"tool_calls": [LOOKUP_2026]},
+        [HOLIDAYS_2026, NOTIFY],
+        ("other tool calls", "n/a", False, "also called notify_customer({}) [faked]: " + ALLOWED.format("any")),
+        "pass",
+        id="any (the default): another tool",
+    ),
+    pytest.param(
+        {"tool_calls": [LOOKUP_2026]},
+        [HOLIDAYS_2026, HOLIDAYS_2027],
+        (
+            "other tool calls",
+            "n/a",
+            False,
+            'also called lookup_holidays({"year": 2027}) [faked]: ' + ALLOWED.format("any"),
+        ),
+        "pass",
+        id="any: the expected tool again with other arguments (2026 and 2027)",
+    ),
+    pytest.param(
+        {"tool_calls": [LOOKUP_2026, {"name": "notify_customer"}], "tool_order": "in_order"},
+        [HOLIDAYS_2027, HOLIDAYS_2026, NOTIFY],
+        (
+            "other tool calls",
+            "n/a",
+            False,
+            'also called lookup_holidays({"year": 2027}) [faked]: ' + ALLOWED.format("in_order"),
+        ),
+        "pass",
+        id="in_order: another call before the listed ones",
+    ),
+    pytest.param(
+        {"must_contain": ["Monday"]},
+        [NOTIFY],
+        ("other tool calls", "n/a", False, "also called notify_customer({}) [faked]: " + ALLOWED.format("any")),
+        "pass",
+        id="a turn that lists no tool call, default order",
+    ),
+    pytest.param(
+        {"tool_calls": [LOOKUP_2026], "tool_order": "exact"},
+        [HOLIDAYS_2026, HOLIDAYS_2027],
+        (
+            "no unexpected tool call",
+            "not_met",
+            True,
+            f'called lookup_holidays({{"year": 2027}}) [faked], {NOT_ALLOWED}',
+        ),
+        "fail",
+        id="exact: the expected tool again with other arguments",
+    ),
+    pytest.param(
+        {"tool_calls": [LOOKUP_2026], "tool_order": "exact"},
+        [HOLIDAYS_2026, NOTIFY],
+        ("no unexpected tool call", "not_met", True, f"called notify_customer({{}}) [faked], {NOT_ALLOWED}"),
+        "fail",
+        id="exact: another tool",
+    ),
+]
+
+
+@pytest.mark.parametrize(("expect", "calls", "expected", "outcome_"), OTHER_CALLS)
+def test_golden_other_tool_calls_are_reported_and_fail_only_under_exact(
+    expect: dict[str, Any], calls: list[ToolCallRecord], expected: tuple[str, str, bool, str], outcome_: str
+) -> None:
+    data = golden({"user": "Holidays in 2026?", "expect": expect})
+    t = golden_transcript(exchange(1, "Holidays in 2026?", "Monday is a holiday.", calls=calls))
+    scores = score(data, t, FakeJudge(hallucination=SUPPORTED))
+    (other,) = of(scores, "unexpected_tool_call")
+    check, verdict, required, reason = expected
+    assert (other.check, other.source, other.verdict, other.required, other.reason, other.turn) == (
+        f"turn 1: {check}",
+        "deterministic",
+        verdict,
+        required,
+        reason,
+        1,
     )
+    for correctness in of(scores, "tool_call_correctness"):
+        assert (correctness.verdict, correctness.value) == ("met", 1.0)  # other calls never lower it
+        assert "extra: " in correctness.reason
+    assert case_outcome(t, scores)[0] == outcome_
+    order = of(scores, "tool_order")
+    if expect.get("tool_order") == "exact":
+        assert [(s.verdict, "extra: " in s.reason) for s in order] == [("not_met", True)]
+    else:
+        assert [s.verdict for s in order] == (["met"] if expect.get("tool_calls") else [])
+
+
+def test_golden_calls_of_a_turn_without_expect_are_not_checked() -> None:
+    data = golden({"user": "Where is A1?", "expect": {"tool_calls": [{"name": "lookup_order"}]}}, {"user": "Bye!"})
     t = golden_transcript(
-        exchange(1, "Where is A1?", "It ships today.", calls=[call("lookup_order"), call("notify_customer")]),
-        exchange(2, "Thanks!", "You're welcome.", calls=[call("close_ticket")]),
-        exchange(3, "Bye!", "Bye!", calls=[call("log_chat")]),
+        exchange(1, "Where is A1?", "It ships today.", calls=[call("lookup_order")]),
+        exchange(2, "Bye!", "Bye!", calls=[call("log_chat")]),
     )
     scores = score(data, t)
-    assert [(s.check, s.source, s.verdict, s.reason, s.turn) for s in of(scores, "unexpected_tool_call")] == [
-        (
-            "turn 1: no unexpected tool call",
-            "deterministic",
-            "not_met",
-            "called notify_customer, which this turn does not expect",
-            1,
-        ),
-        (
-            "turn 2: no unexpected tool call",
-            "deterministic",
-            "not_met",
-            "called close_ticket, which this turn does not expect",
-            2,
-        ),
-    ]
+    assert [s for s in scores if s.turn == 2 and s.metric != "hallucination"] == []
+
+
+def test_golden_exact_argument_match_fails_the_tool_check_and_keeps_correctness() -> None:
+    # match: exact: an argument nobody expected makes the call no exact match. The tool check fails and names
+    # the argument; tool-call correctness keeps its definition (share of expected arguments matched), so both
+    # are shown and neither hides the other.
+    spec = {"name": "lookup_holidays", "arguments": {"year": 2026}, "match": "exact"}
+    data = golden({"user": "Holidays in 2026?", "expect": {"tool_calls": [spec]}})
+    calls = [call("lookup_holidays", id_="c1", year=2026, country="DE")]
+    t = golden_transcript(exchange(1, "Holidays in 2026?", "Monday is a holiday.", calls=calls))
+    scores = score(data, t)
+    order = only(scores, "turn 1: tool_calls (any): lookup_holidays")
+    assert (order.verdict, order.reason) == (
+        "not_met",
+        'missing lookup_holidays({"year": 2026} exactly): closest was '
+        'lookup_holidays({"country": "DE", "year": 2026}) [faked]: unexpected argument \'country\'; '
+        'calls seen: lookup_holidays({"country": "DE", "year": 2026}) [faked]',
+    )
     correctness = only(scores, "turn 1: tool-call correctness")
-    assert (correctness.verdict, correctness.value) == ("met", 1.0)  # the extra call does not lower it
-    assert correctness.reason.endswith("; extra: notify_customer({}) [faked]")
-    assert only(scores, "turn 1: tool_calls (any): lookup_order").verdict == "met"
+    assert (correctness.verdict, correctness.value, correctness.reason) == (
+        "met",
+        1.0,
+        "1.00 = mean of lookup_holidays 1.00 (call c1: unexpected argument 'country')",
+    )
+    assert of(scores, "unexpected_tool_call") == []  # the call was expected; its argument was not
+    assert case_outcome(t, scores) == ("fail", [f"{order.check}: {order.reason}"])
 
 
 def test_golden_exact_tool_order_with_no_call_expected() -> None:
@@ -1038,7 +1161,8 @@ def test_golden_exact_tool_order_with_no_call_expected() -> None:
         "no tool call was allowed, extra: lookup_order({}) [faked]; calls seen: lookup_order({}) [faked]",
     )
     assert of(scores, "tool_call_correctness") == []  # no call expected: no value
-    assert only(scores, "turn 1: no unexpected tool call").verdict == "not_met"
+    unexpected = only(scores, "turn 1: no unexpected tool call")
+    assert (unexpected.verdict, unexpected.required) == ("not_met", True)
 
 
 def test_a_golden_turn_the_conversation_never_reached() -> None:

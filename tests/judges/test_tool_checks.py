@@ -189,7 +189,9 @@ def test_duplicates_and_extras_are_reported() -> None:
 def test_exact_match_lists_unexpected_arguments_as_mismatches() -> None:
     exact = spec("lookup_order", {"order_id": "A1"}, match="exact")
     result = tool_call_correctness([exact], [call("c1", "lookup_order", order_id="A1", verbose=True)])
-    assert result.calls[0].mismatches == ["unexpected 'verbose'"]
+    assert result.calls[0].mismatches == ["unexpected argument 'verbose'"]
+    two = tool_call_correctness([exact], [call("c1", "lookup_order", order_id="A1", verbose=True, page=2)])
+    assert two.calls[0].mismatches == ["unexpected arguments 'page', 'verbose'"]
 
 
 def test_a_tie_prefers_the_call_that_fully_satisfies_an_exact_spec() -> None:
