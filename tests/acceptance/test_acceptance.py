@@ -221,12 +221,36 @@ def test_a_string_tool_result_reaches_the_agent_unchanged(runs: dict[str, RunOut
     assert all(isinstance(json.loads(c), dict) for c in stock)
 
 
+def _calls(result: dict[str, Any]) -> list[dict[str, Any]]:
+    events = result["result"]["transcript"]["events"]
+    return [call for event in events if event["type"] == "agent" for call in event["tool_calls"]]
+
+
+def test_live_tool_modules_resolve_from_the_suite_folder(runs: dict[str, RunOutput]) -> None:
+    # The CLI runs from the folder above the suite; lieferservice_tools.py lies beside the suite and agent.yaml.
+    results = _results(runs["live"], "lieferung", "liefertermin_ok")
+    assert results, runs["live"].describe()
+    for result in results:
+        calls = [(c["name"], c["status"]) for c in _calls(result)]
+        assert calls == [("feiertage_abfragen", "executed")], result["result"]["reasons"]
+
+
+def test_waiting_for_approval_has_its_own_reason(runs: dict[str, RunOutput]) -> None:
+    results = _results(runs["live"], "lieferung", "expressbuchung")
+    assert results, runs["live"].describe()
+    for result in results:
+        assert [(c["name"], c["status"]) for c in _calls(result)] == [("express_buchen", "needs_approval")]
+        reasons = result["result"]["reasons"]
+        assert any("approval" in reason for reason in reasons), reasons
+        assert not any("judge model" in reason for reason in reasons), reasons
+
+
 def test_a_live_tool_that_raises_is_failed_and_blamed_on_the_tool(runs: dict[str, RunOutput]) -> None:
     results = _results(runs["live"], "lieferung", "sperrgut_tarif")
     assert results, runs["live"].describe()
     for result in results:
         events = result["result"]["transcript"]["events"]
-        calls = [call for event in events if event["type"] == "agent" for call in event["tool_calls"]]
+        calls = _calls(result)
         assert [(c["name"], c["status"]) for c in calls] == [("tarif_abfragen", "failed")]
         assert "Tarifserver nicht erreichbar" in (calls[0]["error"] or "")
         assert not [e for e in events if e["type"] == "error"], "the tool's failure was blamed on someone else"
