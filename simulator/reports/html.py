@@ -50,6 +50,17 @@ from simulator.models.transcript import (
     TranscriptEvent,
     UserEvent,
 )
+from simulator.reports._states import (
+    MARK,
+    State,
+    golden_turn_states,
+    score_state,
+    step_name,
+    step_state,
+    step_words,
+    unsure_note,
+    verdict_state,
+)
 
 __all__ = ["CONTENT_SECURITY_POLICY", "OPEN_LIMIT", "OUTCOME_ORDER", "render_html"]
 
@@ -76,7 +87,23 @@ _TOOL_STATUS = {
     "failed": "FAILED",
     "needs_approval": "NEEDS APPROVAL",
 }
-_VERDICT_MARK = {"met": "✓", "not_met": "✗", "unsure": "?", "error": "!", "n/a": "–"}
+#: The CSS class of each state's mark (colour); the marks themselves are every view's (``_states``).
+_STATE_CLASS: dict[State, str] = {
+    "met": "ok",
+    "not_met": "bad",
+    "unsure": "warn",
+    "not_reached": "muted",
+    "error": "bad",
+    "n/a": "muted",
+}
+_STATE_TITLE: dict[State, str] = {
+    "met": "met",
+    "not_met": "not met",
+    "unsure": "unsure",
+    "not_reached": "not reached",
+    "error": "error",
+    "n/a": "not applicable",
+}
 _ROLES = ("agent", "user", "judge")
 _WHY_LENGTH = 180
 #: Cases that did not pass start open, unless there are more of them than this: then every case starts
@@ -513,11 +540,9 @@ def _steps(item: _Item, transcript: Transcript) -> str:
     rows = []
     for step in steps:
         complete = step.status == "complete"
-        mark = (
-            "<span class='ok' title='complete'>✓</span>"
-            if complete
-            else "<span class='bad' title='not complete'>✗</span>"
-        )
+        state = step_state(step.status)
+        words = step_words(step)
+        mark = _mark(state, words)
         if complete:
             status = "complete" + (f" at turn {step.completed_at_turn}" if step.completed_at_turn is not None else "")
             status_html = f"<span class='ok'>{_e(status)}</span>"
@@ -530,10 +555,10 @@ def _steps(item: _Item, transcript: Transcript) -> str:
                     f"<span class='blocked-by'>blocked by step {step.blocked_by + 1}"
                     f"{': ' + _e(goal) if goal else ''}</span>"
                 )
-        elif step.status == "not_attempted":
-            status_html = "<span class='bad'>not attempted</span>"
+        elif step.status == "unsure":
+            status_html = "<span class='warn'>unsure</span> <span class='muted'>(the conversation moved on)</span>"
         else:
-            status_html = "<span class='bad'>not complete</span>"
+            status_html = f"<span class='{_STATE_CLASS[state]}'>{_e(words)}</span>"
         body = []
         if step.rationale:
             body.append(f"<p class='rationale'>{_e(step.rationale)}</p>")
@@ -550,16 +575,25 @@ def _steps(item: _Item, transcript: Transcript) -> str:
         )
         body.append(f"<p class='muted'>{_e(', '.join(facts))}{link}</p>")
         rows.append(
-            f"<li class='step step-{_e(step.status)}'><details{'' if complete else ' open'}><summary>{mark} "
+            f"<li class='step step-{_e(step_name(step.status))}'><details{'' if complete else ' open'}><summary>{mark} "
             f"<strong>{_e(_step_label(step, transcript.kind))}:</strong> {_e(step.label)} — {status_html}</summary>"
             f"<div class='step-body'>{''.join(body)}</div></details></li>"
         )
-    return f"<h4>Goals ({done}/{len(steps)})</h4><ol class='steps'>{''.join(rows)}</ol>"
+    unsure = unsure_note(step_state(step.status) for step in steps)
+    return f"<h4>Goals ({done}/{len(steps)}{unsure})</h4><ol class='steps'>{''.join(rows)}</ol>"
 
 
-def _golden(turns: Sequence[GoldenTurnRecord]) -> str:
+def _mark(state: State, title: str | None = None) -> str:
+    """A state's mark as every view shows it, coloured, with its words as the tooltip."""
+    return f"<span class='{_STATE_CLASS[state]}' title='{_e(title or _STATE_TITLE[state])}'>{MARK[state]}</span>"
+
+
+def _golden(turns: Sequence[GoldenTurnRecord], scores: Sequence[Score]) -> str:
+    states = golden_turn_states(turns, scores)
+    met = sum(1 for state in states.values() if state == "met")
     rows = []
     for turn in turns:
+        state = states[turn.index]
         sent = _e(turn.user) if turn.user is not None else f"event <code>{_e(turn.event or '')}</code>"
         tools = ""
         if turn.expected_tools or turn.actual_tools:
@@ -567,13 +601,15 @@ def _golden(turns: Sequence[GoldenTurnRecord]) -> str:
             called = ", ".join(turn.actual_tools) or "—"
             tools = f"expected {_e(expected)}<br>called {_e(called)}"
         rows.append(
-            f"<tr><td class='num'>{turn.index + 1}</td><td>{sent}</td>"
+            f"<tr class='turn-{_e(state)}'><td class='num'>{turn.index + 1}</td>"
+            f"<td>{_mark(state)} {_e(_STATE_TITLE[state])}</td><td>{sent}</td>"
             f"<td>{_e(turn.expected_message) if turn.expected_message else '<span class=muted>—</span>'}</td>"
             f"<td>{'<br>'.join(_e(m) for m in turn.actual_messages) or '<span class=muted>(no message)</span>'}</td>"
             f"<td>{tools}</td><td>{_e(turn.history)}</td></tr>"
         )
     return (
-        f"<h4>Golden turns ({len(turns)})</h4><table class='golden'><thead><tr><th class='num'>#</th><th>Sent</th>"
+        f"<h4>Golden turns ({met}/{len(turns)}{unsure_note(states.values())})</h4><table class='golden'><thead><tr>"
+        "<th class='num'>#</th><th>State</th><th>Sent</th>"
         "<th>Expected</th><th>Actual</th><th>Tools</th><th>History</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
@@ -633,15 +669,16 @@ def _event(event: TranscriptEvent, transcript: Transcript) -> str:
         return "".join(parts)
     if isinstance(event, CheckEvent):
         target = "goal" if transcript.kind == "scenario" or event.step is None else f"step {event.step + 1}"
-        cls = "ok" if event.verdict == "met" else "warn" if event.verdict == "unsure" else "bad"
+        state = verdict_state(event.verdict, event.rationale)
         details = "".join(
-            f"<li>{_e(d.check)}: <span class='{('ok' if d.verdict == 'met' else 'bad')}'>{_e(d.verdict)}</span>"
+            f"<li>{_mark(verdict_state(d.verdict, d.evidence))} {_e(d.check)}: "
+            f"<span class='{_STATE_CLASS[verdict_state(d.verdict, d.evidence)]}'>{_e(d.verdict)}</span>"
             f"{' — ' + _e(d.evidence) if d.evidence else ''}</li>"
             for d in event.details
         )
         return (
-            f"<div class='check'>check {_e(target)} after turn {event.turn}: "
-            f"<span class='{cls}'>{_e(event.verdict)}</span>"
+            f"<div class='check'>{_mark(state)} check {_e(target)} after turn {event.turn}: "
+            f"<span class='{_STATE_CLASS[state]}'>{_e(event.verdict)}</span>"
             f" — {_e(event.rationale)}{f'<ul>{details}</ul>' if details else ''}</div>"
         )
     assert isinstance(event, ErrorEvent)
@@ -682,7 +719,7 @@ def _score_row(score: Score) -> str:
     raw = f"<details><summary>raw judge reply</summary><pre>{_e(score.raw)}</pre></details>" if score.raw else ""
     return (
         f"<tr class='verdict-{_e(score.verdict)}'>"
-        f"<td>{_e(_VERDICT_MARK.get(score.verdict, ''))} {_e(score.verdict)}</td>"
+        f"<td>{_mark(score_state(score))} {_e(score.verdict)}</td>"
         f"<td>{_e(score.metric)}</td><td>{_e(score.check)}</td><td>{_e(score.source)}</td>"
         f"<td class='num'>{_e(value)}</td><td>{'required' if score.required else '<span class=muted>info</span>'}</td>"
         f"<td>{_e(', '.join(where))}</td><td class='reason'>{_e(score.reason)}{raw}</td></tr>"
@@ -765,7 +802,7 @@ def _case(item: _Item, *, expand: bool) -> str:
     if steps:
         body.append(_steps(item, transcript))
     if transcript.golden_turns:
-        body.append(_golden(transcript.golden_turns))
+        body.append(_golden(transcript.golden_turns, result.scores))
     if transcript.session_parameters:
         body.append(
             f"<p class='muted'>Session parameters: <code>{_e(_json_text(transcript.session_parameters))}</code></p>"
