@@ -25,6 +25,7 @@ from simulator.models.scores import Outcome, Score, ScoreVerdict
 from simulator.models.transcript import GoldenTurnRecord, StepOutcome, StepStatus
 
 __all__ = [
+    "CSS_CLASS",
     "MARK",
     "State",
     "golden_turn_states",
@@ -35,6 +36,7 @@ __all__ = [
     "step_mark",
     "step_name",
     "step_state",
+    "step_status_text",
     "step_words",
     "unsure_note",
     "verdict_mark",
@@ -52,6 +54,16 @@ MARK: dict[State, str] = {
     "not_reached": "⊘",
     "error": "!",
     "n/a": "–",
+}
+
+#: The CSS class (colour) of each state's mark in the HTML pages (``assets/report.css``).
+CSS_CLASS: dict[State, str] = {
+    "met": "ok",
+    "not_met": "bad",
+    "unsure": "warn",
+    "not_reached": "muted",
+    "error": "bad",
+    "n/a": "muted",
 }
 
 _STEP_STATE: dict[StepStatus, State] = {
@@ -124,6 +136,11 @@ def step_words(step: StepOutcome) -> str:
         goal = f" ({step.blocked_by_goal})" if step.blocked_by_goal else ""
         return f"blocked by step {step.blocked_by + 1}{goal}"
     return _STEP_WORDS[step.status]
+
+
+def step_status_text(status: StepStatus) -> str:
+    """A step status as a mark and words, without a step to name (``"⊘ blocked"``, ``"? unsure"``)."""
+    return f"{step_mark(status)} {_STEP_WORDS[status]}"
 
 
 def outcome_mark(outcome: Outcome) -> str:

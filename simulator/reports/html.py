@@ -51,6 +51,7 @@ from simulator.models.transcript import (
     UserEvent,
 )
 from simulator.reports._states import (
+    CSS_CLASS,
     MARK,
     State,
     golden_turn_states,
@@ -86,15 +87,6 @@ _TOOL_STATUS = {
     "not_executed": "NOT EXECUTED",
     "failed": "FAILED",
     "needs_approval": "NEEDS APPROVAL",
-}
-#: The CSS class of each state's mark (colour); the marks themselves are every view's (``_states``).
-_STATE_CLASS: dict[State, str] = {
-    "met": "ok",
-    "not_met": "bad",
-    "unsure": "warn",
-    "not_reached": "muted",
-    "error": "bad",
-    "n/a": "muted",
 }
 _STATE_TITLE: dict[State, str] = {
     "met": "met",
@@ -558,7 +550,7 @@ def _steps(item: _Item, transcript: Transcript) -> str:
         elif step.status == "unsure":
             status_html = "<span class='warn'>unsure</span> <span class='muted'>(the conversation moved on)</span>"
         else:
-            status_html = f"<span class='{_STATE_CLASS[state]}'>{_e(words)}</span>"
+            status_html = f"<span class='{CSS_CLASS[state]}'>{_e(words)}</span>"
         body = []
         if step.rationale:
             body.append(f"<p class='rationale'>{_e(step.rationale)}</p>")
@@ -585,7 +577,7 @@ def _steps(item: _Item, transcript: Transcript) -> str:
 
 def _mark(state: State, title: str | None = None) -> str:
     """A state's mark as every view shows it, coloured, with its words as the tooltip."""
-    return f"<span class='{_STATE_CLASS[state]}' title='{_e(title or _STATE_TITLE[state])}'>{MARK[state]}</span>"
+    return f"<span class='{CSS_CLASS[state]}' title='{_e(title or _STATE_TITLE[state])}'>{MARK[state]}</span>"
 
 
 def _golden(turns: Sequence[GoldenTurnRecord], scores: Sequence[Score]) -> str:
@@ -672,13 +664,13 @@ def _event(event: TranscriptEvent, transcript: Transcript) -> str:
         state = verdict_state(event.verdict, event.rationale)
         details = "".join(
             f"<li>{_mark(verdict_state(d.verdict, d.evidence))} {_e(d.check)}: "
-            f"<span class='{_STATE_CLASS[verdict_state(d.verdict, d.evidence)]}'>{_e(d.verdict)}</span>"
+            f"<span class='{CSS_CLASS[verdict_state(d.verdict, d.evidence)]}'>{_e(d.verdict)}</span>"
             f"{' — ' + _e(d.evidence) if d.evidence else ''}</li>"
             for d in event.details
         )
         return (
             f"<div class='check'>{_mark(state)} check {_e(target)} after turn {event.turn}: "
-            f"<span class='{_STATE_CLASS[state]}'>{_e(event.verdict)}</span>"
+            f"<span class='{CSS_CLASS[state]}'>{_e(event.verdict)}</span>"
             f" — {_e(event.rationale)}{f'<ul>{details}</ul>' if details else ''}</div>"
         )
     assert isinstance(event, ErrorEvent)
