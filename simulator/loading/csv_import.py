@@ -5,6 +5,9 @@ The CSV is what spreadsheet users export: UTF-8 with or without BOM, columns sep
 (``must_contain``, ``must_not_contain``, ``expected_tools``, ``tags``) hold comma-separated terms; a term in
 double quotes keeps its commas, so ``"23,60", EUR`` is the two terms ``23,60`` and ``EUR``.
 
+``expected_tools`` means "these tools were called" (others allowed): the turn's ``expect`` gets their
+``tool_calls`` with ``tool_order: any`` written out.
+
 Every problem is reported at once as :class:`~simulator.errors.ConfigErrors`, each with the physical line
 where its row starts, the 1-based column of the cell and a key path such as ``row 3.must_contain``.
 """
@@ -534,7 +537,9 @@ class _Importer:
         if reference:
             expect["reference_answer"] = reference
         if lists["expected_tools"]:
+            # "These tools were called", others allowed: written out, so the file says what it checks.
             expect["tool_calls"] = [{"name": tool} for tool in lists["expected_tools"]]
+            expect["tool_order"] = "any"
         turn: dict[str, Any] = {"user": prompt}
         if expect:
             turn["expect"] = expect

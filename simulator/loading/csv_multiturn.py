@@ -7,7 +7,8 @@ Columns (header names are case-insensitive, in any order):
 ``user``            the user's message; required unless the row has an ``event``
 ``event``           the name of an event sent instead of a message (a button press, a hang-up)
 ``expected_agent``  optional: what the agent should reply (``expect.message``, a semantic match)
-``expected_tools``  optional: tools the agent must call in this turn, comma-separated
+``expected_tools``  optional: tools the agent must call in this turn, comma-separated (others are allowed:
+                    written as the turn's ``tool_calls`` with ``tool_order: any``)
 ``tags``            optional: the case's tags, comma-separated, on its first row (or the same on each row)
 
 Rows may come in any order: turns are sorted by number, cases come in the order they first appear. The file
@@ -329,6 +330,7 @@ class _MultiTurnImporter(_Importer):
                 expect["message"] = turn.expected_agent
             if turn.tools:
                 expect["tool_calls"] = [{"name": tool} for tool in turn.tools]
+                expect["tool_order"] = "any"
             if expect:
                 data["expect"] = expect
             turns.append(data)

@@ -11,6 +11,7 @@ import yaml
 from simulator.errors import ConfigErrors
 from simulator.loading import load_suite
 from simulator.loading.csv_import import dump_suite_yaml, import_csv, split_terms
+from simulator.models import GoldenCase
 
 
 def _write(tmp_path: Path, content: str | bytes, name: str = "tests.csv") -> Path:
@@ -39,6 +40,7 @@ FULL = _case(
     must_not_contain=["Fehler"],
     reference_answer="Es ist 12 Uhr.",
     tool_calls=[{"name": "get_time"}],
+    tool_order="any",
 )
 
 IMPORTS: list[tuple[str, str | bytes, list[dict[str, Any]]]] = [
@@ -139,7 +141,14 @@ IMPORTS: list[tuple[str, str | bytes, list[dict[str, Any]]]] = [
     (
         "several-tools",
         'prompt,expected_tools\nBuche einen Flug,"search_flights, book-flight"\n',
-        [_case("row_1", "Buche einen Flug", tool_calls=[{"name": "search_flights"}, {"name": "book-flight"}])],
+        [
+            _case(
+                "row_1",
+                "Buche einen Flug",
+                tool_calls=[{"name": "search_flights"}, {"name": "book-flight"}],
+                tool_order="any",
+            )
+        ],
     ),
     (
         "quotes-in-prompt-are-text",
@@ -398,6 +407,28 @@ def test_blank_suite_name_is_an_error(tmp_path: Path) -> None:
     path = _write(tmp_path, "prompt\nHi\n")
     with pytest.raises(ConfigErrors, match="the suite name is empty"):
         import_csv(path, suite_name="  ")
+
+
+def test_expected_tools_are_written_as_called_with_others_allowed(tmp_path: Path) -> None:
+    """The column means "these tools were called": the YAML says tool_order: any, never the strict exact."""
+    path = _write(tmp_path, 'prompt,expected_tools\nBuche einen Flug,"search_flights, book_flight"\nHallo,\n')
+    text = dump_suite_yaml(import_csv(path))
+    assert (
+        "  - user: Buche einen Flug\n"
+        "    expect:\n"
+        "      tool_calls:\n"
+        "      - name: search_flights\n"
+        "      - name: book_flight\n"
+        "      tool_order: any\n"
+    ) in text
+    assert text.count("tool_order") == 1  # a row without expected tools gets no tool expectation
+    suite_path = tmp_path / "suite.yaml"
+    suite_path.write_text(text, encoding="utf-8")
+    case = load_suite(suite_path).suite.cases[0]
+    assert isinstance(case, GoldenCase)
+    expect = case.turns[0].expect
+    assert expect is not None
+    assert expect.tool_order == "any"
 
 
 def test_round_trip_through_yaml_and_loader(tmp_path: Path) -> None:
