@@ -28,6 +28,7 @@ __all__ = [
     "CSS_CLASS",
     "MARK",
     "State",
+    "goals_count",
     "golden_turn_states",
     "not_judged",
     "outcome_mark",
@@ -170,3 +171,11 @@ def unsure_note(states: Iterable[State]) -> str:
     a ``Goals (k/n)`` or ``Turns (k/n)`` count, whose ``k`` counts only what was met."""
     unsure = sum(1 for state in states if state == "unsure")
     return f", {unsure} unsure" if unsure else ""
+
+
+def goals_count(steps: Iterable[StepOutcome]) -> str:
+    """``k/n``, complete steps of all steps, with ``, u unsure`` when some are unsure (neither done nor failed)
+    as every ``Goals (k/n)`` shows it: ``2/3``, ``1/3, 1 unsure``."""
+    states = [step_state(step.status) for step in steps]
+    done = sum(1 for state in states if state == "met")
+    return f"{done}/{len(states)}{unsure_note(states)}"

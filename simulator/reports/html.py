@@ -54,6 +54,7 @@ from simulator.reports._states import (
     CSS_CLASS,
     MARK,
     State,
+    goals_count,
     golden_turn_states,
     score_state,
     step_name,
@@ -526,7 +527,6 @@ def _criteria(definition: CaseDefinition | None, index: int) -> str | None:
 
 def _steps(item: _Item, transcript: Transcript) -> str:
     steps = sorted(transcript.steps, key=lambda s: s.index)
-    done = sum(1 for s in steps if s.status == "complete")
     labels = {s.index: s.label for s in steps}
     stepped = {e.step for e in transcript.events if e.step is not None}
     rows = []
@@ -571,8 +571,7 @@ def _steps(item: _Item, transcript: Transcript) -> str:
             f"<strong>{_e(_step_label(step, transcript.kind))}:</strong> {_e(step.label)} — {status_html}</summary>"
             f"<div class='step-body'>{''.join(body)}</div></details></li>"
         )
-    unsure = unsure_note(step_state(step.status) for step in steps)
-    return f"<h4>Goals ({done}/{len(steps)}{unsure})</h4><ol class='steps'>{''.join(rows)}</ol>"
+    return f"<h4>Goals ({goals_count(steps)})</h4><ol class='steps'>{''.join(rows)}</ol>"
 
 
 def _mark(state: State, title: str | None = None) -> str:
@@ -752,7 +751,6 @@ def _case(item: _Item, *, expand: bool) -> str:
     transcript = result.transcript
     outcome = stored.outcome
     steps = transcript.steps
-    done = sum(1 for s in steps if s.status == "complete")
     summary = [
         f"<span class='badge {_e(outcome)}'>{_e(outcome.upper())}</span>",
         f"<span class='case-name'>{_e(stored.case)}</span>",
@@ -765,7 +763,9 @@ def _case(item: _Item, *, expand: bool) -> str:
     if item.repeat_stats is not None and item.repeat_stats.label:
         summary.append(f"<span class='label-{_e(item.repeat_stats.label)}'>{_e(item.repeat_stats.label)}</span>")
     if steps:
-        summary.append(f"<span class='{'ok' if done == len(steps) else 'bad'}'>Goals ({done}/{len(steps)})</span>")
+        left = {step_state(step.status) for step in steps} - {"met"}
+        state: State = "met" if not left else "unsure" if left == {"unsure"} else "not_met"
+        summary.append(f"<span class='{CSS_CLASS[state]}'>Goals ({goals_count(steps)})</span>")
     if result.reasons:
         summary.append(f"<span class='case-why'>{_e(_shorten(result.reasons[0], _WHY_LENGTH))}</span>")
 

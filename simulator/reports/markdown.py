@@ -45,6 +45,7 @@ from simulator.models.transcript import (
 )
 from simulator.reports._states import (
     MARK,
+    goals_count,
     golden_turn_states,
     outcome_mark,
     score_mark,
@@ -289,7 +290,7 @@ def _overview(record: RunRecord, results: Sequence[StoredResult]) -> list[str]:
         why = _shorten(stored.result.reasons[0], 120) if stored.result.reasons else ""
         lines.append(
             f"| {outcome_mark(stored.outcome)} {stored.outcome} | {_title(record, stored)} | {stored.result.kind} "
-            f"| {f'{goals.complete}/{goals.total}' if goals.total else '-'} | {stored.result.transcript.turns} "
+            f"| {goals_count(goals.steps) if goals.total else '-'} | {stored.result.transcript.turns} "
             f"| {stored.duration_s:.1f} | {_cell(why)} |"
         )
     return [*lines, ""]
@@ -465,8 +466,7 @@ def _case_lines(record: RunRecord, stored: StoredResult, stats: RepeatStats | No
         lines.append("")
     goals = goal_achievement(transcript)
     if goals.total:
-        unsure = unsure_note(step_state(step.status) for step in goals.steps)
-        lines += [f"#### Goals ({goals.complete}/{goals.total}{unsure})", ""]
+        lines += [f"#### Goals ({goals_count(goals.steps)})", ""]
         for step in goals.steps:
             lines += _step_lines(transcript, step)
         lines.append("")

@@ -16,7 +16,16 @@ from simulator.models.transcript import (
     Transcript,
     UserEvent,
 )
-from simulator.reports._states import MARK, State, golden_turn_states, score_mark, score_state, step_state, step_words
+from simulator.reports._states import (
+    MARK,
+    State,
+    goals_count,
+    golden_turn_states,
+    score_mark,
+    score_state,
+    step_state,
+    step_words,
+)
 
 Style = Literal[
     "header",
@@ -76,13 +85,13 @@ def transcript_lines(transcript: Transcript, result: CaseResult | None = None) -
     """The conversation turn by turn (tool calls with how they were answered), then the steps' outcomes, each
     marked ✓ complete, ✗ not complete, ? unsure or ⊘ blocked / not reached; a golden case's turns marked
     likewise from ``result``'s scores when it is given."""
-    done, total = goals(transcript)
+    total = len(transcript.steps)
     head = f"{transcript.case} ({transcript.kind})"
     if transcript.persona:
         head += f" with persona {transcript.persona}"
     head += f": stopped {transcript.stop_reason} after {transcript.turns} turn{'s' if transcript.turns != 1 else ''}"
     if total:
-        head += f", Goals ({done}/{total})"
+        head += f", Goals ({goals_count(transcript.steps)})"
     lines = [Line("header", head)]
     for event in transcript.events:
         if isinstance(event, UserEvent):

@@ -45,6 +45,7 @@ from simulator.reports.html import render_html
 from simulator.reports.json_export import SCHEMA_FILE, render_json
 from simulator.reports.junit import render_junit
 from simulator.reports.markdown import render_markdown
+from simulator.reports.run_text import case_rows
 from simulator.reports.tabular import render_xlsx, step_table
 from simulator.reports.transcript_text import transcript_lines
 
@@ -292,6 +293,10 @@ def _terminal(record: RunRecord, results: list[StoredResult]) -> str:
     )
 
 
+def _run_table(record: RunRecord, results: list[StoredResult]) -> str:
+    return "\n".join(" | ".join(row) for row in case_rows(results))
+
+
 def _steps_sheet(record: RunRecord, results: list[StoredResult]) -> str:
     _, rows = step_table(record, results)
     out = io.StringIO()
@@ -318,6 +323,7 @@ VIEWS: list[tuple[str, Callable[[RunRecord, list[StoredResult]], str], list[str]
             f"      ? check step 2: unsure — {NOT_JUDGED}",
             "  ✓ turn 1: expected: (no expected message)",
             "  ? turn 2: expected: The fee is 2 EUR.",
+            "four_states (simulation): stopped step_failed after 3 turns, Goals (1/4, 1 unsure)",
         ],
         ["  ✗ turn 2", "not_attempted"],
     ),
@@ -332,6 +338,7 @@ VIEWS: list[tuple[str, Callable[[RunRecord, list[StoredResult]], str], list[str]
             "2. ⊘ **ask for the invoice** (step 2) — not reached",
             "3. ⊘ **say goodbye** (step 3) — not reached",
             "#### Goals (1/4, 1 unsure)",
+            "| ✗ fail | states › four\\_states #1 | simulation | 1/4, 1 unsure | 3 |",
             "   - ? check after turn 2: unsure — not judged",
             "#### Turns (1/2, 1 unsure)",
             "1. ✓ user: hi",
@@ -352,9 +359,20 @@ VIEWS: list[tuple[str, Callable[[RunRecord, list[StoredResult]], str], list[str]
             "<li class='step step-not_reached'>",
             "Goals (1/4, 1 unsure)",
             "Golden turns (1/2, 1 unsure)",
+            "<span class='bad'>Goals (1/4, 1 unsure)</span>",
             "<tr class='turn-unsure'><td class='num'>2</td><td><span class='warn' title='unsure'>?</span> unsure</td>",
         ],
         ["step-not_attempted", "not attempted"],
+    ),
+    (
+        "terminal run table",
+        _run_table,
+        [
+            "four_states | - | 1 | fail | 1/4, 1 unsure | 3 |",
+            "cut_short | - | 1 | error | 1/3 | 1 |",
+            "golden_unsure | - | 1 | unsure | - | 2 |",
+        ],
+        [],
     ),
     (
         "xlsx steps",
@@ -441,3 +459,14 @@ def test_the_json_report_with_every_status_validates_against_the_schema() -> Non
 
 def test_marks_are_one_map() -> None:
     assert MARK == {"met": "✓", "not_met": "✗", "unsure": "?", "not_reached": "⊘", "error": "!", "n/a": "–"}
+
+
+def test_a_case_whose_only_open_steps_are_unsure_is_not_marked_failed_in_html() -> None:
+    four = _result("four_states")
+    steps = [
+        step.model_copy(update={"status": "complete"}) if step.index > 1 else step
+        for step in four.result.transcript.steps
+    ]
+    transcript = four.result.transcript.model_copy(update={"steps": steps})
+    unsure = four.model_copy(update={"result": four.result.model_copy(update={"transcript": transcript})})
+    assert "<span class='warn'>Goals (3/4, 1 unsure)</span>" in render_html(RUN[0], [unsure])
