@@ -299,8 +299,9 @@ def _step_state(score: Score, transcript: Transcript) -> State | None:
 
 
 def _state(score: Score, transcript: Transcript) -> State:
-    """A score's state; a goal_achievement score takes its step's when that step was unsure or never ran."""
-    if score.metric == "goal_achievement" and score.verdict != "error":
+    """A score's state; a goal_achievement score that is not met takes its step's state when that step was
+    unsure or never ran (blocked, not reached)."""
+    if score.metric == "goal_achievement" and score.verdict in ("not_met", "unsure"):
         step = _step_state(score, transcript)
         if step in ("unsure", "not_reached"):
             return step
