@@ -22,7 +22,11 @@ Definitions (pinned by ``tests/test_compare.py``):
   when it is complete in every repeat that records it (as a case passes only when every repeat passes). A
   step ``regressed`` when complete in A and not in B, ``improved`` when not complete in A and complete in B.
   A regressed step carries the status, rationale and repeat number of the first B repeat (lowest repeat)
-  where it was not complete: the reason the report gives.
+  where it was not complete: the reason the report gives; an improved step, the status of the first A repeat
+  where it was not complete (so an unsure step reads ``? unsure``, not ``✗ not complete``).
+- **Display**: statuses carry the marks of every view (:mod:`simulator.reports._states`): cases ✓ pass,
+  ✗ fail, ? unsure; steps ✓ complete, ✗ not complete, ? unsure, ⊘ blocked or not reached. Repeats are stored
+  from 0 (``b_repeat``) and shown from 1, as in every view.
 - **Correctness** of a run = ``passed / total`` over all its stored results, every repeat counted, as
   :func:`simulator.metrics.correctness` (``error`` and ``unsure`` are not passes); the change is B - A.
 - **McNemar's exact test** (:func:`mcnemar_exact`) over the cases in both runs, paired as pass / not pass.
@@ -42,6 +46,7 @@ from simulator.models._base import DataModel
 from simulator.models.run import RunRecord, StoredResult
 from simulator.models.scores import Outcome
 from simulator.models.transcript import StepOutcome, StepStatus
+from simulator.reports._states import outcome_mark, step_status_text
 
 __all__ = [
     "ALPHA",
@@ -101,8 +106,9 @@ class StepDiff(DataModel):
     """One step whose completion changed between the runs, with B's reason when it regressed.
 
     ``complete_a`` / ``recorded_a`` (and B's): repeats in which the step was complete / repeats that record
-    the step. ``b_status``, ``b_rationale`` and ``b_repeat`` are those of the first B repeat where the step
-    was not complete; they are set for regressed steps only.
+    the step. ``b_status``, ``b_rationale`` and ``b_repeat`` (0-based, as stored; shown from 1) are those of the
+    first B repeat where the step was not complete; they are set for regressed steps only. ``a_status`` is the
+    status of the first A repeat where the step was not complete; it is set for improved steps only.
     """
 
     index: int
@@ -115,6 +121,7 @@ class StepDiff(DataModel):
     b_status: StepStatus | None = None
     b_rationale: str = ""
     b_repeat: int | None = None
+    a_status: StepStatus | None = None
 
 
 class CaseDiff(DataModel):
@@ -339,6 +346,7 @@ def _step_diffs(results_a: Sequence[StoredResult], results_b: Sequence[StoredRes
                 )
             )
         elif is_complete and not was_complete:
+            before = next(step for _, step in in_a if step.status != "complete")
             diffs.append(
                 StepDiff(
                     index=index,
@@ -348,6 +356,7 @@ def _step_diffs(results_a: Sequence[StoredResult], results_b: Sequence[StoredRes
                     recorded_a=len(in_a),
                     complete_b=complete_b,
                     recorded_b=len(in_b),
+                    a_status=before.status,
                 )
             )
     diffs.sort(key=lambda diff: (diff.change != "regressed", diff.index, diff.label))
@@ -469,10 +478,16 @@ def case_label(diff: CaseDiff) -> str:
 
 
 def case_state(summary: CaseRunSummary) -> str:
-    """``"<status> <passes>/<repeats>"``, naming errors apart so they are never hidden, e.g. ``fail 0/1 (1 error)``."""
+    """``"<mark> <status> <passes>/<repeats>"``, naming errors apart so they are never hidden, e.g.
+    ``✗ fail 0/1 (1 error)``; the mark is every view's (✓ pass, ✗ fail, ? unsure)."""
     errors = summary.outcomes.count("error")
     detail = f" ({errors} error{'s' if errors != 1 else ''})" if errors else ""
-    return f"{summary.status} {summary.passes}/{summary.repeats}{detail}"
+    return f"{outcome_mark(summary.status)} {summary.status} {summary.passes}/{summary.repeats}{detail}"
+
+
+def repeat_number(repeat: int) -> int:
+    """A stored (0-based) repeat as every view numbers it, from 1."""
+    return repeat + 1
 
 
 def _case_line(diff: CaseDiff) -> str:
@@ -492,10 +507,13 @@ def _step_lines(diff: CaseDiff) -> list[str]:
         counts = f"complete {step.complete_a}/{step.recorded_a} -> {step.complete_b}/{step.recorded_b}"
         line = f"      step {step.index + 1} ({step.label}) {step.change}: {counts}"
         if step.change == "regressed":
-            where = f" in B repeat {step.b_repeat}" if diff.b is not None and diff.b.repeats > 1 else " in B"
-            line += f"; {step.b_status}{where}"
+            repeated = diff.b is not None and diff.b.repeats > 1 and step.b_repeat is not None
+            where = f" in B repeat {repeat_number(step.b_repeat or 0)}" if repeated else " in B"
+            line += f"; {step_status_text(step.b_status or 'incomplete')}{where}"
             if step.b_rationale:
                 line += f" — {step.b_rationale}"
+        elif step.a_status is not None:
+            line += f"; {step_status_text(step.a_status)} in A"
         lines.append(line)
     return lines
 

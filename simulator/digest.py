@@ -12,15 +12,19 @@ Causes of one result, in this order:
    message. A required score whose verdict is ``error`` (the judge could not give a verdict) is an error
    cause too, with the score's reason as the message.
 2. **step** -- a required ``goal_achievement`` score that is not met: a step (or a scenario's goal) the agent
-   did not complete. Steps that are ``blocked`` (an earlier step failed) or ``not_attempted`` (the
-   conversation stopped first) are left out: they follow from another cause and would only repeat it.
+   did not complete. Steps that are ``blocked`` (an earlier step failed) or ``not_reached`` (the
+   conversation stopped first; ``not_attempted`` in older runs) are left out: they follow from another cause
+   and would only repeat it.
 3. **score** -- any other required score that is not met (expectations, keywords, tool calls, hallucination,
    the user's goal, the turn cap, ...).
-4. Required scores that are ``unsure`` count only when nothing above applies (the case's outcome is
-   ``unsure``): a failed case is explained by what failed, not by what could not be judged.
+4. **unsure** -- required scores that are ``unsure`` or were *not judged* (a reason that starts with
+   ``not judged``, whatever the verdict), and the scores of ``unsure`` steps. They are never a failed check:
+   they are grouped under "Not judged / unsure", and count only when nothing above applies (the case's
+   outcome is ``unsure``): a failed case is explained by what failed, not by what could not be judged.
 5. A result without scores (stored before scoring, or built by hand) falls back to its transcript's
-   incomplete steps; a result that still has no cause gives one per reason (kind ``reason``), or a single
-   ``no reason recorded`` cause. So every result that did not pass is in at least one group.
+   incomplete steps, then its unsure steps; a result that still has no cause gives one per reason (kind
+   ``reason``), or a single ``no reason recorded`` cause. So every result that did not pass is in at least
+   one group.
 
 Group key ``(kind, label, name)``:
 
@@ -28,6 +32,7 @@ Group key ``(kind, label, name)``:
   ``("step", "give the order number", "goal_achievement")``;
 - kind ``score``: label = the score's ``check`` normalised (below), name = the score's ``metric``, e.g.
   ``"turn 3: hallucination"`` -> ``("score", "hallucination", "hallucination")``;
+- kind ``unsure``: label and name as for a step (a ``goal_achievement`` score) or a score;
 - kind ``error``: label = the first 80 characters of the normalised message, name = ``error`` for a
   conversation that errored, or the score's metric for a judge error;
 - kind ``reason``: label = the normalised reason (first 80 characters), name = ``reason`` (or the outcome).
@@ -36,13 +41,14 @@ Normalisation (:func:`normalise_label`), so the same problem in different cases 
 whitespace is collapsed; leading location prefixes ``turn N:`` and ``step N:`` are removed (a check label,
 not a step label, so ``step 2: must_contain: refund`` -> ``must_contain: refund``); UUIDs and tokens that mix
 letters and digits (order numbers like ``A1234`` or ``ORD-77``, hashes like ``9f3c2e1a``) become ``<id>``;
-remaining numbers become ``<n>``. Step labels and error messages get the same id and number replacement
+dates (``2026-05-04``, ``2026-05-04T10:30:00Z``, ``04.05.2026``, ``5/4/2026``) become ``<date>``, never a run
+of ``<n>``; remaining numbers become ``<n>``. Step labels and error messages get the same id and number replacement
 (without the prefix removal). The reasons of a group are counted after the same normalisation; a reason is
 shown as written when all its occurrences were written alike, else in its normalised form.
 
 A group's ``count`` is the number of conversations (stored results) with the cause, ``occurrences`` the
 number of causes (one conversation can hallucinate in several turns). Groups are sorted by count, then
-occurrences (both descending), then kind (error, step, score, reason) and label. Each group keeps the
+occurrences (both descending), then kind (error, step, score, unsure, reason) and label. Each group keeps the
 conversations (:class:`CaseRef`), its :data:`TOP_REASONS` most common reasons, and up to
 :data:`MAX_EXAMPLES` example turns from different conversations: the agent message(s) of the turn a score
 points at (a step's cause: the step's last agent reply; an error: the turn it happened in; a cause with no
@@ -64,6 +70,7 @@ from simulator.models._base import DataModel
 from simulator.models.run import StoredResult
 from simulator.models.scores import Outcome, Score
 from simulator.models.transcript import AgentEvent, ErrorEvent, InputEvent, Transcript, UserEvent
+from simulator.reports._states import State, score_state, step_state
 from simulator.reports.markdown import escape as md_escape
 from simulator.reports.markdown import escape_lines as md_lines
 
@@ -100,13 +107,15 @@ NO_SUGGESTION_MODEL = (
 )
 
 #: What kind of cause a group is (see the module docstring).
-FailureKind = Literal["error", "step", "score", "reason"]
+FailureKind = Literal["error", "step", "score", "unsure", "reason"]
 
-_KIND_ORDER: dict[FailureKind, int] = {"error": 0, "step": 1, "score": 2, "reason": 3}
+_KIND_ORDER: dict[FailureKind, int] = {"error": 0, "step": 1, "score": 2, "unsure": 3, "reason": 4}
+#: Each kind's heading; a group's title starts with it.
 _KIND_TITLE: dict[FailureKind, str] = {
     "error": "Error",
     "step": "Step not completed",
     "score": "Check failed",
+    "unsure": "Not judged / unsure",
     "reason": "Reason",
 }
 _FAILED: tuple[Outcome, ...] = ("fail", "error", "unsure")
@@ -116,6 +125,11 @@ _SHOWN_CASES = 10
 
 _LOCATION = re.compile(r"^(?:(?:turn|step)\s+\d+\s*:\s*)+", re.IGNORECASE)
 _STEP_PREFIX = re.compile(r"^(?:step\s+\d+|goal)\s*:\s*", re.IGNORECASE)
+# ISO dates (with an optional time and zone), and day.month.year or month/day/year: one <date>, never <n>-<n>-<n>.
+_DATE = re.compile(
+    r"(?<![\w.:/-])(?:\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|\d{1,2}\.\d{1,2}\.\d{2,4}|\d{1,2}/\d{1,2}/\d{2,4})(?![\w:/-]|\.\d)"
+)
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
 # A token of letters, digits, "_" and "-" that has at least one letter and one digit: A1234, ORD-77, 9f3c2e1a.
 _MIXED = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]*[A-Za-z0-9](?![\w-])")
@@ -137,9 +151,10 @@ class CaseRef(DataModel):
     outcome: Outcome
 
     def describe(self) -> str:
-        """``"<case> [persona <p>] (repeat <r>)"``."""
+        """``"<case> [persona <p>] (repeat <r>)"``, the repeat counted from 1 as in every view (``repeat`` is
+        stored from 0)."""
         persona = f" [persona {self.persona}]" if self.persona is not None else ""
-        return f"{self.case}{persona} (repeat {self.repeat})"
+        return f"{self.case}{persona} (repeat {self.repeat + 1})"
 
 
 class ReasonCount(DataModel):
@@ -224,6 +239,7 @@ def _flat(text: str) -> str:
 
 def _ids(text: str) -> str:
     text = _UUID.sub("<id>", _flat(text))
+    text = _DATE.sub("<date>", text)
     text = _MIXED.sub("<id>", text)
     return _NUMBER.sub("<n>", text)
 
@@ -276,25 +292,36 @@ def _step_label(score: Score, transcript: Transcript) -> str:
     return _STEP_PREFIX.sub("", _flat(score.check))
 
 
-def _skipped_step(score: Score, transcript: Transcript) -> bool:
-    """A goal_achievement score for a step that never really ran (blocked or not attempted)."""
+def _step_state(score: Score, transcript: Transcript) -> State | None:
+    """The state of the step a goal_achievement score is about (None when the transcript has no such step)."""
     step = next((s for s in transcript.steps if s.index == score.step), None)
-    return step is not None and step.status in ("blocked", "not_attempted")
+    return step_state(step.status) if step is not None else None
+
+
+def _state(score: Score, transcript: Transcript) -> State:
+    """A score's state; a goal_achievement score that is not met takes its step's state when that step was
+    unsure or never ran (blocked, not reached)."""
+    if score.metric == "goal_achievement" and score.verdict in ("not_met", "unsure"):
+        step = _step_state(score, transcript)
+        if step in ("unsure", "not_reached"):
+            return step
+    return score_state(score)
 
 
 def _error_label(message: str) -> str:
     return _ids(message)[:_LABEL_LENGTH].rstrip() or "the run stopped with an error"
 
 
-def _score_cause(score: Score, transcript: Transcript) -> _Cause | None:
-    if score.verdict == "error":
+def _score_cause(score: Score, state: State, transcript: Transcript) -> _Cause | None:
+    if state == "error":
         return _Cause("error", _error_label(score.reason), score.metric, score.reason, score.turn, score.step, True)
+    if state == "not_reached":
+        return None
+    kind: FailureKind = "unsure" if state == "unsure" else "step" if score.metric == "goal_achievement" else "score"
     if score.metric == "goal_achievement":
-        if _skipped_step(score, transcript):
-            return None
         label = _ids(_step_label(score, transcript))
-        return _Cause("step", label, "goal_achievement", score.reason, score.turn, score.step)
-    return _Cause("score", normalise_label(score.check), score.metric, score.reason, score.turn, score.step)
+        return _Cause(kind, label, "goal_achievement", score.reason, score.turn, score.step)
+    return _Cause(kind, normalise_label(score.check), score.metric, score.reason, score.turn, score.step)
 
 
 def _causes(stored: StoredResult) -> list[_Cause]:
@@ -304,23 +331,27 @@ def _causes(stored: StoredResult) -> list[_Cause]:
     if transcript.stop_reason == "error":
         message = transcript.error or "the run stopped with an error"
         causes.append(_Cause("error", _error_label(message), "error", message, error=True))
-    required = [score for score in result.scores if score.required]
-    for verdicts in (("error", "not_met"), ("unsure",)):
-        for score in required:
-            if score.verdict in verdicts:
-                cause = _score_cause(score, transcript)
+    required = [(score, _state(score, transcript)) for score in result.scores if score.required]
+    states: tuple[tuple[State, ...], ...] = (("error", "not_met"), ("unsure",))
+    for wanted in states:
+        for score, state in required:
+            if state in wanted:
+                cause = _score_cause(score, state, transcript)
                 if cause is not None:
                     causes.append(cause)
         if causes:
             return causes
     if not result.scores:
-        causes = [
-            _Cause("step", _ids(step.label), "goal_achievement", step.rationale, step=step.index)
-            for step in sorted(transcript.steps, key=lambda s: s.index)
-            if step.status == "incomplete"
-        ]
-        if causes:
-            return causes
+        steps = sorted(transcript.steps, key=lambda s: s.index)
+        fallback: tuple[tuple[str, FailureKind], ...] = (("incomplete", "step"), ("unsure", "unsure"))
+        for status, kind in fallback:
+            causes = [
+                _Cause(kind, _ids(step.label), "goal_achievement", step.rationale, step=step.index)
+                for step in steps
+                if step.status == status
+            ]
+            if causes:
+                return causes
     if result.reasons:
         return [
             _Cause("reason", normalise_label(reason)[:_LABEL_LENGTH].rstrip(), "reason", reason)

@@ -321,6 +321,43 @@ def test_step_complete_only_when_complete_in_every_repeat() -> None:
     assert compare_runs(run_b, b, run_a, a).cases[0].steps == []
 
 
+@pytest.mark.parametrize(
+    ("a_statuses", "b_statuses", "line"),
+    [
+        (["complete"], ["unsure"], "      step 1 (go) regressed: complete 1/1 -> 0/1; ? unsure in B"),
+        (["complete"], ["not_reached"], "      step 1 (go) regressed: complete 1/1 -> 0/1; ⊘ not reached in B"),
+        (["complete"], ["not_attempted"], "      step 1 (go) regressed: complete 1/1 -> 0/1; ⊘ not reached in B"),
+        (["complete"], ["blocked"], "      step 1 (go) regressed: complete 1/1 -> 0/1; ⊘ blocked in B"),
+        (["unsure"], ["complete"], "      step 1 (go) improved: complete 0/1 -> 1/1; ? unsure in A"),
+        (
+            ["complete", "complete"],
+            ["complete", "unsure"],
+            "      step 1 (go) regressed: complete 2/2 -> 1/2; ? unsure in B repeat 2",
+        ),
+    ],
+)
+def test_steps_read_with_the_marks_of_every_view(
+    a_statuses: list[StepStatus], b_statuses: list[StepStatus], line: str
+) -> None:
+    run_a, run_b = make_run("run-a", "s"), make_run("run-b", "s")
+
+    def results(run: RunRecord, statuses: list[StepStatus]) -> list[StoredResult]:
+        return [
+            make_result(
+                run, "s", "c", "pass" if status == "complete" else "unsure", repeat=r, steps=[step(0, "go", status)]
+            )
+            for r, status in enumerate(statuses)
+        ]
+
+    comparison = compare_runs(run_a, results(run_a, a_statuses), run_b, results(run_b, b_statuses))
+    assert line in render_comparison_text(comparison)
+    (diff,) = comparison.cases[0].steps
+    if diff.change == "regressed":
+        assert diff.b_repeat == len(b_statuses) - 1  # stored from 0
+    else:
+        assert diff.a_status == a_statuses[0]
+
+
 # -- correctness and McNemar ----------------------------------------------------------------------------------
 
 
@@ -441,26 +478,28 @@ def test_text_rendering(comparison: Comparison) -> None:
         "Not significant at 0.05: p = 0.625 >= 0.05. With only 4 discordant pairs, no difference can be "
         "significant (at least 6 are needed).",
         "REGRESSED (3):",
-        "  ! billing / refund: pass 1/1 -> fail 0/1",
-        "      step 2 (give order number) regressed: complete 1/1 -> 0/1; incomplete in B — the agent never asked "
-        "for the order number",
-        "      step 3 (confirm refund) regressed: complete 1/1 -> 0/1; blocked in B — blocked: step 2 was not "
+        "  ! billing / refund: ✓ pass 1/1 -> ✗ fail 0/1",
+        "      step 2 (give order number) regressed: complete 1/1 -> 0/1; ✗ not complete in B — the agent never "
+        "asked for the order number",
+        "      step 3 (confirm refund) regressed: complete 1/1 -> 0/1; ⊘ blocked in B — blocked: step 2 was not "
         "completed",
         "      why: give order number: not met",
-        "  ! billing / refund [persona impatient]: pass 3/3 -> fail 1/3 (pass rate -66.7 points)",
-        "      step 1 (ask) regressed: complete 3/3 -> 1/3; incomplete in B repeat 1 — the user gave up after 3 turns",
+        "  ! billing / refund [persona impatient]: ✓ pass 3/3 -> ✗ fail 1/3 (pass rate -66.7 points)",
+        # The second repeat (stored as repeat 1) is shown as repeat 2: repeats count from 1 in every view.
+        "      step 1 (ask) regressed: complete 3/3 -> 1/3; ✗ not complete in B repeat 2 — the user gave up after 3 "
+        "turns",
         "      why: ask: not met",
-        "  ! support / lookup: pass 1/1 -> fail 0/1 (1 error)",
+        "  ! support / lookup: ✓ pass 1/1 -> ✗ fail 0/1 (1 error)",
         "      why: agent down: connection refused",
         "IMPROVED (1):",
-        "  + billing / cancel: fail 0/1 -> pass 1/1",
-        "      step 1 (cancel) improved: complete 0/1 -> 1/1",
+        "  + billing / cancel: ✗ fail 0/1 -> ✓ pass 1/1",
+        "      step 1 (cancel) improved: complete 0/1 -> 1/1; ✗ not complete in A",
         "NEW (only in B) (1):",
-        "  * support / new-flow: pass 1/1",
+        "  * support / new-flow: ✓ pass 1/1",
         "REMOVED (only in A) (1):",
-        "  - billing / legacy: pass 1/1",
+        "  - billing / legacy: ✓ pass 1/1",
         "Unchanged: 3, 1 with a changed pass rate or steps",
-        "  = support / reset: fail 1/3 -> fail 2/3 (pass rate +33.3 points)",
+        "  = support / reset: ✗ fail 1/3 -> ✗ fail 2/3 (pass rate +33.3 points)",
     ]
 
 

@@ -257,7 +257,7 @@ def test_groups_are_sorted_by_count_then_occurrences(digest: Digest) -> None:
         (("score", "hallucination", "hallucination"), 3, 4),
         (("step", "give the order number", "goal_achievement"), 3, 3),
         (("error", "agent down: connection refused (http://localhost:<n>/chat)", "error"), 2, 2),
-        (("score", "expectation: mentions the weekend hours", "expectation"), 1, 1),
+        (("unsure", "expectation: mentions the weekend hours", "expectation"), 1, 1),
         (("reason", "something odd happened to order <id>", "reason"), 1, 1),
     ]
     assert digest.note is None
@@ -353,8 +353,88 @@ def test_unsure_scores_count_only_when_nothing_failed() -> None:
     assert {g.kind for g in digest.groups} == {"step", "score"}
     assert not any(g.name == "expectation" for g in digest.groups)
     (only,) = build_digest([unsure()]).groups
-    assert only.key == ("score", "expectation: mentions the weekend hours", "expectation")
+    assert only.key == ("unsure", "expectation: mentions the weekend hours", "expectation")
     assert [(e.turn, e.user, e.agent) for e in only.examples] == [(1, "What are your hours?", ["9 to 5."])]
+
+
+NOT_JUDGED = "not judged: no judge model is configured (set models.judge in the suite or pass --judge-model)"
+
+
+def fees_unsure(case: str, *, verdict: str = "unsure") -> StoredResult:
+    """A simulation whose step 2 stayed unsure (not judged) up to its max turns; the conversation moved on."""
+    return stored(
+        case,
+        "unsure",
+        events=[user(1, "Any fees?", step=1), agent(1, "Some.", step=1)],
+        steps=[
+            StepOutcome(index=0, label="greet", status="complete"),
+            StepOutcome(index=1, label="ask about fees", status="unsure", rationale=NOT_JUDGED),
+            StepOutcome(index=2, label="say goodbye", status="complete"),
+        ],
+        scores=[goal(0, "greet", "met"), goal(1, "ask about fees", verdict, NOT_JUDGED), goal(2, "say goodbye", "met")],
+        reasons=[f"step 2: ask about fees: {NOT_JUDGED}"],
+    )
+
+
+def not_judged_expectation(case: str) -> StoredResult:
+    """An expectation scored not_met whose reason says it was not judged: unsure, not a failed check."""
+    score = Score(
+        metric="expectation", check="expectation: is polite", source="judge", verdict="not_met", reason=NOT_JUDGED
+    )
+    return stored(case, "unsure", events=[user(1, "hi"), agent(1, "hello")], scores=[score])
+
+
+@pytest.mark.parametrize(
+    ("result", "key"),
+    [
+        (fees_unsure("fees"), ("unsure", "ask about fees", "goal_achievement")),
+        # The step's status decides, also when its score was written as not_met.
+        (fees_unsure("fees", verdict="not_met"), ("unsure", "ask about fees", "goal_achievement")),
+        (not_judged_expectation("polite"), ("unsure", "expectation: is polite", "expectation")),
+        (unsure(), ("unsure", "expectation: mentions the weekend hours", "expectation")),
+    ],
+)
+def test_not_judged_and_unsure_checks_have_their_own_group(result: StoredResult, key: tuple[str, str, str]) -> None:
+    (only,) = build_digest([result]).groups
+    assert only.key == key
+    assert only.title().startswith("Not judged / unsure: ")
+    text = "\n".join(render_digest_text(build_digest([result])))
+    assert "Check failed" not in text
+    assert "Step not completed" not in text
+    assert "## 1. Not judged / unsure: " in render_digest_markdown(build_digest([result]))
+
+
+def test_unsure_groups_come_after_failures_of_the_same_count() -> None:
+    digest = build_digest([fees_unsure("fees"), exchange()])
+    assert [g.kind for g in digest.groups] == ["step", "score", "unsure"]
+
+
+def test_steps_that_were_not_reached_are_left_out() -> None:
+    cut = stored(
+        "cut",
+        "error",
+        stop_reason="error",
+        error="the judge failed after 3 retries",
+        steps=[
+            StepOutcome(index=0, label="greet", status="complete"),
+            StepOutcome(index=1, label="ask about fees", status="not_reached"),
+            StepOutcome(index=2, label="say goodbye", status="not_attempted"),
+        ],
+        scores=[goal(0, "greet", "met"), goal(1, "ask about fees", "not_met"), goal(2, "say goodbye", "not_met")],
+    )
+    assert [g.key for g in build_digest([cut]).groups] == [("error", "the judge failed after <n> retries", "error")]
+
+
+def test_an_unsure_step_without_scores_falls_back_to_its_own_group() -> None:
+    bare = stored("bare", "unsure", steps=[StepOutcome(index=0, label="ask about fees", status="unsure")])
+    assert [g.key for g in build_digest([bare]).groups] == [("unsure", "ask about fees", "goal_achievement")]
+
+
+def test_repeats_are_numbered_from_1() -> None:
+    digest = build_digest([refund(0), refund(2)])
+    assert [ref.repeat for ref in digest.groups[0].cases] == [0, 2]  # stored from 0
+    assert [ref.describe() for ref in digest.groups[0].cases] == ["refund (repeat 1)", "refund (repeat 3)"]
+    assert "     cases: refund (repeat 1); refund (repeat 3)" in render_digest_text(digest)
 
 
 def test_results_without_scores_fall_back_to_steps_then_reasons() -> None:
@@ -418,6 +498,15 @@ def test_judge_errors_group_by_message_and_metric() -> None:
         ("turn cap", "turn cap"),
         ("turn 1:   tool-call   correctness", "tool-call correctness"),
         ("variable: order_status", "variable: order_status"),
+        # Dates are one <date>, never <n>-<n>-<n>.
+        ("expectation: delivery on 2026-05-04", "expectation: delivery on <date>"),
+        ("turn 2: must_contain: 04.05.2026", "must_contain: <date>"),
+        (
+            "expectation: booked for 2026-05-04T10:30:00Z, not 2026-05-05 10:30",
+            "expectation: booked for <date>, not <date>",
+        ),
+        ("expectation: due 5/4/2026, total 23.60 EUR", "expectation: due <date>, total <n> EUR"),
+        ("expectation: version 1.2.3 and host 192.168.1.10", "expectation: version <n> and host <n>"),
     ],
 )
 def test_normalise_label(check: str, normalised: str) -> None:
@@ -455,7 +544,7 @@ def test_suggestions_come_from_the_judge_model(digest: Digest) -> None:
         r.messages[-1]["content"] for r in script.requests if "hallucination (hallucination)" in str(r.messages)
     )
     assert "You are a refund agent. Be brief." in prompt
-    assert "conversations: 3 (exchange [persona impatient] (repeat 0), refund (repeat 0), refund (repeat 1))" in prompt
+    assert "conversations: 3 (exchange [persona impatient] (repeat 1), refund (repeat 1), refund (repeat 2))" in prompt
     assert "USER: Order B7, size M" in prompt
     assert "AGENT: Your refund is processed." in prompt
     assert "TOOL CALL: lookup_order [faked]" in prompt
@@ -482,11 +571,13 @@ def test_a_malformed_reply_becomes_a_failed_suggestion() -> None:
     lines = render_digest_text(suggested)
     assert lines[-2] == f"{SUGGESTIONS_HEADING}:"
     assert lines[-1].startswith(
-        "  1. Check failed: expectation: mentions the weekend hours (expectation): no suggestion: the judge model "
-        "failed to suggest a change"
+        "  1. Not judged / unsure: expectation: mentions the weekend hours (expectation): no suggestion: "
+        "the judge model failed to suggest a change"
     )
     markdown = render_digest_markdown(suggested)
-    assert "### 1. Check failed: expectation: mentions the weekend hours (expectation)\n\nNo suggestion: " in markdown
+    assert "### 1. Not judged / unsure: expectation: mentions the weekend hours (expectation)\n\nNo suggestion: " in (
+        markdown
+    )
 
 
 def test_a_provider_error_becomes_a_failed_suggestion_and_others_still_arrive() -> None:
@@ -529,13 +620,13 @@ def test_text_rendering(digest: Digest) -> None:
     assert lines[0] == "Failure digest: 7 of 8 conversations did not pass; 5 causes, most frequent first."
     assert lines[1:12] == [
         "1. Check failed: hallucination (hallucination): 3 conversations, 4 failures",
-        "     cases: exchange [persona impatient] (repeat 0); refund (repeat 0); refund (repeat 1)",
+        "     cases: exchange [persona impatient] (repeat 1); refund (repeat 1); refund (repeat 2)",
         f"     3× {CLAIM}",
         "     1× unsupported claim: “it arrives on 5 May”: nothing says so",
-        "     example: exchange [persona impatient] (repeat 0), turn 4",
+        "     example: exchange [persona impatient] (repeat 1), turn 4",
         "       user: Order B7, size M",
         "       agent: Your refund is processed.",
-        "     example: refund (repeat 0), turn 2",
+        "     example: refund (repeat 1), turn 2",
         "       user: It is for order A1",
         "       tool: lookup_order [faked]",
         "       agent: Your refund is processed.",
@@ -568,7 +659,7 @@ def test_markdown_rendering_with_suggestions_and_escaping() -> None:
     assert "## 1. Check failed: hallucination (hallucination)\n" in markdown
     assert "- **Kind:** score · **Metric:** hallucination · 4 conversations, 5 failures" in markdown
     assert (
-        "> **Example:** exchange \\[persona impatient\\] (repeat 0), turn 4\\\n> **User:** Order B7, size M" in markdown
+        "> **Example:** exchange \\[persona impatient\\] (repeat 1), turn 4\\\n> **User:** Order B7, size M" in markdown
     )
     # Group sections come first, then the suggestions under their own heading.
     heading = markdown.index(f"## {SUGGESTIONS_HEADING}")

@@ -5,8 +5,18 @@ The CSV is what spreadsheet users export: UTF-8 with or without BOM, columns sep
 (``must_contain``, ``must_not_contain``, ``expected_tools``, ``tags``) hold comma-separated terms; a term in
 double quotes keeps its commas, so ``"23,60", EUR`` is the two terms ``23,60`` and ``EUR``.
 
+A decimal comma is not a list separator. In a ``;``-separated file (where a German Excel also writes
+``23,60`` for a price) a comma between two digits never splits: ``23,60, EUR`` is ``23,60`` and ``EUR``, and
+``1, 2`` (a space after the comma) is two terms. In a ``,``-separated file such a comma still splits, as it
+always did, but every cut between two digits is reported as a warning naming the row, the column and the
+fix (quote the term, ``"23,60"``).
+
+``expected_tools`` means "these tools were called" (others allowed): the turn's ``expect`` gets their
+``tool_calls`` with ``tool_order: any`` written out.
+
 Every problem is reported at once as :class:`~simulator.errors.ConfigErrors`, each with the physical line
-where its row starts, the 1-based column of the cell and a key path such as ``row 3.must_contain``.
+where its row starts, the 1-based column of the cell and a key path such as ``row 3.must_contain``. Warnings
+(problems that do not stop the import) have the same shape and go to the ``warnings`` list the caller gives.
 """
 
 from __future__ import annotations
@@ -47,15 +57,23 @@ _NO_WRAP = 1_000_000_000
 _case_adapter: TypeAdapter[GoldenCase] = TypeAdapter(GoldenCase)
 
 
-def import_csv(path: str | Path, suite_name: str | None = None) -> dict[str, Any]:
+def import_csv(
+    path: str | Path, suite_name: str | None = None, *, warnings: list[ConfigError] | None = None
+) -> dict[str, Any]:
     """Read a CSV file of single-turn tests and return suite data ready for YAML, one golden case per row.
 
     The result is ``{"name": ..., "description": ..., "cases": [...]}`` with plain values only; pass it to
     :func:`dump_suite_yaml`. ``suite_name`` defaults to the file's stem. Raises
     :class:`~simulator.errors.ConfigErrors` listing every problem in the file, never another exception for
-    bad input.
+    bad input. What is imported but may not be what the file meant (a list cell cut between two digits in a
+    ``,``-separated file) is appended to ``warnings`` when a list is given, each with its line, column, key
+    path and fix, in file order.
     """
-    return _Importer(Path(path)).run(suite_name)
+    importer = _Importer(Path(path))
+    data = importer.run(suite_name)
+    if warnings is not None:
+        warnings.extend(sorted(importer.warnings, key=ConfigError.sort_key))
+    return data
 
 
 def dump_suite_yaml(data: dict[str, Any], *, source: str | Path | None = None) -> str:
@@ -100,14 +118,31 @@ class _TermError(ValueError):
     """A list cell that cannot be split into terms; the message says why and how to fix it."""
 
 
-def split_terms(cell: str) -> list[str]:
+def split_terms(cell: str, *, decimal_comma: bool = False) -> list[str]:
     """Split a list cell into terms: commas separate, a double-quoted term keeps its commas.
 
     Spaces around terms are trimmed and empty terms dropped; inside a quoted term ``""`` is one literal
-    quote and the text is kept exactly. Raises ``ValueError`` for an unterminated quote, text after a
-    closing quote, or a quote inside an unquoted term.
+    quote and the text is kept exactly. With ``decimal_comma`` (a ``;``-separated file) a comma between two
+    digits is part of its term (``23,60``), never a separator. Raises ``ValueError`` for an unterminated
+    quote, text after a closing quote, or a quote inside an unquoted term.
     """
+    return _split(cell, decimal_comma=decimal_comma)[0]
+
+
+def _is_digit(char: str) -> bool:
+    return "0" <= char <= "9"
+
+
+def _between_digits(cell: str, comma: int) -> bool:
+    return 0 < comma < len(cell) - 1 and _is_digit(cell[comma - 1]) and _is_digit(cell[comma + 1])
+
+
+def _split(cell: str, *, decimal_comma: bool) -> tuple[list[str], list[str]]:
+    """The terms of a list cell, and the texts a comma between two digits was cut in: ``["23,60"]`` for
+    ``23,60, EUR`` without ``decimal_comma``, each from the term before the cut to the term after it."""
     terms: list[str] = []
+    cuts: list[str] = []
+    cut_start: int | None = None  # where the unquoted text cut between digits starts, while it goes on
     i, n = 0, len(cell)
     while i < n:
         while i < n and cell[i].isspace():
@@ -118,21 +153,28 @@ def split_terms(cell: str) -> list[str]:
             term, i = _quoted_term(cell, i)
             if term:
                 terms.append(term)
-        else:
-            end = cell.find(",", i)
-            end = n if end < 0 else end
-            term = cell[i:end].strip()
-            if '"' in term:
-                # Taken literally, `EUR "23,60"` would silently become `EUR "23` and `60"`.
-                escaped = term.replace('"', '""')
-                raise _TermError(
-                    f"the term {term!r} contains a double quote: put the whole term in double quotes and write "
-                    f'the quote inside it twice ("{escaped}")'
-                )
-            if term:
-                terms.append(term)
-            i = end + 1
-    return terms
+            continue
+        end = cell.find(",", i)
+        while decimal_comma and end >= 0 and _between_digits(cell, end):
+            end = cell.find(",", end + 1)
+        end = n if end < 0 else end
+        term = cell[i:end].strip()
+        if '"' in term:
+            # Taken literally, `EUR "23,60"` would silently become `EUR "23` and `60"`.
+            escaped = term.replace('"', '""')
+            raise _TermError(
+                f"the term {term!r} contains a double quote: put the whole term in double quotes and write "
+                f'the quote inside it twice ("{escaped}")'
+            )
+        if term:
+            terms.append(term)
+        if end < n and _between_digits(cell, end):
+            cut_start = i if cut_start is None else cut_start
+        elif cut_start is not None:
+            cuts.append(cell[cut_start:end].strip())
+            cut_start = None
+        i = end + 1
+    return terms, cuts
 
 
 def _quoted_term(cell: str, start: int) -> tuple[str, int]:
@@ -199,6 +241,7 @@ class _Importer:
         self.path = path
         self.file = str(path)
         self.errors: list[ConfigError] = []
+        self.warnings: list[ConfigError] = []
         self.delimiter = ","
 
     def error(self, line: int, column: int, key_path: str, message: str) -> None:
@@ -206,6 +249,22 @@ class _Importer:
 
     def fail(self) -> ConfigErrors:
         return ConfigErrors(self.errors)
+
+    def split_list(self, cell: str, line: int, column: int, key_path: str) -> list[str]:
+        """A list cell's terms (raises ``_TermError``); in a ``;`` file a comma between two digits does not
+        split, in a ``,`` file every cut between two digits is a warning naming the fix."""
+        terms, cuts = _split(cell, decimal_comma=self.delimiter == ";")
+        for cut in cuts:
+            pieces = [piece.strip() for piece in cut.split(",")]
+            named = ", ".join(map(repr, pieces[:-1])) + f" and {pieces[-1]!r}"
+            message = (
+                f"{cut!r} was split at a comma between two digits into {named}: if it is "
+                f'one term (a decimal comma), put it in double quotes inside the cell ("{cut}"), or save the file '
+                "with ; between columns, where such a comma never splits; if they are separate terms, write a "
+                f"space after the comma ({', '.join(pieces)})"
+            )
+            self.warnings.append(ConfigError(self.file, line, column, key_path, message))
+        return terms
 
     # -- the file ----------------------------------------------------------------------------------
 
@@ -506,7 +565,7 @@ class _Importer:
         for column in LIST_COLUMNS:
             text, index = cell(column)
             try:
-                lists[column] = split_terms(text)
+                lists[column] = self.split_list(text, row.line, index, where(column))
             except _TermError as exc:
                 self.error(row.line, index, where(column), str(exc))
                 lists[column] = []
@@ -534,7 +593,9 @@ class _Importer:
         if reference:
             expect["reference_answer"] = reference
         if lists["expected_tools"]:
+            # "These tools were called", others allowed: written out, so the file says what it checks.
             expect["tool_calls"] = [{"name": tool} for tool in lists["expected_tools"]]
+            expect["tool_order"] = "any"
         turn: dict[str, Any] = {"user": prompt}
         if expect:
             turn["expect"] = expect

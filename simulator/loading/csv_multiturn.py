@@ -7,15 +7,17 @@ Columns (header names are case-insensitive, in any order):
 ``user``            the user's message; required unless the row has an ``event``
 ``event``           the name of an event sent instead of a message (a button press, a hang-up)
 ``expected_agent``  optional: what the agent should reply (``expect.message``, a semantic match)
-``expected_tools``  optional: tools the agent must call in this turn, comma-separated
+``expected_tools``  optional: tools the agent must call in this turn, comma-separated (others are allowed:
+                    written as the turn's ``tool_calls`` with ``tool_order: any``)
 ``tags``            optional: the case's tags, comma-separated, on its first row (or the same on each row)
 
 Rows may come in any order: turns are sorted by number, cases come in the order they first appear. The file
 is read like the single-turn import (:mod:`simulator.loading.csv_import`): UTF-8 with or without BOM, ``,``
 or ``;`` between columns, Excel's ``sep=`` line, quoted cells over several lines, and list cells split with
-:func:`~simulator.loading.csv_import.split_terms` (a term in double quotes keeps its commas). Every problem is
-reported at once as :class:`~simulator.errors.ConfigErrors`, each at the line where its row starts, the cell's
-column and a key path such as ``row 3.turn``. The result goes to
+:func:`~simulator.loading.csv_import.split_terms` (a term in double quotes keeps its commas; in a ``;`` file a
+comma between two digits never splits, in a ``,`` file such a cut is a warning). Every problem is reported at
+once as :class:`~simulator.errors.ConfigErrors`, each at the line where its row starts, the cell's column and
+a key path such as ``row 3.turn``; warnings go to the ``warnings`` list the caller gives. The result goes to
 :func:`~simulator.loading.csv_import.dump_suite_yaml` like the single-turn import's.
 """
 
@@ -29,13 +31,13 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from simulator.errors import ConfigError
 from simulator.loading.csv_import import (
     _cell_text,
     _Header,
     _Importer,
     _preview,
     _Row,
-    split_terms,
 )
 from simulator.models.case import GoldenCase
 
@@ -64,15 +66,22 @@ _REWORDED = (
 _case_adapter: TypeAdapter[GoldenCase] = TypeAdapter(GoldenCase)
 
 
-def import_multiturn_csv(path: str | Path, suite_name: str | None = None) -> dict[str, Any]:
+def import_multiturn_csv(
+    path: str | Path, suite_name: str | None = None, *, warnings: list[ConfigError] | None = None
+) -> dict[str, Any]:
     """Read a CSV file of multi-turn tests and return suite data ready for YAML, one golden case per ``case``.
 
     The result is ``{"name": ..., "description": ..., "cases": [...]}`` with plain values only; pass it to
     :func:`~simulator.loading.csv_import.dump_suite_yaml`. ``suite_name`` defaults to the file's stem. Raises
     :class:`~simulator.errors.ConfigErrors` listing every problem in the file, never another exception for bad
-    input.
+    input. Warnings (a list cell cut between two digits in a ``,`` file) are appended to ``warnings`` when a
+    list is given, as :func:`~simulator.loading.csv_import.import_csv` does.
     """
-    return _MultiTurnImporter(Path(path)).run(suite_name)
+    importer = _MultiTurnImporter(Path(path))
+    data = importer.run(suite_name)
+    if warnings is not None:
+        warnings.extend(sorted(importer.warnings, key=ConfigError.sort_key))
+    return data
 
 
 @dataclass
@@ -211,7 +220,9 @@ class _MultiTurnImporter(_Importer):
         lists: dict[str, list[str]] = {}
         for column in LIST_COLUMNS:
             try:
-                lists[column] = split_terms(cell(column))
+                lists[column] = self.split_list(
+                    cell(column), row.line, columns.get(column, 1), f"row {row.number}.{column}"
+                )
             except ValueError as exc:
                 report(column, str(exc))
                 lists[column] = []
@@ -329,6 +340,7 @@ class _MultiTurnImporter(_Importer):
                 expect["message"] = turn.expected_agent
             if turn.tools:
                 expect["tool_calls"] = [{"name": tool} for tool in turn.tools]
+                expect["tool_order"] = "any"
             if expect:
                 data["expect"] = expect
             turns.append(data)

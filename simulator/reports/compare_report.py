@@ -8,10 +8,14 @@ Both renderings of a :class:`~simulator.compare.Comparison` have the same conten
 2. the **regressed** cases, first, each with its changed steps side by side in a table
    ``step | A | B | B's rationale`` (A and B give the step's status and how many repeats completed it; a
    regressed step shows the status of the first B repeat that did not complete it, and that repeat's
-   rationale), then the reasons the first non-passing B repeat gave;
+   rationale; an improved step, the status of the first A repeat that did not), then the reasons the first
+   non-passing B repeat gave;
 3. the **improved** cases (same table, without a rationale: the step completed), then the **new** cases
    (only in B, with B's reasons when they did not pass) and the **removed** ones (only in A);
 4. the count of **unchanged** cases, listing those whose pass rate or steps changed.
+
+Statuses carry the marks of every view (:mod:`simulator.reports._states`): ✓ complete / pass, ✗ not complete /
+fail, ? unsure, ⊘ blocked or not reached; repeats are numbered from 1.
 
 Escaping. Every text taken from the runs (run ids, suite, case and persona names, step labels, rationales,
 reasons) is untrusted. In Markdown it goes through :func:`simulator.reports.markdown.escape` (HTML written
@@ -37,7 +41,10 @@ from simulator.compare import (
     case_label,
     case_state,
     points_change,
+    repeat_number,
 )
+from simulator.models.transcript import StepStatus
+from simulator.reports._states import CSS_CLASS, step_state, step_status_text
 from simulator.reports.markdown import escape as md_escape
 
 __all__ = ["CONTENT_SECURITY_POLICY", "render_compare_html", "render_compare_markdown"]
@@ -47,12 +54,6 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 )
 
-_STEP_WORDS = {
-    "complete": "complete",
-    "incomplete": "incomplete",
-    "blocked": "blocked",
-    "not_attempted": "not attempted",
-}
 #: The sections after the regressions, in order, with their titles.
 _SECTIONS: tuple[tuple[Change, str], ...] = (
     ("improved", "Improved"),
@@ -122,18 +123,24 @@ def _step_name(step: StepDiff) -> str:
     return f"{step.index + 1}. {step.label}"
 
 
+def _a_status(step: StepDiff) -> StepStatus:
+    return "complete" if step.change == "regressed" else step.a_status or "incomplete"
+
+
+def _b_status(step: StepDiff) -> StepStatus:
+    return "complete" if step.change == "improved" else step.b_status or "incomplete"
+
+
 def _a_cell(step: StepDiff) -> str:
-    word = "complete" if step.complete_a == step.recorded_a else "not complete"
-    return f"{word} ({step.complete_a}/{step.recorded_a})"
+    return f"{step_status_text(_a_status(step))} ({step.complete_a}/{step.recorded_a})"
 
 
 def _b_cell(step: StepDiff, diff: CaseDiff) -> str:
     counts = f"({step.complete_b}/{step.recorded_b})"
-    if step.change == "improved":
-        return f"complete {counts}"
-    status = _STEP_WORDS.get(step.b_status or "", step.b_status or "not complete")
-    where = f", first in repeat {step.b_repeat}" if diff.b is not None and diff.b.repeats > 1 else ""
-    return f"{status} {counts}{where}"
+    where = ""
+    if step.change == "regressed" and step.b_repeat is not None and diff.b is not None and diff.b.repeats > 1:
+        where = f", first in repeat {repeat_number(step.b_repeat)}"
+    return f"{step_status_text(_b_status(step))} {counts}{where}"
 
 
 def _moved(comparison: Comparison) -> list[CaseDiff]:
@@ -237,8 +244,8 @@ def _html_steps(diff: CaseDiff) -> str:
         rationale = _e(step.b_rationale) if regressed and step.b_rationale else "<span class='muted'>—</span>"
         rows.append(
             f"<tr class='step-{_e(step.change)}'><td>{_e(_step_name(step))}</td>"
-            f"<td class='{'ok' if step.complete_a == step.recorded_a else 'bad'}'>{_e(_a_cell(step))}</td>"
-            f"<td class='{'bad' if regressed else 'ok'}'>{_e(_b_cell(step, diff))}</td>"
+            f"<td class='{CSS_CLASS[step_state(_a_status(step))]}'>{_e(_a_cell(step))}</td>"
+            f"<td class='{CSS_CLASS[step_state(_b_status(step))]}'>{_e(_b_cell(step, diff))}</td>"
             f"<td class='rationale'>{rationale}</td></tr>"
         )
     return (

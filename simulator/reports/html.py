@@ -50,6 +50,19 @@ from simulator.models.transcript import (
     TranscriptEvent,
     UserEvent,
 )
+from simulator.reports._states import (
+    CSS_CLASS,
+    MARK,
+    State,
+    goals_count,
+    golden_turn_states,
+    score_state,
+    step_name,
+    step_state,
+    step_words,
+    unsure_note,
+    verdict_state,
+)
 
 __all__ = ["CONTENT_SECURITY_POLICY", "OPEN_LIMIT", "OUTCOME_ORDER", "render_html"]
 
@@ -76,7 +89,14 @@ _TOOL_STATUS = {
     "failed": "FAILED",
     "needs_approval": "NEEDS APPROVAL",
 }
-_VERDICT_MARK = {"met": "✓", "not_met": "✗", "unsure": "?", "error": "!", "n/a": "–"}
+_STATE_TITLE: dict[State, str] = {
+    "met": "met",
+    "not_met": "not met",
+    "unsure": "unsure",
+    "not_reached": "not reached",
+    "error": "error",
+    "n/a": "not applicable",
+}
 _ROLES = ("agent", "user", "judge")
 _WHY_LENGTH = 180
 #: Cases that did not pass start open, unless there are more of them than this: then every case starts
@@ -507,17 +527,14 @@ def _criteria(definition: CaseDefinition | None, index: int) -> str | None:
 
 def _steps(item: _Item, transcript: Transcript) -> str:
     steps = sorted(transcript.steps, key=lambda s: s.index)
-    done = sum(1 for s in steps if s.status == "complete")
     labels = {s.index: s.label for s in steps}
     stepped = {e.step for e in transcript.events if e.step is not None}
     rows = []
     for step in steps:
         complete = step.status == "complete"
-        mark = (
-            "<span class='ok' title='complete'>✓</span>"
-            if complete
-            else "<span class='bad' title='not complete'>✗</span>"
-        )
+        state = step_state(step.status)
+        words = step_words(step)
+        mark = _mark(state, words)
         if complete:
             status = "complete" + (f" at turn {step.completed_at_turn}" if step.completed_at_turn is not None else "")
             status_html = f"<span class='ok'>{_e(status)}</span>"
@@ -530,10 +547,10 @@ def _steps(item: _Item, transcript: Transcript) -> str:
                     f"<span class='blocked-by'>blocked by step {step.blocked_by + 1}"
                     f"{': ' + _e(goal) if goal else ''}</span>"
                 )
-        elif step.status == "not_attempted":
-            status_html = "<span class='bad'>not attempted</span>"
+        elif step.status == "unsure":
+            status_html = "<span class='warn'>unsure</span> <span class='muted'>(the conversation moved on)</span>"
         else:
-            status_html = "<span class='bad'>not complete</span>"
+            status_html = f"<span class='{CSS_CLASS[state]}'>{_e(words)}</span>"
         body = []
         if step.rationale:
             body.append(f"<p class='rationale'>{_e(step.rationale)}</p>")
@@ -550,16 +567,24 @@ def _steps(item: _Item, transcript: Transcript) -> str:
         )
         body.append(f"<p class='muted'>{_e(', '.join(facts))}{link}</p>")
         rows.append(
-            f"<li class='step step-{_e(step.status)}'><details{'' if complete else ' open'}><summary>{mark} "
+            f"<li class='step step-{_e(step_name(step.status))}'><details{'' if complete else ' open'}><summary>{mark} "
             f"<strong>{_e(_step_label(step, transcript.kind))}:</strong> {_e(step.label)} — {status_html}</summary>"
             f"<div class='step-body'>{''.join(body)}</div></details></li>"
         )
-    return f"<h4>Goals ({done}/{len(steps)})</h4><ol class='steps'>{''.join(rows)}</ol>"
+    return f"<h4>Goals ({goals_count(steps)})</h4><ol class='steps'>{''.join(rows)}</ol>"
 
 
-def _golden(turns: Sequence[GoldenTurnRecord]) -> str:
+def _mark(state: State, title: str | None = None) -> str:
+    """A state's mark as every view shows it, coloured, with its words as the tooltip."""
+    return f"<span class='{CSS_CLASS[state]}' title='{_e(title or _STATE_TITLE[state])}'>{MARK[state]}</span>"
+
+
+def _golden(turns: Sequence[GoldenTurnRecord], scores: Sequence[Score]) -> str:
+    states = golden_turn_states(turns, scores)
+    met = sum(1 for state in states.values() if state == "met")
     rows = []
     for turn in turns:
+        state = states[turn.index]
         sent = _e(turn.user) if turn.user is not None else f"event <code>{_e(turn.event or '')}</code>"
         tools = ""
         if turn.expected_tools or turn.actual_tools:
@@ -567,13 +592,15 @@ def _golden(turns: Sequence[GoldenTurnRecord]) -> str:
             called = ", ".join(turn.actual_tools) or "—"
             tools = f"expected {_e(expected)}<br>called {_e(called)}"
         rows.append(
-            f"<tr><td class='num'>{turn.index + 1}</td><td>{sent}</td>"
+            f"<tr class='turn-{_e(state)}'><td class='num'>{turn.index + 1}</td>"
+            f"<td>{_mark(state)} {_e(_STATE_TITLE[state])}</td><td>{sent}</td>"
             f"<td>{_e(turn.expected_message) if turn.expected_message else '<span class=muted>—</span>'}</td>"
             f"<td>{'<br>'.join(_e(m) for m in turn.actual_messages) or '<span class=muted>(no message)</span>'}</td>"
             f"<td>{tools}</td><td>{_e(turn.history)}</td></tr>"
         )
     return (
-        f"<h4>Golden turns ({len(turns)})</h4><table class='golden'><thead><tr><th class='num'>#</th><th>Sent</th>"
+        f"<h4>Golden turns ({met}/{len(turns)}{unsure_note(states.values())})</h4><table class='golden'><thead><tr>"
+        "<th class='num'>#</th><th>State</th><th>Sent</th>"
         "<th>Expected</th><th>Actual</th><th>Tools</th><th>History</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
@@ -633,15 +660,16 @@ def _event(event: TranscriptEvent, transcript: Transcript) -> str:
         return "".join(parts)
     if isinstance(event, CheckEvent):
         target = "goal" if transcript.kind == "scenario" or event.step is None else f"step {event.step + 1}"
-        cls = "ok" if event.verdict == "met" else "warn" if event.verdict == "unsure" else "bad"
+        state = verdict_state(event.verdict, event.rationale)
         details = "".join(
-            f"<li>{_e(d.check)}: <span class='{('ok' if d.verdict == 'met' else 'bad')}'>{_e(d.verdict)}</span>"
+            f"<li>{_mark(verdict_state(d.verdict, d.evidence))} {_e(d.check)}: "
+            f"<span class='{CSS_CLASS[verdict_state(d.verdict, d.evidence)]}'>{_e(d.verdict)}</span>"
             f"{' — ' + _e(d.evidence) if d.evidence else ''}</li>"
             for d in event.details
         )
         return (
-            f"<div class='check'>check {_e(target)} after turn {event.turn}: "
-            f"<span class='{cls}'>{_e(event.verdict)}</span>"
+            f"<div class='check'>{_mark(state)} check {_e(target)} after turn {event.turn}: "
+            f"<span class='{CSS_CLASS[state]}'>{_e(event.verdict)}</span>"
             f" — {_e(event.rationale)}{f'<ul>{details}</ul>' if details else ''}</div>"
         )
     assert isinstance(event, ErrorEvent)
@@ -682,7 +710,7 @@ def _score_row(score: Score) -> str:
     raw = f"<details><summary>raw judge reply</summary><pre>{_e(score.raw)}</pre></details>" if score.raw else ""
     return (
         f"<tr class='verdict-{_e(score.verdict)}'>"
-        f"<td>{_e(_VERDICT_MARK.get(score.verdict, ''))} {_e(score.verdict)}</td>"
+        f"<td>{_mark(score_state(score))} {_e(score.verdict)}</td>"
         f"<td>{_e(score.metric)}</td><td>{_e(score.check)}</td><td>{_e(score.source)}</td>"
         f"<td class='num'>{_e(value)}</td><td>{'required' if score.required else '<span class=muted>info</span>'}</td>"
         f"<td>{_e(', '.join(where))}</td><td class='reason'>{_e(score.reason)}{raw}</td></tr>"
@@ -723,7 +751,6 @@ def _case(item: _Item, *, expand: bool) -> str:
     transcript = result.transcript
     outcome = stored.outcome
     steps = transcript.steps
-    done = sum(1 for s in steps if s.status == "complete")
     summary = [
         f"<span class='badge {_e(outcome)}'>{_e(outcome.upper())}</span>",
         f"<span class='case-name'>{_e(stored.case)}</span>",
@@ -736,7 +763,9 @@ def _case(item: _Item, *, expand: bool) -> str:
     if item.repeat_stats is not None and item.repeat_stats.label:
         summary.append(f"<span class='label-{_e(item.repeat_stats.label)}'>{_e(item.repeat_stats.label)}</span>")
     if steps:
-        summary.append(f"<span class='{'ok' if done == len(steps) else 'bad'}'>Goals ({done}/{len(steps)})</span>")
+        left = {step_state(step.status) for step in steps} - {"met"}
+        state: State = "met" if not left else "unsure" if left == {"unsure"} else "not_met"
+        summary.append(f"<span class='{CSS_CLASS[state]}'>Goals ({goals_count(steps)})</span>")
     if result.reasons:
         summary.append(f"<span class='case-why'>{_e(_shorten(result.reasons[0], _WHY_LENGTH))}</span>")
 
@@ -765,7 +794,7 @@ def _case(item: _Item, *, expand: bool) -> str:
     if steps:
         body.append(_steps(item, transcript))
     if transcript.golden_turns:
-        body.append(_golden(transcript.golden_turns))
+        body.append(_golden(transcript.golden_turns, result.scores))
     if transcript.session_parameters:
         body.append(
             f"<p class='muted'>Session parameters: <code>{_e(_json_text(transcript.session_parameters))}</code></p>"

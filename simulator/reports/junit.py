@@ -9,7 +9,8 @@
   ``time`` is the conversation's duration in seconds.
 - ``fail`` gives ``<failure>``: the message is the first reason; the body lists every reason, the steps that
   were not completed (with their rationale; blocked steps with the step that blocked them) and the scores that
-  did not pass (check, source, reason).
+  did not pass (check, source, reason), each marked as in every view: ✓ met, ✗ not met, ? unsure or not
+  judged, ⊘ blocked or not reached, ! error (:mod:`simulator.reports._states`).
 - ``error`` gives ``<error>``: the message is the transcript's error (else the first reason); the body holds
   every error of the conversation.
 - ``unsure`` gives ``<skipped>`` whose message starts with ``unsure:`` and names the first reason. An unsure
@@ -31,6 +32,7 @@ from collections.abc import Sequence
 from simulator.metrics import Breakdown, goal_achievement
 from simulator.models.run import RunRecord, StoredResult
 from simulator.models.transcript import ErrorEvent
+from simulator.reports._states import score_mark, step_mark, step_words
 from simulator.reports.tabular import ordered_results, strip_xml_illegal, suite_name
 from simulator.reports.transcript_text import result_lines, transcript_lines
 
@@ -58,12 +60,7 @@ def _failure_body(stored: StoredResult) -> str:
     if steps:
         lines.append("Steps not completed:")
         for step in steps:
-            words: str = step.status
-            if step.status == "blocked" and step.blocked_by is not None:
-                words = f"blocked by step {step.blocked_by + 1}"
-                if step.blocked_by_goal:
-                    words += f" ({step.blocked_by_goal})"
-            lines.append(f"  - step {step.index + 1}: {step.label}: {words}")
+            lines.append(f"  {step_mark(step.status)} step {step.index + 1}: {step.label}: {step_words(step)}")
             if step.rationale:
                 lines.append(f"    {step.rationale}")
     scores = [score for score in result.scores if score.verdict in ("not_met", "unsure", "error")]
@@ -72,7 +69,7 @@ def _failure_body(stored: StoredResult) -> str:
         for score in scores:
             required = "" if score.required else ", not required"
             value = "" if score.value is None else f" = {score.value:g}"
-            lines.append(f"  - [{score.verdict}, {score.source}{required}] {score.check}{value}")
+            lines.append(f"  {score_mark(score)} [{score.verdict}, {score.source}{required}] {score.check}{value}")
             if score.reason:
                 lines.append(f"    {score.reason}")
     return "\n".join(lines)
@@ -89,7 +86,7 @@ def _error_body(stored: StoredResult) -> str:
 
 
 def _system_out(stored: StoredResult) -> str:
-    lines = [line.text for line in transcript_lines(stored.result.transcript)]
+    lines = [line.text for line in transcript_lines(stored.result.transcript, stored.result)]
     lines.append("")
     lines.extend(line.text for line in result_lines(stored.result))
     return "\n".join(lines)

@@ -8,10 +8,14 @@ The report has, in order:
 3. when cases ran more than once: pass^k, pass@k, the 95% interval and the stable / flaky / broken label;
 4. an overview table of every conversation, failures first (error, fail, unsure, then pass);
 5. every conversation in that order: its outcome and why, an error card when it errored, ``Goals (k/n)``
-   with each step marked ✅ complete, ❌ not complete (incomplete steps expanded with their checks) or ⛔
-   blocked (naming the blocking step and its goal), with its rationale; a golden case's turns instead; the
-   scores that did not pass (check, source, reason); and the transcript, tool calls shown with how they were
-   answered (``executed`` / ``faked`` / **NOT EXECUTED** / **FAILED** / **NEEDS APPROVAL**).
+   with each step marked ✓ complete, ✗ not complete or ? unsure (both expanded with their checks), ⊘
+   blocked (naming the blocking step and its goal) or ⊘ not reached, with its rationale; a golden case's
+   turns instead, each ✓, ✗, ? (unsure or not judged: not a failure) or ! (error); the scores that did not
+   pass (check, source, reason); and the transcript, tool calls shown with how they were answered
+   (``executed`` / ``faked`` / **NOT EXECUTED** / **FAILED** / **NEEDS APPROVAL**).
+
+The marks are those of every view (:mod:`simulator.reports._states`): ✓ met, ✗ not met, ? unsure or not
+judged, ⊘ blocked or not reached, ! error, – not applicable; outcomes ✓ pass, ✗ fail, ? unsure, ! error.
 
 Everything that is not the report's own wording (agent and user text, tool arguments and results, judge
 rationales, names from the suite) is untrusted and goes through :func:`escape`: HTML is written as entities
@@ -39,6 +43,18 @@ from simulator.models.transcript import (
     Transcript,
     UserEvent,
 )
+from simulator.reports._states import (
+    MARK,
+    goals_count,
+    golden_turn_states,
+    outcome_mark,
+    score_mark,
+    step_mark,
+    step_state,
+    step_words,
+    unsure_note,
+    verdict_mark,
+)
 from simulator.reports.tabular import (
     ROLES,
     ordered_results,
@@ -57,16 +73,6 @@ _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _ORDERED_ITEM = re.compile(r"^(\d{1,9})([.)])")
 _BARE_LINK = re.compile(r"(?i)\b(www)\.|(:)//")
 _OUTCOME_ORDER = {"error": 0, "fail": 1, "unsure": 2, "pass": 3}
-_OUTCOME_MARK = {"pass": "✅", "fail": "❌", "error": "⚠️", "unsure": "❔"}
-_STEP_MARK = {
-    "complete": "✅",
-    "incomplete": "❌",
-    "unsure": "❔",
-    "blocked": "⛔",
-    "not_reached": "➖",
-    "not_attempted": "➖",
-}
-_VERDICT_MARK = {"met": "✅", "not_met": "❌", "unsure": "❔", "error": "⚠️", "n/a": "➖"}
 _TOOL_STATUS = {
     "executed": "executed",
     "faked": "faked",
@@ -283,8 +289,8 @@ def _overview(record: RunRecord, results: Sequence[StoredResult]) -> list[str]:
         goals = goal_achievement(stored.result.transcript)
         why = _shorten(stored.result.reasons[0], 120) if stored.result.reasons else ""
         lines.append(
-            f"| {_OUTCOME_MARK[stored.outcome]} {stored.outcome} | {_title(record, stored)} | {stored.result.kind} "
-            f"| {f'{goals.complete}/{goals.total}' if goals.total else '-'} | {stored.result.transcript.turns} "
+            f"| {outcome_mark(stored.outcome)} {stored.outcome} | {_title(record, stored)} | {stored.result.kind} "
+            f"| {goals_count(goals.steps) if goals.total else '-'} | {stored.result.transcript.turns} "
             f"| {stored.duration_s:.1f} | {_cell(why)} |"
         )
     return [*lines, ""]
@@ -314,11 +320,11 @@ def _step_checks(transcript: Transcript, step: StepOutcome, indent: str) -> list
         if not isinstance(event, CheckEvent) or event.step != step.index:
             continue
         lines.append(
-            f"{indent}- {_VERDICT_MARK[event.verdict]} check after turn {event.turn}: {event.verdict} — "
-            f"{escape(event.rationale)}"
+            f"{indent}- {verdict_mark(event.verdict, event.rationale)} check after turn {event.turn}: "
+            f"{event.verdict} — {escape(event.rationale)}"
         )
         lines.extend(
-            f"{indent}  - {_VERDICT_MARK[detail.verdict]} {escape(detail.check)}: {detail.verdict}"
+            f"{indent}  - {verdict_mark(detail.verdict, detail.evidence)} {escape(detail.check)}: {detail.verdict}"
             + (f" — {escape(detail.evidence)}" if detail.evidence else "")
             for detail in event.details
         )
@@ -329,26 +335,25 @@ def _step_lines(transcript: Transcript, step: StepOutcome) -> list[str]:
     number = f"{step.index + 1}."
     indent = " " * (len(number) + 1)
     label = "goal" if transcript.kind == "scenario" else f"step {step.index + 1}"
-    head = f"{number} {_STEP_MARK[step.status]} **{escape(step.label)}** ({label}) — "
+    head = f"{number} {step_mark(step.status)} **{escape(step.label)}** ({label}) — "
+    turns = f"{step.turns_used} turn{'s' if step.turns_used != 1 else ''}"
     if step.status == "complete":
         head += "complete" + (f" at turn {step.completed_at_turn}" if step.completed_at_turn is not None else "")
     elif step.status == "blocked":
-        head += "blocked"
-        if step.blocked_by is not None:
-            head += f" by step {step.blocked_by + 1}"
-            if step.blocked_by_goal:
-                head += f" ({escape(step.blocked_by_goal)})"
+        head += escape(step_words(step))
     elif step.status == "incomplete":
-        head += f"**not complete** after {step.turns_used} turn{'s' if step.turns_used != 1 else ''}"
+        head += f"**not complete** after {turns}"
         if step.verdict:
             head += f" (last check: {step.verdict})"
+    elif step.status == "unsure":
+        head += f"unsure after {turns}: the conversation moved on"
     else:
-        head += "not attempted"
+        head += step_words(step)
     lines = [head]
     if step.rationale:
         lines.append("")
         lines.append(indent + "\n".join(_block(step.rationale, indent, at_start=True)))
-    if step.status == "incomplete":
+    if step_state(step.status) in ("not_met", "unsure"):
         checks = _step_checks(transcript, step, indent)
         if checks:
             lines += ["", *checks]
@@ -357,19 +362,14 @@ def _step_lines(transcript: Transcript, step: StepOutcome) -> list[str]:
 
 def _golden_lines(stored: StoredResult) -> list[str]:
     transcript = stored.result.transcript
-    failing = {
-        score.turn
-        for score in stored.result.scores
-        if score.turn is not None and score.required and score.verdict in ("not_met", "unsure", "error")
-    }
-    met = sum(1 for record in transcript.golden_turns if record.index + 1 not in failing)
-    lines = [f"#### Turns ({met}/{len(transcript.golden_turns)})", ""]
+    states = golden_turn_states(transcript.golden_turns, stored.result.scores)
+    met = sum(1 for state in states.values() if state == "met")
+    lines = [f"#### Turns ({met}/{len(transcript.golden_turns)}{unsure_note(states.values())})", ""]
     for record in transcript.golden_turns:
         number = f"{record.index + 1}."
         indent = " " * (len(number) + 1)
-        mark = "❌" if record.index + 1 in failing else "✅"
         sent = f"user: {escape(record.user)}" if record.user is not None else f"event: {escape(record.event or '')}"
-        lines.append(f"{number} {mark} {sent}")
+        lines.append(f"{number} {MARK[states[record.index]]} {sent}")
         if record.expected_message is not None:
             lines.append(f"{indent}expected: {escape(record.expected_message)}\\")
         actual = " / ".join(escape(message) for message in record.actual_messages) or "*(no message)*"
@@ -393,7 +393,7 @@ def _scores_not_passed(scores: Sequence[Score]) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for score in shown:
-        verdict = f"{_VERDICT_MARK[score.verdict]} {score.verdict}" + ("" if score.required else " (not required)")
+        verdict = f"{score_mark(score)} {score.verdict}" + ("" if score.required else " (not required)")
         value = "" if score.value is None else f"{score.value:g}"
         if score.threshold is not None:
             value += f" (threshold {score.threshold:g})"
@@ -436,8 +436,8 @@ def _transcript_lines(transcript: Transcript) -> list[str]:
         elif isinstance(event, CheckEvent):
             where = f"step {event.step + 1}" if event.step is not None else "goal"
             lines.append(
-                f"- {_VERDICT_MARK[event.verdict]} check of {where} (turn {event.turn}): {event.verdict} — "
-                f"{escape(event.rationale)}"
+                f"- {verdict_mark(event.verdict, event.rationale)} check of {where} (turn {event.turn}): "
+                f"{event.verdict} — {escape(event.rationale)}"
             )
         elif isinstance(event, ErrorEvent):
             lines.append(f"- ⚠️ **error** in {event.where} (turn {event.turn}): {escape(event.message)}")
@@ -447,7 +447,7 @@ def _transcript_lines(transcript: Transcript) -> list[str]:
 def _case_lines(record: RunRecord, stored: StoredResult, stats: RepeatStats | None) -> list[str]:
     result = stored.result
     transcript = result.transcript
-    lines = [f"### {_OUTCOME_MARK[stored.outcome]} {stored.outcome}: {_title(record, stored)}", ""]
+    lines = [f"### {outcome_mark(stored.outcome)} {stored.outcome}: {_title(record, stored)}", ""]
     facts = [
         result.kind,
         f"{transcript.turns} turn{'s' if transcript.turns != 1 else ''}",
@@ -466,7 +466,7 @@ def _case_lines(record: RunRecord, stored: StoredResult, stats: RepeatStats | No
         lines.append("")
     goals = goal_achievement(transcript)
     if goals.total:
-        lines += [f"#### {goals.label}", ""]
+        lines += [f"#### Goals ({goals_count(goals.steps)})", ""]
         for step in goals.steps:
             lines += _step_lines(transcript, step)
         lines.append("")

@@ -6,7 +6,7 @@ from collections import defaultdict
 
 from simulator.metrics import repeat_stats
 from simulator.models.run import RunRecord, StoredResult
-from simulator.reports.transcript_text import goals
+from simulator.reports._states import goals_count
 
 CASE_COLUMNS = ("case", "persona", "repeat", "outcome", "goals", "turns", "seconds", "why")
 
@@ -42,7 +42,7 @@ def case_rows(results: list[StoredResult]) -> list[tuple[str, ...]]:
     order = {"error": 0, "fail": 1, "unsure": 2, "pass": 3}
     rows: list[tuple[str, ...]] = []
     for stored in sorted(results, key=lambda r: (order[r.outcome], r.case, r.persona or "", r.repeat)):
-        done, total = goals(stored.result.transcript)
+        total = len(stored.result.transcript.steps)
         why = stored.result.reasons[0] if stored.result.reasons else ""
         rows.append(
             (
@@ -50,7 +50,7 @@ def case_rows(results: list[StoredResult]) -> list[tuple[str, ...]]:
                 stored.persona or "-",
                 str(stored.repeat + 1),
                 stored.outcome,
-                f"{done}/{total}" if total else "-",
+                goals_count(stored.result.transcript.steps) if total else "-",
                 str(stored.result.transcript.turns),
                 f"{stored.duration_s:.1f}",
                 why if len(why) <= 100 else why[:99] + "…",

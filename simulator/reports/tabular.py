@@ -52,6 +52,7 @@ from simulator.metrics import Breakdown, goal_achievement, metric_summary
 from simulator.models.run import RoleTotals, RunRecord, StoredResult
 from simulator.models.scores import Score
 from simulator.models.transcript import AgentEvent, Transcript, UserEvent
+from simulator.reports._states import step_name
 
 __all__ = [
     "CASE_HEAD",
@@ -229,8 +230,9 @@ def step_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list
     """One row per step of every conversation, in plan and step order.
 
     Columns: suite, case, persona, repeat (from 1), step (its number, from 1), goal (the step's label), status
-    (complete / incomplete / blocked / not_attempted), blocked_by (``step j: <goal>`` of the step whose failure
-    blocked it, else empty), rationale.
+    (the state's word, as every view names it: ``complete`` ✓, ``incomplete`` ✗, ``unsure`` ?, ``blocked`` or
+    ``not_reached`` ⊘; the older ``not_attempted`` is written ``not_reached``), blocked_by (``step j: <goal>`` of
+    the step whose failure blocked it, else empty), rationale.
     """
     rows: list[list[Cell]] = []
     for stored in ordered_results(record, results):
@@ -246,7 +248,7 @@ def step_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list
                     stored.repeat + 1,
                     step.index + 1,
                     step.label,
-                    step.status,
+                    step_name(step.status),
                     blocked,
                     step.rationale,
                 ]

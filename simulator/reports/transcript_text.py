@@ -16,6 +16,16 @@ from simulator.models.transcript import (
     Transcript,
     UserEvent,
 )
+from simulator.reports._states import (
+    MARK,
+    State,
+    goals_count,
+    golden_turn_states,
+    score_mark,
+    score_state,
+    step_state,
+    step_words,
+)
 
 Style = Literal[
     "header",
@@ -32,7 +42,14 @@ Style = Literal[
     "plain",
 ]
 
-_MARK = {"complete": "✓", "incomplete": "✗", "unsure": "?", "blocked": "⊘", "not_reached": "⊘", "not_attempted": "⊘"}
+_STATE_STYLE: dict[State, Style] = {
+    "met": "pass",
+    "not_met": "fail",
+    "unsure": "check_other",
+    "not_reached": "blocked",
+    "error": "error",
+    "n/a": "plain",
+}
 
 
 class Line(NamedTuple):
@@ -56,23 +73,25 @@ def _tool_line(call: ToolCallRecord) -> Line:
 
 
 def _outcome_line(step: StepOutcome, kind: str) -> Line:
-    style: Style = {"complete": "pass", "blocked": "blocked"}.get(step.status, "fail")  # type: ignore[assignment]
+    state = step_state(step.status)
     name = "goal" if kind == "scenario" else f"step {step.index + 1}"
-    text = f"  {_MARK[step.status]} {name}: {step.label} — {step.status}"
+    text = f"  {MARK[state]} {name}: {step.label} — {step_words(step)}"
     if step.status == "complete" and step.completed_at_turn is not None:
         text += f" at turn {step.completed_at_turn}"
-    return Line(style, text)
+    return Line(_STATE_STYLE[state], text)
 
 
-def transcript_lines(transcript: Transcript) -> list[Line]:
-    """The conversation turn by turn (tool calls with how they were answered), then the steps' outcomes."""
-    done, total = goals(transcript)
+def transcript_lines(transcript: Transcript, result: CaseResult | None = None) -> list[Line]:
+    """The conversation turn by turn (tool calls with how they were answered), then the steps' outcomes, each
+    marked ✓ complete, ✗ not complete, ? unsure or ⊘ blocked / not reached; a golden case's turns marked
+    likewise from ``result``'s scores when it is given."""
+    total = len(transcript.steps)
     head = f"{transcript.case} ({transcript.kind})"
     if transcript.persona:
         head += f" with persona {transcript.persona}"
     head += f": stopped {transcript.stop_reason} after {transcript.turns} turn{'s' if transcript.turns != 1 else ''}"
     if total:
-        head += f", Goals ({done}/{total})"
+        head += f", Goals ({goals_count(transcript.steps)})"
     lines = [Line("header", head)]
     for event in transcript.events:
         if isinstance(event, UserEvent):
@@ -90,7 +109,8 @@ def transcript_lines(transcript: Transcript) -> list[Line]:
         elif isinstance(event, CheckEvent):
             style: Style = "check_met" if event.verdict == "met" else "check_other"
             step = f"step {event.step + 1}" if event.step is not None else "goal"
-            lines.append(Line(style, f"      check {step}: {event.verdict} — {event.rationale}"))
+            mark = MARK[event.verdict]
+            lines.append(Line(style, f"      {mark} check {step}: {event.verdict} — {event.rationale}"))
         elif isinstance(event, ErrorEvent):
             lines.append(Line("error", f"  error ({event.where}): {event.message}"))
     if transcript.steps:
@@ -99,21 +119,19 @@ def transcript_lines(transcript: Transcript) -> list[Line]:
             lines.append(_outcome_line(outcome, transcript.kind))
             if outcome.rationale:
                 lines.append(Line("plain", f"      {outcome.rationale}"))
+    states = golden_turn_states(transcript.golden_turns, result.scores) if result is not None else {}
     for record in transcript.golden_turns:
         expected = record.expected_message or "(no expected message)"
-        lines.append(Line("plain", f"  turn {record.index + 1}: expected: {expected}"))
-        lines.append(Line("plain", f"          actual:   {' | '.join(record.actual_messages) or '(no message)'}"))
+        turn_state = states.get(record.index)
+        mark = f"{MARK[turn_state]} " if turn_state is not None else ""
+        style = _STATE_STYLE[turn_state] if turn_state is not None else "plain"
+        indent = " " * (10 + len(mark))
+        lines.append(Line(style, f"  {mark}turn {record.index + 1}: expected: {expected}"))
+        lines.append(Line("plain", f"{indent}actual:   {' | '.join(record.actual_messages) or '(no message)'}"))
         if record.expected_tools or record.actual_tools:
-            lines.append(
-                Line(
-                    "plain",
-                    f"          tools expected {record.expected_tools or '[]'}, called {record.actual_tools or '[]'}",
-                )
-            )
+            called = f"called {record.actual_tools or '[]'}"
+            lines.append(Line("plain", f"{indent}tools expected {record.expected_tools or '[]'}, {called}"))
     return lines
-
-
-_VERDICT_MARK = {"met": "✓", "not_met": "✗", "unsure": "?", "error": "!", "n/a": "–"}
 
 
 def result_lines(result: CaseResult, *, all_scores: bool = True) -> list[Line]:
@@ -125,10 +143,10 @@ def result_lines(result: CaseResult, *, all_scores: bool = True) -> list[Line]:
     if shown:
         lines.append(Line("header", "Scores:"))
     for score in shown:
-        mark = _VERDICT_MARK[score.verdict]
+        mark = score_mark(score)
         value = f" = {score.value:g}" if score.value is not None else ""
         info = "" if score.required else " (not required)"
-        score_style: Style = "check_met" if score.verdict in ("met", "n/a") else "check_other"
+        score_style: Style = "check_met" if score_state(score) in ("met", "n/a") else "check_other"
         lines.append(Line(score_style, f"  {mark} [{score.source}] {score.check}{value}{info}"))
         if score.reason:
             lines.append(Line("plain", f"      {score.reason}"))

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 import yaml
 
-from simulator.errors import ConfigErrors
+from simulator.errors import ConfigError, ConfigErrors
 from simulator.loading import load_suite
 from simulator.loading.csv_import import dump_suite_yaml, import_csv, split_terms
+from simulator.models import GoldenCase
 
 
 def _write(tmp_path: Path, content: str | bytes, name: str = "tests.csv") -> Path:
@@ -39,6 +40,7 @@ FULL = _case(
     must_not_contain=["Fehler"],
     reference_answer="Es ist 12 Uhr.",
     tool_calls=[{"name": "get_time"}],
+    tool_order="any",
 )
 
 IMPORTS: list[tuple[str, str | bytes, list[dict[str, Any]]]] = [
@@ -70,6 +72,25 @@ IMPORTS: list[tuple[str, str | bytes, list[dict[str, Any]]]] = [
         "german-price-semicolon-file",
         'prompt;must_contain\nWas kostet das?;"""23,60"", EUR"\n',
         [_case("row_1", "Was kostet das?", must_contain=["23,60", "EUR"])],
+    ),
+    # A decimal comma is not a list separator: in a ;-separated file (German Excel) 23,60 stays one term.
+    (
+        "decimal-comma-in-semicolon-file",
+        "prompt;must_contain;must_not_contain;tags\nWas kostet das?;23,60, EUR;0,00;v1,5, de\n",
+        [
+            _case(
+                "row_1",
+                "Was kostet das?",
+                tags=["v1,5", "de"],
+                must_contain=["23,60", "EUR"],
+                must_not_contain=["0,00"],
+            )
+        ],
+    ),
+    (
+        "decimal-comma-in-semicolon-file-with-sep-line",
+        "sep=;\nprompt;must_contain\nWas kostet das?;Preis 23,60 EUR, 1, 2\n",
+        [_case("row_1", "Was kostet das?", must_contain=["Preis 23,60 EUR", "1", "2"])],
     ),
     (
         "quoted-term-with-inner-quote",
@@ -139,7 +160,14 @@ IMPORTS: list[tuple[str, str | bytes, list[dict[str, Any]]]] = [
     (
         "several-tools",
         'prompt,expected_tools\nBuche einen Flug,"search_flights, book-flight"\n',
-        [_case("row_1", "Buche einen Flug", tool_calls=[{"name": "search_flights"}, {"name": "book-flight"}])],
+        [
+            _case(
+                "row_1",
+                "Buche einen Flug",
+                tool_calls=[{"name": "search_flights"}, {"name": "book-flight"}],
+                tool_order="any",
+            )
+        ],
     ),
     (
         "quotes-in-prompt-are-text",
@@ -178,6 +206,27 @@ TERMS: list[tuple[str, list[str]]] = [
 @pytest.mark.parametrize(("cell", "terms"), TERMS)
 def test_split_terms(cell: str, terms: list[str]) -> None:
     assert split_terms(cell) == terms
+
+
+DECIMAL_TERMS: list[tuple[str, list[str], list[str]]] = [
+    # cell, terms in a ;-separated file, terms in a ,-separated file
+    ("23,60, EUR", ["23,60", "EUR"], ["23", "60", "EUR"]),
+    ("1,2,3", ["1,2,3"], ["1", "2", "3"]),
+    ("1, 2", ["1", "2"], ["1", "2"]),
+    ("1 ,2", ["1", "2"], ["1", "2"]),
+    ("a,1", ["a", "1"], ["a", "1"]),
+    ("1,a", ["1", "a"], ["1", "a"]),
+    (",1,5,", ["1,5"], ["1", "5"]),
+    ('"23",60', ["23", "60"], ["23", "60"]),  # after a quoted term the comma separates
+    ("Preis 23,60 EUR, inkl. MwSt", ["Preis 23,60 EUR", "inkl. MwSt"], ["Preis 23", "60 EUR", "inkl. MwSt"]),
+    ("١,٢", ["١", "٢"], ["١", "٢"]),  # ASCII digits only
+]
+
+
+@pytest.mark.parametrize(("cell", "semicolon", "comma"), DECIMAL_TERMS)
+def test_split_terms_with_a_decimal_comma(cell: str, semicolon: list[str], comma: list[str]) -> None:
+    assert split_terms(cell, decimal_comma=True) == semicolon
+    assert split_terms(cell) == comma
 
 
 @pytest.mark.parametrize("cell", ['"23,60, EUR', '"23,60" EUR', 'EUR "23,60"', '5" Display'])
@@ -380,6 +429,53 @@ def test_rendered_error(tmp_path: Path, content: str, rendered: str) -> None:
     assert str(caught.value) == rendered.format(file=path)
 
 
+WARNINGS: list[tuple[str, str, list[Expected]]] = [
+    (
+        "cut-between-digits-in-a-comma-file",
+        'prompt,must_contain,tags\nWas kostet das?,"23,60, EUR",de\nUnd das?,"Preis 1,5 EUR",x\n',
+        [
+            (2, 2, "row 1.must_contain", "'23,60' was split at a comma between two digits into '23' and '60'"),
+            (3, 2, "row 2.must_contain", "'Preis 1,5 EUR' was split at a comma between two digits into 'Preis 1'"),
+        ],
+    ),
+    (
+        "several-cuts-in-one-term-are-one-warning",
+        'prompt,must_not_contain\nHi,"1,2,3, x"\n',
+        [(2, 2, "row 1.must_not_contain", "'1,2,3' was split at a comma between two digits into '1', '2' and '3'")],
+    ),
+    ("semicolon-file-never-cuts-between-digits", "prompt;must_contain\nHi;23,60, EUR\n", []),
+    ("quoted-term-is-not-cut", 'prompt,must_contain\nHi,"""23,60"", EUR"\n', []),
+    ("space-after-the-comma-is-a-separator", 'prompt,must_contain\nHi,"23, 60"\n', []),
+    ("prompt-is-not-a-list", 'prompt,must_contain\n"Was kostet 23,60 EUR?",EUR\n', []),
+]
+
+
+@pytest.mark.parametrize(("content", "expected"), [pytest.param(c, e, id=i) for i, c, e in WARNINGS])
+def test_warnings(tmp_path: Path, content: str, expected: list[Expected]) -> None:
+    warnings: list[ConfigError] = []
+    path = _write(tmp_path, content)
+    data = import_csv(path, warnings=warnings)
+    assert data["cases"]  # a warning never stops the import
+    assert [(w.file, w.line, w.column, w.key_path) for w in warnings] == [
+        (str(path), line, column, key) for line, column, key, _ in expected
+    ]
+    for warning, (_, _, _, message) in zip(warnings, expected, strict=True):
+        assert message in warning.message
+    assert import_csv(path) == data  # without a list to fill, the same suite
+
+
+def test_rendered_warning_names_row_column_and_fix(tmp_path: Path) -> None:
+    warnings: list[ConfigError] = []
+    path = _write(tmp_path, 'prompt,must_contain\nWas kostet das?,"23,60, EUR"\n')
+    import_csv(path, warnings=warnings)
+    assert [w.render() for w in warnings] == [
+        f"{path}:2:2: row 1.must_contain: '23,60' was split at a comma between two digits into '23' and '60': if "
+        'it is one term (a decimal comma), put it in double quotes inside the cell ("23,60"), or save the file '
+        "with ; between columns, where such a comma never splits; if they are separate terms, write a space "
+        "after the comma (23, 60)"
+    ]
+
+
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigErrors) as caught:
         import_csv(tmp_path / "missing.csv")
@@ -398,6 +494,28 @@ def test_blank_suite_name_is_an_error(tmp_path: Path) -> None:
     path = _write(tmp_path, "prompt\nHi\n")
     with pytest.raises(ConfigErrors, match="the suite name is empty"):
         import_csv(path, suite_name="  ")
+
+
+def test_expected_tools_are_written_as_called_with_others_allowed(tmp_path: Path) -> None:
+    """The column means "these tools were called": the YAML says tool_order: any, never the strict exact."""
+    path = _write(tmp_path, 'prompt,expected_tools\nBuche einen Flug,"search_flights, book_flight"\nHallo,\n')
+    text = dump_suite_yaml(import_csv(path))
+    assert (
+        "  - user: Buche einen Flug\n"
+        "    expect:\n"
+        "      tool_calls:\n"
+        "      - name: search_flights\n"
+        "      - name: book_flight\n"
+        "      tool_order: any\n"
+    ) in text
+    assert text.count("tool_order") == 1  # a row without expected tools gets no tool expectation
+    suite_path = tmp_path / "suite.yaml"
+    suite_path.write_text(text, encoding="utf-8")
+    case = load_suite(suite_path).suite.cases[0]
+    assert isinstance(case, GoldenCase)
+    expect = case.turns[0].expect
+    assert expect is not None
+    assert expect.tool_order == "any"
 
 
 def test_round_trip_through_yaml_and_loader(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from simulator.errors import ConfigErrors
+from simulator.errors import ConfigError, ConfigErrors
 from simulator.loading import load_suite
 from simulator.loading.csv_import import dump_suite_yaml
 from simulator.loading.csv_multiturn import import_multiturn_csv
@@ -31,6 +31,8 @@ REFUND: dict[str, Any] = {
             "expect": {
                 "message": "Sorry!\nRefund RF-5512 is on its way.",
                 "tool_calls": [{"name": "lookup_order"}, {"name": "refund_order"}],
+                # "These tools were called", others allowed: never the strict `exact`.
+                "tool_order": "any",
             },
         },
         {"event": "hang_up"},
@@ -86,6 +88,23 @@ def test_the_dumped_suite_loads_as_the_same_cases(tmp_path: Path) -> None:
     loaded = load_suite(suite_file)
     assert loaded.suite.name == "dialogs"
     assert loaded.suite.cases == [GoldenCase.model_validate(REFUND), GoldenCase.model_validate(HELLO)]
+
+
+@pytest.mark.parametrize(
+    ("content", "tags", "warned"),
+    [
+        ("case;turn;user;tags\nc;1;Hi;release 1,5, de\n", ["release 1,5", "de"], []),
+        ('case,turn,user,tags\nc,1,Hi,"release 1,5, de"\n', ["release 1", "5", "de"], [(2, 4, "row 1.tags")]),
+    ],
+)
+def test_a_decimal_comma_splits_only_in_a_comma_file_and_then_warns(
+    tmp_path: Path, content: str, tags: list[str], warned: list[tuple[int, int, str]]
+) -> None:
+    warnings: list[ConfigError] = []
+    data = import_multiturn_csv(_write(tmp_path, content), warnings=warnings)
+    assert data["cases"][0]["tags"] == tags
+    assert [(w.line, w.column, w.key_path) for w in warnings] == warned
+    assert all("'release 1,5' was split at a comma between two digits" in w.message for w in warnings)
 
 
 def test_minimal_columns_and_suite_name(tmp_path: Path) -> None:

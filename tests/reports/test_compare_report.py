@@ -136,24 +136,25 @@ def test_markdown_lists_regressions_first_with_step_tables(comparison: Compariso
     regressed = text[text.index("## Regressed") : text.index("## Improved")]
     assert regressed.index("### billing / lookup") < regressed.index("### billing / refund")
     assert (
-        "### billing / refund\n\npass 1/1 -> fail 0/1\n\n"
+        "### billing / refund\n\n✓ pass 1/1 -> ✗ fail 0/1\n\n"
         "| step | A | B | B's rationale |\n"
         "|---|---|---|---|\n"
-        "| 2. give order number | complete (1/1) | incomplete (0/1) | the agent never asked for the order number |\n"
+        "| 2. give order number | ✓ complete (1/1) | ✗ not complete (0/1) "
+        "| the agent never asked for the order number |\n"
         "\nWhy B did not pass:\n\n- step 2: give order number: the agent never asked for the order number\n"
     ) in regressed
     # A regressed case with no step to compare still says why.
     assert (
-        "### billing / lookup\n\npass 1/1 -> fail 0/1 (1 error)\n\nNo step changed between the runs.\n\n"
+        "### billing / lookup\n\n✓ pass 1/1 -> ✗ fail 0/1 (1 error)\n\nNo step changed between the runs.\n\n"
         "Why B did not pass:\n\n- agent down: connection refused\n"
     ) in regressed
     improved = text[text.index("## Improved") : text.index("## New")]
-    assert "| 1. cancel | not complete (0/1) | complete (1/1) | — |" in improved
-    assert "- billing / new-flow: fail 0/1 (only in B)\n  - why: the user gave up" in text
-    assert "- billing / legacy: pass 1/1 (only in A)" in text
+    assert "| 1. cancel | ✗ not complete (0/1) | ✓ complete (1/1) | — |" in improved
+    assert "- billing / new-flow: ✗ fail 0/1 (only in B)\n  - why: the user gave up" in text
+    assert "- billing / legacy: ✓ pass 1/1 (only in A)" in text
     unchanged = text[text.index("## Unchanged") :]
     assert unchanged.startswith("## Unchanged (2)\n\n2 cases unchanged, 1 with a changed pass rate or steps.\n")
-    assert "### billing / reset\n\nfail 1/3 -> fail 2/3 (pass rate +33.3 points)" in unchanged
+    assert "### billing / reset\n\n✗ fail 1/3 -> ✗ fail 2/3 (pass rate +33.3 points)" in unchanged
     assert text.endswith("(pass rate +33.3 points)\n")
 
 
@@ -162,7 +163,7 @@ def test_markdown_escapes_run_text(comparison: Comparison) -> None:
     assert "<script" not in text
     assert "<img" not in text
     assert (
-        "| 1. step &lt;img src=x onerror=alert(2)&gt; | complete (1/1) | incomplete (0/1) "
+        "| 1. step &lt;img src=x onerror=alert(2)&gt; | ✓ complete (1/1) | ✗ not complete (0/1) "
         "| the agent replied &lt;script&gt;alert(1)&lt;/script&gt; \\| \\`code\\` \\[x\\](http\\://e.vil) |"
     ) in text
     assert "### billing / xss &lt;img src=x onerror=alert(2)&gt; \\| \\*bold\\*" in text
@@ -242,13 +243,39 @@ def test_html_header_and_step_table(comparison: Comparison) -> None:
     assert "Not significant at 0.05: p = 0.625 &gt;= 0.05." in page
     assert (
         "<thead><tr><th>Step</th><th>A</th><th>B</th><th>B's rationale</th></tr></thead>"
-        "<tbody><tr class='step-regressed'><td>2. give order number</td><td class='ok'>complete (1/1)</td>"
-        "<td class='bad'>incomplete (0/1)</td>"
+        "<tbody><tr class='step-regressed'><td>2. give order number</td><td class='ok'>✓ complete (1/1)</td>"
+        "<td class='bad'>✗ not complete (0/1)</td>"
         "<td class='rationale'>the agent never asked for the order number</td></tr></tbody>"
     ) in page
     assert page.index("change-regressed") < page.index("change-improved") < page.index("change-new")
-    assert "<td class='bad'>not complete (0/1)</td><td class='ok'>complete (1/1)</td>" in page
+    assert "<td class='bad'>✗ not complete (0/1)</td><td class='ok'>✓ complete (1/1)</td>" in page
     assert "<p>2 cases unchanged, 1 with a changed pass rate or steps.</p>" in page
+
+
+def test_unsure_and_not_reached_steps_and_repeats_from_1() -> None:
+    a = [
+        result(RUN_A, "fees", "pass", repeat=r, steps=[step(0, "ask", "complete"), step(1, "bye", "complete")])
+        for r in range(2)
+    ]
+    b = [
+        result(RUN_B, "fees", "pass", repeat=0, steps=[step(0, "ask", "complete"), step(1, "bye", "complete")]),
+        result(
+            RUN_B,
+            "fees",
+            "unsure",
+            repeat=1,
+            steps=[step(0, "ask", "unsure", "not judged"), step(1, "bye", "not_attempted")],
+        ),
+    ]
+    comparison = compare_runs(RUN_A, a, RUN_B, b)
+    markdown = render_compare_markdown(comparison)
+    assert "| 1. ask | ✓ complete (2/2) | ? unsure (1/2), first in repeat 2 | not judged |" in markdown
+    assert "| 2. bye | ✓ complete (2/2) | ⊘ not reached (1/2), first in repeat 2 | — |" in markdown
+    page = render_compare_html(comparison)
+    assert "<td class='warn'>? unsure (1/2), first in repeat 2</td>" in page
+    assert "<td class='muted'>⊘ not reached (1/2), first in repeat 2</td>" in page
+    improved = render_compare_markdown(compare_runs(RUN_B, b, RUN_A, a))
+    assert "| 1. ask | ? unsure (1/2) | ✓ complete (2/2) | — |" in improved
 
 
 def test_html_escapes_a_script_in_a_rationale(comparison: Comparison) -> None:

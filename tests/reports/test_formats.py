@@ -692,29 +692,29 @@ def test_markdown_goal_by_goal(run: tuple[RunRecord, list[StoredResult]]) -> Non
     lines = markdown.splitlines()
     cases = [line for line in lines if line.startswith("### ")]
     assert [line.split(":", 1)[0] for line in cases] == [
-        "### ⚠️ error",
-        "### ❌ fail",
-        "### ❌ fail",
-        "### ❔ unsure",
-        "### ✅ pass",
-        "### ✅ pass",
-        "### ✅ pass",
-        "### ✅ pass",
+        "### ! error",
+        "### ✗ fail",
+        "### ✗ fail",
+        "### ? unsure",
+        "### ✓ pass",
+        "### ✓ pass",
+        "### ✓ pass",
+        "### ✓ pass",
     ]
-    assert cases[1] == "### ❌ fail: shop › refund [angry-customer] #1"
+    assert cases[1] == "### ✗ fail: shop › refund [angry-customer] #1"
     refund = markdown[markdown.index(cases[1]) : markdown.index(cases[2])]
     assert "#### Goals (1/3)" in refund
-    assert "1. ✅ **Give the order number** (step 1) — complete at turn 1" in refund
-    assert "2. ❌ **Insist on a refund** (step 2) — **not complete** after 3 turns (last check: not_met)" in refund
-    assert "3. ⛔ **Ask for a confirmation email** (step 3) — blocked by step 2 (Insist on a refund)" in refund
+    assert "1. ✓ **Give the order number** (step 1) — complete at turn 1" in refund
+    assert "2. ✗ **Insist on a refund** (step 2) — **not complete** after 3 turns (last check: not_met)" in refund
+    assert "3. ⊘ **Ask for a confirmation email** (step 3) — blocked by step 2 (Insist on a refund)" in refund
     # The incomplete step is expanded with its checks and their evidence.
-    assert "   - ❌ check after turn 4: not_met — The agent answered with a formula, not a refund." in refund
-    assert "     - ❌ judge: success\\_criteria: not_met — issue\\_refund was not executed" in refund
+    assert "   - ✗ check after turn 4: not_met — The agent answered with a formula, not a refund." in refund
+    assert "     - ✗ judge: success\\_criteria: not_met — issue\\_refund was not executed" in refund
     assert "**NOT EXECUTED** (test mode: no fake answered this call)" in refund
     assert "tool **lookup\\_order**" in refund
     assert "faked by case tool\\_fakes\\[0\\]" in refund
     assert "#### Scores that did not pass" in refund
-    assert "| ❌ not_met | step 2: Insist on a refund | engine | 0 |" in refund
+    assert "| ✗ not_met | step 2: Insist on a refund | engine | 0 |" in refund
     assert "#### Transcript" in refund
     assert "repeats:" not in refund
     error = markdown[markdown.index(cases[0]) : markdown.index(cases[1])]
@@ -1205,9 +1205,9 @@ def test_junit_is_valid_and_escaped(run: tuple[RunRecord, list[StoredResult]]) -
     stored = next(r for r in run[1] if r.case == "refund")
     assert failure.get("message") == stored.result.reasons[0]
     body = failure.text or ""
-    assert "step 2: Insist on a refund: incomplete" in body
-    assert "step 3: Ask for a confirmation email: blocked by step 2 (Insist on a refund)" in body
-    assert "[not_met, deterministic] turn 2: hallucination = 1" in body
+    assert "  ✗ step 2: Insist on a refund: not complete" in body
+    assert "  ⊘ step 3: Ask for a confirmation email: blocked by step 2 (Insist on a refund)" in body
+    assert "  ✗ [not_met, deterministic] turn 2: hallucination = 1" in body
     assert XSS in body  # as text: the parser unescaped it, the file holds it escaped
     assert cases["greeting #1"].find("failure") is None
     assert cases["greeting #1"].find("skipped") is None
