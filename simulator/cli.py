@@ -206,7 +206,14 @@ def import_csv_command(
     """Import a CSV of single-turn tests as golden cases (one per row)."""
     from simulator.loading.csv_import import import_csv
 
-    _import_suite_from(file, output, force, lambda: import_csv(file, suite_name=name))
+    warnings: list[Any] = []
+    _import_suite_from(file, output, force, lambda: import_csv(file, suite_name=name, warnings=warnings))
+    _print_warnings(warnings)
+
+
+def _print_warnings(warnings: list[Any]) -> None:
+    for warning in warnings:
+        err.print(f"warning: {warning}", markup=False, soft_wrap=True)
 
 
 def _import_suite_from(file: Path, output: Path, force: bool, read: Callable[[], dict[str, Any]]) -> None:
@@ -287,7 +294,7 @@ def simulate(
         if as_json:
             sys.stdout.write(result.model_dump_json(indent=2) + "\n")
             continue
-        for line in [*transcript_lines(result.transcript), *result_lines(result)]:
+        for line in [*transcript_lines(result.transcript, result), *result_lines(result)]:
             out.print(line.text, style=_STYLES[line.style] or None, markup=False)
         out.print("")
     breakdown = Breakdown.of([r.outcome for r in results])
@@ -896,7 +903,9 @@ def import_csv_turns_command(
     """Import multi-turn golden cases from CSV: one row per turn."""
     from simulator.loading.csv_multiturn import import_multiturn_csv
 
-    _import_suite_from(file, output, force, lambda: import_multiturn_csv(file, suite_name=name))
+    warnings: list[Any] = []
+    _import_suite_from(file, output, force, lambda: import_multiturn_csv(file, suite_name=name, warnings=warnings))
+    _print_warnings(warnings)
 
 
 @golden_app.command("from-run")

@@ -415,6 +415,14 @@ class _CrossCheck:
         self.loader.errors.append(ConfigError(self.path, position.line, position.column, format_path(path), message))
 
     def run(self) -> None:
+        agent_given = isinstance(self.located.data, dict) and "agent" in self.located.data  # its errors say why
+        if self.agent is None and self.agent_path is None and self.parts.cases and not agent_given:
+            # Every conversation would end in an error: say so now, before anything runs or is stored.
+            self.error(
+                (),
+                "no agent to test: add `agent:` to this file (a mapping, or the path of an agent file), "
+                "or put an agent.yaml beside it or in a folder above",
+            )
         self._personas(("personas",), self.parts.personas)
         self._tool_fakes(("tool_fakes",), self.parts.tool_fakes)
         self._unique_names()

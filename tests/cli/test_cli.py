@@ -25,6 +25,7 @@ cases:
     personas: [terse]
 """
 
+AGENT = "type: http\nbase_url: http://127.0.0.1:9/v1\n"
 PERSONA = "name: terse\npersonality: Writes as few words as possible.\nlanguage: en\n"
 
 
@@ -33,6 +34,7 @@ def _project(tmp_path: Path, suite: str = VALID_SUITE) -> Path:
     (tmp_path / "personas" / "terse.yaml").write_text(PERSONA, encoding="utf-8")
     (tmp_path / "suites").mkdir()
     (tmp_path / "suites" / "tiny.yaml").write_text(suite, encoding="utf-8")
+    (tmp_path / "suites" / "agent.yaml").write_text(AGENT, encoding="utf-8")
     return tmp_path
 
 
@@ -54,7 +56,7 @@ def test_validate_valid_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     result = runner.invoke(app, ["validate", "suites", "personas"])
     assert result.exit_code == 0, result.stdout
     assert result.stdout.splitlines() == [
-        "Checked 2 files: 1 suite with 1 case (golden 0, scenario 1, simulation 0), 1 persona, 0 agent files.",
+        "Checked 3 files: 1 suite with 1 case (golden 0, scenario 1, simulation 0), 1 persona, 1 agent file.",
         "All valid.",
     ]
 
@@ -170,6 +172,7 @@ def test_help_and_validate_do_not_import_litellm_or_langgraph(tmp_path: Path) ->
 
 def test_import_csv_writes_a_suite_that_validates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "agent.yaml").write_text(AGENT, encoding="utf-8")
     (tmp_path / "faq.csv").write_text(
         'prompt;must_contain;expected_tools\nWas kostet das?;"""23,60"", EUR";get_price\n', encoding="utf-8-sig"
     )
@@ -188,6 +191,7 @@ def test_import_csv_writes_a_suite_that_validates(tmp_path: Path, monkeypatch: p
 
 def test_import_csv_never_overwrites_without_force(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "agent.yaml").write_text(AGENT, encoding="utf-8")
     (tmp_path / "faq.csv").write_text("prompt\nHello\n", encoding="utf-8")
     (tmp_path / "faq.yaml").write_text("keep me\n", encoding="utf-8")
     result = runner.invoke(app, ["import", "csv", "faq.csv", "-o", "faq.yaml"])

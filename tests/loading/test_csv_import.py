@@ -14,6 +14,13 @@ from simulator.loading.csv_import import dump_suite_yaml, import_csv, split_term
 from simulator.models import GoldenCase
 
 
+@pytest.fixture(autouse=True)
+def _an_agent_beside_written_suites(tmp_path: Path) -> None:
+    """Suites written here are loaded back, and a suite needs an agent to test (the nearest agent.yaml)."""
+    (tmp_path / "agent.yaml").write_text("type: http\nbase_url: http://127.0.0.1:9/v1\n", encoding="utf-8")
+
+
+
 def _write(tmp_path: Path, content: str | bytes, name: str = "tests.csv") -> Path:
     path = tmp_path / name
     # Bytes as given: newline translation or an encoder would hide what a real export contains.

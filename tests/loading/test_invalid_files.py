@@ -35,6 +35,7 @@ class Invalid:
     errors: Sequence[Expected]
     via: Literal["validate", "load_suite"] = "validate"
     max_file_bytes: int | None = None
+    default_agent: bool = True
 
 
 def entry(
@@ -45,9 +46,11 @@ def entry(
     bug: str | None = None,
     via: Literal["validate", "load_suite"] = "validate",
     max_file_bytes: int | None = None,
+    default_agent: bool = True,
 ) -> ParameterSet:
     marks = [pytest.mark.xfail(reason=f"loader bug: {bug}", strict=True, raises=AssertionError)] if bug else []
-    return pytest.param(Invalid(files, errors, via=via, max_file_bytes=max_file_bytes), id=id, marks=marks)
+    invalid = Invalid(files, errors, via=via, max_file_bytes=max_file_bytes, default_agent=default_agent)
+    return pytest.param(invalid, id=id, marks=marks)
 
 
 def y(text: str) -> str:
@@ -1846,8 +1849,17 @@ INVALID: list[ParameterSet] = [
                 "session parameter 'customer_id' cannot be checked against the agent's variables: no agent config "
                 "was found (add `agent:` to the suite, or an agent.yaml beside this file declaring variables: "
                 "customer_id: ...)",
-            )
+            ),
+            (
+                "suite.yaml",
+                1,
+                1,
+                "(root)",
+                "no agent to test: add `agent:` to this file (a mapping, or the path of an agent file), or put an "
+                "agent.yaml beside it or in a folder above",
+            ),
         ],
+        default_agent=False,
     ),
     entry(
         "session-parameter-agent-file-has-errors",
@@ -2493,9 +2505,20 @@ INVALID: list[ParameterSet] = [
 ]
 
 
-def write_files(root: Path, files: Mapping[str, str | bytes]) -> None:
+#: The agent written beside entries that name none: a suite needs an agent to test, and these entries are about
+#: something else. An entry that names ``agent.yaml`` itself, or writes ``agent:`` into a file, gets none.
+DEFAULT_AGENT = "type: http\nbase_url: http://127.0.0.1:9/v1\n"
+
+
+def write_files(root: Path, files: Mapping[str, str | bytes], *, default_agent: bool = True) -> None:
     # A .git folder stops the upward search for agent.yaml and personas/ at ``root``.
     (root / ".git").mkdir()
+    names_an_agent = any(
+        Path(name).name == "agent.yaml" or (isinstance(content, str) and "agent:" in content)
+        for name, content in files.items()
+    )
+    if default_agent and not names_an_agent:
+        (root / "agent.yaml").write_text(DEFAULT_AGENT, encoding="utf-8")
     for name, content in files.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -2523,7 +2546,7 @@ def collect(root: Path, via: Literal["validate", "load_suite"]) -> list[Expected
 @pytest.mark.parametrize("invalid", INVALID)
 def test_invalid_file(invalid: Invalid, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path.resolve()
-    write_files(root, invalid.files)
+    write_files(root, invalid.files, default_agent=invalid.default_agent)
     # Run where the files are, as a person would: paths in messages are then relative to the folder.
     monkeypatch.chdir(root)
     if invalid.max_file_bytes is not None:
