@@ -6,6 +6,11 @@ invents data is visible in the report (hosted tools' silent successes hid exactl
 
 Live mode (``--live``, never the default) runs the Python functions the agent config names; a tool with
 ``requires_approval`` is not run: the call is recorded as ``needs_approval`` and the case stops there.
+
+What the agent gets as a tool's result (the same for every adapter, for live functions and for fakes): a
+``str`` exactly as it is (most tool wrappers return JSON text already); any other JSON value serialised once
+(:func:`tool_content`); an unsuccessful call an ``{"error": ..., "status": ...}`` object. A live function that
+returns something that is not JSON fails the call, with the reason.
 """
 
 from __future__ import annotations
@@ -31,6 +36,30 @@ NOT_EXECUTED = "not executed in test mode"
 def _describe_call(name: str, arguments: dict[str, Any]) -> str:
     args = ", ".join(f"{key}={value!r}" for key, value in arguments.items())
     return f"{name}({args})"
+
+
+def json_result(value: Any) -> tuple[JsonValue, str | None]:
+    """A tool's result as Simulator keeps it, or why it cannot be used.
+
+    A ``str`` is kept exactly as it is (it reaches the agent unchanged); any other JSON value is kept as JSON
+    data (serialised once, when it reaches a chat agent); anything else (bytes, an object, NaN) is not JSON and
+    makes the call fail, with the reason as the second item.
+    """
+    if isinstance(value, str):
+        return value, None
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return None, (
+            f"the tool returned {type(value).__name__}, which is not JSON ({exc}): return a str (given to the agent "
+            "as it is) or JSON data (a dict, list, number, bool or None)"
+        )
+    return json.loads(text), None
+
+
+def tool_content(result: JsonValue) -> str:
+    """The text a chat agent gets as a tool's result: a ``str`` unchanged, other JSON serialised exactly once."""
+    return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
 
 def fake_matches(fake: ToolFake, name: str, arguments: dict[str, Any]) -> bool:
@@ -110,11 +139,13 @@ class ToolRouter:
     ) -> ToolCallRecord:
         """Record a call the agent ran itself (a LangGraph graph's own tool node): nothing is routed or faked.
 
-        The record says ``executed`` with ``result``, or ``failed`` with ``error`` when one is given.
+        The record says ``executed`` with ``result``, or ``failed`` with ``error`` when one is given (or when
+        ``result`` is not JSON, see :func:`json_result`).
         """
         record = self._new_record(name, arguments, call_id)
+        if error is None:
+            record.result, error = json_result(result)
         record.status = "executed" if error is None else "failed"
-        record.result = None if error is not None else _jsonable(result)
         record.error = error
         self.records.append(record)
         return record
@@ -166,8 +197,9 @@ class ToolRouter:
             record.status = "failed"
             record.error = f"{type(exc).__name__}: {exc}"
             return
-        record.status = "executed"
-        record.result = _jsonable(result)
+        record.result, error = json_result(result)
+        record.status = "executed" if error is None else "failed"
+        record.error = error
 
     def _function(self, name: str, declaration: ToolDeclaration | None) -> Callable[..., Any] | None:
         if name in self._functions:
@@ -234,7 +266,8 @@ def _parse_arguments(arguments: dict[str, Any] | str | None) -> tuple[dict[str, 
 
 
 def _jsonable(value: Any) -> JsonValue:
-    """A tool result as JSON data; anything else becomes its string form rather than failing the call."""
+    """Arguments a Python agent passed as JSON data; a value that is not JSON becomes its string form (the call
+    is still recorded as the agent made it)."""
     try:
         return json.loads(json.dumps(value, default=str))  # type: ignore[no-any-return]
     except (TypeError, ValueError):
