@@ -4,27 +4,31 @@ Test mode is the default. A call that no fake matches is NOT answered with a sil
 an explicit "not executed in test mode" result and the record says ``not_executed``, so an agent that then
 invents data is visible in the report (hosted tools' silent successes hid exactly that).
 
-Live mode (``--live``, never the default) runs the Python functions the agent config names; a tool with
-``requires_approval`` is not run: the call is recorded as ``needs_approval`` and the case stops there.
+Live mode (``--live``, never the default) runs the Python functions the agent config names (``function:
+module:callable``, looked for beside the suite and the agent file first: :mod:`simulator.code_refs`); a tool
+with ``requires_approval`` is not run: the call is recorded as ``needs_approval`` and the case stops there.
+A live function that cannot be imported, raises, or returns something that is not JSON is the tool's failure,
+not the agent's: the call is recorded as ``failed`` with the reason, the agent is told, and the conversation
+goes on.
 
 What the agent gets as a tool's result (the same for every adapter, for live functions and for fakes): a
 ``str`` exactly as it is (most tool wrappers return JSON text already); any other JSON value serialised once
-(:func:`tool_content`); an unsuccessful call an ``{"error": ..., "status": ...}`` object. A live function that
-returns something that is not JSON fails the call, with the reason.
+(:func:`tool_content`); an unsuccessful call an ``{"error": ..., "status": ...}`` object.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import json
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import JsonValue
 
+from simulator.code_refs import CodeRefError, resolve_callable
 from simulator.models import ToolDeclaration, ToolFake
 from simulator.models.transcript import ToolCallRecord
 
@@ -60,6 +64,34 @@ def json_result(value: Any) -> tuple[JsonValue, str | None]:
 def tool_content(result: JsonValue) -> str:
     """The text a chat agent gets as a tool's result: a ``str`` unchanged, other JSON serialised exactly once."""
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+
+
+class LiveFunction:
+    """A tool's ``function: module:callable``, imported when the tool is first called in live mode.
+
+    ``folders`` are searched first (the suite's and the agent file's folders). A reference that cannot be
+    imported, or is not callable, raises :class:`~simulator.code_refs.CodeRefError` when called, which the
+    router records as the call's failure.
+    """
+
+    def __init__(self, ref: str, folders: Sequence[Path] = ()) -> None:
+        self.ref = ref
+        self.folders = tuple(folders)
+        self._target: Callable[..., Any] | None = None
+
+    def resolve(self) -> Callable[..., Any]:
+        """The function itself (imported once)."""
+        if self._target is None:
+            self._target = resolve_callable(self.ref, what="tool function", folders=self.folders)
+        return self._target
+
+    def __call__(self, **arguments: Any) -> Any:
+        return self.resolve()(**arguments)
+
+
+def live_functions(declared: Sequence[ToolDeclaration], folders: Sequence[Path] = ()) -> dict[str, Callable[..., Any]]:
+    """The live functions of the tools that name one, by tool name, looked for in ``folders`` first."""
+    return {tool.name: LiveFunction(tool.function, folders) for tool in declared if tool.function is not None}
 
 
 def fake_matches(fake: ToolFake, name: str, arguments: dict[str, Any]) -> bool:
@@ -189,10 +221,15 @@ class ToolRouter:
             record.status = "not_executed"
             record.error = f"no live function for tool {record.name!r}: set `function: module:callable` on the tool"
             return
+        # Whatever goes wrong from here on is the tool's failure, not the agent's: recorded, and the agent is told.
         try:
             result = function(**record.arguments)
             if inspect.isawaitable(result):
                 result = await result
+        except CodeRefError as exc:
+            record.status = "failed"
+            record.error = str(exc)
+            return
         except Exception as exc:
             record.status = "failed"
             record.error = f"{type(exc).__name__}: {exc}"
@@ -206,12 +243,9 @@ class ToolRouter:
             return self._functions[name]
         if declaration is None or declaration.function is None:
             return None
-        module_name, _, attribute = declaration.function.partition(":")
-        target: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            target = getattr(target, part)
-        self._functions[name] = target
-        return target  # type: ignore[no-any-return]
+        # Without folders from the runner: the working folder and the installed packages only.
+        self._functions[name] = LiveFunction(declaration.function)
+        return self._functions[name]
 
 
 class ToolHandle:

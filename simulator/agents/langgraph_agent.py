@@ -19,7 +19,8 @@ as langchain message objects (``.type``, ``.content``, ``.tool_calls``, ``.tool_
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from simulator.agents._base import AgentInput, AgentReply
@@ -35,9 +36,9 @@ _SENT_ROLES = frozenset({"system", "user", "assistant"})
 class LanggraphAdapter:
     """Invokes one compiled graph for one conversation."""
 
-    def __init__(self, config: LanggraphAgent) -> None:
+    def __init__(self, config: LanggraphAgent, *, code_folders: Sequence[Path] = ()) -> None:
         self.config = config
-        graph = import_ref(config.graph, what="graph")
+        graph = import_ref(config.graph, what="graph", folders=code_folders)
         if not callable(getattr(graph, "ainvoke", None)):
             raise AgentError(
                 f"{config.graph!r} is not a compiled LangGraph graph (it has no `ainvoke`); point the agent config "

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from simulator.code_refs import code_folders
 from simulator.errors import ConfigError, ConfigErrors
 from simulator.loading._schema import SchemaChecker, closest, describe_value, did_you_mean
 from simulator.loading._yaml import DataPath, Located, format_path, parse_yaml, read_text
@@ -69,6 +70,12 @@ class LoadedSuite:
         """The agent under test, resolved from the suite, a referenced file or a nearby agent.yaml."""
         agent = self.suite.agent
         return None if isinstance(agent, str) else agent
+
+    @property
+    def code_folders(self) -> tuple[Path, ...]:
+        """Where the code the suite names (python agent, graph, live tool functions) is looked for first: the
+        suite's folder, then the agent file's."""
+        return code_folders(self.path, self.agent_path)
 
 
 @dataclass

@@ -13,6 +13,7 @@ import json
 import socket
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -38,6 +39,7 @@ from simulator.tools import NOT_EXECUTED, ToolHandle, ToolRouter
 
 R = TypeVar("R")
 HERE = "tests.agents.test_adapters"
+ROOT = Path(__file__).resolve().parent.parent.parent
 LOOKUP = ToolDeclaration(
     name="lookup_order",
     description="Find an order.",
@@ -897,3 +899,43 @@ def test_a_live_tool_that_raises_is_failed_and_the_agent_is_told(adapter: str, t
     ]
     assert reply.messages == ["done"]
 
+
+def calls_t(messages: list[dict[str, Any]], tools: ToolHandle) -> str:
+    return json.dumps(tools.call("t", year=2025))
+
+
+@pytest.mark.parametrize(
+    ("ref", "error"),
+    [
+        (
+            "no_such_tools_module:list_holidays",
+            "cannot import tool function 'no_such_tools_module:list_holidays': ModuleNotFoundError: no module named "
+            "'no_such_tools_module' (looked in the working folder and the installed packages). Check the module "
+            "path; a module of your own goes beside the suite file or the agent file, as no_such_tools_module.py",
+        ),
+        (
+            f"{HERE}:raising_tol",
+            f"cannot import tool function '{HERE}:raising_tol': module '{HERE}' has no 'raising_tol' "
+            "(in tests/agents/test_adapters.py); did you mean 'raising_tool'?",
+        ),
+        (
+            f"{HERE}:NOT_CALLABLE",
+            f"tool function '{HERE}:NOT_CALLABLE' is not callable: it is an int; name a function (`def ...` or "
+            "`async def ...`)",
+        ),
+        (f"{HERE}:raising_tool", "ValueError: no holidays for 2031"),
+    ],
+)
+def test_a_live_function_that_cannot_be_imported_or_raises_fails_the_call_not_the_agent(
+    ref: str, error: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    router = ToolRouter(declared=[ToolDeclaration(name="t", function=ref)], mode="live")
+
+    async def main() -> AgentReply:
+        return await respond_once(python_agent("calls_t"), make_input(router))
+
+    reply = run(main())
+    [record] = router.records
+    assert (record.status, record.error) == ("failed", error)
+    assert [json.loads(text) for text in reply.messages] == [{"error": error, "status": "failed"}]
