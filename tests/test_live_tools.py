@@ -22,6 +22,7 @@ from simulator.models.transcript import ToolCallRecord, Transcript
 from simulator.runner import RunOptions, find_case, model_roles, run_case
 
 ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "suites" / "examples" / "live_tools" / "holidays.yaml"
 
 
 def write(root: Path, files: Mapping[str, str]) -> Path:
@@ -228,3 +229,21 @@ def test_resolve_finds_dotted_modules_and_attributes_in_a_folder(tmp_path: Path,
     # Installed packages are still found when the folder does not have the module.
     assert resolve("json:dumps", what="tool function", folders=[folder]) is __import__("json").dumps
 
+
+# -- the shipped example -----------------------------------------------------------------------------------------
+
+
+def test_the_live_tools_example_runs_its_tool_with_live(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    [record] = calls(run_live(EXAMPLE, "german_holidays_2025"))
+    assert record.status == "executed"
+    assert isinstance(record.result, str)
+    assert '"2025-10-03"' in record.result
+    [record] = calls(run_live(EXAMPLE, "a_year_without_data"))
+    assert (record.status, record.error) == ("failed", "LookupError: no holiday data for DE 2031")
+
+
+def test_the_live_tools_example_is_faked_without_live(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    [record] = calls(run_live(EXAMPLE, "german_holidays_2025", live=False))
+    assert (record.status, record.fake) == ("faked", "suite tool_fakes[0]")
