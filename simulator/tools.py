@@ -4,22 +4,31 @@ Test mode is the default. A call that no fake matches is NOT answered with a sil
 an explicit "not executed in test mode" result and the record says ``not_executed``, so an agent that then
 invents data is visible in the report (hosted tools' silent successes hid exactly that).
 
-Live mode (``--live``, never the default) runs the Python functions the agent config names; a tool with
-``requires_approval`` is not run: the call is recorded as ``needs_approval`` and the case stops there.
+Live mode (``--live``, never the default) runs the Python functions the agent config names (``function:
+module:callable``, looked for beside the suite and the agent file first: :mod:`simulator.code_refs`); a tool
+with ``requires_approval`` is not run: the call is recorded as ``needs_approval`` and the case stops there.
+A live function that cannot be imported, raises, or returns something that is not JSON is the tool's failure,
+not the agent's: the call is recorded as ``failed`` with the reason, the agent is told, and the conversation
+goes on.
+
+What the agent gets as a tool's result (the same for every adapter, for live functions and for fakes): a
+``str`` exactly as it is (most tool wrappers return JSON text already); any other JSON value serialised once
+(:func:`tool_content`); an unsuccessful call an ``{"error": ..., "status": ...}`` object.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import json
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import JsonValue
 
+from simulator.code_refs import CodeRefError, resolve_callable
 from simulator.models import ToolDeclaration, ToolFake
 from simulator.models.transcript import ToolCallRecord
 
@@ -31,6 +40,58 @@ NOT_EXECUTED = "not executed in test mode"
 def _describe_call(name: str, arguments: dict[str, Any]) -> str:
     args = ", ".join(f"{key}={value!r}" for key, value in arguments.items())
     return f"{name}({args})"
+
+
+def json_result(value: Any) -> tuple[JsonValue, str | None]:
+    """A tool's result as Simulator keeps it, or why it cannot be used.
+
+    A ``str`` is kept exactly as it is (it reaches the agent unchanged); any other JSON value is kept as JSON
+    data (serialised once, when it reaches a chat agent); anything else (bytes, an object, NaN) is not JSON and
+    makes the call fail, with the reason as the second item.
+    """
+    if isinstance(value, str):
+        return value, None
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return None, (
+            f"the tool returned {type(value).__name__}, which is not JSON ({exc}): return a str (given to the agent "
+            "as it is) or JSON data (a dict, list, number, bool or None)"
+        )
+    return json.loads(text), None
+
+
+def tool_content(result: JsonValue) -> str:
+    """The text a chat agent gets as a tool's result: a ``str`` unchanged, other JSON serialised exactly once."""
+    return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+
+
+class LiveFunction:
+    """A tool's ``function: module:callable``, imported when the tool is first called in live mode.
+
+    ``folders`` are searched first (the suite's and the agent file's folders). A reference that cannot be
+    imported, or is not callable, raises :class:`~simulator.code_refs.CodeRefError` when called, which the
+    router records as the call's failure.
+    """
+
+    def __init__(self, ref: str, folders: Sequence[Path] = ()) -> None:
+        self.ref = ref
+        self.folders = tuple(folders)
+        self._target: Callable[..., Any] | None = None
+
+    def resolve(self) -> Callable[..., Any]:
+        """The function itself (imported once)."""
+        if self._target is None:
+            self._target = resolve_callable(self.ref, what="tool function", folders=self.folders)
+        return self._target
+
+    def __call__(self, **arguments: Any) -> Any:
+        return self.resolve()(**arguments)
+
+
+def live_functions(declared: Sequence[ToolDeclaration], folders: Sequence[Path] = ()) -> dict[str, Callable[..., Any]]:
+    """The live functions of the tools that name one, by tool name, looked for in ``folders`` first."""
+    return {tool.name: LiveFunction(tool.function, folders) for tool in declared if tool.function is not None}
 
 
 def fake_matches(fake: ToolFake, name: str, arguments: dict[str, Any]) -> bool:
@@ -110,11 +171,13 @@ class ToolRouter:
     ) -> ToolCallRecord:
         """Record a call the agent ran itself (a LangGraph graph's own tool node): nothing is routed or faked.
 
-        The record says ``executed`` with ``result``, or ``failed`` with ``error`` when one is given.
+        The record says ``executed`` with ``result``, or ``failed`` with ``error`` when one is given (or when
+        ``result`` is not JSON, see :func:`json_result`).
         """
         record = self._new_record(name, arguments, call_id)
+        if error is None:
+            record.result, error = json_result(result)
         record.status = "executed" if error is None else "failed"
-        record.result = None if error is not None else _jsonable(result)
         record.error = error
         self.records.append(record)
         return record
@@ -158,28 +221,31 @@ class ToolRouter:
             record.status = "not_executed"
             record.error = f"no live function for tool {record.name!r}: set `function: module:callable` on the tool"
             return
+        # Whatever goes wrong from here on is the tool's failure, not the agent's: recorded, and the agent is told.
         try:
             result = function(**record.arguments)
             if inspect.isawaitable(result):
                 result = await result
+        except CodeRefError as exc:
+            record.status = "failed"
+            record.error = str(exc)
+            return
         except Exception as exc:
             record.status = "failed"
             record.error = f"{type(exc).__name__}: {exc}"
             return
-        record.status = "executed"
-        record.result = _jsonable(result)
+        record.result, error = json_result(result)
+        record.status = "executed" if error is None else "failed"
+        record.error = error
 
     def _function(self, name: str, declaration: ToolDeclaration | None) -> Callable[..., Any] | None:
         if name in self._functions:
             return self._functions[name]
         if declaration is None or declaration.function is None:
             return None
-        module_name, _, attribute = declaration.function.partition(":")
-        target: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            target = getattr(target, part)
-        self._functions[name] = target
-        return target  # type: ignore[no-any-return]
+        # Without folders from the runner: the working folder and the installed packages only.
+        self._functions[name] = LiveFunction(declaration.function)
+        return self._functions[name]
 
 
 class ToolHandle:
@@ -234,7 +300,8 @@ def _parse_arguments(arguments: dict[str, Any] | str | None) -> tuple[dict[str, 
 
 
 def _jsonable(value: Any) -> JsonValue:
-    """A tool result as JSON data; anything else becomes its string form rather than failing the call."""
+    """Arguments a Python agent passed as JSON data; a value that is not JSON becomes its string form (the call
+    is still recorded as the agent made it)."""
     try:
         return json.loads(json.dumps(value, default=str))  # type: ignore[no-any-return]
     except (TypeError, ValueError):

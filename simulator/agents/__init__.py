@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simulator.agents._base import AgentAdapter, AgentInput, AgentReply, Message, event_message, wire_messages
@@ -22,13 +24,19 @@ __all__ = [
 ]
 
 
-def build_agent(config: AgentConfig, *, llm: LLMClient | None = None) -> AgentAdapter:
-    """A fresh adapter for one conversation with the agent ``config`` describes."""
+def build_agent(
+    config: AgentConfig, *, llm: LLMClient | None = None, code_folders: Sequence[Path] = ()
+) -> AgentAdapter:
+    """A fresh adapter for one conversation with the agent ``config`` describes.
+
+    ``code_folders`` (the suite's and the agent file's folders) are where a python agent's ``callable`` or a
+    graph's module is looked for first.
+    """
     adapter: Any
     if config.type == "python":
         from simulator.agents.python_agent import PythonAdapter
 
-        adapter = PythonAdapter(config)
+        adapter = PythonAdapter(config, code_folders=code_folders)
     elif config.type == "http":
         from simulator.agents.http_agent import HttpAdapter
 
@@ -42,7 +50,7 @@ def build_agent(config: AgentConfig, *, llm: LLMClient | None = None) -> AgentAd
     elif config.type == "langgraph":
         from simulator.agents.langgraph_agent import LanggraphAdapter
 
-        adapter = LanggraphAdapter(config)
+        adapter = LanggraphAdapter(config, code_folders=code_folders)
     else:  # pragma: no cover - the config's discriminator makes this unreachable
         raise AgentError(f"unknown agent type {config.type!r}")
     return adapter  # type: ignore[no-any-return]

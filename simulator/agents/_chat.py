@@ -10,7 +10,7 @@ from pydantic import JsonValue
 
 from simulator.agents._base import Message
 from simulator.models import ToolDeclaration
-from simulator.tools import ToolHandle
+from simulator.tools import ToolHandle, tool_content
 
 #: Tool rounds allowed in one turn; an agent that keeps calling tools past this is stuck in a loop.
 MAX_TOOL_ROUNDS = 10
@@ -39,10 +39,12 @@ async def answer_tool_call(
 
     The router is called with the raw arguments and the model's call id (not through ``ToolHandle.acall``):
     malformed JSON must be recorded as such rather than fail here, and the record's id must match the
-    ``tool_call_id`` the model sees.
+    ``tool_call_id`` the model sees. The content is :func:`~simulator.tools.tool_content`: a ``str`` result as it
+    is, any other JSON value serialised exactly once (so a tool returning JSON text and one returning the same
+    data give the agent the same bytes).
     """
     result = await tools.router.call(name, arguments, call_id=call_id)
-    return {"role": "tool", "tool_call_id": call_id, "content": json.dumps(result, ensure_ascii=False)}
+    return {"role": "tool", "tool_call_id": call_id, "content": tool_content(result)}
 
 
 def text_of(content: Any) -> str:

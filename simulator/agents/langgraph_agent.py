@@ -9,6 +9,8 @@ passed in the run config, as ``config["configurable"]["session"]``, where any no
 The reply is read back from the output state: the messages after the ones sent. AI messages with text become
 the reply's messages. The graph runs its own tools, so they cannot be faked; their calls and results are
 recorded on the tool router as ``executed`` (or ``failed``), so the transcript and the judges still see them.
+A tool message's text is recorded as it is, not parsed (the rule for every tool result: a ``str`` stays
+unchanged, see :mod:`simulator.tools`).
 
 LangGraph itself is not imported here (only ``simulator/engine/`` does): messages are read by duck typing,
 as langchain message objects (``.type``, ``.content``, ``.tool_calls``, ``.tool_call_id``) or plain dicts.
@@ -16,9 +18,9 @@ as langchain message objects (``.type``, ``.content``, ``.tool_calls``, ``.tool_
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from simulator.agents._base import AgentInput, AgentReply
@@ -34,9 +36,9 @@ _SENT_ROLES = frozenset({"system", "user", "assistant"})
 class LanggraphAdapter:
     """Invokes one compiled graph for one conversation."""
 
-    def __init__(self, config: LanggraphAgent) -> None:
+    def __init__(self, config: LanggraphAgent, *, code_folders: Sequence[Path] = ()) -> None:
         self.config = config
-        graph = import_ref(config.graph, what="graph")
+        graph = import_ref(config.graph, what="graph", folders=code_folders)
         if not callable(getattr(graph, "ainvoke", None)):
             raise AgentError(
                 f"{config.graph!r} is not a compiled LangGraph graph (it has no `ainvoke`); point the agent config "
@@ -99,7 +101,7 @@ def _read_new_messages(messages: list[Any], router: ToolRouter) -> AgentReply:
             if _field(message, "status") == "error":
                 router.record_external(name, arguments, None, call_id=call_id or None, error=text or "the tool failed")
             else:
-                router.record_external(name, arguments, _parsed(text), call_id=call_id or None)
+                router.record_external(name, arguments, text, call_id=call_id or None)
     for call_id, (name, arguments) in pending.items():
         router.record_external(
             name,
@@ -138,10 +140,3 @@ def _kind(message: Any) -> str:
     role = str(_field(message, "role"))
     return {"assistant": "ai", "user": "human"}.get(role, role)
 
-
-def _parsed(text: str) -> Any:
-    """A tool result as data: JSON text is parsed, other text is kept as it is."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text

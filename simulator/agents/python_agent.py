@@ -5,52 +5,42 @@ keyword arguments ``session`` (session parameters), ``tools`` (a :class:`~simula
 ``event``, ``turn`` and ``options`` (from the agent config). A class is instantiated once per conversation
 (with ``options`` as keyword arguments), so it may keep state; its instances must be callable or have a
 ``respond`` method. Sync code runs in a worker thread, so it can call ``tools.call(...)`` directly.
+
+The module is looked for beside the suite file and the agent file first, then in the working folder and the
+installed packages (:mod:`simulator.code_refs`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
-import os
-import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from simulator.agents._base import AgentInput, AgentReply, normalize_reply
+from simulator.code_refs import CodeRefError, resolve
 from simulator.errors import AgentError
 from simulator.models import PythonAgent
 
 _OPTIONAL = ("session", "tools", "event", "turn", "options")
 
 
-def import_ref(ref: str, *, what: str) -> Any:
-    """Import ``module:attribute``; the working folder is importable, as it is for ``python -m``."""
-    module_name, _, attribute = ref.partition(":")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
+def import_ref(ref: str, *, what: str, folders: Sequence[Path] = ()) -> Any:
+    """Import ``module:attribute``, from ``folders`` first (the suite's and the agent file's), then from the
+    working folder (as for ``python -m``) and the installed packages; an AgentError says why it cannot."""
     try:
-        target: Any = importlib.import_module(module_name)
-    except Exception as exc:
-        raise AgentError(
-            f"cannot import {what} {ref!r}: {type(exc).__name__}: {exc}. Check the module path in the agent "
-            "config and that the module is importable from the folder you run simulator in"
-        ) from exc
-    for part in attribute.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise AgentError(f"cannot import {what} {ref!r}: module {module_name!r} has no {part!r}") from None
-    return target
+        return resolve(ref, what=what, folders=folders)
+    except CodeRefError as exc:
+        raise AgentError(str(exc)) from None
 
 
 class PythonAdapter:
     """Calls a Python agent in-process."""
 
-    def __init__(self, config: PythonAgent) -> None:
+    def __init__(self, config: PythonAgent, *, code_folders: Sequence[Path] = ()) -> None:
         self.config = config
-        target = import_ref(config.callable, what="agent")
+        target = import_ref(config.callable, what="agent", folders=code_folders)
         #: A class instance may remember earlier turns, so its conversation cannot be resumed half-way.
         self.stateful = inspect.isclass(target)
         if inspect.isclass(target):

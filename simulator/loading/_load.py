@@ -3,6 +3,10 @@
 The pipeline per file: read (UTF-8, size limit) -> line-aware YAML tree -> JSON Schema -> pydantic models ->
 cross-reference checks (declared variables, expectation references, personas, unique case names, tools).
 Errors of all stages are collected and raised together, sorted by place.
+
+``validate`` (:func:`validate_paths`) also imports the code the files name (a python agent's ``callable``, a
+graph, every tool's live ``function``), the way a run would (:mod:`simulator.code_refs`), and checks it is
+callable, without calling it. Loading a suite to run it does not: a test-mode run needs no live function.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from simulator.code_refs import CodeRefError, code_folders, resolve, resolve_callable
 from simulator.errors import ConfigError, ConfigErrors
 from simulator.loading._schema import SchemaChecker, closest, describe_value, did_you_mean
 from simulator.loading._yaml import DataPath, Located, format_path, parse_yaml, read_text
@@ -69,6 +74,12 @@ class LoadedSuite:
         """The agent under test, resolved from the suite, a referenced file or a nearby agent.yaml."""
         agent = self.suite.agent
         return None if isinstance(agent, str) else agent
+
+    @property
+    def code_folders(self) -> tuple[Path, ...]:
+        """Where the code the suite names (python agent, graph, live tool functions) is looked for first: the
+        suite's folder, then the agent file's."""
+        return code_folders(self.path, self.agent_path)
 
 
 @dataclass
@@ -150,9 +161,13 @@ def _overlaps(path: DataPath, others: Iterable[DataPath]) -> bool:
 class Loader:
     """Loads files, each once: agent files and persona folders are shared by the suites that use them."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, check_code: bool = False) -> None:
         self.errors: list[ConfigError] = []
+        #: Import the code agents name (``validate``), see :meth:`check_code_refs`.
+        self.check_code = check_code
         self._agents: dict[Path, AgentConfig | None] = {}
+        self._agent_documents: dict[Path, Located] = {}
+        self._code_checked: set[Path] = set()
         self._persona_dirs: dict[Path, dict[str, Persona]] = {}
         self._persona_sources: dict[str, Path] = {}
 
@@ -221,16 +236,72 @@ class Loader:
             return None
         return built
 
-    # -- agents and personas -----------------------------------------------------------------------
+    # -- agents ------------------------------------------------------------------------------------
 
     def load_agent(self, path: Path) -> AgentConfig | None:
         """The agent config in ``path`` (cached); None when it has errors (they are recorded)."""
         path = path.resolve()
         if path not in self._agents:
             located = self._read(path)
-            agent = self._validate(path, located, "agent", _adapter("agent")) if located is not None else None
-            self._agents[path] = agent
+            self.add_agent(path, located)
         return self._agents[path]
+
+    def add_agent(self, path: Path, located: Located | None) -> AgentConfig | None:
+        """Validate the agent file ``path`` already read as ``located`` and keep it (and where its keys are)."""
+        path = path.resolve()
+        agent = self._validate(path, located, "agent", _adapter("agent")) if located is not None else None
+        self._agents[path] = agent
+        if located is not None:
+            self._agent_documents[path] = located
+        return agent
+
+    # -- code the agent names ----------------------------------------------------------------------
+
+    def check_code_refs(
+        self, agent: AgentConfig, file: Path, located: Located, base: DataPath, folders: Sequence[Path]
+    ) -> None:
+        """Import every piece of code ``agent`` names, looking in ``folders`` first, and record each reference
+        that cannot be imported or is unusable at its key: ``base`` is where the agent is written in ``file``
+        (``("agent",)`` inline in a suite, ``()`` in an agent file). Nothing is called."""
+        refs: list[tuple[DataPath, str, str]] = []
+        if agent.type == "python":
+            refs.append(((*base, "callable"), agent.callable, "agent"))
+        elif agent.type == "langgraph":
+            refs.append(((*base, "graph"), agent.graph, "graph"))
+        refs += [
+            ((*base, "tools", index, "function"), tool.function, "tool function")
+            for index, tool in enumerate(agent.tools)
+            if tool.function is not None
+        ]
+        for where, ref, what in refs:
+            message = _code_problem(ref, what, folders)
+            if message is not None and not located.is_flagged(where):
+                position = located.position(where)
+                self.errors.append(ConfigError(file, position.line, position.column, format_path(where), message))
+
+    def _check_suite_code(self, path: Path, located: Located, agent: AgentConfig, agent_path: Path) -> None:
+        folders = code_folders(path, agent_path)
+        if agent_path == path:
+            self.check_code_refs(agent, path, located, ("agent",), folders)
+            return
+        agent_path = agent_path.resolve()
+        document = self._agent_documents.get(agent_path)
+        if document is not None:
+            self._code_checked.add(agent_path)
+            self.check_code_refs(agent, agent_path, document, (), folders)
+
+    def check_unused_agent_code(self, paths: Iterable[Path]) -> None:
+        """Check the code of the agent files in ``paths`` that no suite checked, from their own folder."""
+        for path in paths:
+            resolved = path.resolve()
+            agent = self._agents.get(resolved)
+            document = self._agent_documents.get(resolved)
+            if resolved in self._code_checked or agent is None or document is None:
+                continue
+            self._code_checked.add(resolved)
+            self.check_code_refs(agent, resolved, document, (), code_folders(resolved))
+
+    # -- personas ----------------------------------------------------------------------------------
 
     def load_persona_dir(self, directory: Path) -> dict[str, Persona]:
         """All personas in a folder (cached), by name; duplicates and broken files are recorded as errors."""
@@ -306,6 +377,8 @@ class Loader:
             return None
         parts = _SuiteParts.of(suite) if suite is not None else _SuiteParts.salvage(data, cases_key)
         agent, agent_path = self._resolve_agent(path, located, parts.agent)
+        if self.check_code and agent is not None and agent_path is not None:
+            self._check_suite_code(path, located, agent, agent_path)
         personas_dir = find_upwards(path.parent, PERSONAS_DIR, want_dir=True)
         personas = self.load_persona_dir(personas_dir) if personas_dir else {}
         _CrossCheck(self, path, located, parts, cases_key, agent, agent_path, personas, personas_dir).run()
@@ -564,6 +637,23 @@ class _CrossCheck:
             self._tool_name((*where, "after"), expectation.after)
 
 
+def _code_problem(ref: str, what: str, folders: Sequence[Path]) -> str | None:
+    """What is wrong with the code reference ``ref`` (imported, not called), or None when it is usable."""
+    try:
+        if what == "graph":
+            graph = resolve(ref, what=what, folders=folders)
+            if not callable(getattr(graph, "ainvoke", None)):
+                return (
+                    f"{ref!r} is not a compiled LangGraph graph (it has no `ainvoke`): point `graph` at the result "
+                    "of `builder.compile()`"
+                )
+        else:
+            resolve_callable(ref, what=what, folders=folders)
+    except CodeRefError as exc:
+        return str(exc)
+    return None
+
+
 def find_upwards(start: Path, name: str, *, want_dir: bool = False) -> Path | None:
     """The nearest ``name`` in ``start`` or a parent folder, stopping at the top of a git checkout or the home
     folder, and never above ``start`` in the root or a top-level folder such as /tmp, so that a stray file far
@@ -639,7 +729,7 @@ def collect_yaml_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[Co
 
 def validate_paths(paths: Iterable[str | Path]) -> ValidationReport:
     """Load every YAML file under ``paths`` as what it holds and collect all problems, never raising."""
-    loader = Loader()
+    loader = Loader(check_code=True)
     report = ValidationReport()
     files, errors = collect_yaml_files(paths)
     loader.errors.extend(errors)
@@ -656,7 +746,7 @@ def validate_paths(paths: Iterable[str | Path]) -> ValidationReport:
                 report.personas.update(loaded.personas)
         elif kind == "agent":
             if path.resolve() not in loader._agents:
-                loader._agents[path.resolve()] = loader._validate(path, located, "agent", _adapter("agent"))
+                loader.add_agent(path, located)
             report.agents.append(path)
         elif kind in ("persona", "personas"):
             folder = _enclosing_personas_dir(path)
@@ -676,6 +766,7 @@ def validate_paths(paths: Iterable[str | Path]) -> ValidationReport:
                     f"file is named agent.yaml, and a persona file lies in a {PERSONAS_DIR}/ folder",
                 )
             )
+    loader.check_unused_agent_code(report.agents)
     report.errors = sorted(_unique(loader.errors), key=ConfigError.sort_key)
     return report
 

@@ -20,6 +20,7 @@ from simulator.loading._schema import did_you_mean
 from simulator.models import Case, GoldenCase, ModelRoles, Persona
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
+from simulator.tools import live_functions
 from simulator.user import LLMUser, ScriptedUser, SimulatedUser
 
 
@@ -110,7 +111,7 @@ async def run_case(
     user: SimulatedUser = LLMUser(llm) if roles.user.model else ScriptedUser()
     checker = StepJudge(llm if roles.judge.model else None, language=loaded.suite.language)
     try:
-        agent = build_agent(agent_config, llm=llm)
+        agent = build_agent(agent_config, llm=llm, code_folders=loaded.code_folders)
     except AgentError as exc:
         return _setup_failure(case, persona, options, str(exc))
     setup = ConversationSetup(
@@ -122,6 +123,7 @@ async def run_case(
         persona=persona,
         suite_fakes=loaded.suite.tool_fakes,
         tool_mode="live" if options.live else "test",
+        tool_functions=live_functions(agent_config.tools, loaded.code_folders),
         seed=options.seed,
         language=loaded.suite.language,
     )

@@ -13,6 +13,7 @@ import json
 import socket
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -38,6 +39,7 @@ from simulator.tools import NOT_EXECUTED, ToolHandle, ToolRouter
 
 R = TypeVar("R")
 HERE = "tests.agents.test_adapters"
+ROOT = Path(__file__).resolve().parent.parent.parent
 LOOKUP = ToolDeclaration(
     name="lookup_order",
     description="Find an order.",
@@ -735,9 +737,11 @@ def test_langgraph_agent_replies_and_its_tools_are_recorded(ref: str) -> None:
     assert first.messages == ["Order A1 has shipped, Ana. (turn 1)"]
     # The whole history went in, and nothing was appended twice (with a checkpointer either).
     assert second.messages == ["Order A1 has shipped, Ana. (turn 3)"]
+    # The tool message's text is recorded as it is (a str result is never re-encoded nor parsed).
+    shipped = '{"order_id": "A1", "status": "shipped"}'
     assert [(r.id, r.name, r.status, r.arguments, r.result) for r in router.records] == [
-        ("tc1", "lookup_order", "executed", {"order_id": "A1"}, {"order_id": "A1", "status": "shipped"}),
-        ("tc4", "lookup_order", "executed", {"order_id": "A1"}, {"order_id": "A1", "status": "shipped"}),
+        ("tc1", "lookup_order", "executed", {"order_id": "A1"}, shipped),
+        ("tc4", "lookup_order", "executed", {"order_id": "A1"}, shipped),
     ]
 
 
@@ -781,3 +785,157 @@ def test_langgraph_failures_are_agent_errors(ref: str, error: str) -> None:
 
     with pytest.raises(AgentError, match=error):
         run(main())
+
+
+# --------------------------------------------------------------------------------------------------------------
+# tool results: one rule for every adapter, for live functions and for fakes alike
+
+AS_TEXT = '{"a": 1}'
+AS_DATA: dict[str, JsonValue] = {"a": 1}
+
+
+def results_router(source: str) -> ToolRouter:
+    """Tools ``as_text`` and ``as_data`` give ``'{"a": 1}'`` and ``{"a": 1}``, run live or answered by fakes."""
+    if source == "live":
+        return ToolRouter(mode="live", functions={"as_text": lambda: AS_TEXT, "as_data": lambda: AS_DATA})
+    fakes = [ToolFake(tool="as_text", result=AS_TEXT), ToolFake(tool="as_data", result=AS_DATA)]
+    return ToolRouter(fakes=[(f"suite tool_fakes[{i}]", fake) for i, fake in enumerate(fakes)])
+
+
+def tool_contents_seen(adapter: str, router: ToolRouter, *tools: str) -> tuple[list[str], AgentReply]:
+    """A chat agent (``http`` or ``litellm``) calls each of ``tools`` once, then says "done": the contents of the
+    tool messages it got back, and its reply."""
+    if adapter == "http":
+        calls = [(f"c{index}", name, "{}") for index, name in enumerate(tools)]
+        reply, server = run(talk_http([Scripted(tool_reply(*calls)), Scripted(text_reply("done"))], router))
+        sent = server.requests[1]["messages"]
+    else:
+        script = FakeScript().enqueue(
+            "shop", [FakeToolCall(name, {}, id=f"c{index}") for index, name in enumerate(tools)], "done"
+        )
+        reply = talk_litellm(shop_agent(), script, router)
+        sent = script.requests[1].messages
+    return [message["content"] for message in sent if message["role"] == "tool"], reply
+
+
+@pytest.mark.parametrize("source", ["live", "fake"])
+@pytest.mark.parametrize("adapter", ["http", "litellm"])
+def test_a_str_result_and_the_same_json_data_reach_a_chat_agent_byte_identical(adapter: str, source: str) -> None:
+    router = results_router(source)
+    contents, reply = tool_contents_seen(adapter, router, "as_text", "as_data")
+    # The str is passed through unchanged (not encoded a second time); the dict is serialised once.
+    assert contents == ['{"a": 1}', '{"a": 1}']
+    assert reply.messages == ["done"]
+    status = "executed" if source == "live" else "faked"
+    assert [(r.status, r.result, r.error) for r in router.records] == [(status, AS_TEXT, None), (status, AS_DATA, None)]
+
+
+def results_agent(messages: list[dict[str, Any]], tools: ToolHandle) -> str:
+    return f"{tools.call('as_text')!r} {tools.call('as_data')!r}"
+
+
+async def async_results_agent(messages: list[dict[str, Any]], tools: ToolHandle) -> str:
+    return f"{await tools.acall('as_text')!r} {await tools.acall('as_data')!r}"
+
+
+@pytest.mark.parametrize("source", ["live", "fake"])
+@pytest.mark.parametrize("agent", ["results_agent", "async_results_agent"])
+def test_a_python_agent_gets_a_str_result_as_it_is_and_json_data_as_data(agent: str, source: str) -> None:
+    router = results_router(source)
+
+    async def main() -> AgentReply:
+        return await respond_once(python_agent(agent), make_input(router))
+
+    assert run(main()).messages == [f"{AS_TEXT!r} {AS_DATA!r}"]
+
+
+class Opaque:
+    """An object a tool might return by mistake (a client's response object, a model instance)."""
+
+
+NOT_JSON = [
+    pytest.param(b'{"a": 1}', "bytes", id="bytes"),
+    pytest.param(Opaque(), "Opaque", id="object"),
+    pytest.param({"when": Opaque()}, "dict", id="object-inside-a-dict"),
+    pytest.param({1, 2}, "set", id="set"),
+    pytest.param(float("nan"), "float", id="nan"),
+]
+
+
+@pytest.mark.parametrize(("value", "type_name"), NOT_JSON)
+@pytest.mark.parametrize("adapter", ["http", "litellm"])
+def test_a_result_that_is_not_json_fails_the_call_and_the_conversation_goes_on(
+    adapter: str, value: Any, type_name: str
+) -> None:
+    router = ToolRouter(mode="live", functions={"odd": lambda: value})
+    contents, reply = tool_contents_seen(adapter, router, "odd")
+    [record] = router.records
+    assert (record.status, record.result) == ("failed", None)
+    assert record.error is not None
+    assert record.error.startswith(f"the tool returned {type_name}, which is not JSON (")
+    assert record.error.endswith("return a str (given to the agent as it is) or JSON data (a dict, list, number, "
+                                 "bool or None)")
+    assert [json.loads(content) for content in contents] == [{"error": record.error, "status": "failed"}]
+    assert reply.messages == ["done"]
+
+
+def raising_tool(**arguments: Any) -> str:
+    raise ValueError("no holidays for 2031")
+
+
+async def async_raising_tool(**arguments: Any) -> str:
+    raise ValueError("no holidays for 2031")
+
+
+@pytest.mark.parametrize("tool", [raising_tool, async_raising_tool])
+@pytest.mark.parametrize("adapter", ["http", "litellm"])
+def test_a_live_tool_that_raises_is_failed_and_the_agent_is_told(adapter: str, tool: Callable[..., Any]) -> None:
+    router = ToolRouter(mode="live", functions={"holidays": tool})
+    contents, reply = tool_contents_seen(adapter, router, "holidays")
+    [record] = router.records
+    assert (record.status, record.error, record.result) == ("failed", "ValueError: no holidays for 2031", None)
+    assert [json.loads(content) for content in contents] == [
+        {"error": "ValueError: no holidays for 2031", "status": "failed"}
+    ]
+    assert reply.messages == ["done"]
+
+
+def calls_t(messages: list[dict[str, Any]], tools: ToolHandle) -> str:
+    return json.dumps(tools.call("t", year=2025))
+
+
+@pytest.mark.parametrize(
+    ("ref", "error"),
+    [
+        (
+            "no_such_tools_module:list_holidays",
+            "cannot import tool function 'no_such_tools_module:list_holidays': ModuleNotFoundError: no module named "
+            "'no_such_tools_module' (looked in the working folder and the installed packages). Check the module "
+            "path; a module of your own goes beside the suite file or the agent file, as no_such_tools_module.py",
+        ),
+        (
+            f"{HERE}:raising_tol",
+            f"cannot import tool function '{HERE}:raising_tol': module '{HERE}' has no 'raising_tol' "
+            "(in tests/agents/test_adapters.py); did you mean 'raising_tool'?",
+        ),
+        (
+            f"{HERE}:NOT_CALLABLE",
+            f"tool function '{HERE}:NOT_CALLABLE' is not callable: it is an int; name a function (`def ...` or "
+            "`async def ...`)",
+        ),
+        (f"{HERE}:raising_tool", "ValueError: no holidays for 2031"),
+    ],
+)
+def test_a_live_function_that_cannot_be_imported_or_raises_fails_the_call_not_the_agent(
+    ref: str, error: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    router = ToolRouter(declared=[ToolDeclaration(name="t", function=ref)], mode="live")
+
+    async def main() -> AgentReply:
+        return await respond_once(python_agent("calls_t"), make_input(router))
+
+    reply = run(main())
+    [record] = router.records
+    assert (record.status, record.error) == ("failed", error)
+    assert [json.loads(text) for text in reply.messages] == [{"error": error, "status": "failed"}]

@@ -104,6 +104,15 @@ RECURSIVE_ALIAS = "an alias refers to the mapping or list that contains it: remo
 TAG_REFUSED = "is not allowed: Simulator reads plain YAML data only"
 DECLARED = "(declared: customer_id, party_size, vip, visit_date)"
 TOOLS = "(declared: book_table, cancel_booking)"
+#: An agent with one live tool; ``function`` is filled in per entry.
+LIVE_AGENT = y("""\
+    type: python
+    callable: bot:respond
+    tools:
+      - name: list_holidays
+        function: {function}
+""")
+HOLIDAY_TOOLS = "HOLIDAYS = {'DE': []}\n\n\ndef list_holidays(country):\n    return HOLIDAYS[country]\n"
 
 
 INVALID: list[ParameterSet] = [
@@ -2397,6 +2406,169 @@ INVALID: list[ParameterSet] = [
             )
         ],
     ),
+    # -- code the agent names: validate imports it (without calling it) -----------------------------------------
+    entry(
+        "live-tool-function-module-missing",
+        {"agent.yaml": LIVE_AGENT.format(function="holiday_tools:list_holidays"), "suite.yaml": OK_SUITE},
+        [
+            (
+                "agent.yaml",
+                5,
+                15,
+                "tools[0].function",
+                "cannot import tool function 'holiday_tools:list_holidays': ModuleNotFoundError: no module named "
+                "'holiday_tools' (looked in the working folder and the installed packages). Check the module path; a "
+                "module of your own goes beside the suite file or the agent file, as holiday_tools.py",
+            )
+        ],
+    ),
+    entry(
+        "live-tool-function-module-beside-neither-file",
+        {
+            "agent.yaml": LIVE_AGENT.format(function="holiday_tools:list_holidays"),
+            "suites/shop/suite.yaml": OK_SUITE,
+        },
+        [
+            (
+                "agent.yaml",
+                5,
+                15,
+                "tools[0].function",
+                "cannot import tool function 'holiday_tools:list_holidays': ModuleNotFoundError: no module named "
+                "'holiday_tools' (looked in suites/shop, the working folder and the installed packages). Check the "
+                "module path; a module of your own goes beside the suite file or the agent file, as holiday_tools.py",
+            )
+        ],
+    ),
+    entry(
+        "live-tool-function-misspelt",
+        {
+            "agent.yaml": LIVE_AGENT.format(function="holiday_tools:list_holiday"),
+            "holiday_tools.py": HOLIDAY_TOOLS,
+            "suite.yaml": OK_SUITE,
+        },
+        [
+            (
+                "agent.yaml",
+                5,
+                15,
+                "tools[0].function",
+                "cannot import tool function 'holiday_tools:list_holiday': module 'holiday_tools' has no "
+                "'list_holiday' (in holiday_tools.py); did you mean 'list_holidays'?",
+            )
+        ],
+    ),
+    entry(
+        "live-tool-function-not-callable",
+        {
+            "agent.yaml": LIVE_AGENT.format(function="holiday_tools:HOLIDAYS"),
+            "holiday_tools.py": HOLIDAY_TOOLS,
+            "suite.yaml": OK_SUITE,
+        },
+        [
+            (
+                "agent.yaml",
+                5,
+                15,
+                "tools[0].function",
+                "tool function 'holiday_tools:HOLIDAYS' is not callable: it is a dict; name a function (`def ...` or "
+                "`async def ...`)",
+            )
+        ],
+    ),
+    entry(
+        "live-tool-module-raises-on-import",
+        {
+            "agent.yaml": LIVE_AGENT.format(function="holiday_tools:list_holidays"),
+            "holiday_tools.py": "import os\n\nAPI_KEY = os.environ['HOLIDAY_API_KEY_FOR_SIMULATOR_TESTS']\n",
+            "suite.yaml": OK_SUITE,
+        },
+        [
+            (
+                "agent.yaml",
+                5,
+                15,
+                "tools[0].function",
+                "cannot import tool function 'holiday_tools:list_holidays': loading module 'holiday_tools' raised "
+                "KeyError at holiday_tools.py:3: 'HOLIDAY_API_KEY_FOR_SIMULATOR_TESTS'",
+            )
+        ],
+    ),
+    entry(
+        "live-tool-function-in-an-inline-agent",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            agent:
+              type: http
+              base_url: http://127.0.0.1:8000/v1
+              tools:
+                - name: list_holidays
+                  function: holiday_tools:list_holidays
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book a table
+        """)
+        },
+        [
+            (
+                "suite.yaml",
+                7,
+                17,
+                "agent.tools[0].function",
+                "cannot import tool function 'holiday_tools:list_holidays': ModuleNotFoundError: no module named "
+                "'holiday_tools' (looked in the working folder and the installed packages). Check the module path; a "
+                "module of your own goes beside the suite file or the agent file, as holiday_tools.py",
+            )
+        ],
+    ),
+    entry(
+        "python-callable-module-missing",
+        {"agent.yaml": "type: python\ncallable: shop_bot:respond\n", "suite.yaml": OK_SUITE},
+        [
+            (
+                "agent.yaml",
+                2,
+                11,
+                "callable",
+                "cannot import agent 'shop_bot:respond': ModuleNotFoundError: no module named 'shop_bot' (looked in "
+                "the working folder and the installed packages). Check the module path; a module of your own goes "
+                "beside the suite file or the agent file, as shop_bot.py",
+            )
+        ],
+    ),
+    entry(
+        "python-callable-not-callable",
+        {
+            "agent.yaml": "type: python\ncallable: shop_bot:respond\n",
+            "shop_bot.py": "respond = 'Hello!'\n",
+            "suite.yaml": OK_SUITE,
+        },
+        [
+            (
+                "agent.yaml",
+                2,
+                11,
+                "callable",
+                "agent 'shop_bot:respond' is not callable: it is a str; name a function (`def ...` or `async def ...`)",
+            )
+        ],
+    ),
+    entry(
+        "langgraph-graph-not-a-graph",
+        {"agent.yaml": "type: langgraph\ngraph: bot:respond\n", "suite.yaml": OK_SUITE},
+        [
+            (
+                "agent.yaml",
+                2,
+                8,
+                "graph",
+                "'bot:respond' is not a compiled LangGraph graph (it has no `ainvoke`): point `graph` at the result of "
+                "`builder.compile()`",
+            )
+        ],
+    ),
     # -- personas ---------------------------------------------------------------------------------------------
     entry(
         "persona-name-in-two-files",
@@ -2509,6 +2681,13 @@ INVALID: list[ParameterSet] = [
 #: something else. An entry that names ``agent.yaml`` itself, or writes ``agent:`` into a file, gets none.
 DEFAULT_AGENT = "type: http\nbase_url: http://127.0.0.1:9/v1\n"
 
+#: The code the agents of this table name (``bot:respond``, ``bot.main:respond``), written beside every entry's
+#: files, since ``validate`` imports the code an agent names.
+BOT_PACKAGE = {
+    "bot/__init__.py": "def respond(messages):\n    return 'hi'\n",
+    "bot/main.py": "def respond(messages):\n    return 'hi'\n",
+}
+
 
 def write_files(root: Path, files: Mapping[str, str | bytes], *, default_agent: bool = True) -> None:
     # A .git folder stops the upward search for agent.yaml and personas/ at ``root``.
@@ -2519,7 +2698,7 @@ def write_files(root: Path, files: Mapping[str, str | bytes], *, default_agent: 
     )
     if default_agent and not names_an_agent:
         (root / "agent.yaml").write_text(DEFAULT_AGENT, encoding="utf-8")
-    for name, content in files.items():
+    for name, content in {**BOT_PACKAGE, **files}.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, bytes):
