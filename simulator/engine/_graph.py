@@ -100,6 +100,11 @@ async def user_node(state: State, config: RunnableConfig) -> State:
                 reply = await conv.setup.user.next_message(_user_request(conv, state))
             except SimulatorError as exc:
                 return _failure(state, "user", f"the simulated user failed: {exc}")
+            if (reply.done or reply.text is None) and not any(isinstance(e, AgentEvent) for e in state["events"]):
+                # Nothing happened that the agent could be held to: the simulated user failed, not the agent.
+                said = f" ({reply.reason})" if reply.reason else ""
+                message = f"the simulated user ended the conversation before the agent replied{said}"
+                return _failure(state, "user", message)
             if reply.done or reply.text is None:
                 # The user's "done" ends the conversation; it never decides a step (only checks and the judge do).
                 ended: State = {"stop": "user_ended", "user_reason": reply.reason}
@@ -533,7 +538,8 @@ STEP_RULES: tuple[tuple[str, str, str, str], ...] = (
     ("unsure / not judged", "at max turns", "unsure", "the next step starts; case unsure unless something fails"),
     ("not_met", "the user ended", "incomplete", "stop; later steps blocked; case fail"),
     ("unsure / not judged", "the user ended", "unsure", "stop; later steps not reached; case unsure"),
-    ("not checked yet", "the user ended (before a reply or min_turns)", "unsure", "stop; case unsure"),
+    ("not checked yet", "the user ended before min_turns", "unsure", "stop; case unsure"),
+    ("nothing to check", "the user ended before the agent replied", "not_reached", "stop; case error (user)"),
     ("judge / user / agent failed", "any", "not_reached", "stop; later steps not reached; case error (role named)"),
     ("waiting for approval", "any", "unsure", "stop; later steps not reached; case unsure (approval)"),
 )

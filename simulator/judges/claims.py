@@ -30,7 +30,7 @@ _CLAIMS = [
     r"\b(?:our|the) (?:records?|system|database|data) (?:show|shows|say|says|indicate|indicates|confirm|confirms)\b",
     r"\b(?:i|we)(?:'ve| have) "
     r"(?:processed|issued|refunded|cancel+ed|booked|submitted|created|updated|changed|sent|added|attached)\b",
-    r"\blaut (?:unserem|unseren|unserer|dem|der|den) (?:\w+ ){0,2}?"
+    r"\blaut (?:(?:unserem|unseren|unserer|dem|der|den) )?(?:\w+ ){0,2}?"
     r"\w*(?:system|daten|unterlagen|aufzeichnung|abfrage)\w*",
     r"\bich habe (?:\w+ ){0,3}?"
     r"(?:nachgesehen|nachgeschaut|geprüft|überprüft|abgefragt|gefunden|storniert|erstattet)\b",
@@ -66,9 +66,19 @@ def _named_tool(claim: str, declared: Sequence[str]) -> str | None:
     best: str | None = None
     for tool in declared:
         parts = {p.casefold().rstrip("s") for p in re.split(r"[_\-]+", tool) if len(p) > 2}
-        if parts and parts <= words | {"get", "do"} and len(parts & words) >= min(2, len(parts)):
+        named = parts and parts <= words | {"get", "do"} and len(parts & words) >= min(2, len(parts))
+        if named or _compound_names(words, parts):
             best = tool
     return best
+
+
+def _compound_names(words: set[str], parts: set[str]) -> bool:
+    """A German compound naming a tool of several parts: "Feiertagsabfrage" for ``feiertage_abfragen``. Each
+    part's stem (without its last two letters, at least four kept) occurs in one word of the claim."""
+    stems = [part[: max(4, len(part) - 2)] for part in parts if len(part) >= 4]
+    if len(stems) < 2 or len(stems) != len(parts):
+        return False
+    return any(all(stem in word for stem in stems) for word in words)
 
 
 def _statements(text: str) -> list[str]:

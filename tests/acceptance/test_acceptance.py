@@ -27,7 +27,7 @@ from tests.acceptance._servers import StubServers
 from tests.acceptance.conftest import DATA, Project, RunOutput, simulator
 
 ANY = "*"  # a step whose status is not pinned: the step an error happened in (the four states say "—")
-USER_ENDED = "the simulated user ended the conversation"
+USER_ENDED_EARLY = "the simulated user ended the conversation before the agent replied"
 
 # fmt: off
 #: (modes, suite file, case) -> (outcome, text one of its reasons contains (case-insensitive), step statuses).
@@ -52,8 +52,10 @@ TABLE: list[tuple[str, str, str, str, str, str | None]] = [
     ("both", "mit_modellen", "richter_bestaetigt",     "pass",   "",                        "complete complete"),
     ("both", "mit_modellen", "richter_unsicher",       "unsure", "Stub-Richter",            "unsure complete"),
     ("both", "mit_modellen", "richter_kaputt",         "error",  "judge",                   "* not_reached"),
-    ("both", "mit_modellen", "nutzer_sagt_fertig",     "fail",   USER_ENDED,                "incomplete blocked"),
-    ("both", "mit_modellen", "szenario_nutzer_fertig", "fail",   USER_ENDED,                "incomplete"),
+    # In a simulation the user cannot end the conversation: its "done" is ignored, the step runs its turns.
+    ("both", "mit_modellen", "nutzer_sagt_fertig",     "fail",   "not met within 2 turns",  "incomplete blocked"),
+    # A user that ends before the agent said anything failed itself: an error naming the user, never a pass.
+    ("both", "mit_modellen", "szenario_nutzer_fertig", "error",  USER_ENDED_EARLY,          "not_reached"),
     ("both", "mit_modellen", "nutzer_kaputt",          "error",  "simulated user",          "* not_reached"),
     # the German `;` CSV, imported with `simulator import csv` (one golden case per row, no tool fakes)
     ("both", "lieferfragen", "preis",                  "pass",   "",                        None),

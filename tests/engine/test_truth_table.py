@@ -115,9 +115,9 @@ ROWS: list[tuple[Any, ...]] = [
     (2, "met", 2, "unsure", "not_reached", "unsure", "before this step was checked"),
     (2, "not_met", 2, "unsure", "not_reached", "unsure", "before this step was checked"),
     (2, "judge_error", 2, "unsure", "not_reached", "unsure", "before this step was checked"),
-    # The user ends before the agent said anything: nothing is met.
-    (1, "met", 1, "unsure", "not_reached", "unsure", "before this step was checked"),
-    (1, "not_met", 1, "unsure", "not_reached", "unsure", "before this step was checked"),
+    # The user ends before the agent said anything: nothing is met, and it is the simulated user's failure.
+    (1, "met", 1, "not_reached", "not_reached", "error", "the simulated user ended the conversation before the agent"),
+    (1, "not_met", 1, "not_reached", "not_reached", "error", "the simulated user ended the conversation before the"),
 ]
 
 

@@ -15,7 +15,7 @@ import pytest
 from simulator.judges.claims import ClaimFinding, find_unsupported_claims
 from simulator.models.transcript import AgentEvent, ToolCallRecord, ToolStatus
 
-DECLARED = ("lookup_order", "lookup_holidays", "issue_refund")
+DECLARED = ("lookup_order", "lookup_holidays", "issue_refund", "feiertage_abfragen", "lager_pruefen")
 
 
 def call(name: str, status: ToolStatus = "faked", *, error: str | None = None) -> ToolCallRecord:
@@ -70,6 +70,25 @@ FLAGGED = [
         [turn(1, "Laut unserem Liefersystem kommt Ihr Paket am Montag.")],
         [(1, "Laut unserem Liefersystem", no_tool("Laut unserem Liefersystem"))],
         id="de: laut unserem Liefersystem",
+    ),
+    pytest.param(
+        [turn(1, "Laut Feiertagsabfrage ist der 24.12. kein Liefertag.")],
+        [(1, "Laut Feiertagsabfrage", no_tool("Laut Feiertagsabfrage"))],
+        id="de: laut without an article",
+    ),
+    pytest.param(
+        [
+            turn(1, "Ihre Bestellung ist unterwegs.", calls=[call("feiertage_abfragen", "not_executed")]),
+            turn(2, "Laut Feiertagsabfrage kommt das Paket am 28.12.2026.", calls=[call("lager_pruefen")]),
+        ],
+        [
+            (
+                2,
+                "Laut Feiertagsabfrage",
+                "claims “Laut Feiertagsabfrage” but feiertage_abfragen never ran (feiertage_abfragen [not_executed])",
+            )
+        ],
+        id="de: a compound names the tool feiertage_abfragen",
     ),
     pytest.param(
         [turn(1, "Ich habe nachgesehen: Ihre Bestellung ist unterwegs.")],
