@@ -148,7 +148,7 @@ def render_conversation(events: Sequence[TranscriptEvent]) -> str:
             lines.append(f"EVENT: {event.name} {json.dumps(event.payload, ensure_ascii=False)}")
         elif isinstance(event, AgentEvent):
             for call in event.tool_calls:
-                result = call.error if call.error else json.dumps(call.result, ensure_ascii=False)
+                result = call.error if call.error else call.result_text
                 args = json.dumps(call.arguments, ensure_ascii=False)
                 lines.append(f"TOOL CALL {call.name}({args}) [{call.status}] -> {result}")
             lines.extend(f"AGENT: {message}" for message in event.messages)

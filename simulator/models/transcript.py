@@ -6,6 +6,7 @@ scored by the judges and rendered by the reports; it round-trips through JSON un
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
@@ -43,6 +44,12 @@ class ToolCallRecord(DataModel):
     error: str | None = None
     fake: str | None = Field(default=None, description="Which fake answered, e.g. 'case tool_fakes[1]'.")
     duration_ms: float = 0.0
+
+    @property
+    def result_text(self) -> str:
+        """The result as the agent got it: a ``str`` unchanged, other JSON serialised exactly once."""
+        result = self.result
+        return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
 
 class UserEvent(DataModel):

@@ -613,10 +613,8 @@ def _tool(call: ToolCallRecord) -> str:
         if call.arguments_error
         else f"<code>{_e(_json_text(call.arguments))}</code>"
     )
-    if call.error:
-        answer = f"<span class='bad'>{_e(call.error)}</span>"
-    else:
-        answer = f"<code>{_e(_json_text(call.result))}</code>"
+    text = call.error if call.error else call.result_text
+    answer = f"<span class='bad'>{_e(text)}</span>" if call.error else f"<code>{_e(text)}</code>"
     extra = []
     if call.fake:
         extra.append(f"by {call.fake}")

@@ -408,7 +408,7 @@ def _tool_line(call: ToolCallRecord) -> list[str]:
         status += f" by {escape(call.fake)}"
     mark = "🔧" if call.status in ("executed", "faked") and not call.error else "⚠️"
     line = f"- {mark} tool **{escape(call.name)}**({escape(_shorten(arguments, _TOOL_RESULT_MAX))}) — {status}"
-    answer = call.error if call.error else (None if call.result is None else _json(call.result))
+    answer = call.error if call.error else (None if call.result is None else call.result_text)
     if answer is not None:
         line += f" → {escape(_shorten(answer, _TOOL_RESULT_MAX))}"
     return [line]

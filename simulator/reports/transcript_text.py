@@ -66,7 +66,7 @@ def goals(transcript: Transcript) -> tuple[int, int]:
 
 def _tool_line(call: ToolCallRecord) -> Line:
     arguments = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
-    answer = call.error if call.error else json.dumps(call.result, ensure_ascii=False)
+    answer = call.error if call.error else call.result_text
     style: Style = "tool" if call.status in ("executed", "faked") and not call.error else "tool_warning"
     source = f" by {call.fake}" if call.fake else ""
     return Line(style, f"      tool {call.name}({arguments}) [{call.status}{source}] → {answer}")

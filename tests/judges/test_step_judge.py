@@ -139,3 +139,23 @@ def test_a_step_without_criteria_is_met_once_the_agent_replied() -> None:
     verdict = check(StepJudge())
     assert verdict.verdict == "met"
     assert "no success criteria" in verdict.rationale
+
+
+def test_the_judge_reads_a_str_tool_result_as_the_agent_got_it() -> None:
+    """A tool's JSON text is shown once, not as an escaped string literal (issue 9, item 1)."""
+    from simulator.judges.step import render_conversation
+
+    text = '{"feiertage": ["2026-12-25"]}'
+    reply = AgentEvent(
+        turn=1,
+        messages=["ok"],
+        tool_calls=[ToolCallRecord(id="1", name="feiertage", status="executed", result=text)],
+    )
+    data = AgentEvent(
+        turn=2,
+        messages=["ok"],
+        tool_calls=[ToolCallRecord(id="2", name="feiertage", status="executed", result={"feiertage": ["2026-12-25"]})],
+    )
+    first, second = (render_conversation([event]).splitlines()[0] for event in (reply, data))
+    assert first.endswith("-> " + text)
+    assert first == second
