@@ -465,6 +465,9 @@ def _expect(events: Sequence[AgentEvent], *, include_tools: bool) -> dict[str, A
     if message.strip():
         expect["message"] = message
     calls = [call for event in events for call in event.tool_calls]
+    if include_tools and events:
+        # The hosted builders' golden rule: the recorded calls and no others (another call fails the turn).
+        expect["tool_order"] = "exact"
     if include_tools and calls:
         expect["tool_calls"] = [
             # Arguments that were not valid JSON cannot be expected again: the call itself can.

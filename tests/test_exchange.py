@@ -452,6 +452,7 @@ def test_golden_from_a_handmade_transcript() -> None:
             "user": "Refund ORD-1",
             "expect": {
                 "message": "Checking.\n\nRefunded.",
+                "tool_order": "exact",  # the recorded calls and no others
                 "tool_calls": [
                     {"name": "lookup_order", "arguments": {"order_id": "ORD-1"}, "match": "exact"},
                     {"name": "refund_order"},  # its arguments were not valid JSON: only the call is expected
@@ -461,7 +462,7 @@ def test_golden_from_a_handmade_transcript() -> None:
         },
         {
             "event": {"name": "button", "payload": {"id": 7}},
-            "expect": {"message": "A human will take over.", "handoff": {"to": "human"}},
+            "expect": {"message": "A human will take over.", "tool_order": "exact", "handoff": {"to": "human"}},
         },
         {"event": "hang_up"},
     ]
