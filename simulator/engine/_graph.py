@@ -260,26 +260,19 @@ async def finish_node(state: State, config: RunnableConfig) -> State:
     for later in range(index + 1, conv.step_count()):
         if later in done:
             continue
-        if current is not None and current.status == "incomplete":
-            outcomes.append(
-                StepOutcome(
-                    index=later,
-                    label=conv.step_label(later),
-                    status="blocked",
-                    rationale=f"blocked: step {index + 1} ({blocker}) was not completed ({stop})",
-                    blocked_by=index,
-                    blocked_by_goal=blocker,
-                )
+        blocked = current is not None and current.status == "incomplete"
+        outcomes.append(
+            StepOutcome(
+                index=later,
+                label=conv.step_label(later),
+                status="blocked" if blocked else "not_reached",
+                rationale=f"blocked: step {index + 1} ({blocker}) was not completed ({stop})"
+                if blocked
+                else f"not reached: {_STOPPED[stop]} in step {index + 1} ({blocker})",
+                blocked_by=index if blocked else None,
+                blocked_by_goal=blocker if blocked else None,
             )
-        else:
-            outcomes.append(
-                StepOutcome(
-                    index=later,
-                    label=conv.step_label(later),
-                    status="not_reached",
-                    rationale=f"not reached: {_STOPPED[stop]} in step {index + 1} ({blocker})",
-                )
-            )
+        )
     return {"outcomes": outcomes}
 
 
