@@ -611,6 +611,14 @@ def _load_litellm() -> None:
     litellm.suppress_debug_info = True
 
 
+def preload(roles: ModelRoles) -> None:
+    """Import litellm now if any role of ``roles`` has a model: a run calls this before its conversations start,
+    because the import takes seconds and, done inside the first model call, blocks the event loop while the
+    agent timeouts of every other conversation keep running (their agents then look as if they never answered)."""
+    if any(settings.model for settings in (roles.agent, roles.user, roles.judge)):
+        _load_litellm()
+
+
 def _ensure_fake_registered() -> None:
     """Register the fake provider unless it already is (cheap; checked per call in case the map was replaced)."""
     import litellm
