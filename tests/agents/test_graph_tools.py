@@ -393,3 +393,118 @@ def test_a_custom_node_can_route_its_calls_through_the_handle_in_the_config(mode
     # Recorded once each, by the router; the tool messages the node wrote are not recorded a second time.
     expected = "faked" if mode == "test" else "not_executed"
     assert [r.status for r in tool_router.records] == [expected, expected]
+
+
+# -- the whole run: the issue's refund, through the public API --------------------------------------------------
+
+REFUND_GRAPH_PY = '''\
+import json
+import os
+
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+
+
+@tool
+def refund(order_id: str) -> str:
+    """Refund an order."""
+    with open(os.environ["SIMULATOR_TEST_CANARY"], "a", encoding="utf-8") as file:
+        file.write(f"refund {order_id}\\n")
+    return json.dumps({"refunded": order_id, "real": True})
+
+
+async def model(state):
+    last = state["messages"][-1]
+    if last.type == "tool":
+        return {"messages": [AIMessage(content=f"Refund result: {last.content}")]}
+    call = {"name": "refund", "args": {"order_id": "A1"}, "id": "r1"}
+    return {"messages": [AIMessage(content="", tool_calls=[call])]}
+
+
+def route(state):
+    return "tools" if state["messages"][-1].tool_calls else END
+
+
+builder = StateGraph(MessagesState)
+builder.add_node("model", model)
+builder.add_node("tools", ToolNode([refund]))
+builder.add_edge(START, "model")
+builder.add_conditional_edges("model", route, ["tools", END])
+builder.add_edge("tools", "model")
+graph = builder.compile()
+'''
+
+REFUND_AGENT_YAML = """\
+type: langgraph
+graph: refund_graph:graph
+tools:
+  - name: refund
+    description: Refund an order.
+    requires_approval: {approval}
+"""
+
+REFUND_SUITE_YAML = """\
+name: refunds
+tool_fakes:
+  - tool: refund
+    arguments: {order_id: A1}
+    result: {refunded: A1, fake: true}
+cases:
+  - name: refund
+    kind: golden
+    turns:
+      - user: Refund order A1, please.
+"""
+
+
+def run_refund_suite(folder: Path, *, live: bool, approval: bool) -> Any:
+    from simulator.llm import LLMClient
+    from simulator.loading import load_suite
+    from simulator.runner import RunOptions, find_case, model_roles, run_case
+
+    (folder / ".git").mkdir(parents=True, exist_ok=True)
+    (folder / "refund_graph.py").write_text(REFUND_GRAPH_PY, encoding="utf-8")
+    (folder / "agent.yaml").write_text(REFUND_AGENT_YAML.format(approval=str(approval).lower()), encoding="utf-8")
+    (folder / "suite.yaml").write_text(REFUND_SUITE_YAML, encoding="utf-8")
+    loaded = load_suite(folder / "suite.yaml")
+    options = RunOptions(live=live)
+    llm = LLMClient(model_roles(loaded, options))
+    return asyncio.run(run_case(loaded, find_case(loaded, "refund"), persona=None, llm=llm, options=options))
+
+
+@pytest.mark.parametrize("approval", [True, False], ids=["requires_approval", "plain"])
+def test_a_run_without_live_answers_the_graphs_refund_from_its_fake(
+    approval: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, canary: Path
+) -> None:
+    monkeypatch.setenv("SIMULATOR_TEST_CANARY", str(canary))
+    transcript = run_refund_suite(tmp_path / f"suite-{approval}", live=False, approval=approval)
+    assert ran(canary) == []
+    assert transcript.error is None
+    [call] = transcript.tool_calls()
+    assert (call.name, call.status, call.fake, call.result) == (
+        "refund",
+        "faked",
+        "suite tool_fakes[0]",
+        {"refunded": "A1", "fake": True},
+    )
+    assert transcript.agent_events()[0].messages == ['Refund result: {"refunded": "A1", "fake": true}']
+
+
+def test_a_live_run_stops_at_a_graph_tool_that_requires_approval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, canary: Path
+) -> None:
+    monkeypatch.setenv("SIMULATOR_TEST_CANARY", str(canary))
+    transcript = run_refund_suite(tmp_path / "approval", live=True, approval=True)
+    assert ran(canary) == []
+    assert transcript.stop_reason == "needs_approval"
+    assert [call.status for call in transcript.tool_calls()] == ["needs_approval"]
+
+
+def test_a_live_run_runs_the_graphs_own_tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, canary: Path) -> None:
+    monkeypatch.setenv("SIMULATOR_TEST_CANARY", str(canary))
+    transcript = run_refund_suite(tmp_path / "live", live=True, approval=False)
+    assert ran(canary) == ["refund A1"]
+    [call] = transcript.tool_calls()
+    assert (call.status, call.result) == ("executed", '{"refunded": "A1", "real": true}')
