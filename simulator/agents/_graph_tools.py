@@ -79,7 +79,8 @@ def refusal(graph: Any) -> str | None:
 
 
 def _is_tool_node(value: Any) -> bool:
-    named = any(cls.__name__ == "ToolNode" and cls.__module__.startswith("langgraph.") for cls in type(value).__mro__)
+    """LangGraph's prebuilt ``ToolNode`` (or a subclass): by name and by the hooks the interception uses."""
+    named = any(cls.__name__ in ("ToolNode", "_ToolNode") for cls in type(value).__mro__)
     return named and all(hasattr(value, name) for name in ("_awrap_tool_call", "_wrap_tool_call", "_afunc", "_func"))
 
 
