@@ -29,6 +29,7 @@ from langgraph.types import Command
 from pydantic import JsonValue
 
 from simulator.agents import AgentInput, event_message
+from simulator.engine._checkpoint import registered
 from simulator.engine._conversation import Conversation
 from simulator.errors import SimulatorError
 from simulator.models import EventSpec, GoldenCase, ScenarioCase, SimulationCase
@@ -331,7 +332,9 @@ def compiled_graph(checkpointer: Any = None) -> Any:
         return _plain_graph()
     key = id(checkpointer)
     if key not in _WITH_CHECKPOINTER or _WITH_CHECKPOINTER[key][0] is not checkpointer:
-        _WITH_CHECKPOINTER[key] = (checkpointer, _build_graph().compile(checkpointer=checkpointer))
+        # The checkpointer restores the state's own types without LangGraph's "unregistered type" warning.
+        compiled = _build_graph().compile(checkpointer=registered(checkpointer, State))
+        _WITH_CHECKPOINTER[key] = (checkpointer, compiled)
     return _WITH_CHECKPOINTER[key][1]
 
 
