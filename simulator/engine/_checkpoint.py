@@ -5,6 +5,9 @@ step), which cost 3.4 ms of CPU per turn here. SQLite in WAL mode with ``synchro
 of microseconds without waiting for the disk, so the synchronous saver is called from the loop instead: the
 same tables, the same durability after a killed process (a committed transaction survives it), a fraction of
 the CPU.
+
+What is written is redacted first (:class:`RedactingSerializer`): a checkpoint holds the conversation so far,
+and no secret the process knows may reach a file.
 """
 
 from __future__ import annotations
@@ -17,11 +20,30 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
+
+from simulator.safety import contains_secret, redact_data
+
+
+class RedactingSerializer(JsonPlusSerializer):
+    """LangGraph's serializer, writing every secret the process knows as ``[redacted:NAME]``.
+
+    The serialized bytes are checked (a few substring searches); only a value that holds a secret is
+    redacted and serialized again. A subclass, so LangGraph's msgpack allow-list still applies to it.
+    """
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        kind, data = super().dumps_typed(obj)
+        if contains_secret(data):
+            kind, data = super().dumps_typed(redact_data(obj))
+        return kind, data
 
 
 class LoopSqliteSaver(SqliteSaver):
     """:class:`SqliteSaver` with its async methods answered synchronously, on the event loop."""
+
+    serde = RedactingSerializer()
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self.get_tuple(config)
