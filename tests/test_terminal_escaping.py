@@ -30,10 +30,12 @@ COLOUR = "\x1b[31m"
 C1_CSI = "\x9b2J"
 RLO = "\u202e"
 NUL = "\x00"
+#: Rich markup that would crash (an unmatched closing tag) or restyle text if it were read as markup.
+MARKUP = "[/][bold red]:boom:"
 #: One payload with every kind of character that must not reach a terminal raw.
-PAYLOAD = f"{TITLE}{CLEAR}{COLOUR}{C1_CSI}{RLO}{NUL}\x08\x7f"
+PAYLOAD = f"{TITLE}{CLEAR}{COLOUR}{C1_CSI}{RLO}{NUL}\x08\x7f{MARKUP}"
 #: As YAML double-quoted escapes, for names and tags written in a suite.
-YAML_PAYLOAD = "\\e]0;pwned\\a\\e[2J\\e[H\\e[31m\\x9b2J\\u202e\\0\\b\\x7f"
+YAML_PAYLOAD = "\\e]0;pwned\\a\\e[2J\\e[H\\e[31m\\x9b2J\\u202e\\0\\b\\x7f" + MARKUP
 
 #: What must never be printed raw: C0 but tab and line feed (and CR before LF), DEL, C1, bidi overrides.
 RAW = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
@@ -142,6 +144,7 @@ def test_no_raw_control_character_reaches_the_terminal(tmp_path: Path, monkeypat
     shown_text = outputs[" ".join(map(repr, ("runs", "show", "latest", "--db", db)))]
     assert "case\\x1b]0;pwned\\x07" in shown_text
     assert "\\x1b]0;pwned" in outputs[" ".join(map(repr, ("runs", "list", "--db", db)))]  # table cells fold
+    assert f"\\x7f{MARKUP}" in outputs[" ".join(map(repr, ("simulate", "suites/hostile.yaml")))]  # as written
 
     raw = {command: _raw(text) for command, text in outputs.items() if _raw(text)}
     assert not raw, f"raw control characters printed: {raw}"
