@@ -81,7 +81,15 @@ def _print_document(text: str, kind: Literal["json", "text"] = "text") -> None:
     characters escaped. In JSON they become ``\\u`` escapes, so the document still parses to the same values;
     in YAML exports (whose strings holding them are double-quoted) ``\\x1b`` and ``\\u202e`` are escapes too."""
     text = redact(text)
-    sys.stdout.write(json_safe(text) if kind == "json" else terminal_safe(text))
+    text = json_safe(text) if kind == "json" else terminal_safe(text)
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(text)
+        return
+    # As UTF-8 bytes, whatever the terminal's encoding, and without newline translation (CSV ends lines in CR LF).
+    sys.stdout.flush()
+    buffer.write(text.encode("utf-8"))
+    buffer.flush()
 
 
 F = TypeVar("F", bound=Callable[..., Any])
