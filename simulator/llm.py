@@ -69,6 +69,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from simulator.errors import ModelError, StoreError
 from simulator.models.settings import ModelRoles, ModelSettings
 from simulator.models.transcript import Usage
+from simulator.safety import redact, register_secret
 
 if TYPE_CHECKING:
     from litellm.types.utils import ModelResponse
@@ -405,7 +406,7 @@ class RequestCache:
 
         A reply larger than ``max_bytes`` on its own is not stored.
         """
-        text = completion.model_copy(update={"cached": False}).model_dump_json()
+        text = redact(completion.model_copy(update={"cached": False}).model_dump_json())  # no secret in the file
         size = len(key.encode()) + len(text.encode())
         if size > self.max_bytes:
             return
@@ -985,6 +986,7 @@ class LLMClient:
                 f"{settings.api_key_env}, but that environment variable is not set. "
                 f"Set it (export {settings.api_key_env}=...) before running."
             )
+        register_secret(settings.api_key_env, key)
         return key
 
     def _semaphore(self, role: Role, settings: ModelSettings) -> asyncio.Semaphore:
@@ -1077,7 +1079,7 @@ def _fatal_message(role: Role, model: str, settings: ModelSettings, failure: _Fa
 
 
 def _scrub(text: str, secret: str | None) -> str:
-    return text.replace(secret, "***") if secret else text
+    return redact(text.replace(secret, "***") if secret else text)
 
 
 def _to_completion(response: ModelResponse, model: str) -> Completion:

@@ -5,6 +5,9 @@ step), which cost 3.4 ms of CPU per turn here. SQLite in WAL mode with ``synchro
 of microseconds without waiting for the disk, so the synchronous saver is called from the loop instead: the
 same tables, the same durability after a killed process (a committed transaction survives it), a fraction of
 the CPU.
+
+What is written is redacted first (:class:`RedactingSerializer`): a checkpoint holds the conversation so far,
+and no secret the process knows may reach a file.
 """
 
 from __future__ import annotations
@@ -27,9 +30,27 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
 
+from simulator.safety import contains_secret, redact_data
+
+
+class RedactingSerializer(JsonPlusSerializer):
+    """LangGraph's serializer, writing every secret the process knows as ``[redacted:NAME]``.
+
+    The serialized bytes are checked (a few substring searches); only a value that holds a secret is
+    redacted and serialized again. A subclass, so LangGraph's msgpack allow-list still applies to it.
+    """
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        kind, data = super().dumps_typed(obj)
+        if contains_secret(data):
+            kind, data = super().dumps_typed(redact_data(obj))
+        return kind, data
+
 
 class LoopSqliteSaver(SqliteSaver):
     """:class:`SqliteSaver` with its async methods answered synchronously, on the event loop."""
+
+    serde = RedactingSerializer()
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self.get_tuple(config)
@@ -81,15 +102,16 @@ async def open_checkpointer(path: Path | str) -> AsyncIterator[LoopSqliteSaver]:
 def registered(checkpointer: Any, state_schema: Any) -> Any:
     """A shallow copy of ``checkpointer`` whose serializer restores exactly the types ``state_schema`` can hold.
 
-    Only LangGraph's own JSON-plus serializer (alone or inside its encrypting one) is replaced; a checkpointer
+    Only LangGraph's JSON-plus serializer or a subclass (alone or inside its encrypting one) is replaced; a checkpointer
     with any other serializer is returned as it is.
     """
     allowed = tuple(sorted(state_types(state_schema)))
     serde = getattr(checkpointer, "serde", None)
-    if type(serde) is JsonPlusSerializer:
-        replacement: Any = JsonPlusSerializer(pickle_fallback=serde.pickle_fallback, allowed_msgpack_modules=allowed)
-    elif isinstance(serde, EncryptedSerializer) and type(serde.serde) is JsonPlusSerializer:
-        inner = JsonPlusSerializer(pickle_fallback=serde.serde.pickle_fallback, allowed_msgpack_modules=allowed)
+    # The same class (RedactingSerializer included), with the allow-list.
+    if isinstance(serde, JsonPlusSerializer):
+        replacement: Any = type(serde)(pickle_fallback=serde.pickle_fallback, allowed_msgpack_modules=allowed)
+    elif isinstance(serde, EncryptedSerializer) and isinstance(serde.serde, JsonPlusSerializer):
+        inner = type(serde.serde)(pickle_fallback=serde.serde.pickle_fallback, allowed_msgpack_modules=allowed)
         replacement = EncryptedSerializer(serde.cipher, inner)
     else:
         return checkpointer
