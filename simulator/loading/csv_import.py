@@ -23,7 +23,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from simulator.errors import ConfigError, ConfigErrors
 from simulator.loading._schema import closest, did_you_mean
-from simulator.loading._yaml import MAX_FILE_BYTES
+from simulator.loading._limits import MAX_FILE_BYTES
 from simulator.models.case import GoldenCase
 
 PROMPT = "prompt"
