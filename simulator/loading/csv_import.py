@@ -22,8 +22,8 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from simulator.errors import ConfigError, ConfigErrors
+from simulator.loading import _limits
 from simulator.loading._schema import closest, did_you_mean
-from simulator.loading._limits import MAX_FILE_BYTES
 from simulator.models.case import GoldenCase
 
 PROMPT = "prompt"
@@ -43,6 +43,9 @@ _LINE_BREAK_BYTES = re.compile(rb"\r\n|\r|\n")
 _SEP_LINE = re.compile(r"^sep=(.)$", re.IGNORECASE)
 # Larger than any line, so that safe_dump never folds a long prompt over several lines.
 _NO_WRAP = 1_000_000_000
+# Cases dumped per call: the node tree of one call stays small, whatever the number of cases.
+_DUMP_CHUNK = 500
+_TOO_LARGE_ADVICE = "split the CSV into several files"
 
 _case_adapter: TypeAdapter[GoldenCase] = TypeAdapter(GoldenCase)
 
@@ -74,16 +77,49 @@ def dump_suite_yaml(data: dict[str, Any], *, source: str | Path | None = None) -
             if isinstance(description, str) and description.startswith(_IMPORTED_FROM)
             else "a CSV file"
         )
-    body = yaml.dump(data, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=_NO_WRAP)
-    return (
+    text = (
         f"# Imported from {origin}: one golden case per CSV row.\n"
         "# Edit this file from now on; changes are not written back to the CSV.\n"
-        f"{body}"
+        f"{_dump(data)}"
     )
+    size = len(text.encode("utf-8"))
+    if size > _limits.MAX_FILE_BYTES:
+        # `validate` refuses a suite file over the limit: never write one.
+        message = _limits.too_large(size, _TOO_LARGE_ADVICE, what="the suite to write")
+        raise ConfigErrors([ConfigError(source if source is not None else origin, 1, 1, "(root)", message)])
+    return text
 
 
-class _SuiteDumper(yaml.SafeDumper):
-    """``yaml.safe_dump``'s dumper, except for strings with Unicode line breaks (see ``_represent_str``)."""
+def _dump(data: dict[str, Any]) -> str:
+    """``yaml.dump`` of the suite, the cases a chunk at a time (the same text, in bounded memory)."""
+    cases = data.get("cases")
+    if not isinstance(cases, list) or not cases or list(data)[-1] != "cases":
+        return yaml.dump(data, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=_NO_WRAP)
+    head = {key: value for key, value in data.items() if key != "cases"}
+    parts = [yaml.dump(head, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=_NO_WRAP)] if head else []
+    parts.append("cases:\n")
+    for start in range(0, len(cases), _DUMP_CHUNK):
+        chunk = cases[start : start + _DUMP_CHUNK]
+        parts.append(yaml.dump(chunk, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=_NO_WRAP))
+    return "".join(parts)
+
+
+def yaml_bytes_at_least(value: Any) -> int:
+    """A lower bound of the bytes ``value`` takes in the suite YAML (every character written at least once,
+    each key with ``: `` and each list item with ``- ``; indentation and quotes left out)."""
+    if isinstance(value, dict):
+        return sum(len(key) + 2 + yaml_bytes_at_least(item) for key, item in value.items())
+    if isinstance(value, list):
+        return sum(2 + yaml_bytes_at_least(item) for item in value) or 3
+    return len(str(value)) + 1
+
+
+class _SuiteDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """``yaml.safe_dump``'s dumper (libyaml's emitter when available), except for strings with Unicode line
+    breaks (see ``_represent_str``); shared values are written out, never as anchors and aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -200,12 +236,22 @@ class _Importer:
         self.file = str(path)
         self.errors: list[ConfigError] = []
         self.delimiter = ","
+        #: A lower bound of the size of the suite YAML the rows read so far make.
+        self.yaml_bytes = 0
 
     def error(self, line: int, column: int, key_path: str, message: str) -> None:
         self.errors.append(ConfigError(self.file, line, column, key_path, message))
 
     def fail(self) -> ConfigErrors:
         return ConfigErrors(self.errors)
+
+    def count_yaml(self, count: int, row: _Row) -> None:
+        """Add ``count`` bytes to the suite to write; the row that takes it past the size limit is an error."""
+        before = self.yaml_bytes
+        self.yaml_bytes += count
+        if before <= _limits.MAX_FILE_BYTES < self.yaml_bytes:
+            message = _limits.too_large(None, _TOO_LARGE_ADVICE, what="the suite to write")
+            self.error(row.line, 1, f"row {row.number}", f"{message} (this row is past the limit)")
 
     # -- the file ----------------------------------------------------------------------------------
 
@@ -227,19 +273,9 @@ class _Importer:
 
     def read(self) -> str | None:
         try:
-            size = self.path.stat().st_size
-            if size > MAX_FILE_BYTES:
-                self.error(
-                    0,
-                    0,
-                    "(root)",
-                    f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES // 1_000_000} MB limit: "
-                    "split it into several CSV files",
-                )
-                return None
-            raw = self.path.read_bytes()
-        except OSError as exc:
-            self.error(1, 1, "(root)", f"cannot read the file: {exc.strerror or exc}")
+            raw = _limits.read_bytes(self.path, "split it into several CSV files")
+        except _limits.ReadProblem as problem:
+            self.error(problem.line, problem.column, "(root)", problem.message)
             return None
         try:
             text = raw.decode("utf-8-sig")
@@ -264,13 +300,15 @@ class _Importer:
             )
             return None
         if "\x00" in text:
-            line = len(_LINE_BREAK.findall(text[: text.index("\x00")])) + 1
-            self.error(line, 0, "(root)", "binary file (contains NUL bytes): expected CSV text")
+            ahead = text[: text.index("\x00")]
+            line = len(_LINE_BREAK.findall(ahead)) + 1
+            column = len(ahead) - max(ahead.rfind("\n"), ahead.rfind("\r"))
+            self.error(line, column, "(root)", "binary file (contains NUL bytes): expected CSV text")
             return None
         if not text.strip():
             self.error(
-                0,
-                0,
+                1,
+                1,
                 "(root)",
                 "the file is empty: write a header row naming the columns (prompt,must_contain,...) "
                 "and one row per test case",
@@ -372,9 +410,13 @@ class _Importer:
             if all(not cell.strip() for cell in cells):
                 continue
             written += 1
-            case = self.read_row(header, _Row(number, line, cells), names)
+            row = _Row(number, line, cells)
+            case = self.read_row(header, row, names)
             if case is not None:
                 cases.append(case)
+                self.count_yaml(yaml_bytes_at_least(case), row)
+            if self.yaml_bytes > _limits.MAX_FILE_BYTES:
+                break  # refused up front: the suite would be too large for `validate`, whatever follows
         if header is not None and not written:
             self.error(header.line, 1, "(root)", "no test cases: add one row per test case below the header row")
         return cases

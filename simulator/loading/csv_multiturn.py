@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from simulator.loading import _limits
 from simulator.loading.csv_import import (
     _cell_text,
     _Header,
@@ -36,6 +37,7 @@ from simulator.loading.csv_import import (
     _preview,
     _Row,
     split_terms,
+    yaml_bytes_at_least,
 )
 from simulator.models.case import GoldenCase
 
@@ -237,6 +239,12 @@ class _MultiTurnImporter(_Importer):
                 ok=len(self.errors) == before,
             )
         )
+        # What this turn adds to the suite to write, at least (see case_data): refused early when too large.
+        written: dict[str, Any] = {USER: user} if user else {EVENT: event}
+        expect = {"message": cell(EXPECTED_AGENT), "tool_calls": [{"name": tool} for tool in lists[EXPECTED_TOOLS]]}
+        if any(expect.values()):
+            written["expect"] = {key: value for key, value in expect.items() if value}
+        self.count_yaml(yaml_bytes_at_least([written]), row)
         return None
 
     def turn_number(self, text: str, report: Callable[[str, str], None]) -> int | None:
@@ -246,6 +254,9 @@ class _MultiTurnImporter(_Importer):
             return None
         if not _TURN_NUMBER.match(text):
             report(TURN, f"turn {_preview(text)!r} is not a whole number: {hint}")
+            return None
+        if len(text) > _limits.MAX_INT_DIGITS:
+            report(TURN, _limits.too_many_digits(text))
             return None
         number = int(text)
         if number < 1:
