@@ -92,6 +92,7 @@ def hostile(reader: str, kind: str) -> bytes | str | None:
         "nan": ".nan" if reader != "run-json" else "NaN",
         "overflow": "1.0e+999" if reader != "run-json" else "1e999",
         "control-char": "a\x1b[2Jb",
+        "lone-surrogate": '"a\\ud800b"',
     }
     if reader == "csv-turns" and kind == "huge-int":
         return f"case,turn,user\nc1,{HUGE_INT},Hi\n".encode()
@@ -117,6 +118,7 @@ KINDS = (
     "nan",
     "overflow",
     "control-char",
+    "lone-surrogate",
 )
 
 
@@ -198,6 +200,7 @@ CONTROL = (
     "control character U+001B is not allowed in YAML: remove it, or write it as an escape (\\u001b) in double quotes"
 )
 NOT_UTF8 = "not UTF-8 text (byte 0xff): save the file as UTF-8"
+SURROGATE = "an escape such as \\ud800 writes half a surrogate pair, not a character: write the character itself"
 CSV_NOT_UTF8 = (
     "not UTF-8 text (byte 0xff, likely an umlaut or other accented letter saved in a Windows encoding): save the "
     "file as UTF-8, in Excel as 'CSV UTF-8 (comma delimited)'"
@@ -238,6 +241,10 @@ def _expected() -> dict[tuple[str, str], list[str]]:
                 (reader, "nan"): [f"{file}:{line}:{column}: {key}: .nan {NOT_FINITE}"],
                 (reader, "overflow"): [f"{file}:{line}:{column}: {key}: 1.0e+999 {NOT_FINITE}"],
                 (reader, "control-char"): [f"{file}:{line}:{column + 1}:{root} {CONTROL}"],
+                (reader, "lone-surrogate"): [
+                    f"{file}:{line}:{column + 4}:{root} YAML syntax error: found invalid Unicode character escape "
+                    f"code while parsing a quoted scalar that starts on line {line}, column {column}"
+                ],
             }
         )
     for reader in ("csv", "csv-turns"):
@@ -268,6 +275,8 @@ def _expected() -> dict[tuple[str, str], list[str]]:
             ("run-json", "nan"): [f"run.json:1:50: NaN {NOT_FINITE}"],
             ("run-json", "overflow"): [f"run.json:1:50: 1e999 {NOT_FINITE}"],
             ("run-json", "control-char"): ["run.json:1:52: not valid JSON: Invalid control character"],
+            # json.loads reads it, and SQLite then failed to store the run (UnicodeEncodeError).
+            ("run-json", "lone-surrogate"): [f"run.json:1:50: {SURROGATE}"],
             ("prompt", "too-large"): [f"{PROMPT}: {TOO_LARGE}: shorten the prompt"],
             ("prompt", "fifo"): [f"{PROMPT}: {FIFO}"],
             ("prompt", "devzero"): [f"{PROMPT}: {DEVZERO}"],
@@ -322,19 +331,17 @@ def _rows_csv(path: Path, rows: int) -> Path:
     return path
 
 
-def test_a_csv_of_200k_rows_is_refused_up_front_with_the_limit_validate_uses(tmp_path: Path) -> None:
+def test_a_csv_of_200k_rows_is_refused_up_front_with_the_limits_validate_uses(tmp_path: Path) -> None:
     """The 1.9 MB CSV from the issue: 52 s and 1.3 GB, then a 20 MB suite `validate` refused. Now refused when
-    the rows read already make a suite over the limit, before the rest is read or anything is written."""
+    the rows read already make a suite `validate` would refuse (here: more values than it reads), before the
+    rest is read or anything is written."""
     csv_file = _rows_csv(tmp_path / "big.csv", 200_000)
     with pytest.raises(ConfigErrors) as caught:
         import_csv(csv_file)
-    [error] = caught.value.errors
-    assert (error.column, error.key_path) == (1, f"row {error.line - 1}")
-    assert 100_000 < error.line < 200_000
-    assert error.message == (
-        "the suite to write is larger than the 10 MB limit: split the CSV into several files (this row is past "
-        "the limit)"
-    )
+    assert [error.render() for error in caught.value.errors] == [
+        f"{csv_file}:31251:1: row 31250: the suite to write holds more values than the 500,000-value limit: split "
+        "the CSV into several files (this row is past the limit)"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -343,14 +350,14 @@ def test_a_csv_of_200k_rows_is_refused_up_front_with_the_limit_validate_uses(tmp
         pytest.param(
             import_csv,
             "prompt,must_contain\n" + "".join(f"question {i},a\n" for i in range(100)),
-            "rows.csv:52:1: row 51: the suite to write is larger than the 4 kB limit: split the CSV into several "
+            "rows.csv:51:1: row 50: the suite to write is larger than the 4 kB limit: split the CSV into several "
             "files (this row is past the limit)",
             id="single-turn",
         ),
         pytest.param(
             import_multiturn_csv,
             "case,turn,user,expected_tools\n" + "".join(f'c,{i + 1},m,"a,b,c,d"\n' for i in range(100)),
-            "rows.csv:59:1: row 58: the suite to write is larger than the 4 kB limit: split the CSV into several "
+            "rows.csv:60:1: row 59: the suite to write is larger than the 4 kB limit: split the CSV into several "
             "files (this row is past the limit)",
             id="multi-turn",
         ),
@@ -508,3 +515,25 @@ def test_an_alias_bomb_export_is_refused_fast_and_small(tmp_path: Path) -> None:
     with pytest.raises(ExchangeError) as caught:
         import_run(path)
     assert str(caught.value) == f"{path}:4:22: x.l5[1][3][2][1][4][2]: {ALIAS_BOMB}"
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        pytest.param("a: " + "[" * 5000 + "]" * 5000 + "\n", f"f.yaml:1:103: a[0][0]: {TOO_DEEP}", id="deep"),
+        pytest.param('a: "x\\ud800"\n', f"f.yaml:1:4: a: {SURROGATE}", id="lone-surrogate"),
+        pytest.param('"\\udc00": 1\n', f"f.yaml:1:1: (root): {SURROGATE}", id="lone-surrogate-key"),
+        pytest.param(f"a: {HUGE_INT}\n", f"f.yaml:1:4: a: {HUGE}", id="huge-int"),
+        pytest.param(f"a: {ALIAS_BOMB_FLOW}\n", f"f.yaml:1:15: a[4][7][8][9][0][2]: {ALIAS_BOMB}", id="alias-bomb"),
+    ],
+)
+def test_without_libyaml_the_yaml_reader_keeps_the_same_limits(
+    text: str, error: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyYAML's pure-Python parser (used where libyaml is missing) lets escapes of lone surrogates through and
+    has no nesting limit of its own: the reader's checks still apply."""
+    import simulator.loading._yaml as yaml_reader
+
+    monkeypatch.setattr(yaml_reader, "_Loader", yaml.SafeLoader)
+    _, errors = yaml_reader.parse_yaml(text, "f.yaml")
+    assert [found.render() for found in errors] == [error]

@@ -2,7 +2,8 @@
 
 ``json.loads`` recurses once per level of nesting (a file of ``[[[[...`` raises ``RecursionError``), refuses
 integers of more than 4,300 digits with a bare ``ValueError`` and reads ``Infinity``, ``NaN`` and ``1e999``
-as floats that no report can show. :func:`parse_json` first scans the text once, without recursion, and
+as floats that no report can show, and takes ``"\\ud800"`` for a string no database can store.
+:func:`parse_json` first scans the text once, without recursion, and
 refuses each of these at its line and column, with the wording every reader uses (see
 :mod:`simulator.loading._limits`); only then does ``json.loads`` see it.
 """
@@ -33,6 +34,9 @@ _TOKEN: Final = re.compile(
 )
 
 
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def parse_json(text: str) -> Any:
     """The data of a JSON document; :class:`ReadProblem` (1-based line and column) for invalid JSON and for
     nesting, numbers or constants beyond the limits."""
@@ -53,7 +57,11 @@ def _scan(text: str) -> None:
     max_depth, max_digits = _limits.MAX_DEPTH, _limits.MAX_INT_DIGITS
     for match in _TOKEN.finditer(text):
         kind = match.lastgroup
-        if kind in {"string", "comma", "colon"}:
+        if kind == "string":
+            if _SURROGATE_ESCAPE.search(match.group()) and _lone_surrogate(match.group()):
+                raise _at(text, match.start(), _limits.lone_surrogate())
+            continue
+        if kind in {"comma", "colon"}:
             continue
         if kind == "open":
             depth += 1
@@ -76,6 +84,14 @@ def _scan(text: str) -> None:
             return  # an unterminated string or a control character in one: json.loads says where
         if depth < 0:
             return  # more closing than opening brackets: json.loads says where
+
+
+def _lone_surrogate(token: str) -> bool:
+    try:
+        json.loads(token).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _at(text: str, offset: int, message: str) -> ReadProblem:

@@ -18,12 +18,15 @@ from typing import Final
 MAX_FILE_BYTES: Final = 10_000_000
 #: Lists and mappings nested deeper than this are refused before anything recursive sees them.
 MAX_DEPTH: Final = 100
-#: Values (scalars, lists, mappings) a YAML file may write, counted while it is read.
-MAX_VALUES: Final = 1_000_000
+#: Values (scalars, lists, mappings) a YAML file may write, counted while it is read (each costs about 200
+#: bytes of memory with its position): also the most a CSV import may write into a suite.
+MAX_VALUES: Final = 500_000
 #: Values that may be reached through YAML aliases (``*name``); a few "billion laughs" levels exceed it at once.
 MAX_ALIAS_EXPANSION: Final = 100_000
 #: Digits a whole number may have.
 MAX_INT_DIGITS: Final = 100
+#: Problems reported for one file; reading stops at the next (a file of 200,000 mistakes needs no more).
+MAX_ERRORS: Final = 100
 
 
 class ReadProblem(Exception):
@@ -54,9 +57,14 @@ def too_deep() -> str:
     return f"nested deeper than the {MAX_DEPTH}-level limit: flatten the lists and mappings"
 
 
-def too_many_values() -> str:
-    """The refusal of a YAML file of more than :data:`MAX_VALUES` values (after "file")."""
-    return f"holds more values than the {MAX_VALUES:,}-value limit: split it into several files"
+def too_many_values(advice: str = "split it into several files") -> str:
+    """The refusal of a YAML file of more than :data:`MAX_VALUES` values (after "file" or "the suite to write")."""
+    return f"holds more values than the {MAX_VALUES:,}-value limit: {advice}"
+
+
+def too_many_problems() -> str:
+    """The error that stops reading a file after :data:`MAX_ERRORS` problems."""
+    return f"more problems than the {MAX_ERRORS}-problem limit: fix the ones above and check the file again"
 
 
 def alias_bomb() -> str:
@@ -81,6 +89,11 @@ def not_finite(written: str) -> str:
         f"{_preview(written)} is not a finite number: write a number such as 1.5, or put it in quotes to keep it "
         "as text"
     )
+
+
+def lone_surrogate() -> str:
+    """The refusal of text holding half a surrogate pair (an escape such as \\ud800 without its other half)."""
+    return "an escape such as \\ud800 writes half a surrogate pair, not a character: write the character itself"
 
 
 def _preview(text: str, limit: int = 24) -> str:

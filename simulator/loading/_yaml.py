@@ -206,7 +206,8 @@ def _compose_events(loader: Any) -> Node | None:
             tag = event.tag
             if tag is None or tag == "!":
                 tag = resolve(ScalarNode, event.value, event.implicit)
-            node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+            # Only start marks are kept (positions are where values start): a third less memory per value.
+            node = ScalarNode(tag, event.value, event.start_mark, None, style=event.style)
             _anchor(anchors, event, node)
             values += 1
             if values > max_values:
@@ -236,7 +237,6 @@ def _compose_events(loader: Any) -> Node | None:
             break
         else:  # the end of the innermost list or mapping
             node = stack.pop()[0]
-            node.end_mark = event.end_mark
         if not stack:
             root = node
             continue
@@ -302,6 +302,11 @@ def _reader_error(exc: yaml.reader.ReaderError, text: str, file: str | Path) -> 
 def _syntax_error(exc: yaml.MarkedYAMLError, file: str | Path) -> ConfigError:
     problem = exc.problem or "invalid YAML"
     mark = exc.problem_mark or exc.context_mark
+    if "maximum nesting depth" in problem:
+        # libyaml's own limit (1,000 levels), met while scanning ahead of the depth check: the same words.
+        problem = _limits.too_deep()
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        return ConfigError(file, line, column, "(root)", problem)
     if exc.context and "document" in exc.context:
         problem = "a file holds one YAML document: remove the '---' separator and what follows, or split the file"
     elif exc.context and exc.context_mark is not None:
@@ -330,8 +335,13 @@ class _Builder:
         self._expanded = 0
 
     def _error(self, node: Node, path: DataPath, message: str) -> None:
-        self.flagged.add(path)
+        if self.aborted:
+            return
         mark = node.start_mark
+        if len(self.errors) >= _limits.MAX_ERRORS:
+            # A file of thousands of mistakes (or of `no` written 200,000 times): stop, keeping what was found.
+            message, self.aborted = _limits.too_many_problems(), True
+        self.flagged.add(path)
         self.errors.append(ConfigError(self.file, mark.line + 1, mark.column + 1, format_path(path), message))
 
     def build(self, node: Node, path: DataPath, *, aliased: bool = False) -> Any:
@@ -388,6 +398,8 @@ class _Builder:
         first_seen: dict[str, int] = {}
         merged: list[tuple[Node, Node]] = []
         for key_node, value_node in node.value:
+            if self.aborted:
+                break
             if key_node.tag == _TAG + "merge":
                 merged.extend(self._merge_sources(value_node, path))
                 continue
@@ -432,6 +444,9 @@ class _Builder:
         if node.tag == _TAG + "null" and node.value in ("", "~", "null", "Null", "NULL"):
             self._error(node, path, "a key is empty: write a name before the colon")
             return None
+        if _lone_surrogate(node.value):
+            self._error(node, path, _limits.lone_surrogate())
+            return None
         # Keys are names: take them as written, so `on:` or `no:` stay text instead of becoming booleans.
         return str(node.value)
 
@@ -439,6 +454,8 @@ class _Builder:
         tag = node.tag
         raw = node.value
         if tag == _TAG + "str":
+            if _lone_surrogate(raw):
+                self._error(node, path, _limits.lone_surrogate())
             return raw
         if tag == _TAG + "null":
             self.has_nulls = True
@@ -486,6 +503,18 @@ class _Builder:
             return raw
         self._error(node, path, f"tag {_short_tag(tag)} is not allowed: Simulator reads plain YAML data only")
         return raw
+
+
+def _lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds half a surrogate pair (written as an escape such as ``"\\ud800"``): not a
+    character, and no file, database or terminal can take it."""
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _digits(raw: str) -> int:

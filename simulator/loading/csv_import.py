@@ -104,14 +104,19 @@ def _dump(data: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def yaml_bytes_at_least(value: Any) -> int:
+def yaml_size_at_least(value: Any) -> tuple[int, int]:
     """A lower bound of the bytes ``value`` takes in the suite YAML (every character written at least once,
-    each key with ``: `` and each list item with ``- ``; indentation and quotes left out)."""
+    each key with ``: `` and each list item with ``- ``; indentation and quotes left out), and the number of
+    values (scalars, lists, mappings) YAML reads back from it, as `validate` counts them."""
     if isinstance(value, dict):
-        return sum(len(key) + 2 + yaml_bytes_at_least(item) for key, item in value.items())
+        sizes = [yaml_size_at_least(item) for item in value.values()]
+        return sum(len(key) + 2 + size for key, (size, _) in zip(value, sizes, strict=True)), 1 + sum(
+            1 + count for _, count in sizes
+        )
     if isinstance(value, list):
-        return sum(2 + yaml_bytes_at_least(item) for item in value) or 3
-    return len(str(value)) + 1
+        sizes = [yaml_size_at_least(item) for item in value]
+        return sum(2 + size for size, _ in sizes) or 3, 1 + sum(count for _, count in sizes)
+    return len(str(value)) + 1, 1
 
 
 class _SuiteDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
@@ -236,22 +241,40 @@ class _Importer:
         self.file = str(path)
         self.errors: list[ConfigError] = []
         self.delimiter = ","
-        #: A lower bound of the size of the suite YAML the rows read so far make.
+        #: A lower bound of the size of the suite YAML the rows read so far make, and its number of values.
         self.yaml_bytes = 0
+        self.yaml_values = 2  # the suite's mapping and its list of cases
+        #: Set once the file has more problems than reported: the rest of it is not read.
+        self.stopped = False
+        self._line_starts: list[int] | None = None
 
     def error(self, line: int, column: int, key_path: str, message: str) -> None:
+        if self.stopped:
+            return
+        if len(self.errors) >= _limits.MAX_ERRORS:
+            message, self.stopped = _limits.too_many_problems(), True
         self.errors.append(ConfigError(self.file, line, column, key_path, message))
 
     def fail(self) -> ConfigErrors:
         return ConfigErrors(self.errors)
 
-    def count_yaml(self, count: int, row: _Row) -> None:
-        """Add ``count`` bytes to the suite to write; the row that takes it past the size limit is an error."""
-        before = self.yaml_bytes
-        self.yaml_bytes += count
-        if before <= _limits.MAX_FILE_BYTES < self.yaml_bytes:
-            message = _limits.too_large(None, _TOO_LARGE_ADVICE, what="the suite to write")
-            self.error(row.line, 1, f"row {row.number}", f"{message} (this row is past the limit)")
+    def count_yaml(self, value: Any, row: _Row) -> None:
+        """Add what ``value`` (a case, or a turn of one) writes into the suite; the row that takes the suite past
+        the size or the values limit of `validate` is an error, and reading stops there."""
+        if self.yaml_bytes > _limits.MAX_FILE_BYTES or self.yaml_values > _limits.MAX_VALUES:
+            return
+        size, values = yaml_size_at_least(value)
+        self.yaml_bytes += size
+        self.yaml_values += values
+        advice = _TOO_LARGE_ADVICE
+        if self.yaml_bytes > _limits.MAX_FILE_BYTES:
+            message = _limits.too_large(None, advice, what="the suite to write")
+        elif self.yaml_values > _limits.MAX_VALUES:
+            message = f"the suite to write {_limits.too_many_values(advice)}"
+        else:
+            return
+        self.error(row.line, 1, f"row {row.number}", f"{message} (this row is past the limit)")
+        self.stopped = True
 
     # -- the file ----------------------------------------------------------------------------------
 
@@ -414,16 +437,18 @@ class _Importer:
             case = self.read_row(header, row, names)
             if case is not None:
                 cases.append(case)
-                self.count_yaml(yaml_bytes_at_least(case), row)
-            if self.yaml_bytes > _limits.MAX_FILE_BYTES:
-                break  # refused up front: the suite would be too large for `validate`, whatever follows
+                self.count_yaml([case], row)
+            if self.stopped:
+                break  # refused up front (the suite would be too large for `validate`), or too many problems
         if header is not None and not written:
             self.error(header.line, 1, "(root)", "no test cases: add one row per test case below the header row")
         return cases
 
     def csv_error(self, text: str, line: int, exc: csv.Error, header: _Header | None, number: int | None) -> None:
         where = f"row {number}" if number is not None else _HEADER_KEY
-        found = _quote_problem(text, line, self.delimiter)
+        if self._line_starts is None:
+            self._line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+        found = _quote_problem(text, line, self.delimiter, self._line_starts)
         if found is None:
             if "field larger than field limit" in str(exc):
                 # The limit is process-wide state of the csv module; raising it here would leak to callers.
@@ -654,13 +679,16 @@ def _column_of(loc: tuple[Any, ...]) -> str | None:
     return None
 
 
-def _quote_problem(text: str, line: int, delimiter: str) -> tuple[int, str, int, int] | None:
+def _quote_problem(
+    text: str, line: int, delimiter: str, starts: list[int] | None = None
+) -> tuple[int, str, int, int] | None:
     """Find why csv.reader refused the record starting on physical ``line``.
 
     Returns ``(column, kind, opened_line, problem_line)`` with kind ``unterminated`` (a quoted cell runs to
     the end of the file) or ``after_quote`` (text follows a closing quote), or None if neither.
     """
-    starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+    if starts is None:
+        starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
     if line - 1 >= len(starts):
         return None
     i = starts[line - 1]
