@@ -537,3 +537,45 @@ def test_without_libyaml_the_yaml_reader_keeps_the_same_limits(
     monkeypatch.setattr(yaml_reader, "_Loader", yaml.SafeLoader)
     _, errors = yaml_reader.parse_yaml(text, "f.yaml")
     assert [found.render() for found in errors] == [error]
+
+
+STOP = "more problems than the 100-problem limit: fix the ones above and check the file again"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "last"),
+    [
+        pytest.param(
+            "suite.yaml",
+            "name: d\ncases:\n" + "  - no\n" * 20_000,
+            f"suite.yaml:103:5: cases[100]: {STOP}",
+            id="yaml-reader",
+        ),
+        pytest.param(
+            "suite.yaml",
+            "name: d\ncases: [{name: c, kind: scenario, goal: g}]\n" + "".join(f"k{i}: 1\n" for i in range(20_000)),
+            f"suite.yaml:103:1: k100: {STOP}",
+            id="schema-check",
+        ),
+        pytest.param(
+            "tests.csv", "prompt,must_contain\n" + '"x"y,a\n' * 50_000, f"tests.csv:102:1: row 101.prompt: {STOP}",
+            id="csv-import",
+        ),
+    ],
+)  # fmt: skip
+def test_a_file_of_thousands_of_mistakes_stops_at_the_problem_limit(
+    name: str, text: str, last: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """200,000 `no` items never finished validating (checks quadratic in the errors), 200,000 unknown keys
+    took 27 s; a quote error on each of 50,000 CSV rows 28 s."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    Path(name).write_text(text, encoding="utf-8")
+    if name.endswith(".csv"):
+        with pytest.raises(ConfigErrors) as caught:
+            import_csv(name)
+        errors = caught.value.errors
+    else:
+        errors = validate_paths([name]).errors
+    assert len(errors) == 101
+    assert errors[-1].render() == last
