@@ -301,13 +301,13 @@ def _parse(source: str | Path, fmt: ExportFormat | None) -> _Parsed:
         fmt = "json" if text.lstrip().startswith("{") else "yaml"
     if fmt == "json":
         try:
-            data = parse_json(text)
+            data = parse_json(text, extra_depth=_limits.EXPORT_EXTRA_DEPTH)
         except _limits.ReadProblem as problem:
             raise ExchangeError(f"{origin}:{problem.line}:{problem.column}: {problem.message}") from None
         return _Parsed(data, origin, lambda path: json_position(text, path))
     if fmt == "yaml":
         # The reader suites go through: aliases, nesting, numbers and YAML 1.1 surprises are checked.
-        located, errors = parse_yaml(text, origin)
+        located, errors = parse_yaml(text, origin, extra_depth=_limits.EXPORT_EXTRA_DEPTH)
         if errors or located is None:
             lines = [error.render().replace(": (root): ", ": ", 1) for error in errors[:_ERRORS_SHOWN]]
             if len(errors) > _ERRORS_SHOWN:

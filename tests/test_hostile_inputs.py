@@ -227,6 +227,8 @@ def _expected() -> dict[tuple[str, str], list[str]]:
         advice = RUN_TOO_LARGE if reader == "run-yaml" else f"{TOO_LARGE}: split it into several files"
         expected = "JSON or YAML text" if reader == "run-yaml" else "YAML text"
         shown_as = file if reader == "run-yaml" else "/dev/zero"  # validate resolves the link it was given
+        # A run export may nest 8 levels more than the files it holds (it holds them 4 to 6 levels down).
+        deep_at, too_deep = (107, TOO_DEEP.replace("100", "108")) if reader == "run-yaml" else (99, TOO_DEEP)
         table.update(
             {
                 (reader, "too-large"): [f"{file}:1:1:{root} {advice}"],
@@ -234,7 +236,7 @@ def _expected() -> dict[tuple[str, str], list[str]]:
                 (reader, "devzero"): [f"{shown_as}:1:1:{root} {DEVZERO}"],
                 (reader, "nul"): [f"{file}:1:3:{root} binary file (contains a NUL byte): expected {expected}"],
                 (reader, "not-utf8"): [f"{file}:1:3:{root} {NOT_UTF8}"],
-                (reader, "deep"): [f"{file}:{line}:{column + 99}: {key}[0][0]: {TOO_DEEP}"],
+                (reader, "deep"): [f"{file}:{line}:{column + deep_at}: {key}[0][0]: {too_deep}"],
                 (reader, "alias-bomb"): [f"{file}:{line}:{column + 11}: {key}[4][7][8][9][0][2]: {ALIAS_BOMB}"],
                 (reader, "huge-int"): [f"{file}:{line}:{column}: {key}: {HUGE}"],
                 (reader, "infinity"): [f"{file}:{line}:{column}: {key}: .inf {NOT_FINITE}"],
@@ -269,7 +271,7 @@ def _expected() -> dict[tuple[str, str], list[str]]:
             ("run-json", "nul"): ["run.json:1:3: binary file (contains a NUL byte): expected JSON or YAML text"],
             ("run-json", "not-utf8"): [f"run.json:1:3: {NOT_UTF8}"],
             # 1,500 levels: past json's own recursion limit, refused at the 101st.
-            ("run-json", "deep"): [f"run.json:1:149: {TOO_DEEP}"],
+            ("run-json", "deep"): [f"run.json:1:157: {TOO_DEEP.replace('100', '108')}"],
             ("run-json", "huge-int"): [f"run.json:1:50: {HUGE}"],
             ("run-json", "infinity"): [f"run.json:1:50: Infinity {NOT_FINITE}"],
             ("run-json", "nan"): [f"run.json:1:50: NaN {NOT_FINITE}"],
@@ -579,3 +581,24 @@ def test_a_file_of_thousands_of_mistakes_stops_at_the_problem_limit(
         errors = validate_paths([name]).errors
     assert len(errors) == 101
     assert errors[-1].render() == last
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+def test_a_run_of_a_suite_nested_to_the_limit_is_exported_and_imported(fmt: str, tmp_path: Path) -> None:
+    """Nothing recursive fails on a suite at the depth limit (schema, models, tool parameters' JSON Schema
+    check), and its run export, which holds the suite 4 levels down, is read back."""
+    (tmp_path / ".git").mkdir()
+    parameters = '{"type": "object", "properties": {"x": ' * 47 + "{}" + "}}" * 47
+    suite_file = tmp_path / "suite.yaml"
+    suite_file.write_text(
+        "name: deep\nmetadata: {x: " + "[" * 98 + "]" * 98 + "}\n"
+        "agent:\n  type: python\n  callable: bot.main:respond\n  tools:\n"
+        f"    - name: t\n      parameters: {parameters}\n"
+        "cases:\n  - {name: c, kind: scenario, goal: Book}\n",
+        encoding="utf-8",
+    )
+    assert validate_paths([suite_file]).errors == []
+    record, results = _run(())
+    snapshot = SuiteSnapshot(path="suite.yaml", suite=load_suite(suite_file).suite)
+    record = record.model_copy(update={"snapshot": [snapshot], "totals": None})
+    assert import_run(export_run(record, results, fmt), fmt) == (record, results)  # type: ignore[arg-type]

@@ -37,24 +37,25 @@ _TOKEN: Final = re.compile(
 _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def parse_json(text: str) -> Any:
+def parse_json(text: str, *, extra_depth: int = 0) -> Any:
     """The data of a JSON document; :class:`ReadProblem` (1-based line and column) for invalid JSON and for
-    nesting, numbers or constants beyond the limits."""
-    _scan(text)
+    nesting, numbers or constants beyond the limits (nesting ``extra_depth`` levels more than ``MAX_DEPTH``)."""
+    limit = _limits.MAX_DEPTH + extra_depth
+    _scan(text, limit)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         # json's messages end in " at" before the place it appends: the place is given apart.
         raise ReadProblem(f"not valid JSON: {exc.msg.removesuffix(' at')}", exc.lineno, exc.colno) from None
     except RecursionError:  # the scan refuses deep nesting first; kept in case the stack is short already
-        raise ReadProblem(_limits.too_deep()) from None
+        raise ReadProblem(_limits.too_deep(limit)) from None
     except ValueError as exc:  # the scan refuses long integers first; same
         raise ReadProblem(f"not valid JSON: {exc}") from None
 
 
-def _scan(text: str) -> None:
+def _scan(text: str, max_depth: int) -> None:
     depth = 0
-    max_depth, max_digits = _limits.MAX_DEPTH, _limits.MAX_INT_DIGITS
+    max_digits = _limits.MAX_INT_DIGITS
     for match in _TOKEN.finditer(text):
         kind = match.lastgroup
         if kind == "string":
@@ -66,7 +67,7 @@ def _scan(text: str) -> None:
         if kind == "open":
             depth += 1
             if depth > max_depth:
-                raise _at(text, match.start(), _limits.too_deep())
+                raise _at(text, match.start(), _limits.too_deep(max_depth))
         elif kind == "close":
             depth -= 1
         elif kind == "number":

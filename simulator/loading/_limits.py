@@ -18,6 +18,9 @@ from typing import Final
 MAX_FILE_BYTES: Final = 10_000_000
 #: Lists and mappings nested deeper than this are refused before anything recursive sees them.
 MAX_DEPTH: Final = 100
+#: Levels a run export adds above the files it holds (run, snapshot, a suite, its agent or persona): an export of
+#: a suite nested to the limit is read back.
+EXPORT_EXTRA_DEPTH: Final = 8
 #: Values (scalars, lists, mappings) a YAML file may write, counted while it is read (each costs about 200
 #: bytes of memory with its position): also the most a CSV import may write into a suite.
 MAX_VALUES: Final = 500_000
@@ -52,9 +55,9 @@ def too_large(size: int | None, advice: str, *, what: str = "file") -> str:
     return f"{what} is{f' {shown},' if shown else ''} larger than the {limit} limit: {advice}"
 
 
-def too_deep() -> str:
-    """The refusal of lists and mappings nested deeper than :data:`MAX_DEPTH`."""
-    return f"nested deeper than the {MAX_DEPTH}-level limit: flatten the lists and mappings"
+def too_deep(limit: int | None = None) -> str:
+    """The refusal of lists and mappings nested deeper than ``limit`` (:data:`MAX_DEPTH`)."""
+    return f"nested deeper than the {limit or MAX_DEPTH}-level limit: flatten the lists and mappings"
 
 
 def too_many_values(advice: str = "split it into several files") -> str:

@@ -137,10 +137,12 @@ def read_text(path: Path) -> tuple[str | None, list[ConfigError]]:
         return None, [ConfigError(path, problem.line, problem.column, "(root)", problem.message)]
 
 
-def parse_yaml(text: str, file: str | Path) -> tuple[Located | None, list[ConfigError]]:
-    """Parse one YAML document. Returns the data (None when unusable) and every problem found."""
+def parse_yaml(text: str, file: str | Path, *, extra_depth: int = 0) -> tuple[Located | None, list[ConfigError]]:
+    """Parse one YAML document. Returns the data (None when unusable) and every problem found. Lists and
+    mappings may nest ``extra_depth`` levels deeper than ``MAX_DEPTH`` (a run export holds suites)."""
+    max_depth = _limits.MAX_DEPTH + extra_depth
     try:
-        root = _compose(text)
+        root = _compose(text, max_depth)
     except _Refused as refused:
         return None, [ConfigError(file, refused.line, refused.column, format_path(refused.path), refused.message)]
     except yaml.MarkedYAMLError as exc:
@@ -155,7 +157,7 @@ def parse_yaml(text: str, file: str | Path) -> tuple[Located | None, list[Config
         return None, [ConfigError(file, 1, 1, "(root)", f"YAML syntax error: {' '.join(str(exc).split())}")]
     if root is None:
         return None, [ConfigError(file, 1, 1, "(root)", "file is empty: write a mapping such as `name:` and `cases:`")]
-    builder = _Builder(file)
+    builder = _Builder(file, max_depth)
     data = builder.build(root, ())
     if builder.aborted:
         return None, builder.errors
@@ -173,21 +175,21 @@ class _Refused(Exception):
         self.path = path
 
 
-def _compose(text: str) -> Node | None:
+def _compose(text: str, max_depth: int) -> Node | None:
     """The node tree of the single YAML document in ``text`` (None for an empty file), as PyYAML's composer
     builds it, but with a loop instead of recursion: nesting deeper than ``MAX_DEPTH`` and more than
     ``MAX_VALUES`` values are refused where they occur, before the tree is complete."""
     loader = _Loader(text)
     try:
-        return _compose_events(loader)
+        return _compose_events(loader, max_depth)
     finally:
         loader.dispose()
 
 
-def _compose_events(loader: Any) -> Node | None:
+def _compose_events(loader: Any, max_depth: int) -> Node | None:
     get_event = loader.get_event
     resolve = loader.resolve
-    max_depth, max_values = _limits.MAX_DEPTH, _limits.MAX_VALUES
+    max_values = _limits.MAX_VALUES
     get_event()  # the stream start
     event: Any = get_event()
     if isinstance(event, StreamEndEvent):
@@ -228,7 +230,7 @@ def _compose_events(loader: Any) -> Node | None:
             values += 1
             if len(stack) >= max_depth:
                 # The place is the line and column; the key path names where the deep part starts.
-                raise _Refused(_limits.too_deep(), event.start_mark, _open_path(stack)[:_DEEP_PATH_SHOWN])
+                raise _Refused(_limits.too_deep(max_depth), event.start_mark, _open_path(stack)[:_DEEP_PATH_SHOWN])
             if values > max_values:
                 raise _Refused(f"file {_limits.too_many_values()}", event.start_mark, _open_path(stack))
             stack.append((node, []))
@@ -324,8 +326,9 @@ def _syntax_error(exc: yaml.MarkedYAMLError, file: str | Path) -> ConfigError:
 class _Builder:
     """Walks the node tree once, building plain data and recording positions and problems."""
 
-    def __init__(self, file: str | Path) -> None:
+    def __init__(self, file: str | Path, max_depth: int) -> None:
         self.file = file
+        self.max_depth = max_depth
         self.errors: list[ConfigError] = []
         self.aborted = False
         self.has_nulls = False
@@ -363,9 +366,9 @@ class _Builder:
             self._count_expansion(node, path)
             if self.aborted:
                 return None
-        if len(path) >= _limits.MAX_DEPTH:
+        if len(path) >= self.max_depth:
             # Written nesting is refused while composing; this is nesting that aliases build.
-            self._abort(node, path[:_DEEP_PATH_SHOWN], _limits.too_deep())
+            self._abort(node, path[:_DEEP_PATH_SHOWN], _limits.too_deep(self.max_depth))
             return None
         self._stack.add(identity)
         try:
