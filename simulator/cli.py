@@ -266,7 +266,7 @@ def _import_suite_from(file: Path, output: Path, force: bool, read: Callable[[],
     """Write the suite ``read`` makes of ``file`` to ``output``, never overwriting without --force."""
     from simulator.loading.csv_import import dump_suite_yaml
 
-    if not file.is_file():
+    if not file.exists():  # a named pipe or a device is refused by the importer, saying what it is
         err.print(f"{file}: no such file", markup=False)
         raise typer.Exit(EXIT_INVALID)
     if output.exists() and not force:
@@ -929,7 +929,7 @@ def import_run_command(
     """Import an exported run into the store (under a new id)."""
     from simulator.exchange import import_into_store, import_run
 
-    if not file.is_file():
+    if not file.exists():  # a named pipe or a device is refused by import_run, saying what it is
         err.print(f"{file}: no such file", markup=False)
         raise typer.Exit(EXIT_INVALID)
     record, results = import_run(file)

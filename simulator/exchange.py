@@ -29,7 +29,9 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from simulator.errors import InputError, StoreError
-from simulator.loading._yaml import format_path
+from simulator.loading import _limits
+from simulator.loading._json import json_position, parse_json
+from simulator.loading._yaml import DataPath, format_path, parse_yaml
 from simulator.models import GoldenCase, Persona, Suite
 from simulator.models._base import DataModel
 from simulator.models.run import RunRecord, StoredResult, SuiteSnapshot
@@ -53,6 +55,7 @@ ZIP_DATE_TIME: Final = (1980, 1, 1, 0, 0, 0)
 PERSONAS_FOLDER: Final = "personas"
 _FORMATS: Final = ("json", "yaml")
 _ERRORS_SHOWN: Final = 10
+_TOO_LARGE_ADVICE: Final = "export fewer results (a run's results can be exported apart) to import it"
 # Larger than any line, so that a long message is never folded over several lines.
 _NO_WRAP: Final = 1_000_000_000
 
@@ -212,67 +215,114 @@ def export_results(results: Sequence[StoredResult], fmt: ExportFormat = "json") 
 def import_run(source: str | Path, fmt: ExportFormat | None = None) -> tuple[RunRecord, list[StoredResult]]:
     """Read a run export: ``source`` is a file (a :class:`~pathlib.Path`) or the exported text (a ``str``).
 
-    ``fmt`` defaults to the file's suffix, else JSON when the text starts with ``{``, else YAML. Raises
-    :class:`ExchangeError` naming every field that is wrong (``run.snapshot[0].suite.cases[1].name: ...``).
+    ``fmt`` defaults to the file's suffix, else JSON when the text starts with ``{``, else YAML. The file is
+    held to the limits every reader of a user's file has (size, nesting, aliases, long numbers; infinity and
+    NaN are refused). Raises :class:`ExchangeError` naming every problem on a line of its own, with the
+    line and column where it is written (``run.json:12:9: run.snapshot[0].suite.cases[1].name: ...``).
+    The run's totals are never taken from the file: they are computed again from its results.
     """
-    data, origin = _parse(source, fmt)
-    export = _validate(RunExport, data, origin, RUN_FORMAT)
-    problems: list[str] = []
+    parsed = _parse(source, fmt)
+    export = _validate(RunExport, parsed, RUN_FORMAT)
+    problems: list[tuple[DataPath, str]] = []
     keys: dict[str, int] = {}
     for index, result in enumerate(export.results):
-        where = f"results[{index}]"
+        where: DataPath = ("results", index)
         if result.run_id != export.run.id:
-            problems.append(f"{where}.run_id: {result.run_id!r} is not the exported run's id {export.run.id!r}")
+            problems.append(((*where, "run_id"), f"{result.run_id!r} is not the exported run's id {export.run.id!r}"))
         if not 0 <= result.suite < len(export.run.snapshot):
             problems.append(
-                f"{where}.suite: {result.suite} is not a suite of the run (it has {len(export.run.snapshot)})"
+                ((*where, "suite"), f"{result.suite} is not a suite of the run (it has {len(export.run.snapshot)})")
             )
         if result.key in keys:
-            problems.append(f"{where}.key: {result.key!r} is also the key of results[{keys[result.key]}]")
+            problems.append(((*where, "key"), f"{result.key!r} is also the key of results[{keys[result.key]}]"))
         keys.setdefault(result.key, index)
+        if result.outcome != result.result.outcome:
+            problems.append(
+                (
+                    (*where, "outcome"),
+                    f"{result.outcome!r} is not the outcome of the result it stores ({result.result.outcome!r})",
+                )
+            )
+        if result.case != result.result.case:
+            problems.append(
+                ((*where, "case"), f"{result.case!r} is not the case of the result it stores ({result.result.case!r})")
+            )
+    if export.run.totals is not None and export.run.totals.duration_s < 0:
+        problems.append(
+            (("run", "totals", "duration_s"), f"a duration cannot be negative: {export.run.totals.duration_s}")
+        )
     if problems:
-        raise ExchangeError(_problems(origin, problems))
-    return export.run, list(export.results)
+        raise ExchangeError(_located_problems(parsed, problems))
+    return _with_true_totals(export.run, export.results), list(export.results)
+
+
+def _with_true_totals(record: RunRecord, results: Sequence[StoredResult]) -> RunRecord:
+    """The run with its totals computed from its results, as a run that is executed gets them: an export's
+    own counts, correctness and usage may be forged ("30 passed" of 3, 10000%), its duration is kept. A run
+    without totals (one that never finished) stays without."""
+    if record.totals is None:
+        return record
+    from simulator.runner._execute import run_totals  # the one place totals are computed; imports the engine
+
+    return record.model_copy(update={"totals": run_totals(results, record.totals.duration_s)})
 
 
 def import_results(source: str | Path, fmt: ExportFormat | None = None) -> list[StoredResult]:
-    """Read a results export (see :func:`import_run` for ``source``, ``fmt`` and errors)."""
-    data, origin = _parse(source, fmt)
-    export = _validate(ResultsExport, data, origin, RESULTS_FORMAT)
+    """Read a results export (see :func:`import_run` for ``source``, ``fmt``, limits and errors)."""
+    export = _validate(ResultsExport, _parse(source, fmt), RESULTS_FORMAT)
     return list(export.results)
 
 
-def _parse(source: str | Path, fmt: ExportFormat | None) -> tuple[Any, str]:
+class _Parsed:
+    """An export's data, where it came from, and how to find the line and column of any part of it."""
+
+    def __init__(self, data: Any, origin: str, locate: Any) -> None:
+        self.data = data
+        self.origin = origin
+        self._locate = locate
+
+    def at(self, path: DataPath, message: str) -> str:
+        """``origin:line:column: path: message``, the place of ``path`` (or of what encloses it)."""
+        line, column = self._locate(path) if path else (1, 1)
+        return f"{self.origin}:{line}:{column}: {format_path(path) + ': ' if path else ''}{message}"
+
+
+def _parse(source: str | Path, fmt: ExportFormat | None) -> _Parsed:
     if isinstance(source, Path):
         origin = str(source)
         try:
-            text = source.read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ExchangeError(f"{origin}: cannot read the file: {getattr(exc, 'strerror', None) or exc}") from exc
+            text = _limits.read_text(source, _TOO_LARGE_ADVICE, "JSON or YAML text")
+        except _limits.ReadProblem as problem:
+            raise ExchangeError(f"{origin}:{problem.line}:{problem.column}: {problem.message}") from None
         if fmt is None:
             suffix = source.suffix.lower()
             fmt = "json" if suffix == ".json" else "yaml" if suffix in (".yaml", ".yml") else None
     else:
-        origin, text = "(text)", source
+        origin, text = "(text)", source.removeprefix("\ufeff")
+        if len(text) > _limits.MAX_FILE_BYTES or len(text.encode("utf-8", "surrogatepass")) > _limits.MAX_FILE_BYTES:
+            raise ExchangeError(f"{origin}:1:1: {_limits.too_large(None, _TOO_LARGE_ADVICE, what='the text')}")
     if fmt is None:
         fmt = "json" if text.lstrip().startswith("{") else "yaml"
     if fmt == "json":
         try:
-            return json.loads(text), origin
-        except json.JSONDecodeError as exc:
-            raise ExchangeError(f"{origin}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from exc
+            data = parse_json(text, extra_depth=_limits.EXPORT_EXTRA_DEPTH)
+        except _limits.ReadProblem as problem:
+            raise ExchangeError(f"{origin}:{problem.line}:{problem.column}: {problem.message}") from None
+        return _Parsed(data, origin, lambda path: json_position(text, path))
     if fmt == "yaml":
-        try:
-            return yaml.safe_load(text), origin
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or exc
-            raise ExchangeError(f"{origin}{where}: not valid YAML: {problem}") from exc
+        # The reader suites go through: aliases, nesting, numbers and YAML 1.1 surprises are checked.
+        located, errors = parse_yaml(text, origin, extra_depth=_limits.EXPORT_EXTRA_DEPTH)
+        if errors or located is None:
+            lines = [error.render().replace(": (root): ", ": ", 1) for error in errors[:_ERRORS_SHOWN]]
+            if len(errors) > _ERRORS_SHOWN:
+                lines.append(f"... and {len(errors) - _ERRORS_SHOWN} more problem(s)")
+            raise ExchangeError("\n".join(lines) if lines else f"{origin}:1:1: the export is empty")
+        return _Parsed(located.data, origin, located.position)
     raise ExchangeError(f"unknown export format {fmt!r}: use one of {', '.join(_FORMATS)}")
 
 
-def _validate(model: type[_Export], data: Any, origin: str, expected: str) -> _Export:
+def _validate(model: type[_Export], parsed: _Parsed, expected: str) -> _Export:
+    data = parsed.data
     found = data.get("format") if isinstance(data, dict) else None
     if found != expected:
         if found == RESULTS_FORMAT:
@@ -285,21 +335,34 @@ def _validate(model: type[_Export], data: Any, origin: str, expected: str) -> _E
             hint = " (no `format` key at the top): export it with Simulator first"
         else:
             hint = f" (its format is {found!r})"
-        raise ExchangeError(f"{origin}: not a Simulator {expected.removeprefix('simulator-')} export{hint}")
+        where: DataPath = ("format",) if isinstance(data, dict) and "format" in data else ()
+        message = f"not a Simulator {expected.removeprefix('simulator-')} export{hint}"
+        raise ExchangeError(parsed.at(where, message).replace(": format: ", ": ", 1))
     version = data.get("version")
     if isinstance(version, int) and not isinstance(version, bool) and version > EXPORT_VERSION:
         raise ExchangeError(
-            f"{origin}: version: the export has version {version}, written by a newer Simulator; this one reads "
-            f"version {EXPORT_VERSION}: upgrade Simulator"
+            parsed.at(
+                ("version",),
+                f"the export has version {version}, written by a newer Simulator; this one reads version "
+                f"{EXPORT_VERSION}: upgrade Simulator",
+            )
         )
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         problems = [
-            f"{format_path(_where(detail['loc'], data, detail['type']))}: {detail['msg']}"
+            (_where(detail["loc"], data, detail["type"]), str(detail["msg"]))
             for detail in exc.errors(include_url=False)
         ]
-        raise ExchangeError(_problems(origin, problems)) from None
+        raise ExchangeError(_located_problems(parsed, problems)) from None
+
+
+def _located_problems(parsed: _Parsed, problems: Sequence[tuple[DataPath, str]]) -> str:
+    """One line per problem, each with its line and column, the first :data:`_ERRORS_SHOWN` of them."""
+    lines = [parsed.at(path, message) for path, message in problems[:_ERRORS_SHOWN]]
+    if len(problems) > _ERRORS_SHOWN:
+        lines.append(f"... and {len(problems) - _ERRORS_SHOWN} more problem(s) in {parsed.origin}")
+    return "\n".join(lines)
 
 
 def _where(loc: Sequence[Any], data: Any, kind: str) -> tuple[str | int, ...]:

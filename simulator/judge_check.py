@@ -18,7 +18,6 @@ disagreement with the judge's reason, so a prompt can be fixed where it goes wro
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -31,6 +30,8 @@ from simulator.judges.scoring import goal_description, hallucination_context
 from simulator.judges.step import render_conversation
 from simulator.llm import LLMClient
 from simulator.loading import LoadedSuite, config_error_at, load_model_file, load_suite
+from simulator.loading._json import parse_json
+from simulator.loading._limits import ReadProblem, read_text
 from simulator.metrics import Agreement, agreement
 from simulator.models import Case, ModelRoles, normalize_reference
 from simulator.models._base import StrictModel, Text
@@ -204,13 +205,14 @@ def _label_error(path: Path, index: int, where: tuple[str, ...], message: str) -
 def _read_transcript(path: Path, index: int, item: LabelledItem) -> Transcript:
     file = (path.parent / item.transcript).resolve()
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise _label_error(
-            path, index, ("transcript",), f"cannot read {item.transcript!r}: {exc.strerror or exc}"
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise _label_error(path, index, ("transcript",), f"{item.transcript!r} is not JSON: {exc}") from None
+        # Within the limits every reader keeps (size, nesting, numbers; named pipes and devices refused).
+        data = parse_json(read_text(file, "label a shorter conversation", "JSON text"))
+    except ReadProblem as problem:
+        if problem.message.startswith("cannot read the file: "):
+            message = f"cannot read {item.transcript!r}: {problem.message.removeprefix('cannot read the file: ')}"
+        else:
+            message = f"{item.transcript!r}, line {problem.line}, column {problem.column}: {problem.message}"
+        raise _label_error(path, index, ("transcript",), message) from None
     try:
         if isinstance(data, dict) and "transcript" in data and "outcome" in data:
             return CaseResult.model_validate(data).transcript

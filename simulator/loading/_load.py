@@ -719,8 +719,8 @@ def collect_yaml_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[Co
             if not found:
                 errors.append(ConfigError(path, 1, 1, "(root)", "no .yaml or .yml files in this folder"))
             files.extend(found)
-        elif path.is_file():
-            files.append(path)
+        elif path.exists():
+            files.append(path)  # a named pipe or a device too: reading it says what it is and refuses it
         else:
             errors.append(ConfigError(path, 1, 1, "(root)", "no such file or folder"))
     unique = list(dict.fromkeys(p.resolve() for p in files))

@@ -8,6 +8,7 @@ meant for (by ``kind``/``type`` discriminator or by its JSON type) and that bran
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 from collections.abc import Iterator
 from functools import cache
@@ -15,6 +16,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from simulator.errors import ConfigError
+from simulator.loading import _limits
 from simulator.loading._yaml import DataPath, Located, format_path
 
 if TYPE_CHECKING:
@@ -128,9 +130,9 @@ class SchemaChecker:
 
     def check(self, located: Located, file: str) -> list[tuple[DataPath, ConfigError]]:
         """Every schema problem of the file, located, with the data path each concerns."""
-        explained: list[tuple[DataPath, str, bool]] = []
-        for error in self.validator.iter_errors(located.data):
-            explained.extend(self._explain(error))
+        # Explained lazily and a bounded number of them: 200,000 unknown keys need no 200,000 did-you-means.
+        every = (found for error in self.validator.iter_errors(located.data) for found in self._explain(error))
+        explained = list(itertools.islice(every, 2 * _limits.MAX_ERRORS + 1))
         found: list[tuple[DataPath, ConfigError]] = []
         seen: set[tuple[DataPath, str]] = set()
         for path, message, at_key in _one_reason_each(explained):
@@ -138,7 +140,11 @@ class SchemaChecker:
                 continue
             seen.add((path, message))
             position = located.position(path, key=at_key)
-            found.append((path, ConfigError(file, position.line, position.column, format_path(path), message)))
+            stop = len(found) == _limits.MAX_ERRORS
+            shown = _limits.too_many_problems() if stop else message
+            found.append((path, ConfigError(file, position.line, position.column, format_path(path), shown)))
+            if stop:
+                break
         return found
 
     def _types(self, schema: Any) -> list[str]:

@@ -1,29 +1,37 @@
 """YAML text -> plain data plus the line and column of every key and value.
 
-PyYAML is used only to compose the node tree (libyaml when available); the tree is turned into data here,
-so that everything PyYAML would do silently becomes an error with a place: duplicate keys, YAML 1.1 values
-that change meaning (``no`` -> false, ``012`` -> 10, ``1:30`` -> 90, dates), language-specific tags, alias
-bombs and recursive aliases.
+PyYAML is used only to parse the text into events (libyaml when available); the node tree is composed here,
+without recursion, and turned into data, so that everything PyYAML would do silently becomes an error with a
+place: duplicate keys, YAML 1.1 values that change meaning (``no`` -> false, ``012`` -> 10, ``1:30`` -> 90,
+dates), language-specific tags, and what a hostile file does to exhaust memory or the stack: nesting deeper
+than :data:`~simulator.loading._limits.MAX_DEPTH`, more values than ``MAX_VALUES``, alias bombs, recursive
+aliases, numbers of thousands of digits, infinity and NaN (the limits are in :mod:`simulator.loading._limits`).
 """
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import yaml
+from yaml.events import (
+    AliasEvent,
+    DocumentEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+)
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from simulator.errors import ConfigError
+from simulator.loading import _limits
+from simulator.loading._limits import ReadProblem
 
 DataPath = tuple[str | int, ...]
-
-#: Files larger than this are refused before parsing.
-MAX_FILE_BYTES = 10 * 1024 * 1024
-#: Nodes that may be reached through aliases (``*name``); a few "billion laughs" levels exceed it at once.
-MAX_ALIAS_EXPANSION = 100_000
 
 _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _constructor = yaml.constructor.SafeConstructor()
@@ -32,6 +40,8 @@ _TAG = "tag:yaml.org,2002:"
 _TRUTHY_OK = {"true", "false"}
 _RECURSIVE = "an alias refers to the mapping or list that contains it: remove the recursive alias"
 _OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
+#: Parts of the key path a "nested too deep" error names (all of them would make a line of hundreds of [0]).
+_DEEP_PATH_SHOWN = 3
 
 
 class Position(NamedTuple):
@@ -57,6 +67,9 @@ class Located:
     #: given" where the schema refuses it, so such files always get the full schema check.
     has_nulls: bool = False
 
+    #: Each mapping's keys (by the node's id), built when a position in it is first looked up.
+    _keys: dict[int, dict[str, tuple[Node, Node]]] = field(default_factory=dict, repr=False, compare=False)
+
     def position(self, path: DataPath, *, key: bool = False) -> Position:
         """Where the value at ``path`` starts (its key with ``key=True``); for a path that is not written
         (a missing key), where the closest enclosing value starts."""
@@ -65,7 +78,7 @@ class Located:
         complete = True
         for part in path:
             if isinstance(node, MappingNode) and isinstance(part, str):
-                found = _find_key(node, part)
+                found = self._find_key(node, part)
                 if found is None:
                     complete = False
                     break
@@ -80,22 +93,26 @@ class Located:
 
     def is_flagged(self, path: DataPath) -> bool:
         """Whether the YAML layer already reported ``path`` or a value that contains it."""
-        return any(path[: len(flag)] == flag for flag in self.flagged)
+        return bool(self.flagged) and any(path[:length] in self.flagged for length in range(len(path) + 1))
 
-
-def _find_key(node: MappingNode, key: str, depth: int = 0) -> tuple[Node, Node] | None:
-    merges: list[Node] = []
-    for key_node, value_node in node.value:
-        if key_node.tag == _TAG + "merge":
-            merges.extend(value_node.value if isinstance(value_node, SequenceNode) else [value_node])
-        elif isinstance(key_node, ScalarNode) and key_node.value == key:
-            return key_node, value_node
-    for source in merges:
-        if isinstance(source, MappingNode) and depth < 10:
-            found = _find_key(source, key, depth + 1)
-            if found is not None:
-                return found
-    return None
+    def _find_key(self, node: MappingNode, key: str, depth: int = 0) -> tuple[Node, Node] | None:
+        keys = self._keys.get(id(node))
+        if keys is None:
+            keys = {}
+            for pair in node.value:
+                if isinstance(pair[0], ScalarNode) and pair[0].tag != _TAG + "merge":
+                    keys.setdefault(str(pair[0].value), pair)
+            self._keys[id(node)] = keys
+        if key in keys:
+            return keys[key]
+        for key_node, value_node in node.value:
+            if key_node.tag != _TAG + "merge" or depth >= 10:
+                continue
+            for source in value_node.value if isinstance(value_node, SequenceNode) else [value_node]:
+                found = self._find_key(source, key, depth + 1) if isinstance(source, MappingNode) else None
+                if found is not None:
+                    return found
+        return None
 
 
 def format_path(path: DataPath) -> str:
@@ -112,77 +129,186 @@ def format_path(path: DataPath) -> str:
 
 
 def read_text(path: Path) -> tuple[str | None, list[ConfigError]]:
-    """Read a file as UTF-8 (a BOM is allowed), refusing huge, binary and non-UTF-8 files with a clear error."""
+    """Read a file as UTF-8 (a BOM is allowed), refusing huge, binary, non-UTF-8 and non-regular files (a named
+    pipe, ``/dev/zero``) with a clear error; see :func:`simulator.loading._limits.read_bytes`."""
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            return None, [
-                ConfigError(
-                    path,
-                    1,
-                    1,
-                    "(root)",
-                    f"file is {_size(size)}, over the {_size(MAX_FILE_BYTES)} limit: split it into several suites",
-                )
-            ]
-        raw = path.read_bytes()
-    except OSError as exc:
-        return None, [ConfigError(path, 1, 1, "(root)", f"cannot read the file: {exc.strerror or exc}")]
-    body = raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw
+        return _limits.read_text(path, "split it into several files", "YAML text"), []
+    except ReadProblem as problem:
+        return None, [ConfigError(path, problem.line, problem.column, "(root)", problem.message)]
+
+
+def parse_yaml(text: str, file: str | Path, *, extra_depth: int = 0) -> tuple[Located | None, list[ConfigError]]:
+    """Parse one YAML document. Returns the data (None when unusable) and every problem found. Lists and
+    mappings may nest ``extra_depth`` levels deeper than ``MAX_DEPTH`` (a run export holds suites)."""
+    max_depth = _limits.MAX_DEPTH + extra_depth
     try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line, column = _byte_position(body, exc.start)
-        return None, [
-            ConfigError(
-                path, line, column, "(root)", f"not UTF-8 text (byte 0x{body[exc.start]:02x}): save the file as UTF-8"
-            )
-        ]
-    nul = body.find(b"\x00")
-    if nul >= 0:
-        line, column = _byte_position(body, nul)
-        return None, [
-            ConfigError(path, line, column, "(root)", "binary file (contains a NUL byte): expected YAML text")
-        ]
-    return text, []
-
-
-def _byte_position(data: bytes, offset: int) -> tuple[int, int]:
-    """1-based line and character column of a byte offset (the line's bytes before it decoded leniently)."""
-    line_start = data.rfind(b"\n", 0, offset) + 1
-    column = len(data[line_start:offset].decode("utf-8", errors="replace")) + 1
-    return data.count(b"\n", 0, offset) + 1, column
-
-
-def _size(count: int) -> str:
-    number, unit = (count / 1_000_000, "MB") if count >= 1_000_000 else (count / 1000, "kB")
-    return f"{number:.1f}".removesuffix(".0") + f" {unit}"
-
-
-def parse_yaml(text: str, file: str | Path) -> tuple[Located | None, list[ConfigError]]:
-    """Parse one YAML document. Returns the data (None when unusable) and every problem found."""
-    try:
-        loader = _Loader(text)
-        try:
-            root = loader.get_single_node()
-        finally:
-            loader.dispose()
+        root = _compose(text, max_depth)
+    except _Refused as refused:
+        return None, [ConfigError(file, refused.line, refused.column, format_path(refused.path), refused.message)]
     except yaml.MarkedYAMLError as exc:
         return None, [_syntax_error(exc, file)]
+    except yaml.reader.ReaderError as exc:
+        return None, [_reader_error(exc, text, file)]
+    except UnicodeEncodeError as exc:
+        line, column = _limits.text_position(text, exc.start)
+        message = f"not UTF-8 text (a lone surrogate U+{ord(text[exc.start]):04X}): save the file as UTF-8"
+        return None, [ConfigError(file, line, column, "(root)", message)]
     except yaml.YAMLError as exc:
-        return None, [ConfigError(file, 1, 1, "(root)", f"YAML syntax error: {exc}")]
+        return None, [ConfigError(file, 1, 1, "(root)", f"YAML syntax error: {' '.join(str(exc).split())}")]
     if root is None:
         return None, [ConfigError(file, 1, 1, "(root)", "file is empty: write a mapping such as `name:` and `cases:`")]
-    builder = _Builder(file)
+    builder = _Builder(file, max_depth)
     data = builder.build(root, ())
     if builder.aborted:
         return None, builder.errors
     return Located(data, root, frozenset(builder.flagged), builder.has_nulls), builder.errors
 
 
+class _Refused(Exception):
+    """A limit or a rule the composer enforces, at a 1-based place."""
+
+    def __init__(self, message: str, mark: Any, path: DataPath = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = mark.line + 1
+        self.column = mark.column + 1
+        self.path = path
+
+
+def _compose(text: str, max_depth: int) -> Node | None:
+    """The node tree of the single YAML document in ``text`` (None for an empty file), as PyYAML's composer
+    builds it, but with a loop instead of recursion: nesting deeper than ``MAX_DEPTH`` and more than
+    ``MAX_VALUES`` values are refused where they occur, before the tree is complete."""
+    loader = _Loader(text)
+    try:
+        return _compose_events(loader, max_depth)
+    finally:
+        loader.dispose()
+
+
+def _compose_events(loader: Any, max_depth: int) -> Node | None:
+    get_event = loader.get_event
+    resolve = loader.resolve
+    max_values = _limits.MAX_VALUES
+    get_event()  # the stream start
+    event: Any = get_event()
+    if isinstance(event, StreamEndEvent):
+        return None
+    document_start = event.start_mark
+    anchors: dict[str, Node] = {}
+    # Open lists and mappings, each with the key node read but not yet given a value (mappings only).
+    stack: list[tuple[Node, list[Node]]] = []
+    root: Node | None = None
+    values = 0
+    while True:
+        event = get_event()
+        kind = type(event)
+        node: Node
+        if kind is ScalarEvent:
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = resolve(ScalarNode, event.value, event.implicit)
+            # Only start marks are kept (positions are where values start): a third less memory per value.
+            node = ScalarNode(tag, event.value, event.start_mark, None, style=event.style)
+            _anchor(anchors, event, node)
+            values += 1
+            if values > max_values:
+                raise _Refused(f"file {_limits.too_many_values()}", event.start_mark, _open_path(stack))
+        elif kind is AliasEvent:
+            anchor = event.anchor
+            if anchor not in anchors:
+                message = f"alias *{anchor} names no anchor: write &{anchor} on a value before it"
+                raise _Refused(message, event.start_mark)
+            node = anchors[anchor]
+        elif kind is SequenceStartEvent or kind is MappingStartEvent:
+            node_type = SequenceNode if kind is SequenceStartEvent else MappingNode
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = resolve(node_type, None, event.implicit)
+            node = node_type(tag, [], event.start_mark, None, flow_style=event.flow_style)
+            _anchor(anchors, event, node)
+            values += 1
+            if len(stack) >= max_depth:
+                # The place is the line and column; the key path names where the deep part starts.
+                raise _Refused(_limits.too_deep(max_depth), event.start_mark, _open_path(stack)[:_DEEP_PATH_SHOWN])
+            if values > max_values:
+                raise _Refused(f"file {_limits.too_many_values()}", event.start_mark, _open_path(stack))
+            stack.append((node, []))
+            continue
+        elif kind is DocumentEndEvent:
+            break
+        else:  # the end of the innermost list or mapping
+            node = stack.pop()[0]
+        if not stack:
+            root = node
+            continue
+        parent, pending = stack[-1]
+        if isinstance(parent, SequenceNode):
+            parent.value.append(node)
+        elif not pending:
+            pending.append(node)
+        else:
+            parent.value.append((pending.pop(), node))
+    event = get_event()
+    if not isinstance(event, StreamEndEvent):
+        raise yaml.composer.ComposerError(
+            "expected a single document in the stream", document_start, "but found another document", event.start_mark
+        )
+    return root
+
+
+def _anchor(anchors: dict[str, Node], event: Any, node: Node) -> None:
+    anchor = event.anchor
+    if anchor is None:
+        return
+    first = anchors.get(anchor)
+    if first is not None:
+        raise _Refused(
+            f"anchor &{anchor} is defined twice (first on line {first.start_mark.line + 1}, column "
+            f"{first.start_mark.column + 1}): rename one of them",
+            event.start_mark,
+        )
+    anchors[anchor] = node
+
+
+def _open_path(stack: list[tuple[Node, list[Node]]]) -> DataPath:
+    """The data path of the value about to be added to the innermost open list or mapping."""
+    path: list[str | int] = []
+    for node, pending in stack:
+        if isinstance(node, SequenceNode):
+            path.append(len(node.value))
+        elif pending and isinstance(pending[0], ScalarNode):
+            path.append(str(pending[0].value))
+    return tuple(path)
+
+
+def _reader_error(exc: yaml.reader.ReaderError, text: str, file: str | Path) -> ConfigError:
+    """A character YAML does not allow (a control character), at its place: libyaml counts the position in
+    UTF-8 bytes, PyYAML's own reader in characters."""
+    if exc.encoding == "unicode":
+        offset = exc.position
+    else:
+        offset = len(text.encode("utf-8", "surrogatepass")[: exc.position].decode("utf-8", "replace"))
+    line, column = _limits.text_position(text, min(offset, len(text)))
+    character = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+    return ConfigError(
+        file,
+        line,
+        column,
+        "(root)",
+        f"control character U+{character:04X} is not allowed in YAML: remove it, or write it as an escape "
+        f"(\\u{character:04x}) in double quotes",
+    )
+
+
 def _syntax_error(exc: yaml.MarkedYAMLError, file: str | Path) -> ConfigError:
     problem = exc.problem or "invalid YAML"
     mark = exc.problem_mark or exc.context_mark
+    if "maximum nesting depth" in problem:
+        # libyaml's own limit (1,000 levels), met while scanning ahead of the depth check: the same words.
+        problem = _limits.too_deep()
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        return ConfigError(file, line, column, "(root)", problem)
     if exc.context and "document" in exc.context:
         problem = "a file holds one YAML document: remove the '---' separator and what follows, or split the file"
     elif exc.context and exc.context_mark is not None:
@@ -200,8 +326,9 @@ def _syntax_error(exc: yaml.MarkedYAMLError, file: str | Path) -> ConfigError:
 class _Builder:
     """Walks the node tree once, building plain data and recording positions and problems."""
 
-    def __init__(self, file: str | Path) -> None:
+    def __init__(self, file: str | Path, max_depth: int) -> None:
         self.file = file
+        self.max_depth = max_depth
         self.errors: list[ConfigError] = []
         self.aborted = False
         self.has_nulls = False
@@ -211,8 +338,13 @@ class _Builder:
         self._expanded = 0
 
     def _error(self, node: Node, path: DataPath, message: str) -> None:
-        self.flagged.add(path)
+        if self.aborted:
+            return
         mark = node.start_mark
+        if len(self.errors) >= _limits.MAX_ERRORS:
+            # A file of thousands of mistakes (or of `no` written 200,000 times): stop, keeping what was found.
+            message, self.aborted = _limits.too_many_problems(), True
+        self.flagged.add(path)
         self.errors.append(ConfigError(self.file, mark.line + 1, mark.column + 1, format_path(path), message))
 
     def build(self, node: Node, path: DataPath, *, aliased: bool = False) -> Any:
@@ -234,6 +366,10 @@ class _Builder:
             self._count_expansion(node, path)
             if self.aborted:
                 return None
+        if len(path) >= self.max_depth:
+            # Written nesting is refused while composing; this is nesting that aliases build.
+            self._abort(node, path[:_DEEP_PATH_SHOWN], _limits.too_deep(self.max_depth))
+            return None
         self._stack.add(identity)
         try:
             if isinstance(node, SequenceNode):
@@ -247,18 +383,14 @@ class _Builder:
 
     def _count_expansion(self, node: Node, path: DataPath) -> None:
         self._expanded += 1
-        if self._expanded > MAX_ALIAS_EXPANSION:
-            self.errors = [
-                ConfigError(
-                    self.file,
-                    node.start_mark.line + 1,
-                    node.start_mark.column + 1,
-                    format_path(path),
-                    f"aliases expand to more than {MAX_ALIAS_EXPANSION:,} values (an alias bomb?): "
-                    "write the repeated parts out or use fewer nested aliases",
-                )
-            ]
-            self.aborted = True
+        if self._expanded > _limits.MAX_ALIAS_EXPANSION:
+            self._abort(node, path, _limits.alias_bomb())
+
+    def _abort(self, node: Node, path: DataPath, message: str) -> None:
+        """Stop building: the file is refused with this one error."""
+        mark = node.start_mark
+        self.errors = [ConfigError(self.file, mark.line + 1, mark.column + 1, format_path(path), message)]
+        self.aborted = True
 
     def _check_tag(self, node: Node, path: DataPath, expected: str) -> None:
         if node.tag != expected:
@@ -269,6 +401,8 @@ class _Builder:
         first_seen: dict[str, int] = {}
         merged: list[tuple[Node, Node]] = []
         for key_node, value_node in node.value:
+            if self.aborted:
+                break
             if key_node.tag == _TAG + "merge":
                 merged.extend(self._merge_sources(value_node, path))
                 continue
@@ -313,6 +447,9 @@ class _Builder:
         if node.tag == _TAG + "null" and node.value in ("", "~", "null", "Null", "NULL"):
             self._error(node, path, "a key is empty: write a name before the colon")
             return None
+        if _lone_surrogate(node.value):
+            self._error(node, path, _limits.lone_surrogate())
+            return None
         # Keys are names: take them as written, so `on:` or `no:` stay text instead of becoming booleans.
         return str(node.value)
 
@@ -320,6 +457,8 @@ class _Builder:
         tag = node.tag
         raw = node.value
         if tag == _TAG + "str":
+            if _lone_surrogate(raw):
+                self._error(node, path, _limits.lone_surrogate())
             return raw
         if tag == _TAG + "null":
             self.has_nulls = True
@@ -335,6 +474,11 @@ class _Builder:
                 )
             return flag
         if tag == _TAG + "int":
+            if _digits(raw) > _limits.MAX_INT_DIGITS:
+                # Python refuses to read a decimal number of more than 4,300 digits, and a long base-60 one
+                # takes quadratic time: refused before either is tried.
+                self._error(node, path, _limits.too_many_digits(raw))
+                return raw
             if not node.style and (_OCTAL.match(raw) or ":" in raw):
                 value = _constructor.construct_yaml_int(node)
                 octal = bool(_OCTAL.match(raw))
@@ -347,7 +491,12 @@ class _Builder:
         if tag == _TAG + "float":
             if not node.style and ":" in raw:
                 self._error(node, path, f'YAML 1.1 reads `{raw}` as a base-60 number: write "{raw}" in quotes for text')
-            return _constructor.construct_yaml_float(node)
+            number: float = _constructor.construct_yaml_float(node)
+            if not math.isfinite(number):
+                # JSON cannot hold it, and every sum, mean and report it reaches would be infinite or NaN.
+                self._error(node, path, _limits.not_finite(raw))
+                return raw
+            return number
         if tag == _TAG + "timestamp":
             self._error(
                 node,
@@ -357,6 +506,26 @@ class _Builder:
             return raw
         self._error(node, path, f"tag {_short_tag(tag)} is not allowed: Simulator reads plain YAML data only")
         return raw
+
+
+def _lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds half a surrogate pair (written as an escape such as ``"\\ud800"``): not a
+    character, and no file, database or terminal can take it."""
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _digits(raw: str) -> int:
+    """The digits a YAML integer is written with (signs, ``_``, ``:`` and a ``0x``/``0o``/``0b`` prefix aside)."""
+    body = raw.lstrip("+-")
+    if body[:2].lower() in ("0x", "0o", "0b"):
+        body = body[2:]
+    return len(body) - body.count("_") - body.count(":")
 
 
 def _short_tag(tag: str) -> str:

@@ -32,8 +32,8 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from simulator.errors import ConfigError, ConfigErrors
+from simulator.loading import _limits
 from simulator.loading._schema import closest, did_you_mean
-from simulator.loading._yaml import MAX_FILE_BYTES
 from simulator.models.case import GoldenCase
 
 PROMPT = "prompt"
@@ -53,6 +53,9 @@ _LINE_BREAK_BYTES = re.compile(rb"\r\n|\r|\n")
 _SEP_LINE = re.compile(r"^sep=(.)$", re.IGNORECASE)
 # Larger than any line, so that safe_dump never folds a long prompt over several lines.
 _NO_WRAP = 1_000_000_000
+# Cases dumped per call: the node tree of one call stays small, whatever the number of cases.
+_DUMP_CHUNK = 500
+_TOO_LARGE_ADVICE = "split the CSV into several files"
 
 _case_adapter: TypeAdapter[GoldenCase] = TypeAdapter(GoldenCase)
 
@@ -92,16 +95,54 @@ def dump_suite_yaml(data: dict[str, Any], *, source: str | Path | None = None) -
             if isinstance(description, str) and description.startswith(_IMPORTED_FROM)
             else "a CSV file"
         )
-    body = yaml.dump(data, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=_NO_WRAP)
-    return (
+    text = (
         f"# Imported from {origin}: one golden case per CSV row.\n"
         "# Edit this file from now on; changes are not written back to the CSV.\n"
-        f"{body}"
+        f"{_dump(data)}"
     )
+    size = len(text.encode("utf-8"))
+    if size > _limits.MAX_FILE_BYTES:
+        # `validate` refuses a suite file over the limit: never write one.
+        message = _limits.too_large(size, _TOO_LARGE_ADVICE, what="the suite to write")
+        raise ConfigErrors([ConfigError(source if source is not None else origin, 1, 1, "(root)", message)])
+    return text
 
 
-class _SuiteDumper(yaml.SafeDumper):
-    """``yaml.safe_dump``'s dumper, except for strings with Unicode line breaks (see ``_represent_str``)."""
+def _dump(data: dict[str, Any]) -> str:
+    """``yaml.dump`` of the suite, the cases a chunk at a time (the same text, in bounded memory)."""
+    cases = data.get("cases")
+    if not isinstance(cases, list) or not cases or list(data)[-1] != "cases":
+        return yaml.dump(data, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=_NO_WRAP)
+    head = {key: value for key, value in data.items() if key != "cases"}
+    parts = [yaml.dump(head, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=_NO_WRAP)] if head else []
+    parts.append("cases:\n")
+    for start in range(0, len(cases), _DUMP_CHUNK):
+        chunk = cases[start : start + _DUMP_CHUNK]
+        parts.append(yaml.dump(chunk, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=_NO_WRAP))
+    return "".join(parts)
+
+
+def yaml_size_at_least(value: Any) -> tuple[int, int]:
+    """A lower bound of the bytes ``value`` takes in the suite YAML (every character written at least once,
+    each key with ``: `` and each list item with ``- ``; indentation and quotes left out), and the number of
+    values (scalars, lists, mappings) YAML reads back from it, as `validate` counts them."""
+    if isinstance(value, dict):
+        sizes = [yaml_size_at_least(item) for item in value.values()]
+        return sum(len(key) + 2 + size for key, (size, _) in zip(value, sizes, strict=True)), 1 + sum(
+            1 + count for _, count in sizes
+        )
+    if isinstance(value, list):
+        sizes = [yaml_size_at_least(item) for item in value]
+        return sum(2 + size for size, _ in sizes) or 3, 1 + sum(count for _, count in sizes)
+    return len(str(value)) + 1, 1
+
+
+class _SuiteDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """``yaml.safe_dump``'s dumper (libyaml's emitter when available), except for strings with Unicode line
+    breaks (see ``_represent_str``); shared values are written out, never as anchors and aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -243,8 +284,18 @@ class _Importer:
         self.errors: list[ConfigError] = []
         self.warnings: list[ConfigError] = []
         self.delimiter = ","
+        #: A lower bound of the size of the suite YAML the rows read so far make, and its number of values.
+        self.yaml_bytes = 0
+        self.yaml_values = 2  # the suite's mapping and its list of cases
+        #: Set once the file has more problems than reported: the rest of it is not read.
+        self.stopped = False
+        self._line_starts: list[int] | None = None
 
     def error(self, line: int, column: int, key_path: str, message: str) -> None:
+        if self.stopped:
+            return
+        if len(self.errors) >= _limits.MAX_ERRORS:
+            message, self.stopped = _limits.too_many_problems(), True
         self.errors.append(ConfigError(self.file, line, column, key_path, message))
 
     def fail(self) -> ConfigErrors:
@@ -266,6 +317,24 @@ class _Importer:
             self.warnings.append(ConfigError(self.file, line, column, key_path, message))
         return terms
 
+    def count_yaml(self, value: Any, row: _Row) -> None:
+        """Add what ``value`` (a case, or a turn of one) writes into the suite; the row that takes the suite past
+        the size or the values limit of `validate` is an error, and reading stops there."""
+        if self.yaml_bytes > _limits.MAX_FILE_BYTES or self.yaml_values > _limits.MAX_VALUES:
+            return
+        size, values = yaml_size_at_least(value)
+        self.yaml_bytes += size
+        self.yaml_values += values
+        advice = _TOO_LARGE_ADVICE
+        if self.yaml_bytes > _limits.MAX_FILE_BYTES:
+            message = _limits.too_large(None, advice, what="the suite to write")
+        elif self.yaml_values > _limits.MAX_VALUES:
+            message = f"the suite to write {_limits.too_many_values(advice)}"
+        else:
+            return
+        self.error(row.line, 1, f"row {row.number}", f"{message} (this row is past the limit)")
+        self.stopped = True
+
     # -- the file ----------------------------------------------------------------------------------
 
     def run(self, suite_name: str | None) -> dict[str, Any]:
@@ -286,19 +355,9 @@ class _Importer:
 
     def read(self) -> str | None:
         try:
-            size = self.path.stat().st_size
-            if size > MAX_FILE_BYTES:
-                self.error(
-                    0,
-                    0,
-                    "(root)",
-                    f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES // 1_000_000} MB limit: "
-                    "split it into several CSV files",
-                )
-                return None
-            raw = self.path.read_bytes()
-        except OSError as exc:
-            self.error(1, 1, "(root)", f"cannot read the file: {exc.strerror or exc}")
+            raw = _limits.read_bytes(self.path, "split it into several CSV files")
+        except _limits.ReadProblem as problem:
+            self.error(problem.line, problem.column, "(root)", problem.message)
             return None
         try:
             text = raw.decode("utf-8-sig")
@@ -323,13 +382,15 @@ class _Importer:
             )
             return None
         if "\x00" in text:
-            line = len(_LINE_BREAK.findall(text[: text.index("\x00")])) + 1
-            self.error(line, 0, "(root)", "binary file (contains NUL bytes): expected CSV text")
+            ahead = text[: text.index("\x00")]
+            line = len(_LINE_BREAK.findall(ahead)) + 1
+            column = len(ahead) - max(ahead.rfind("\n"), ahead.rfind("\r"))
+            self.error(line, column, "(root)", "binary file (contains NUL bytes): expected CSV text")
             return None
         if not text.strip():
             self.error(
-                0,
-                0,
+                1,
+                1,
                 "(root)",
                 "the file is empty: write a header row naming the columns (prompt,must_contain,...) "
                 "and one row per test case",
@@ -431,16 +492,22 @@ class _Importer:
             if all(not cell.strip() for cell in cells):
                 continue
             written += 1
-            case = self.read_row(header, _Row(number, line, cells), names)
+            row = _Row(number, line, cells)
+            case = self.read_row(header, row, names)
             if case is not None:
                 cases.append(case)
+                self.count_yaml([case], row)
+            if self.stopped:
+                break  # refused up front (the suite would be too large for `validate`), or too many problems
         if header is not None and not written:
             self.error(header.line, 1, "(root)", "no test cases: add one row per test case below the header row")
         return cases
 
     def csv_error(self, text: str, line: int, exc: csv.Error, header: _Header | None, number: int | None) -> None:
         where = f"row {number}" if number is not None else _HEADER_KEY
-        found = _quote_problem(text, line, self.delimiter)
+        if self._line_starts is None:
+            self._line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+        found = _quote_problem(text, line, self.delimiter, self._line_starts)
         if found is None:
             if "field larger than field limit" in str(exc):
                 # The limit is process-wide state of the csv module; raising it here would leak to callers.
@@ -673,13 +740,16 @@ def _column_of(loc: tuple[Any, ...]) -> str | None:
     return None
 
 
-def _quote_problem(text: str, line: int, delimiter: str) -> tuple[int, str, int, int] | None:
+def _quote_problem(
+    text: str, line: int, delimiter: str, starts: list[int] | None = None
+) -> tuple[int, str, int, int] | None:
     """Find why csv.reader refused the record starting on physical ``line``.
 
     Returns ``(column, kind, opened_line, problem_line)`` with kind ``unterminated`` (a quoted cell runs to
     the end of the file) or ``after_quote`` (text follows a closing quote), or None if neither.
     """
-    starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+    if starts is None:
+        starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
     if line - 1 >= len(starts):
         return None
     i = starts[line - 1]

@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from simulator.errors import ConfigError
+from simulator.loading import _limits
 from simulator.loading.csv_import import (
     _cell_text,
     _Header,
@@ -116,6 +117,7 @@ class _MultiTurnImporter(_Importer):
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.turns: list[_TurnRow] = []
+        self.case_names: set[str] = set()
 
     def error(self, line: int, column: int, key_path: str, message: str) -> None:
         for single, multi in _REWORDED:
@@ -126,7 +128,7 @@ class _MultiTurnImporter(_Importer):
         # The shared loop reads the header and each row through read_header and read_row below; read_row keeps
         # the rows, and the cases are built once every row is known.
         super().parse(text, skipped)
-        return self.build_cases()
+        return [] if self.stopped else self.build_cases()
 
     # -- the header ---------------------------------------------------------------------------------
 
@@ -248,6 +250,15 @@ class _MultiTurnImporter(_Importer):
                 ok=len(self.errors) == before,
             )
         )
+        # What this row adds to the suite to write, at least (see case_data): refused early when too large.
+        if case not in self.case_names:
+            self.case_names.add(case)
+            self.count_yaml([{"name": case, "kind": "golden", "turns": []}], row)
+        written: dict[str, Any] = {USER: user} if user else {EVENT: event}
+        expect = {"message": cell(EXPECTED_AGENT), "tool_calls": [{"name": tool} for tool in lists[EXPECTED_TOOLS]]}
+        if any(expect.values()):
+            written["expect"] = {key: value for key, value in expect.items() if value}
+        self.count_yaml(written, row)
         return None
 
     def turn_number(self, text: str, report: Callable[[str, str], None]) -> int | None:
@@ -257,6 +268,9 @@ class _MultiTurnImporter(_Importer):
             return None
         if not _TURN_NUMBER.match(text):
             report(TURN, f"turn {_preview(text)!r} is not a whole number: {hint}")
+            return None
+        if len(text) > _limits.MAX_INT_DIGITS:
+            report(TURN, _limits.too_many_digits(text))
             return None
         number = int(text)
         if number < 1:
@@ -287,6 +301,8 @@ class _MultiTurnImporter(_Importer):
         numbered = sorted((t for t in group.rows if t.turn is not None), key=lambda t: (t.turn, t.row.number))
         first: dict[int, _TurnRow] = {}
         for turn in numbered:
+            if self.stopped:
+                return
             assert turn.turn is not None
             seen = first.setdefault(turn.turn, turn)
             if seen is not turn:
@@ -303,6 +319,8 @@ class _MultiTurnImporter(_Importer):
         listed = ", ".join(str(n) for n in numbers)
         expected = 1
         for number in numbers:
+            if self.stopped:
+                return
             if number > expected:
                 turn = first[number]
                 missing = f"turn {expected}" if number == expected + 1 else f"turns {expected} to {number - 1}"

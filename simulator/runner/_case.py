@@ -152,16 +152,20 @@ def load_prompt_overrides(loaded: LoadedSuite) -> dict[str, str]:
     a missing file, an unknown prompt name or an unknown placeholder is an error at the suite's key."""
     from simulator.errors import JudgeError
     from simulator.judges.llm_judges import check_prompt
+    from simulator.loading._limits import ReadProblem, read_text
 
     prompts: dict[str, str] = {}
     for name, relative in loaded.suite.judge_prompts.items():
         where = ("judge_prompts", name)
         path = (loaded.path.parent / relative).resolve()
         try:
-            text = path.read_text(encoding="utf-8")
+            # Bounded like every file a user gives: a named pipe or /dev/zero is refused, never read forever.
+            text = read_text(path, "shorten the prompt", "text").replace("\r\n", "\n").replace("\r", "\n")
             check_prompt(name, text, origin=relative)
-        except OSError as exc:
-            message = f"cannot read the prompt file {relative!r}: {exc.strerror or exc}"
+        except ReadProblem as problem:
+            place = f" (line {problem.line}, column {problem.column})" if problem.line > 1 or problem.column > 1 else ""
+            reason = problem.message.removeprefix("cannot read the file: ")
+            message = f"cannot read the prompt file {relative!r}{place}: {reason}"
             raise ConfigErrors([config_error_at(loaded.path, where, message)]) from None
         except JudgeError as exc:
             raise ConfigErrors([config_error_at(loaded.path, where, str(exc))]) from None

@@ -213,7 +213,7 @@ ERRORS: list[tuple[str, str | bytes, list[Expected]]] = [
         [(2, 4, "row 1", "this row has 4 cells but the header has 3 columns")],
     ),
     ("cell-in-unnamed-column", "case,turn,,user\nc,1,x,Hi\n", [(2, 3, "row 1", "which has no name in the header")]),
-    ("empty-file", b"", [(0, 0, "(root)", "write a header row naming the columns (case,turn,user,...)")]),
+    ("empty-file", b"", [(1, 1, "(root)", "write a header row naming the columns (case,turn,user,...)")]),
     ("header-only", "case,turn,user\n", [(1, 1, "(root)", "no test cases: add one row per turn of a test case")]),
     (
         "csv-quote-never-closed",

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import pytest
 from _pytest.mark.structures import ParameterSet
 
-import simulator.loading._yaml as yaml_module
+import simulator.loading._limits as limits_module
 from simulator.errors import ConfigError, ConfigErrors
 from simulator.loading import load_suite, validate_paths
 
@@ -34,8 +34,9 @@ class Invalid:
     files: Mapping[str, str | bytes]
     errors: Sequence[Expected]
     via: Literal["validate", "load_suite"] = "validate"
-    max_file_bytes: int | None = None
     default_agent: bool = True
+    #: Limits of simulator.loading._limits set lower for the entry (MAX_FILE_BYTES, MAX_VALUES), by name.
+    limits: Mapping[str, int] = field(default_factory=dict)
 
 
 def entry(
@@ -45,11 +46,11 @@ def entry(
     *,
     bug: str | None = None,
     via: Literal["validate", "load_suite"] = "validate",
-    max_file_bytes: int | None = None,
+    limits: Mapping[str, int] | None = None,
     default_agent: bool = True,
 ) -> ParameterSet:
     marks = [pytest.mark.xfail(reason=f"loader bug: {bug}", strict=True, raises=AssertionError)] if bug else []
-    invalid = Invalid(files, errors, via=via, max_file_bytes=max_file_bytes, default_agent=default_agent)
+    invalid = Invalid(files, errors, via=via, limits=limits or {}, default_agent=default_agent)
     return pytest.param(invalid, id=id, marks=marks)
 
 
@@ -97,9 +98,12 @@ SUITE_KEYS = (
     "judge_prompts, cases"
 )
 ALIAS_BOMB = (
-    "aliases expand to more than 100,000 values (an alias bomb?): write the repeated parts out or use fewer nested "
-    "aliases"
+    "aliases expand to more values than the 100,000-value limit (an alias bomb?): write the repeated parts out or "
+    "use fewer nested aliases"
 )
+TOO_DEEP = "nested deeper than the 100-level limit: flatten the lists and mappings"
+NOT_FINITE = "is not a finite number: write a number such as 1.5, or put it in quotes to keep it as text"
+TOO_LONG_NUMBER = "is longer than the 100-digit limit: write it in quotes to keep it as text"
 RECURSIVE_ALIAS = "an alias refers to the mapping or list that contains it: remove the recursive alias"
 TAG_REFUSED = "is not allowed: Simulator reads plain YAML data only"
 DECLARED = "(declared: customer_id, party_size, vip, visit_date)"
@@ -1313,6 +1317,149 @@ INVALID: list[ParameterSet] = [
         },
         [("suite.yaml", 2, 1, "(root)", "a key is empty: write a name before the colon")],
     ),
+    # -- hostile files: nesting, numbers, values, characters --------------------------------------------------
+    entry(
+        "nesting-at-the-limit-is-read",
+        {"suite.yaml": "name: demo\nmetadata: {a: " + "[" * 98 + "]" * 98 + "}\ncases: []\n"},
+        [("suite.yaml", 3, 8, "cases", "needs at least 1 entry")],
+    ),
+    entry(
+        "nesting-in-flow-lists-past-the-limit",
+        # 481 levels crashed the loader (RecursionError, exit 70).
+        {"suite.yaml": "name: demo\nmetadata: {a: " + "[" * 480 + "]" * 480 + "}\ncases: []\n"},
+        [("suite.yaml", 2, 113, "metadata.a[0]", TOO_DEEP)],
+    ),
+    entry(
+        "nesting-in-block-mappings-past-the-limit",
+        {
+            "suite.yaml": "name: demo\ncases: []\nmetadata:\n"
+            + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(998))
+            + "  " * 999
+            + "v\n"
+        },
+        [("suite.yaml", 103, 201, "metadata.k0.k1", TOO_DEEP)],
+    ),
+    entry(
+        "nesting-in-tool-parameters-past-the-limit",
+        # 300 levels of JSON Schema in a tool's parameters crashed jsonschema's meta-schema check.
+        {
+            "agent.yaml": "type: python\ncallable: bot.main:respond\ntools:\n  - name: t\n    parameters: "
+            + '{"type": "object", "properties": {"x": ' * 150
+            + "{}"
+            + "}}" * 150
+            + "\n",
+            "suite.yaml": OK_SUITE,
+        },
+        [("agent.yaml", 5, 1922, "tools[0].parameters", TOO_DEEP)],
+    ),
+    entry(
+        "nesting-built-by-aliases-past-the-limit",
+        {
+            "suite.yaml": "name: demo\ncases: []\nmetadata:\n  a0: &a0 [x]\n"
+            + "".join(f"  a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 120))
+        },
+        [("suite.yaml", 4, 7, "metadata.a98[0]", TOO_DEEP)],
+    ),
+    entry(
+        "more-values-than-the-limit",
+        {"suite.yaml": "name: demo\ncases: []\nmetadata: [" + ", ".join(["x"] * 1000) + "]\n"},
+        [
+            (
+                "suite.yaml",
+                3,
+                2991,
+                "metadata[993]",
+                "file holds more values than the 1,000-value limit: split it into several files",
+            )
+        ],
+        limits={"MAX_VALUES": 1000},
+    ),
+    entry(
+        "integer-of-thousands-of-digits",
+        # Python refuses to read more than 4,300 digits: the loader crashed with ValueError.
+        {"suite.yaml": "name: demo\ncases: []\nmetadata:\n  n: " + "9" * 5000 + "\n"},
+        [
+            ("suite.yaml", 2, 8, "cases", "needs at least 1 entry"),
+            ("suite.yaml", 4, 6, "metadata.n", f"the number 999999999999...999999 {TOO_LONG_NUMBER}"),
+        ],
+    ),
+    entry(
+        "integer-one-digit-past-the-limit",
+        {"suite.yaml": "name: demo\ncases: []\nmetadata:\n  ok: " + "9" * 100 + "\n  n: -" + "1" * 101 + "\n"},
+        [
+            ("suite.yaml", 2, 8, "cases", "needs at least 1 entry"),
+            ("suite.yaml", 5, 6, "metadata.n", f"the number -11111111111...111111 {TOO_LONG_NUMBER}"),
+        ],
+    ),
+    entry(
+        "hex-integer-past-the-limit",
+        {"suite.yaml": "name: demo\ncases: []\nmetadata:\n  n: 0x" + "f" * 101 + "\n"},
+        [
+            ("suite.yaml", 2, 8, "cases", "needs at least 1 entry"),
+            ("suite.yaml", 4, 6, "metadata.n", f"the number 0xffffffffff...ffffff {TOO_LONG_NUMBER}"),
+        ],
+    ),
+    entry(
+        "infinity-nan-and-float-overflow",
+        {
+            "suite.yaml": y("""\
+            name: demo
+            thresholds:
+              semantic_match: .inf
+            metadata:
+              a: -.Inf
+              b: .nan
+              c: 1.0e+999
+            cases:
+              - name: c1
+                kind: scenario
+                goal: Book
+        """)
+        },
+        [
+            ("suite.yaml", 3, 19, "thresholds.semantic_match", f".inf {NOT_FINITE}"),
+            ("suite.yaml", 5, 6, "metadata.a", f"-.Inf {NOT_FINITE}"),
+            ("suite.yaml", 6, 6, "metadata.b", f".nan {NOT_FINITE}"),
+            ("suite.yaml", 7, 6, "metadata.c", f"1.0e+999 {NOT_FINITE}"),
+        ],
+    ),
+    entry(
+        "control-character",
+        {"suite.yaml": "name: demo\ncases:\n  - name: caf\u00e9\u00e9 \x1b[2Jx\n    kind: scenario\n    goal: Book\n"},
+        [
+            (
+                "suite.yaml",
+                3,
+                17,
+                "(root)",
+                "control character U+001B is not allowed in YAML: remove it, or write it as an escape (\\u001b) in "
+                "double quotes",
+            )
+        ],
+    ),
+    entry(
+        "alias-without-anchor",
+        {"suite.yaml": "name: demo\ncases: []\nmetadata:\n  n: *nope\n"},
+        [("suite.yaml", 4, 6, "(root)", "alias *nope names no anchor: write &nope on a value before it")],
+    ),
+    entry(
+        "anchor-defined-twice",
+        {"suite.yaml": "name: demo\ncases: []\nmetadata:\n  a: &x 1\n  b: &x 2\n"},
+        [("suite.yaml", 5, 6, "(root)", "anchor &x is defined twice (first on line 4, column 6): rename one of them")],
+    ),
+    entry(
+        "file-one-byte-over-the-real-limit",
+        {"suite.yaml": "name: demo\ncases: []\n" + "#" * (10_000_001 - 21)},
+        [
+            (
+                "suite.yaml",
+                1,
+                1,
+                "(root)",
+                "file is 10,000,001 bytes, larger than the 10 MB limit: split it into several files",
+            )
+        ],
+    ),
     # -- bytes, documents, syntax -----------------------------------------------------------------------------
     entry(
         "not-utf8",
@@ -1464,8 +1611,8 @@ INVALID: list[ParameterSet] = [
     entry(
         "file-too-large",
         {"suite.yaml": "name: demo\ncases: []\n" + "# padding\n" * 110_000},
-        [("suite.yaml", 1, 1, "(root)", "file is 1.1 MB, over the 1 MB limit: split it into several suites")],
-        max_file_bytes=1_000_000,
+        [("suite.yaml", 1, 1, "(root)", "file is 1.1 MB, larger than the 1 MB limit: split it into several files")],
+        limits={"MAX_FILE_BYTES": 1_000_000},
     ),
     entry(
         "unclassifiable-file",
@@ -2728,8 +2875,8 @@ def test_invalid_file(invalid: Invalid, tmp_path: Path, monkeypatch: pytest.Monk
     write_files(root, invalid.files, default_agent=invalid.default_agent)
     # Run where the files are, as a person would: paths in messages are then relative to the folder.
     monkeypatch.chdir(root)
-    if invalid.max_file_bytes is not None:
-        monkeypatch.setattr(yaml_module, "MAX_FILE_BYTES", invalid.max_file_bytes)
+    for name, value in invalid.limits.items():
+        monkeypatch.setattr(limits_module, name, value)
     assert collect(root, invalid.via) == sorted(invalid.errors)
 
 
