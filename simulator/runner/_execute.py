@@ -204,9 +204,9 @@ async def execute(
             await run_all(None)
     except BaseException:
         totals = run_totals(store.results(record.id), previous + time.monotonic() - started)
-        store.set_status(record.id, "incomplete", totals=totals)
+        store.set_status(record.id, "interrupted", totals=totals)
         raise
     totals = run_totals(store.results(record.id), previous + time.monotonic() - started)
     complete = len(store.completed_keys(record.id)) == total
-    store.set_status(record.id, "completed" if complete else "incomplete", totals=totals, finished=datetime.now(UTC))
+    store.set_status(record.id, "completed" if complete else "interrupted", totals=totals, finished=datetime.now(UTC))
     return store.get_run(record.id)

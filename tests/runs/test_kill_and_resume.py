@@ -138,7 +138,7 @@ def test_ctrl_c_stops_cleanly_with_exit_130_and_a_resumable_run(tmp_path: Path) 
     assert "continue with: simulator runs resume" in errors
     with sqlite3.connect(root / "runs.db") as connection:
         [(status,)] = list(connection.execute("SELECT status FROM runs"))
-    assert status == "incomplete"
+    assert status == "interrupted"
     resume = _simulator(root, "runs", "resume", "latest")
     out, errors = resume.communicate(timeout=120)
     assert resume.returncode == 0, out + errors
