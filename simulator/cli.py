@@ -725,8 +725,17 @@ def runs_show(
     with _store(db) as store:
         record = store.get_run(run_ref)
         if as_json:
+            owner = store.owner(record.id) if record.status == "running" else None
             payload = {
                 "run": record.model_dump(mode="json"),
+                "owner": None
+                if owner is None
+                else {
+                    "pid": owner.pid,
+                    "host": owner.host,
+                    "started": owner.started.isoformat(),
+                    "heartbeat": owner.heartbeat.isoformat(),
+                },
                 "results": [r.model_dump(mode="json") for r in store.results(record.id)],
             }
             sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")

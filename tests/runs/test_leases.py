@@ -40,6 +40,8 @@ def test_a_run_its_owner_still_runs_cannot_be_resumed_or_repeated(tmp_path: Path
         wait_held(root, run, *HELD)
         owner = f"{run.pid}@{socket.gethostname()}"
         assert shown(root)["status"] == "running"
+        owned = json.loads(simulator(root, "runs", "show", "latest", "--json").stdout)["owner"]
+        assert (owned["pid"], owned["host"]) == (run.pid, socket.gethostname())
         listed = simulator(root, "runs", "list")
         assert "running" in listed.stdout
         show = simulator(root, "runs", "show", "latest")
