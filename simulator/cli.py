@@ -789,6 +789,11 @@ YesOption = Annotated[
 ]
 
 
+def _visible(text: str) -> str:
+    """Text from an imported file, with every control or invisible character written as an escape."""
+    return "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in str(text))
+
+
 def _code_it_runs(record: Any, live: bool) -> list[str]:
     """What running ``record``'s snapshot executes or reaches on this machine, one line each."""
     from simulator.models import HttpAgent, LanggraphAgent, LitellmAgent, PythonAgent
@@ -796,18 +801,20 @@ def _code_it_runs(record: Any, live: bool) -> list[str]:
     lines: list[str] = []
     for snapshot in record.snapshot:
         suite = snapshot.suite
-        where = f"suite {suite.name!r}"
+        where = f"suite '{_visible(suite.name)}'"
         agent = suite.agent
         if isinstance(agent, PythonAgent):
             lines.append(f"python agent {agent.callable} ({where}): its module is imported and called")
         elif isinstance(agent, LanggraphAgent):
             lines.append(f"langgraph graph {agent.graph} ({where}): its module is imported and the graph run")
         elif isinstance(agent, HttpAgent):
-            lines.append(f"http agent at {agent.base_url} ({where}): every conversation is sent there")
+            lines.append(f"http agent at {_visible(agent.base_url)} ({where}): every conversation is sent there")
         elif isinstance(agent, LitellmAgent):
-            lines.append(f"litellm agent on model {agent.model} ({where}): conversations are sent to that model")
+            lines.append(
+                f"litellm agent on model {_visible(agent.model)} ({where}): conversations are sent to that model"
+            )
         elif agent is not None:
-            lines.append(f"agent file {agent} ({where})")
+            lines.append(f"agent file {_visible(agent)} ({where})")
         for tool in getattr(agent, "tools", None) or []:
             if tool.function is None:
                 continue
@@ -825,7 +832,7 @@ def _confirm_imported(record: Any, yes: bool, live: bool, doing: str) -> None:
         return
     lines = _code_it_runs(record, live)
     err.print(
-        f"Run {record.id} came from `simulator import run` (it was run {record.imported_from} elsewhere). "
+        f"Run {record.id} came from `simulator import run` (run {_visible(record.imported_from)} elsewhere). "
         f"{doing.capitalize()} it runs what its snapshot names, on this machine, as you:",
         markup=False,
     )

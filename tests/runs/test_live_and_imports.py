@@ -185,3 +185,21 @@ def test_an_imported_run_says_what_code_it_runs_and_needs_yes(tmp_path: Path, mo
     resumed = _invoke("runs", "resume", imported["id"], "--db", db, "--yes")
     assert resumed.exit_code == 0, resumed.stdout + resumed.stderr
     assert _shown(db, imported["id"])["status"] == "completed"
+
+
+def test_what_an_imported_run_would_run_is_shown_without_control_characters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(_project(tmp_path))
+    db, elsewhere = str(tmp_path / "runs.db"), str(tmp_path / "elsewhere.db")
+    assert _invoke("run", "suite.yaml", "--db", elsewhere).exit_code == 0
+    export = tmp_path / "run.json"
+    assert _invoke("export", "run", "latest", "--db", elsewhere, "-o", str(export)).exit_code == 0
+    data = json.loads(export.read_text(encoding="utf-8"))
+    data["run"]["snapshot"][0]["suite"]["name"] = "toy\x1b]0;owned\x07\u202e"
+    export.write_text(json.dumps(data), encoding="utf-8")
+    assert _invoke("import", "run", str(export), "--db", db).exit_code == 0
+    refused = _invoke("runs", "repeat", "latest", "--db", db)
+    assert refused.exit_code == EXIT_INVALID
+    assert "(suite 'toy\\u001b]0;owned\\u0007\\u202e')" in refused.stderr
+    assert "\x1b" not in refused.stderr
