@@ -1,7 +1,8 @@
 """The ``simulator`` command line. The only module that imports typer and rich.
 
 Exit codes: 0 success, 1 results below the bar (``--fail-under``), 2 invalid input, 3 the run could not
-complete, 70 an internal error (a bug in Simulator), 130 interrupted.
+complete (or another process is running it), 70 an internal error (a bug in Simulator), 130 interrupted by
+Ctrl-C, 143 stopped by SIGTERM (both leave an ``interrupted`` run that ``runs resume`` continues).
 
 Heavy libraries (litellm takes seconds to import, langgraph too) are imported inside the commands that need
 them, so ``--help``, ``validate``, ``schema`` and ``personas`` stay fast.
@@ -32,6 +33,7 @@ EXIT_INVALID = 2
 EXIT_INCOMPLETE = 3
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, what process supervisors (systemd, Kubernetes, CI runners) expect
 
 app = typer.Typer(
     name="simulator",
@@ -446,10 +448,31 @@ def _cache(db: Path | None, enabled: bool, size_mb: int) -> Any:
     return RequestCache((db or default_db_path()).parent / "cache.db", max_bytes=size_mb * 1024 * 1024)
 
 
-def _execute_with_progress(store: Any, record: Any, cache: Any) -> Any:
-    """Run what is left of the plan with a progress bar on a terminal (plain lines otherwise); Ctrl-C leaves
-    a resumable run and exits 130."""
+def _resume_command(store: Any, record: Any, db: Path | None) -> str:
+    """The command that continues ``record``: with the store it is in when one was chosen (``--db`` or
+    ``$SIMULATOR_DB``: another shell may not have it set), ``--live`` for a live run, ``--yes`` for an
+    imported one."""
+    import shlex
+
+    from simulator.store import DB_ENV
+
+    words = ["simulator", "runs", "resume", record.id]
+    if db is not None or os.environ.get(DB_ENV, "").strip():
+        words += ["--db", str(store.path)]
+    if record.settings.live:
+        words.append("--live")
+    if record.imported_from:
+        words.append("--yes")
+    return shlex.join(words)
+
+
+def _execute_with_progress(store: Any, record: Any, cache: Any, *, live: bool, db: Path | None) -> Any:
+    """Run what is left of the plan with a progress bar on a terminal (plain lines otherwise). Ctrl-C and
+    SIGTERM both stop it cleanly: the run is marked interrupted, the command to resume it is printed, and the
+    exit code is 130 (Ctrl-C) or 143 (SIGTERM). A second SIGTERM ends the process at once."""
     import asyncio
+    import contextlib
+    import signal
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -473,17 +496,41 @@ def _execute_with_progress(store: Any, record: Any, cache: Any) -> Any:
                 markup=False,
             )
 
+    terminated = False
+
+    async def main() -> Any:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+
+        def on_sigterm() -> None:
+            nonlocal terminated
+            terminated = True
+            loop.remove_signal_handler(signal.SIGTERM)  # a second SIGTERM ends the process at once
+            if task is not None:
+                task.cancel()  # as Ctrl-C does: the run is marked interrupted on the way out
+
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
+            loop.add_signal_handler(signal.SIGTERM, on_sigterm)  # not on Windows, nor off the main thread
+        try:
+            return await execute(store, record, live=live, on_progress=progress, cache=cache)
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
+                loop.remove_signal_handler(signal.SIGTERM)
+
     try:
         with bar:
-            return asyncio.run(execute(store, record, on_progress=progress, cache=cache))
-    except KeyboardInterrupt:
+            return asyncio.run(main())
+    except (KeyboardInterrupt, asyncio.CancelledError) as exc:
+        if isinstance(exc, asyncio.CancelledError) and not terminated:
+            raise
         stored = len(store.completed_keys(record.id))
+        what = "terminated (SIGTERM)" if terminated else "interrupted"
         err.print(
-            f"interrupted: {stored} of {len(record.plan)} conversation(s) stored; "
-            f"continue with: simulator runs resume {record.id}",
+            f"{what}: {stored} of {len(record.plan)} conversation(s) stored; "
+            f"continue with: {_resume_command(store, record, db)}",
             markup=False,
         )
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
 
 
 def _print_run(store: Any, record: Any) -> None:
@@ -492,6 +539,9 @@ def _print_run(store: Any, record: Any) -> None:
     results = store.results(record.id)
     for line in run_header(record):
         out.print(line, markup=False)
+    owner = store.owner(record.id) if record.status == "running" else None
+    if owner is not None:
+        out.print(f"Running now: {owner.describe()}.", markup=False)
     table = Table(title_justify="left")
     for column in CASE_COLUMNS:
         table.add_column(column, overflow="fold")
@@ -558,7 +608,8 @@ def run(
     """Run suites: cases x personas x repeats, concurrently; every result is stored as it finishes.
 
     Exit 0 when every case passed (or correctness is at least --fail-under), 1 below it, 2 for invalid input,
-    3 when the run could not complete, 130 when interrupted (the run can be resumed).
+    3 when the run could not complete, 130 when interrupted by Ctrl-C and 143 by SIGTERM (the run can be
+    resumed). A suite names code that runs: its python agent, langgraph graph and, with --live, tool functions.
     """
     import random
 
@@ -608,7 +659,7 @@ def run(
             markup=False,
         )
         _print_plan_notes(report.suites, [(item.suite, item.case) for item in plan], _options(judge_model))
-        record = _execute_with_progress(store, record, _cache(db, settings.cache, cache_size))
+        record = _execute_with_progress(store, record, _cache(db, settings.cache, cache_size), live=live, db=db)
         _print_run(store, record)
         if report_formats:
             _write_reports(store, record, report_formats, report_dir)
@@ -720,8 +771,17 @@ def runs_show(
     with _store(db) as store:
         record = store.get_run(run_ref)
         if as_json:
+            owner = store.owner(record.id) if record.status == "running" else None
             payload = {
                 "run": record.model_dump(mode="json"),
+                "owner": None
+                if owner is None
+                else {
+                    "pid": owner.pid,
+                    "host": owner.host,
+                    "started": owner.started.isoformat(),
+                    "heartbeat": owner.heartbeat.isoformat(),
+                },
                 "results": [r.model_dump(mode="json") for r in store.results(record.id)],
             }
             _print_document(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "json")
@@ -762,24 +822,102 @@ def runs_delete(
     out.print(f"deleted {record.id}", markup=False)
 
 
+LiveOption = Annotated[
+    bool,
+    typer.Option(
+        "--live",
+        help="Run real tool functions instead of fakes. Never carried over from the stored run: only this flag, "
+        "given to this command, turns them on.",
+    ),
+]
+YesOption = Annotated[
+    bool, typer.Option("--yes", help="Run the code an imported run names (it is listed first) without asking.")
+]
+
+
+def _visible(text: str) -> str:
+    """Text from an imported file, with every control or invisible character written as an escape."""
+    return "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in str(text))
+
+
+def _code_it_runs(record: Any, live: bool) -> list[str]:
+    """What running ``record``'s snapshot executes or reaches on this machine, one line each."""
+    from simulator.models import HttpAgent, LanggraphAgent, LitellmAgent, PythonAgent
+
+    lines: list[str] = []
+    for snapshot in record.snapshot:
+        suite = snapshot.suite
+        where = f"suite '{_visible(suite.name)}'"
+        agent = suite.agent
+        if isinstance(agent, PythonAgent):
+            lines.append(f"python agent {agent.callable} ({where}): its module is imported and called")
+        elif isinstance(agent, LanggraphAgent):
+            lines.append(f"langgraph graph {agent.graph} ({where}): its module is imported and the graph run")
+        elif isinstance(agent, HttpAgent):
+            lines.append(f"http agent at {_visible(agent.base_url)} ({where}): every conversation is sent there")
+        elif isinstance(agent, LitellmAgent):
+            lines.append(
+                f"litellm agent on model {_visible(agent.model)} ({where}): conversations are sent to that model"
+            )
+        elif agent is not None:
+            lines.append(f"agent file {_visible(agent)} ({where})")
+        for tool in getattr(agent, "tools", None) or []:
+            if tool.function is None:
+                continue
+            if live:
+                lines.append(f"live tool function {tool.function} for tool {tool.name} ({where}): called with --live")
+            else:
+                lines.append(f"tool function {tool.function} for tool {tool.name} ({where}): not run (no --live)")
+    return lines
+
+
+def _confirm_imported(record: Any, yes: bool, live: bool, doing: str) -> None:
+    """An imported run names code that did not come from this machine's files: say what it runs, and go on
+    only with --yes."""
+    if not record.imported_from:
+        return
+    lines = _code_it_runs(record, live)
+    err.print(
+        f"Run {record.id} came from `simulator import run` (run {_visible(record.imported_from)} elsewhere). "
+        f"{doing.capitalize()} it runs what its snapshot names, on this machine, as you:",
+        markup=False,
+    )
+    for line in lines or ["no agent code of its own"]:
+        err.print(f"  - {line}", markup=False)
+    if not yes:
+        err.print(f"Read the export and trust that code first; then {doing} it with --yes.", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+
+
 @runs_app.command("resume")
 @_handles_errors
 def runs_resume(
     run_ref: Annotated[str, typer.Argument(metavar="RUN")],
     db: DbOption = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the model request cache.")] = False,
+    live: LiveOption = False,
+    yes: YesOption = False,
 ) -> None:
-    """Finish an incomplete run: finished cases are not run again; unfinished conversations continue where
-    they stopped (for agents without state of their own)."""
+    """Finish an interrupted or failed run: finished cases are not run again; unfinished conversations continue
+    where they stopped (for agents without state of their own). A run another live process runs is refused
+    (exit 3). A run started with --live continues only with --live. Exits like `run` (its --fail-under)."""
+    from simulator.runner._execute import check_live
+
     with _store(db) as store:
+        store.require_writable("resume a run")
         record = store.get_run(run_ref)
+        store.check_free(record.id, "resumed")
         missing = len(record.plan) - len(store.completed_keys(record.id))
         if missing == 0 and record.status == "completed":
             out.print(f"run {record.id} is complete: nothing to resume", markup=False)
             _print_run(store, record)
+            _exit_for(record, record.settings.fail_under)
             return
+        check_live(record, live)
+        _confirm_imported(record, yes, live, "resuming")
         out.print(f"Resuming {record.id}: {missing} of {len(record.plan)} conversation(s) left.", markup=False)
-        record = _execute_with_progress(store, record, _cache(db, record.settings.cache and not no_cache, 200))
+        cache = _cache(db, record.settings.cache and not no_cache, 200)
+        record = _execute_with_progress(store, record, cache, live=live, db=db)
         _print_run(store, record)
         _exit_for(record, record.settings.fail_under)
 
@@ -791,20 +929,33 @@ def runs_repeat(
     db: DbOption = None,
     note: Annotated[str | None, typer.Option("--note", help="Note of the new run.")] = None,
     agent_version: Annotated[str | None, typer.Option("--agent-version", help="Label of the agent version.")] = None,
+    live: LiveOption = False,
+    yes: YesOption = False,
 ) -> None:
-    """Run again exactly what a stored run ran (its suite snapshot and settings) as a new run."""
+    """Run again exactly what a stored run ran (its suite snapshot and settings) as a new run; tools in test
+    mode unless this command says --live."""
     from simulator.runner._plan import new_record
 
     with _store(db) as store:
+        store.require_writable("repeat a run")
         old = store.get_run(run_ref)
+        store.check_free(old.id, "repeated")
+        _confirm_imported(old, yes, live, "repeating")
+        if old.settings.live and not live:
+            err.print(
+                f"note: {old.id} ran with --live; this repeat runs its tools in test mode (fakes): pass --live to "
+                "run the real tool functions",
+                markup=False,
+            )
         record = new_record(
-            store.new_run_id(), old.snapshot, old.settings, old.plan,
+            store.new_run_id(), old.snapshot, old.settings.model_copy(update={"live": live}), old.plan,
             agent_version=agent_version if agent_version is not None else old.agent_version,
             note=note if note is not None else f"repeat of {old.id}", repeat_of=old.id,
+            imported_from=old.imported_from,
         )  # fmt: skip
         store.create_run(record)
         out.print(f"Run {record.id} repeats {old.id}: {len(record.plan)} conversation(s).", markup=False)
-        record = _execute_with_progress(store, record, _cache(db, old.settings.cache, 200))
+        record = _execute_with_progress(store, record, _cache(db, old.settings.cache, 200), live=live, db=db)
         _print_run(store, record)
         _exit_for(record, record.settings.fail_under)
 

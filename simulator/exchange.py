@@ -403,7 +403,7 @@ def import_into_store(
             raise ExchangeError(f"results[{index}].run_id: {result.run_id!r} is not the id of run {record.id!r}")
     run_id = store.new_run_id() if new_id else record.id
     note = f"imported from {record.id}" + (f": {record.note}" if record.note else "")
-    update: dict[str, Any] = {"id": run_id, "note": note}
+    update: dict[str, Any] = {"id": run_id, "note": note, "imported_from": record.id}
     if record.status == "running":
         update["status"] = "incomplete"
     store.create_run(record.model_copy(update=update))

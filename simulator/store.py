@@ -16,7 +16,8 @@ Schema (built by the numbered migrations below; the ``migrations`` table records
     runs        id            TEXT PRIMARY KEY   -- 20261129-232501-ab12cd: UTC time + random, sorts by time
                 created       TEXT NOT NULL      -- ISO 8601; aware times are stored in UTC
                 finished      TEXT               -- NULL until the run ends
-                status        TEXT NOT NULL      -- pending | running | completed | incomplete
+                status        TEXT NOT NULL      -- running | completed | interrupted | failed (as stored; see
+                                                 -- "Leases" for what a reader is shown)
                 agent_version TEXT
                 note          TEXT NOT NULL
                 suite_hash    TEXT NOT NULL      -- what was run, for estimates and comparisons
@@ -26,6 +27,8 @@ Schema (built by the numbered migrations below; the ``migrations`` table records
                 plan          TEXT NOT NULL      -- JSON list[PlanItem]
                 totals        TEXT               -- JSON RunTotals, NULL until first computed
                 repeat_of     TEXT               -- the run this one repeats (plain id, no foreign key)
+                imported_from TEXT               -- the id it had where it was exported, for `import run`
+                                                 -- (and its repeats); NULL for runs made here
 
     results     id         INTEGER PRIMARY KEY   -- insertion order
                 run_id     TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE
@@ -39,14 +42,21 @@ Schema (built by the numbered migrations below; the ``migrations`` table records
                 finished   TEXT NOT NULL
                 result     TEXT NOT NULL         -- JSON CaseResult (transcript, scores, reasons)
 
+    leases      run_id     TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE
+                pid        INTEGER NOT NULL      -- the process running the run ...
+                host       TEXT NOT NULL         -- ... on this host (socket.gethostname())
+                token      TEXT NOT NULL         -- random, one per taking: a reused pid is not the owner
+                started    TEXT NOT NULL         -- when it took the run
+                heartbeat  TEXT NOT NULL         -- renewed every HEARTBEAT_S seconds while it runs
+
     indexes     runs(created, id) for listing and ``latest``; runs(suite_hash, status, created) for
                 estimates and comparison defaults; results(run_id, key) through the UNIQUE constraint.
 
 Immutability is enforced by the database itself, whoever writes to the file:
 
 * ``runs_keep_what_was_run``: an UPDATE that names ``id``, ``created``, ``suite_hash``, ``snapshot``,
-  ``settings``, ``versions``, ``agent_version``, ``plan`` or ``repeat_of`` aborts; only ``note``,
-  ``status``, ``totals`` and ``finished`` can change;
+  ``settings``, ``versions``, ``agent_version``, ``plan`` or ``repeat_of`` aborts (``runs_keep_where_from``:
+  ``imported_from`` too); only ``note``, ``status``, ``totals`` and ``finished`` can change;
 * ``results_insert_only``, ``results_no_replace``, ``results_no_delete``: a result is never updated,
   replaced (``INSERT OR REPLACE``) or deleted on its own; it goes only with its run (``delete_run``).
 
@@ -55,6 +65,22 @@ this module neither creates nor reads.
 
 Large payloads (snapshot, plan, each result) are JSON text. Reading or listing runs never reads the
 ``results`` table; :meth:`RunStore.results` reads one run's results, in plan order.
+
+Leases: a run's status is true. The process that runs a run (``run``, ``runs resume``, ``runs repeat``) takes
+its lease first (:meth:`RunStore.acquire`: one ``BEGIN IMMEDIATE`` transaction that writes the lease only when
+there is none or its owner is gone, and sets the status ``running``), renews the heartbeat from a thread
+(:meth:`RunStore.heartbeat`), and gives the lease back with the final status in one transaction
+(:meth:`RunStore.finish`). An owner is gone when its heartbeat is older than :data:`STALE_AFTER_S`, or, on
+this host, when its pid no longer exists (``os.kill(pid, 0)``; a zombie counts as gone). Readers are shown
+``interrupted`` for a run stored ``running`` whose owner is gone (a SIGKILL, a power cut), so nothing says
+``running`` forever; a second process asking for a run whose owner is alive is refused with
+:class:`RunBusyError` naming ``pid@host`` and since when. Two resumes started at once: exactly one takes the
+lease.
+
+Read-only: a store whose file or folder cannot be written (or is marked read-only with ``chmod a-w``, which
+counts for root too) is opened read-only (``mode=ro``; ``immutable=1`` when SQLite cannot open the WAL index
+beside it), without migrating it: listing, showing and reporting work, and every write fails with a
+:class:`StoreError` that says the store is read-only.
 
 Migrations are small functions ``_mNNN_...`` in :data:`MIGRATIONS`, applied in order, each in one
 transaction with its row in ``migrations``. A file whose ``migrations`` table names a migration this
@@ -67,10 +93,13 @@ import json
 import os
 import re
 import secrets
+import socket
 import sqlite3
+import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -79,13 +108,27 @@ from typing import Any, Final, get_args
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from simulator.errors import StoreError, StoreInputError
-from simulator.models.run import PlanItem, RunRecord, RunStatus, RunTotals, StoredResult, SuiteSnapshot
+from simulator.models.run import (
+    LEGACY_STATUSES,
+    PlanItem,
+    RunRecord,
+    RunStatus,
+    RunTotals,
+    StoredResult,
+    SuiteSnapshot,
+)
 from simulator.safety import redact
 
 #: The environment variable naming the run store file.
 DB_ENV: Final = "SIMULATOR_DB"
 #: Seconds a connection waits for another process's write lock before giving up.
 BUSY_TIMEOUT_S: Final = 30.0
+#: Seconds between two heartbeats of a run's owner.
+HEARTBEAT_S: Final = 5.0
+#: A lease whose heartbeat is older than this is free (its owner was killed, hangs, or runs on a host that is gone).
+STALE_AFTER_S: Final = 60.0
+#: This host, as leases name it.
+HOST: Final = socket.gethostname() or "localhost"
 
 _FIX: Final = f"pass another file with --db PATH or set {DB_ENV}"
 _ID_PATTERN: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
@@ -206,8 +249,53 @@ def _m003_indexes(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX runs_by_suite ON runs (suite_hash, status, created)")
 
 
+_IMPORTED_NOTE: Final = re.compile(r"^imported from ([A-Za-z0-9][A-Za-z0-9_.:-]*?)(?::\s|$)")
+
+
+def imported_from_note(note: str) -> str | None:
+    """The run id in a note ``imported from <id>[: ...]``, as ``import run`` wrote it before runs said so."""
+    found = _IMPORTED_NOTE.match(note)
+    return found.group(1) if found else None
+
+
+def _m004_leases(conn: sqlite3.Connection) -> None:
+    """Leases, ``imported_from``, and the statuses running / completed / interrupted / failed.
+
+    Written so that it can run again on a file where it ran in part (every step checks first)."""
+    columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(runs)")}
+    if "imported_from" not in columns:
+        conn.execute("ALTER TABLE runs ADD COLUMN imported_from TEXT")
+    for run_id, note in conn.execute("SELECT id, note FROM runs WHERE imported_from IS NULL").fetchall():
+        source = imported_from_note(str(note or ""))
+        if source is not None:
+            conn.execute("UPDATE runs SET imported_from = ? WHERE id = ?", (source, run_id))
+    for old, new in LEGACY_STATUSES.items():
+        conn.execute("UPDATE runs SET status = ? WHERE status = ?", (new, old))
+    conn.execute(
+        """
+        CREATE TRIGGER IF NOT EXISTS runs_keep_where_from
+        BEFORE UPDATE OF imported_from ON runs
+        BEGIN
+            SELECT RAISE(ABORT, 'a stored run is immutable: only note, status, totals and finished can change');
+        END
+        """
+    )
+    conn.execute(
+        """
+        CREATE TABLE IF NOT EXISTS leases (
+            run_id    TEXT PRIMARY KEY NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            pid       INTEGER NOT NULL,
+            host      TEXT NOT NULL,
+            token     TEXT NOT NULL,
+            started   TEXT NOT NULL,
+            heartbeat TEXT NOT NULL
+        )
+        """
+    )
+
+
 #: Every migration, oldest first. Append only: never rename, reorder or edit one that has shipped.
-MIGRATIONS: Final[tuple[Migration, ...]] = (_m001_tables, _m002_immutability, _m003_indexes)
+MIGRATIONS: Final[tuple[Migration, ...]] = (_m001_tables, _m002_immutability, _m003_indexes, _m004_leases)
 
 
 def migration_name(migration: Migration) -> str:
@@ -328,7 +416,85 @@ _RUN_COLUMNS: Final = (
     "repeat_of"
 )
 _RESULT_COLUMNS: Final = 'run_id, "key", suite, case_name, persona, "repeat", outcome, duration_s, finished, result'
-_NEWEST_FIRST: Final = "ORDER BY created DESC, id DESC"
+_NEWEST_FIRST: Final = "ORDER BY runs.created DESC, runs.id DESC"
+_LEASE_COLUMNS: Final = ("pid", "host", "token", "started", "heartbeat")
+_LEASE_MIGRATION: Final = "m004_leases"
+
+
+class RunBusyError(StoreError):
+    """The run is being run by another live process (its lease is held): it is not resumed, repeated or
+    deleted under that process's feet."""
+
+    def __init__(self, message: str, lease: Lease) -> None:
+        super().__init__(message)
+        self.lease = lease
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who runs a run: a process (pid on a host), since when, and its last heartbeat."""
+
+    run_id: str
+    pid: int
+    host: str
+    token: str
+    started: datetime
+    heartbeat: datetime
+
+    @property
+    def owner(self) -> str:
+        """``pid@host``."""
+        return f"{self.pid}@{self.host}"
+
+    def alive(self, now: datetime | None = None) -> bool:
+        """Whether the owner still runs the run: a recent heartbeat and, on this host, a live pid."""
+        age = ((now or datetime.now(UTC)) - self.heartbeat).total_seconds()
+        if age > STALE_AFTER_S:
+            return False
+        return self.host != HOST or pid_alive(self.pid)
+
+    def describe(self, now: datetime | None = None) -> str:
+        """``pid 1234 on host (since 2026-11-29 23:25:01 UTC, last heartbeat 3 s ago)``."""
+        age = max(0.0, ((now or datetime.now(UTC)) - self.heartbeat).total_seconds())
+        since = f"{self.started:%Y-%m-%d %H:%M:%S} UTC"
+        return f"pid {self.pid} on {self.host} (since {since}, last heartbeat {age:.0f} s ago)"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists on this host and is not a zombie (killed, not yet reaped)."""
+    if pid <= 0:
+        return False
+    if os.name == "nt":  # os.kill(pid, 0) would end the process there; the heartbeat decides alone
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, owned by somebody else
+    except OSError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace").rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc (macOS): os.kill said it exists
+    return state not in ("Z", "X")
+
+
+def writable(path: Path) -> bool:
+    """Whether this process may write the store file ``path`` and its folder (SQLite's WAL creates files there).
+
+    A file or folder without any write permission bit counts as read-only for root too: root passes every
+    permission check, but a store someone marked read-only (``chmod a-w``) is meant to be read, not changed.
+    """
+    for target in (path, path.parent):
+        try:
+            mode = target.stat().st_mode
+        except OSError:
+            return False
+        if not os.access(target, os.W_OK) or not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+            return False
+    return True
 
 
 class RunStore:
@@ -339,12 +505,22 @@ class RunStore:
     Every method raises :class:`StoreError` with a message for a person, never a ``sqlite3`` exception.
     """
 
-    def __init__(self, path: Path | str, *, timeout: float = BUSY_TIMEOUT_S) -> None:
+    def __init__(self, path: Path | str, *, timeout: float = BUSY_TIMEOUT_S, read_only: bool | None = None) -> None:
+        """Open (and create or migrate) the store at ``path``. ``read_only``: None decides by the file's
+        permissions (:func:`writable`); True opens it read-only whatever they say."""
         self.path = Path(path)
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         if self.path.is_dir():
             raise StoreInputError(f"{self.path} is a folder, not a run store file: {_FIX}")
+        if read_only is None:
+            read_only = self.path.exists() and not writable(self.path)
+        #: Opened read-only: every write fails with a StoreError saying so.
+        self.read_only: bool = read_only
+        self._leases = True
+        if read_only:
+            self._conn = self._open_read_only(timeout)
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -370,6 +546,54 @@ class RunStore:
             conn.close()
             raise
         self._conn = conn
+
+    def _open_read_only(self, timeout: float) -> sqlite3.Connection:
+        """A read-only connection, the schema as it is (never migrated): ``mode=ro``, else ``immutable=1`` when
+        SQLite cannot create the WAL index beside a file in a folder it may not write."""
+        if not self.path.is_file():
+            raise StoreInputError(f"no run store at {self.path}: {_FIX}")
+        uri = self.path.resolve().as_uri()
+        last: sqlite3.Error | None = None
+        for query in ("?mode=ro", "?mode=ro&immutable=1"):
+            conn: sqlite3.Connection | None = None
+            try:
+                conn = sqlite3.connect(
+                    uri + query, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
+                )
+                conn.row_factory = sqlite3.Row
+                applied = _applied(conn, self.path)  # the first read: fails here if it cannot be read
+            except sqlite3.Error as exc:
+                if conn is not None:
+                    conn.close()
+                if _not_a_database(exc):
+                    raise StoreInputError(
+                        f"{self.path} is not an SQLite database, so not a Simulator run store: {_FIX}"
+                    ) from exc
+                last = exc
+                continue
+            except BaseException:
+                if conn is not None:
+                    conn.close()
+                raise
+            if applied is None:
+                conn.close()
+                raise StoreInputError(f"{self.path} is read-only and holds no runs (it is not a run store yet): {_FIX}")
+            try:
+                _refuse_unknown(applied, [migration_name(m) for m in MIGRATIONS], self.path)
+            except BaseException:
+                conn.close()
+                raise
+            self._leases = _LEASE_MIGRATION in applied
+            return conn
+        raise StoreError(f"cannot open the read-only run store {self.path} ({_explain(last) if last else '?'}): {_FIX}")
+
+    def require_writable(self, action: str) -> None:
+        """Raise a :class:`StoreError` saying the store is read-only if it is (``action``: what was asked)."""
+        if self.read_only:
+            raise StoreError(
+                f"cannot {action}: the run store {self.path} is read-only (it or its folder cannot be written, or "
+                f"is marked read-only); make both writable, or {_FIX}"
+            )
 
     # --- life cycle
 
@@ -404,6 +628,19 @@ class RunStore:
 
     # --- runs
 
+    @property
+    def _runs(self) -> str:
+        """SELECT of the run columns, each run's lease beside it (NULLs in a read-only store of an older schema)."""
+        columns = ", ".join(f"runs.{name.strip()} AS {name.strip()}" for name in _RUN_COLUMNS.split(","))
+        if not self._leases:
+            nulls = ", ".join(f"NULL AS lease_{name}" for name in _LEASE_COLUMNS)
+            return f"SELECT {columns}, NULL AS imported_from, {nulls} FROM runs"
+        leased = ", ".join(f"leases.{name} AS lease_{name}" for name in _LEASE_COLUMNS)
+        return (
+            f"SELECT {columns}, runs.imported_from AS imported_from, {leased} "
+            "FROM runs LEFT JOIN leases ON leases.run_id = runs.id"
+        )
+
     def new_run_id(self) -> str:
         """A fresh run id (see :func:`new_run_id`) that no stored run has."""
         with self._sql("choose a run id") as conn:
@@ -420,11 +657,12 @@ class RunStore:
         if len(set(keys)) != len(keys):
             twice = sorted({key for key in keys if keys.count(key) > 1})
             raise StoreError(f"run {record.id}: plan keys must be unique, repeated: {', '.join(twice[:5])}")
+        self.require_writable(f"store run {record.id}")
         row = _stored((
             record.id,
             _time_text(record.created),
             None if record.finished is None else _time_text(record.finished),
-            record.status,
+            LEGACY_STATUSES.get(record.status, record.status),
             record.agent_version,
             record.note,
             record.suite_hash,
@@ -434,10 +672,13 @@ class RunStore:
             _PLAN.dump_json(record.plan).decode(),
             None if record.totals is None else _json_text(record.totals),
             record.repeat_of,
+            record.imported_from,
         ))  # fmt: skip
         with self._sql(f"store run {record.id}") as conn:
             try:
-                conn.execute(f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * len(row))})", row)
+                conn.execute(
+                    f"INSERT INTO runs ({_RUN_COLUMNS}, imported_from) VALUES ({', '.join('?' * len(row))})", row
+                )
             except sqlite3.IntegrityError as exc:
                 if "UNIQUE" in str(exc):
                     raise StoreError(f"a run with id {record.id} already exists in {self.path}") from exc
@@ -452,9 +693,7 @@ class RunStore:
         with self._sql(f"read run {ref}") as conn:
             if latest:
                 back = int(latest.group(1) or 0)
-                row = conn.execute(
-                    f"SELECT {_RUN_COLUMNS} FROM runs {_NEWEST_FIRST} LIMIT 1 OFFSET ?", (back,)
-                ).fetchone()
+                row = conn.execute(f"{self._runs} {_NEWEST_FIRST} LIMIT 1 OFFSET ?", (back,)).fetchone()
                 if row is None:
                     count = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
                     if count == 0:
@@ -467,7 +706,7 @@ class RunStore:
                 raise StoreInputError(
                     f"{ref!r} is not a run reference: write latest, or latest~N with N a number (latest~1)"
                 )
-            row = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (ref,)).fetchone()
+            row = conn.execute(f"{self._runs} WHERE runs.id = ?", (ref,)).fetchone()
             if row is not None:
                 return self._record(row)
             matches = [
@@ -478,7 +717,7 @@ class RunStore:
                 )
             ]
             if len(matches) == 1:
-                row = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (matches[0],)).fetchone()
+                row = conn.execute(f"{self._runs} WHERE runs.id = ?", (matches[0],)).fetchone()
                 return self._record(row)
             if matches:
                 more = " and more" if len(matches) > _MATCHES_SHOWN else ""
@@ -495,17 +734,14 @@ class RunStore:
         if limit is not None and limit < 1:
             raise StoreError(f"cannot list {limit} runs: the limit must be at least 1")
         with self._sql("list runs") as conn:
-            rows = conn.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs {_NEWEST_FIRST} LIMIT ?", (-1 if limit is None else limit,)
-            ).fetchall()
+            rows = conn.execute(f"{self._runs} {_NEWEST_FIRST} LIMIT ?", (-1 if limit is None else limit,)).fetchall()
         return [self._record(row) for row in rows]
 
     def latest_completed(self, suite_hash: str) -> RunRecord | None:
         """The newest completed run of the suites with this hash, if any."""
         with self._sql("find the latest completed run") as conn:
             row = conn.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE suite_hash = ? AND status = 'completed' "
-                f"{_NEWEST_FIRST} LIMIT 1",
+                f"{self._runs} WHERE runs.suite_hash = ? AND runs.status = 'completed' {_NEWEST_FIRST} LIMIT 1",
                 (suite_hash,),
             ).fetchone()
         return None if row is None else self._record(row)
@@ -518,7 +754,8 @@ class RunStore:
         totals: RunTotals | None = None,
         finished: datetime | None = None,
     ) -> None:
-        """Change a run's status, and its totals and finishing time when given."""
+        """Change a run's status, and its totals and finishing time when given (a runner uses :meth:`finish`)."""
+        self.require_writable(f"set the status of run {run_id}")
         if status not in _STATUSES:
             raise StoreError(f"{status!r} is not a run status (one of: {', '.join(_STATUSES)})")
         sets = ["status = ?"]
@@ -536,20 +773,163 @@ class RunStore:
 
     def set_note(self, run_id: str, note: str) -> None:
         """Replace a run's note (the only thing about a run a person can change)."""
+        self.require_writable(f"set the note of run {run_id}")
         with self._sql(f"set the note of run {run_id}") as conn:
             if conn.execute("UPDATE runs SET note = ? WHERE id = ?", _stored((note, run_id))).rowcount == 0:
                 raise StoreInputError(self._unknown(run_id))
 
     def delete_run(self, run_id: str) -> None:
-        """Delete a run and all its results."""
+        """Delete a run and all its results; refused while a live process runs it."""
+        self.require_writable(f"delete run {run_id}")
         with self._sql(f"delete run {run_id}") as conn:
-            if conn.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount == 0:
-                raise StoreInputError(self._unknown(run_id))
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                held = self._held(conn, run_id)
+                if held is not None and held.alive():
+                    raise self._busy(run_id, held, "deleted")
+                if conn.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount == 0:
+                    raise StoreInputError(self._unknown(run_id))
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    # --- leases
+
+    def acquire(self, run_id: str, *, pid: int | None = None, host: str | None = None) -> Lease:
+        """Take the run's lease for this process (``pid``/``host`` default to it) and set its status ``running``.
+
+        One ``BEGIN IMMEDIATE`` transaction: of two processes asking at once, exactly one gets the lease; the
+        other, and anyone asking while the owner is alive, gets :class:`RunBusyError` naming the owner. A lease
+        whose owner is gone (see :meth:`Lease.alive`) is taken over.
+        """
+        self.require_writable(f"run {run_id}")
+        now = datetime.now(UTC)
+        lease = Lease(run_id, os.getpid() if pid is None else pid, host or HOST, secrets.token_hex(8), now, now)
+        with self._sql(f"take the lease of run {run_id}") as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                    raise StoreInputError(self._unknown(run_id))
+                held = self._held(conn, run_id)
+                if held is not None and held.alive(now):
+                    raise self._busy(run_id, held, "resumed")
+                conn.execute(
+                    "INSERT OR REPLACE INTO leases (run_id, pid, host, token, started, heartbeat) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (run_id, lease.pid, lease.host, lease.token, _time_text(now), _time_text(now)),
+                )
+                conn.execute("UPDATE runs SET status = 'running' WHERE id = ?", (run_id,))
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        return lease
+
+    def beat(self, lease: Lease) -> bool:
+        """Renew the lease's heartbeat; False when the lease is no longer this owner's (it was taken over)."""
+        with self._sql(f"renew the lease of run {lease.run_id}") as conn:
+            cursor = conn.execute(
+                "UPDATE leases SET heartbeat = ? WHERE run_id = ? AND token = ?",
+                (_time_text(datetime.now(UTC)), lease.run_id, lease.token),
+            )
+            return cursor.rowcount == 1
+
+    @contextmanager
+    def heartbeat(
+        self, lease: Lease, *, every: float = HEARTBEAT_S, on_lost: Callable[[], None] | None = None
+    ) -> Iterator[None]:
+        """Renew the lease every ``every`` seconds from a thread (a busy event loop or a slow agent does not
+        delay it) while the block runs; ``on_lost`` is called (from that thread) if the lease was taken over."""
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(every):
+                try:
+                    kept = self.beat(lease)
+                except StoreError:
+                    continue  # busy or closed: the next beat tries again, and the block is ending if closed
+                if not kept and not stop.is_set():
+                    if on_lost is not None:
+                        on_lost()
+                    return
+
+        thread = threading.Thread(target=beat, name=f"lease of run {lease.run_id}", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=1.0)
+
+    def finish(
+        self, lease: Lease, status: RunStatus, *, totals: RunTotals | None = None, finished: datetime | None = None
+    ) -> bool:
+        """Give the lease back and set the run's final status (and totals, finishing time) in one transaction.
+        False, and nothing changed, when the lease is no longer this owner's."""
+        if status not in _STATUSES:
+            raise StoreError(f"{status!r} is not a run status (one of: {', '.join(_STATUSES)})")
+        sets = ["status = ?"]
+        values: list[str] = [status]
+        if totals is not None:
+            sets.append("totals = ?")
+            values.append(_json_text(totals))
+        if finished is not None:
+            sets.append("finished = ?")
+            values.append(_time_text(finished))
+        with self._sql(f"set the status of run {lease.run_id}") as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                gone = conn.execute(
+                    "DELETE FROM leases WHERE run_id = ? AND token = ?", (lease.run_id, lease.token)
+                ).rowcount
+                if gone:
+                    conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, lease.run_id))
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        return bool(gone)
+
+    def owner(self, run_id: str) -> Lease | None:
+        """The live process running the run, if any (a lease whose owner is gone is not returned)."""
+        if not self._leases:
+            return None
+        with self._sql(f"read the lease of run {run_id}") as conn:
+            held = self._held(conn, run_id)
+        return held if held is not None and held.alive() else None
+
+    def check_free(self, run_id: str, doing: str) -> None:
+        """Raise :class:`RunBusyError` naming the owner if a live process runs the run (``doing``: what was
+        asked, e.g. "resumed"); a check before the atomic :meth:`acquire`, for a message before any work."""
+        held = self.owner(run_id)
+        if held is not None:
+            raise self._busy(run_id, held, doing)
+
+    def _held(self, conn: sqlite3.Connection, run_id: str) -> Lease | None:
+        row = conn.execute(
+            f"SELECT run_id, {', '.join(_LEASE_COLUMNS)} FROM leases WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        return _lease(run_id, [row[name] for name in _LEASE_COLUMNS])
+
+    def _busy(self, run_id: str, lease: Lease, doing: str) -> RunBusyError:
+        return RunBusyError(
+            f"run {run_id} is being run by {lease.owner}: {lease.describe()}; it cannot be {doing} while that "
+            f"process runs it: wait for it to end, or stop it (kill -TERM {lease.pid} on {lease.host}; it stops "
+            "cleanly and can be resumed)",
+            lease,
+        )
 
     # --- results
 
     def save_result(self, stored: StoredResult) -> None:
         """Store one finished conversation and commit at once. A key is stored once per run, never replaced."""
+        self.require_writable(f"store result {stored.key} of run {stored.run_id}")
         row = _stored((
             stored.run_id,
             stored.key,
@@ -613,16 +993,25 @@ class RunStore:
     # --- rows to models
 
     def _record(self, row: sqlite3.Row) -> RunRecord:
+        status = LEGACY_STATUSES.get(row["status"], row["status"])
+        if status == "running":
+            lease = None
+            if row["lease_token"] is not None:
+                lease = _lease(row["id"], [row[f"lease_{name}"] for name in _LEASE_COLUMNS])
+            if lease is None or not lease.alive():
+                status = "interrupted"  # nothing runs it any more: killed, or the machine went down
+        imported = row["imported_from"] if self._leases else imported_from_note(str(row["note"] or ""))
         text = _compose(
             {
                 "id": row["id"],
                 "created": row["created"],
                 "finished": row["finished"],
-                "status": row["status"],
+                "status": status,
                 "agent_version": row["agent_version"],
                 "note": row["note"],
                 "suite_hash": row["suite_hash"],
                 "repeat_of": row["repeat_of"],
+                "imported_from": imported,
             },
             {
                 "snapshot": row["snapshot"],
@@ -665,6 +1054,21 @@ class RunStore:
 
     def _unknown(self, run_id: str) -> str:
         return f"no run {run_id!r} in {self.path}"
+
+
+def _lease(run_id: str, columns: Sequence[Any]) -> Lease | None:
+    """A lease from its stored columns (:data:`_LEASE_COLUMNS`, in order); None for a row that cannot be read
+    (it then holds nothing)."""
+    pid, host, token, started, heartbeat = columns
+    try:
+        return Lease(run_id, int(pid), str(host), str(token), _parse_time(str(started)), _parse_time(str(heartbeat)))
+    except (TypeError, ValueError):
+        return None
+
+
+def _parse_time(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _explain(exc: sqlite3.Error) -> str:

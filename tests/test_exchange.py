@@ -247,7 +247,10 @@ def test_importing_a_run_twice_gives_two_runs(tmp_path: Path, demo_run: tuple[Ru
         for run in (first, second):
             assert run.note == f"imported from {record.id}: nightly"
             assert run.created == record.created
-            assert run.model_dump(exclude={"id", "note"}) == record.model_dump(exclude={"id", "note"})
+            assert run.imported_from == record.id
+            assert run.model_dump(exclude={"id", "note", "imported_from"}) == record.model_dump(
+                exclude={"id", "note", "imported_from"}
+            )
             stored = store.results(run.id)
             assert [r.run_id for r in stored] == [run.id] * len(results)
             assert [r.model_copy(update={"run_id": record.id}) for r in stored] == results
@@ -273,7 +276,7 @@ def test_a_failed_import_leaves_no_run_behind(tmp_path: Path) -> None:
             import_into_store(store, running, [result, result])
         assert store.list_runs() == []
         # A run that was running when exported runs nowhere here: it can be resumed, not watched.
-        assert import_into_store(store, running, [result]).status == "incomplete"
+        assert import_into_store(store, running, [result]).status == "interrupted"
 
 
 def test_results_of_another_run_are_refused(tmp_path: Path) -> None:

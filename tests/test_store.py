@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from pydantic import TypeAdapter
 
 from simulator.errors import StoreError
 from simulator.models import Suite
@@ -17,15 +24,27 @@ from simulator.models.run import (
     RoleTotals,
     RunRecord,
     RunSettings,
+    RunStatus,
     RunTotals,
     StoredResult,
     SuiteSnapshot,
 )
 from simulator.models.scores import CaseResult, Score
 from simulator.models.transcript import AgentEvent, ToolCallRecord, Transcript, UserEvent
-from simulator.store import MIGRATIONS, RunStore, default_db_path, migrate, migration_name, new_run_id
+from simulator.store import (
+    HOST,
+    MIGRATIONS,
+    STALE_AFTER_S,
+    RunBusyError,
+    RunStore,
+    default_db_path,
+    migrate,
+    migration_name,
+    new_run_id,
+)
 
 T0 = datetime(2026, 11, 29, 23, 25, 1, tzinfo=UTC)
+_SNAPSHOTS = TypeAdapter(list[SuiteSnapshot])
 KEYS = ["0/refund/-/0", "0/refund/-/1", "0/refund/-/2"]
 
 
@@ -40,11 +59,17 @@ def make_suite() -> Suite:
     )
 
 
-def make_run(run_id: str = "20261129-232501-ab12cd", *, created: datetime = T0, suite_hash: str = "h1") -> RunRecord:
+def make_run(
+    run_id: str = "20261129-232501-ab12cd",
+    *,
+    created: datetime = T0,
+    suite_hash: str = "h1",
+    status: RunStatus = "interrupted",
+) -> RunRecord:
     return RunRecord(
         id=run_id,
         created=created,
-        status="running",
+        status=status,
         agent_version="v1.2",
         suite_hash=suite_hash,
         snapshot=[SuiteSnapshot(path="suites/shop.yaml", suite=make_suite())],
@@ -240,6 +265,7 @@ def test_a_result_is_stored_once(tmp_path: Path) -> None:
         ("plan", "[]"),
         ("created", "2020-01-01T00:00:00"),
         ("id", "renamed"),
+        ("imported_from", "elsewhere"),
     ],
 )
 def test_what_was_run_cannot_be_updated_even_by_hand(tmp_path: Path, column: str, value: str) -> None:
@@ -274,7 +300,7 @@ def test_results_are_insert_only_even_by_hand(tmp_path: Path) -> None:
         conn.commit()
     with RunStore(db) as store:
         run = store.get_run(record.id)
-        assert (run.note, run.status) == ("by hand", "incomplete")
+        assert (run.note, run.status) == ("by hand", "interrupted")  # the old word for it reads as today's
         assert [r.outcome for r in store.results(record.id)] == ["pass"]
 
 
@@ -367,7 +393,7 @@ def test_latest_completed_and_mean_duration(tmp_path: Path) -> None:
         store.create_run(make_run("20261103-090000-dddddd", created=T0 + timedelta(days=3), suite_hash="h2"))
         store.set_status(first.id, "completed")
         store.set_status(second.id, "completed")
-        store.set_status(third.id, "incomplete")
+        store.set_status(third.id, "interrupted")
         latest = store.latest_completed("h1")
         assert latest is not None
         assert latest.id == second.id
@@ -407,7 +433,7 @@ def test_a_new_file_gets_every_migration_and_opening_again_changes_nothing(tmp_p
         pass
     rows = migration_rows(db)
     assert [name for name, _ in rows] == [migration_name(m) for m in MIGRATIONS]
-    assert [name for name, _ in rows] == ["m001_tables", "m002_immutability", "m003_indexes"]
+    assert [name for name, _ in rows] == ["m001_tables", "m002_immutability", "m003_indexes", "m004_leases"]
     objects = schema(db)
     assert {"runs", "results", "migrations", "runs_keep_what_was_run", "results_insert_only"} <= objects
     with RunStore(db):
@@ -507,3 +533,228 @@ def test_default_db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert default_db_path() == tmp_path / "elsewhere" / "mine.db"
     monkeypatch.setenv("SIMULATOR_DB", "")
     assert default_db_path() == tmp_path / ".simulator" / "runs.db"
+
+
+# --- leases: a run's status is true
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended (and was reaped)."""
+    done = subprocess.run([sys.executable, "-c", "pass"], check=True)
+    assert done.returncode == 0
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait(timeout=30)
+    return process.pid
+
+
+def test_a_running_run_whose_process_is_gone_reads_interrupted(tmp_path: Path) -> None:
+    record = make_run(status="running")
+    with RunStore(tmp_path / "runs.db") as store:
+        store.create_run(record)
+        # stored running with no lease at all (killed between creating the run and taking it)
+        assert store.get_run(record.id).status == "interrupted"
+        lease = store.acquire(record.id)
+        assert store.get_run(record.id).status == "running"
+        assert store.owner(record.id) == lease
+        assert [run.status for run in store.list_runs()] == ["running"]
+        store.finish(lease, "interrupted")
+        assert store.owner(record.id) is None
+
+        # held by a pid that no longer exists on this host: interrupted, and the next process takes it over
+        store.acquire(record.id, pid=dead_pid())
+        assert store.get_run(record.id).status == "interrupted"
+        assert store.owner(record.id) is None
+        taken = store.acquire(record.id)
+        assert taken.pid == os.getpid()
+        assert store.get_run(record.id).status == "running"
+
+
+def test_a_live_owner_is_named_when_resume_repeat_or_delete_is_refused(tmp_path: Path) -> None:
+    record = make_run()
+    with RunStore(tmp_path / "runs.db") as store:
+        store.create_run(record)
+        lease = store.acquire(record.id, pid=os.getppid())  # a live process on this host, not this one
+        for attempt in (
+            lambda: store.acquire(record.id),
+            lambda: store.check_free(record.id, "resumed"),
+            lambda: store.delete_run(record.id),
+        ):
+            with pytest.raises(RunBusyError, match=rf"is being run by {os.getppid()}@{re.escape(HOST)}") as refused:
+                attempt()
+            assert refused.value.lease == lease
+            assert f"since {lease.started:%Y-%m-%d %H:%M:%S} UTC" in str(refused.value)
+        assert store.get_run(record.id).status == "running"
+        assert store.finish(lease, "completed", finished=T0)
+        store.delete_run(record.id)
+
+
+def test_another_hosts_owner_is_gone_when_its_heartbeat_is_stale(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    record = make_run()
+    with RunStore(db) as store:
+        store.create_run(record)
+        store.acquire(record.id, pid=1, host="build-agent-7")
+        assert store.get_run(record.id).status == "running"  # its pid means nothing here: the heartbeat decides
+        with pytest.raises(RunBusyError, match="build-agent-7"):
+            store.acquire(record.id)
+        stale = datetime.now(UTC) - timedelta(seconds=STALE_AFTER_S + 1)
+        with raw(db) as conn:
+            conn.execute("UPDATE leases SET heartbeat = ?", (stale.isoformat(),))
+            conn.commit()
+        assert store.get_run(record.id).status == "interrupted"
+        assert store.acquire(record.id).host == HOST
+
+
+def test_of_two_processes_taking_a_run_at_once_exactly_one_gets_it(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    with RunStore(db) as store:
+        store.create_run(make_run())
+    barrier = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def take(pid: int) -> None:
+        with RunStore(db) as store:
+            barrier.wait(timeout=30)
+            try:
+                store.acquire(make_run().id, pid=pid)
+                outcomes.append("took it")
+            except RunBusyError:
+                outcomes.append("refused")
+
+    threads = [threading.Thread(target=take, args=(pid,)) for pid in (os.getpid(), os.getppid())]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(outcomes) == ["refused", "took it"]
+
+
+def test_the_heartbeat_renews_the_lease_and_notices_a_takeover(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    record = make_run()
+    lost = threading.Event()
+    with RunStore(db) as store:
+        store.create_run(record)
+        lease = store.acquire(record.id)
+        with store.heartbeat(lease, every=0.01, on_lost=lost.set):
+            first = store.owner(record.id)
+            assert first is not None
+
+            def renewed() -> bool:
+                now = store.owner(record.id)
+                return now is not None and now.heartbeat > first.heartbeat
+
+            deadline = time.monotonic() + 30
+            while not renewed():
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            with raw(db) as conn:  # another process took the run over
+                conn.execute("UPDATE leases SET token = 'someone else'")
+                conn.commit()
+            assert lost.wait(timeout=30)
+        # The lease is not this owner's any more: finishing changes nothing.
+        assert not store.finish(lease, "completed")
+        assert store.get_run(record.id).status == "running"
+
+
+def test_an_old_store_gets_leases_the_new_statuses_and_where_imported_runs_came_from(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        assert migrate(conn, db, MIGRATIONS[:3]) == ["m001_tables", "m002_immutability", "m003_indexes"]
+        for run_id, status, note in (
+            ("20261101-090000-aaaaaa", "incomplete", "imported from 20250101-000000-abcdef: nightly"),
+            ("20261102-090000-bbbbbb", "pending", "imported from 20250101-000000-fedcba"),
+            ("20261103-090000-cccccc", "completed", "my note"),
+        ):
+            row = make_run(run_id)
+            snapshot = _SNAPSHOTS.dump_json(row.snapshot, exclude_unset=True).decode()
+            conn.execute(
+                "INSERT INTO runs (id, created, status, note, suite_hash, snapshot, settings, versions, plan) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, T0.isoformat(), status, note, "h1", snapshot, row.settings.model_dump_json(), "{}", "[]"),
+            )
+    with RunStore(db) as store:
+        runs = {run.id: run for run in store.list_runs()}
+    assert [(r.status, r.imported_from) for _, r in sorted(runs.items())] == [
+        ("interrupted", "20250101-000000-abcdef"),
+        ("interrupted", "20250101-000000-fedcba"),
+        ("completed", None),
+    ]
+    with raw(db) as conn:
+        assert sorted(row[0] for row in conn.execute("SELECT status FROM runs")) == [
+            "completed", "interrupted", "interrupted"
+        ]  # fmt: skip
+        with pytest.raises(sqlite3.IntegrityError, match="immutable"):
+            conn.execute("UPDATE runs SET imported_from = 'elsewhere'")
+
+
+# --- read-only stores
+
+
+def make_read_only(db: Path) -> None:
+    """chmod a-w the store and its folder. Tests run as root, whom permissions do not stop; the store counts
+    the missing write bits as read-only for root too (see ``writable``), so this is the real path either way."""
+    db.chmod(0o444)
+    db.parent.chmod(0o555)
+
+
+@pytest.fixture
+def read_only_store(tmp_path: Path) -> Iterator[Path]:
+    db = tmp_path / "ro" / "runs.db"
+    record = make_run()
+    with RunStore(db) as store:
+        store.create_run(record)
+        store.save_result(make_result(record.id, KEYS[0]))
+    make_read_only(db)
+    try:
+        yield db
+    finally:
+        db.parent.chmod(0o755)
+        db.chmod(0o644)
+
+
+def test_a_read_only_store_can_be_read_and_says_so_when_written(read_only_store: Path) -> None:
+    before = read_only_store.read_bytes()
+    with RunStore(read_only_store) as store:
+        assert store.read_only
+        assert [run.id for run in store.list_runs()] == [make_run().id]
+        assert store.get_run("latest").id == make_run().id
+        assert [r.key for r in store.results(make_run().id)] == [KEYS[0]]
+        for write in (
+            lambda: store.set_note(make_run().id, "x"),
+            lambda: store.create_run(make_run("20261201-000000-ffffff")),
+            lambda: store.acquire(make_run().id),
+        ):
+            with pytest.raises(StoreError, match="is read-only"):
+                write()
+    assert read_only_store.read_bytes() == before
+
+
+def test_an_older_read_only_store_is_read_without_migrating_it(tmp_path: Path) -> None:
+    db = tmp_path / "ro" / "runs.db"
+    with closing(sqlite3.connect(_mkdir(db), isolation_level=None)) as conn:
+        migrate(conn, db, MIGRATIONS[:3])
+    with RunStore(db) as store:  # migrate it fully, then take the newest migration back out by hand
+        store.create_run(make_run(status="running"))
+    with raw(db) as conn:
+        conn.execute("DROP TABLE leases")
+        conn.execute("DROP TRIGGER runs_keep_where_from")
+        conn.execute("ALTER TABLE runs DROP COLUMN imported_from")
+        conn.execute("UPDATE runs SET status = 'incomplete', note = 'imported from 20250101-000000-abcdef'")
+        conn.execute("DELETE FROM migrations WHERE name = 'm004_leases'")
+        conn.commit()
+    make_read_only(db)
+    try:
+        with RunStore(db) as store:
+            run = store.get_run("latest")
+            assert (run.status, run.imported_from) == ("interrupted", "20250101-000000-abcdef")
+            assert store.owner(run.id) is None
+        assert [name for name, _ in migration_rows(db)] == ["m001_tables", "m002_immutability", "m003_indexes"]
+    finally:
+        db.parent.chmod(0o755)
+        db.chmod(0o644)
+
+
+def _mkdir(db: Path) -> Path:
+    db.parent.mkdir(parents=True, exist_ok=True)
+    return db

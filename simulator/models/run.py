@@ -2,6 +2,12 @@
 
 A run is immutable once created, except its note, its status and its totals: the suites it ran are kept as a
 snapshot (not re-read from disk), so a run can be repeated exactly and its results read against what it ran.
+
+A run's status is one of :data:`RunStatus`: ``running`` (a live process holds the run's lease in the store),
+``completed`` (every planned conversation is stored), ``interrupted`` (Ctrl-C, SIGTERM, or the process that ran
+it is gone: resume it) and ``failed`` (it stopped for another reason, e.g. the store could not be written;
+resume it once the cause is fixed). Older stores said ``incomplete`` and ``pending``: both read as
+``interrupted``.
 """
 
 from __future__ import annotations
@@ -9,14 +15,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from simulator.models._base import DataModel
 from simulator.models.persona import Persona
 from simulator.models.scores import CaseResult, Outcome
 from simulator.models.suite import Suite
 
-RunStatus = Literal["pending", "running", "completed", "incomplete"]
+RunStatus = Literal["running", "completed", "interrupted", "failed"]
+#: Statuses written by earlier versions, and what they mean now: nothing is running such a run.
+LEGACY_STATUSES: dict[str, RunStatus] = {"incomplete": "interrupted", "pending": "interrupted"}
 PersonaMode = Literal["default", "all", "random", "named"]
 
 
@@ -37,7 +45,11 @@ class RunSettings(DataModel):
     repeat: int = 1
     tags: list[str] = Field(default_factory=list)
     cases: list[str] = Field(default_factory=list)
-    live: bool = False
+    live: bool = Field(
+        default=False,
+        description="Whether --live was given to the command that ran it. Never carried over: a repeat or a resume "
+        "runs real tool functions only when its own command says --live.",
+    )
     user_model: str | None = None
     judge_model: str | None = None
     concurrency: int = 8
@@ -89,7 +101,7 @@ class RunRecord(DataModel):
     id: str
     created: datetime
     finished: datetime | None = None
-    status: RunStatus = "pending"
+    status: RunStatus = "running"
     agent_version: str | None = None
     note: str = ""
     suite_hash: str
@@ -99,6 +111,17 @@ class RunRecord(DataModel):
     plan: list[PlanItem] = Field(default_factory=list)
     totals: RunTotals | None = None
     repeat_of: str | None = Field(default=None, description="The run this one repeats, if any.")
+    imported_from: str | None = Field(
+        default=None,
+        description="The id the run had where it came from, when it came from `simulator import run` (kept by its "
+        "repeats): its snapshot names code (agents, graphs, tool functions) that was not loaded from this "
+        "machine's files, so repeating or resuming it needs --yes.",
+    )
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _legacy_status(cls, value: object) -> object:
+        return LEGACY_STATUSES.get(value, value) if isinstance(value, str) else value
 
 
 class StoredResult(DataModel):

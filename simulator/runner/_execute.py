@@ -7,6 +7,12 @@
 * Every result is committed to the store the moment it is scored, and every conversation is checkpointed
   step by step (LangGraph, in the same SQLite file), so a crash, a ``kill -9`` or Ctrl-C loses at most the
   steps in flight: ``resume`` skips finished cases and continues unfinished conversations where they stopped.
+* The run's lease is taken before anything runs and renewed while it runs (see :mod:`simulator.store`): a
+  second process resuming the same run is refused, and a killed run reads ``interrupted``. The run ends
+  ``completed``, ``interrupted`` (cancelled: Ctrl-C, SIGTERM) or ``failed`` (any other error), lease given back
+  in the same transaction.
+* Live tools are a decision of the command that runs: :func:`execute` runs real tool functions only when its
+  caller says ``live=True``, and only for a run recorded as live; a run is never made live by what it stored.
 """
 
 from __future__ import annotations
@@ -21,16 +27,17 @@ from pathlib import Path
 from typing import Any
 
 from simulator.engine import open_checkpointer
+from simulator.errors import InputError, StoreError
 from simulator.llm import LLMClient, RequestCache, cache_scope, preload
 from simulator.loading import LoadedSuite
 from simulator.metrics import Breakdown
 from simulator.models import Case, Persona
-from simulator.models.run import PlanItem, RoleTotals, RunRecord, RunTotals, StoredResult
+from simulator.models.run import PlanItem, RoleTotals, RunRecord, RunStatus, RunTotals, StoredResult
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
 from simulator.runner._case import RunOptions, find_case, model_roles, run_case, score_case
 from simulator.runner._plan import restore
-from simulator.store import RunStore
+from simulator.store import Lease, RunStore
 
 
 @dataclass
@@ -105,10 +112,31 @@ def _error_result(case: Case, item: PlanItem, message: str) -> CaseResult:
     )  # fmt: skip
 
 
+def check_live(record: RunRecord, live: bool) -> None:
+    """Refuse to run ``record`` in another tool mode than it was started in: its results would mix fakes and
+    real tool calls. ``live`` is what the command asking says (``--live``), never what the run stored."""
+    if record.settings.live and not live:
+        raise InputError(
+            f"run {record.id} was started with --live (real tool functions ran); continuing it needs --live again "
+            "(or start a new run without it: simulator runs repeat RUN)"
+        )
+    if live and not record.settings.live:
+        raise InputError(
+            f"run {record.id} runs its tools in test mode (fakes); it cannot continue with --live, which would mix "
+            "fakes and real calls in one run: resume it without --live, or start a live run (simulator runs "
+            "repeat RUN --live)"
+        )
+
+
+class LeaseLost(StoreError):
+    """Another process took over the run's lease (this one looked dead to it): this one stops."""
+
+
 async def execute(
     store: RunStore,
     record: RunRecord,
     *,
+    live: bool = False,
     on_progress: Callable[[Progress], None] | None = None,
     clients: dict[int, LLMClient] | None = None,
     cache: RequestCache | None = None,
@@ -116,29 +144,35 @@ async def execute(
 ) -> RunRecord:
     """Run what is left of ``record``'s plan and return the record as stored afterwards.
 
-    ``clients`` may give a model client per suite index (tests pass ones with the offline fake provider).
-    Cancellation (Ctrl-C) stops the conversations in flight, marks the run ``incomplete`` and re-raises.
+    ``live``: whether the caller's command said ``--live``; it must match the run's recorded tool mode
+    (:func:`check_live`). ``clients`` may give a model client per suite index (tests pass ones with the
+    offline fake provider). The run's lease is taken first: :class:`~simulator.store.RunBusyError` if another
+    live process runs it. Cancellation (Ctrl-C, SIGTERM) stops the conversations in flight, marks the run
+    ``interrupted`` and re-raises; any other error marks it ``failed`` and re-raises.
     """
+    check_live(record, live)
     suites: list[LoadedSuite] = [restore(snapshot) for snapshot in record.snapshot]
     settings = record.settings
-    base = RunOptions(
-        live=settings.live, user_model=settings.user_model, judge_model=settings.judge_model, seed=settings.seed
-    )
+    base = RunOptions(live=live, user_model=settings.user_model, judge_model=settings.judge_model, seed=settings.seed)
     models = dict(clients or {})
-    for loaded in suites:
-        preload(model_roles(loaded, base))  # before any conversation starts: see preload
 
     def client(index: int) -> LLMClient:
         if index not in models:
             models[index] = LLMClient(model_roles(suites[index], base), cache=cache)
         return models[index]
 
-    done_keys = store.completed_keys(record.id)
+    lease = store.acquire(record.id)  # first: a second process is refused before it loads anything
+    try:
+        for loaded in suites:
+            preload(model_roles(loaded, base))  # before any conversation starts: see preload
+        done_keys = store.completed_keys(record.id)  # read under the lease: nobody else adds to them now
+    except BaseException:
+        _finish(store, lease, "failed", record.totals.duration_s if record.totals else 0.0, quiet=True)
+        raise
     todo = [item for item in record.plan if item.key not in done_keys]
     total, finished = len(record.plan), len(done_keys)
     previous = record.totals.duration_s if record.totals else 0.0
     started = time.monotonic()
-    store.set_status(record.id, "running")
     limit = asyncio.Semaphore(max(1, settings.concurrency))
 
     async def one(item: PlanItem, saver: Any) -> None:
@@ -196,17 +230,57 @@ async def execute(
 
     if checkpoints is None:
         checkpoints = record.settings.checkpoints
+    main = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    lost = False
+
+    def on_lost() -> None:  # from the heartbeat thread
+        nonlocal lost
+        lost = True
+        if main is not None:
+            loop.call_soon_threadsafe(main.cancel)
+
     try:
-        if checkpoints:
-            async with open_checkpointer(checkpoint_path(store.path)) as saver:
-                await run_all(saver)
-        else:
-            await run_all(None)
-    except BaseException:
-        totals = run_totals(store.results(record.id), previous + time.monotonic() - started)
-        store.set_status(record.id, "incomplete", totals=totals)
+        with store.heartbeat(lease, on_lost=on_lost):
+            if checkpoints:
+                async with open_checkpointer(checkpoint_path(store.path)) as saver:
+                    await run_all(saver)
+            else:
+                await run_all(None)
+    except BaseException as exc:
+        if lost:
+            holder = store.owner(record.id)
+            raise LeaseLost(
+                f"run {record.id} was taken over by "
+                f"{holder.describe() if holder else 'another process'} while this one ran it (its heartbeat "
+                "looked stale); this process stopped so that nothing runs twice"
+            ) from exc
+        cancelled = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit)
+        status: RunStatus = "interrupted" if cancelled else "failed"
+        _finish(store, lease, status, previous + time.monotonic() - started, quiet=True)
         raise
-    totals = run_totals(store.results(record.id), previous + time.monotonic() - started)
     complete = len(store.completed_keys(record.id)) == total
-    store.set_status(record.id, "completed" if complete else "incomplete", totals=totals, finished=datetime.now(UTC))
+    _finish(
+        store, lease, "completed" if complete else "failed", previous + time.monotonic() - started,
+        finished=datetime.now(UTC) if complete else None,
+    )  # fmt: skip
     return store.get_run(record.id)
+
+
+def _finish(
+    store: RunStore,
+    lease: Lease,
+    status: RunStatus,
+    duration_s: float,
+    *,
+    finished: datetime | None = None,
+    quiet: bool = False,
+) -> None:
+    """End the run with ``status`` and its totals, giving the lease back. ``quiet`` while another error is on
+    its way out: a store that cannot be written then does not hide it (the lease expires with this process)."""
+    try:
+        totals = run_totals(store.results(lease.run_id), duration_s)
+        store.finish(lease, status, totals=totals, finished=finished)
+    except StoreError:
+        if not quiet:
+            raise

@@ -133,12 +133,14 @@ def new_record(
     agent_version: str | None = None,
     note: str = "",
     repeat_of: str | None = None,
+    imported_from: str | None = None,
 ) -> RunRecord:
-    """A run record, pending, for a plan about to run."""
+    """A run record for a plan about to run: ``running`` (it reads ``interrupted`` until a process takes its
+    lease, and again if that process dies)."""
     return RunRecord(
         id=run_id,
         created=datetime.now(UTC),
-        status="pending",
+        status="running",
         agent_version=agent_version,
         note=note,
         suite_hash=suite_hash(snapshots),
@@ -147,6 +149,7 @@ def new_record(
         versions=versions(),
         plan=plan,
         repeat_of=repeat_of,
+        imported_from=imported_from,
     )
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simulator.cli import EXIT_BELOW_BAR, EXIT_INVALID, app
+from simulator.cli import EXIT_BELOW_BAR, EXIT_INCOMPLETE, EXIT_INVALID, app
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
@@ -113,3 +113,29 @@ def test_no_checkpoints_is_recorded_and_the_run_completes(tmp_path: Path, monkey
     shown = json.loads(runner.invoke(app, ["runs", "show", "latest", "--db", db, "--json"]).stdout)
     assert shown["run"]["settings"]["checkpoints"] is False
     assert not (tmp_path / "runs-checkpoints.db").exists()
+
+
+def test_a_read_only_store_can_be_listed_shown_and_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(_project(tmp_path))
+    folder = tmp_path / "store"
+    db = str(folder / "runs.db")
+    assert runner.invoke(app, ["run", "suite.yaml", "--db", db]).exit_code == 0
+    # chmod a-w on the file and its folder. Tests run as root, whom permissions do not stop: the store treats
+    # missing write bits as read-only for root too, so this takes the same path as for any other user.
+    (folder / "runs.db").chmod(0o444)
+    folder.chmod(0o555)
+    try:
+        listed = runner.invoke(app, ["runs", "list", "--db", db, "--json"])
+        assert listed.exit_code == 0, listed.stdout + listed.stderr
+        assert [run["status"] for run in json.loads(listed.stdout)] == ["completed"]
+        assert runner.invoke(app, ["runs", "show", "latest", "--db", db]).exit_code == 0
+        reported = runner.invoke(app, ["report", "latest", "--db", db, "--format", "md"])
+        assert reported.exit_code == 0, reported.stdout + reported.stderr
+        assert "refund" in reported.stdout
+        for command in (["runs", "note", "latest", "x"], ["runs", "resume", "latest"], ["runs", "repeat", "latest"]):
+            refused = runner.invoke(app, [*command, "--db", db])
+            assert refused.exit_code == EXIT_INCOMPLETE, refused.stdout + refused.stderr
+            assert f"the run store {db} is read-only" in refused.stderr
+    finally:
+        folder.chmod(0o755)
+        (folder / "runs.db").chmod(0o644)
