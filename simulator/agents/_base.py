@@ -49,6 +49,16 @@ class AgentAdapter(Protocol):
         ...
 
 
+def turn_timeout(adapter: AgentAdapter, timeout: float) -> float:
+    """How long the engine lets one turn of ``adapter`` take, given the agent's ``timeout``.
+
+    That is ``timeout`` itself, unless the adapter bounds each of its own requests by ``timeout`` and retries
+    them (http, litellm): its ``turn_timeout`` then covers every attempt and every wait between them.
+    """
+    budget = getattr(adapter, "turn_timeout", None)
+    return float(budget) if isinstance(budget, int | float) and not isinstance(budget, bool) else timeout
+
+
 def event_message(event: EventSpec) -> Message:
     """The chat message that stands for an event in the conversation history."""
     import json
