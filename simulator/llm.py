@@ -1161,11 +1161,14 @@ def _classify(exc: BaseException, timeout: float) -> _Failure | None:
 
 def _retry_hint(role: Role, failure: _Failure) -> str:
     settings = f"models.{role.value}"
+    # A litellm agent's own `retries` and `timeout` (in its agent config) win over the role's.
+    retries = "the agent's `retries`" if role is Role.AGENT else f"{settings}.max_retries"
+    timeout = f"the agent's `timeout` and {settings}.timeout" if role is Role.AGENT else f"{settings}.timeout"
     if failure.kind == "rate limited":
-        return f"Lower {settings}.concurrency or raise {settings}.max_retries."
+        return f"Lower {settings}.concurrency or raise {retries}."
     if failure.kind == "timeout":
-        return f"Raise {settings}.timeout or {settings}.max_retries, or check that the provider is up."
-    return f"Check that the provider (or {settings}.api_base) is up, or raise {settings}.max_retries."
+        return f"Raise {timeout} or {retries}, or check that the provider is up."
+    return f"Check that the provider (or {settings}.api_base) is up, or raise {retries}."
 
 
 def _fatal_message(role: Role, model: str, settings: ModelSettings, failure: _Failure) -> str:

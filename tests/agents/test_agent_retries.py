@@ -250,9 +250,11 @@ def test_litellm_agent_retries_as_its_config_says() -> None:
     assert waits.delays == [1.0, 5.0]
 
     script = FakeScript().enqueue("shop", fake_server_error(500), times=3)
-    with pytest.raises(AgentError, match=r"litellm agent 'agent' could not answer: .*failed after 2 attempts"):
+    gave_up = r"litellm agent 'agent' could not answer: .*failed after 2 attempts"
+    with pytest.raises(AgentError, match=gave_up) as caught:
         talk(shop_agent(retries=1), agent_client(script, Waits(), max_retries=5))
     assert len(script.requests) == 2
+    assert "raise the agent's `retries`" in str(caught.value)  # the knob that decided, not models.agent's
 
 
 def test_litellm_agent_without_retries_uses_the_agent_role_setting() -> None:
