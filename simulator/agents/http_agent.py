@@ -102,7 +102,9 @@ class HttpAdapter:
             )
             for wire, raw_arguments in normalized:
                 messages.append(
-                    await answer_tool_call(request.tools, wire["id"], wire["function"]["name"], raw_arguments)
+                    await answer_tool_call(
+                        request.tools, wire["id"], wire["function"]["name"], raw_arguments, timeout=self.config.timeout
+                    )
                 )
         raise AgentError(
             f"agent kept calling tools: the HTTP agent at {self.url} still asked for tools after "

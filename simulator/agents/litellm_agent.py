@@ -96,7 +96,9 @@ class LitellmAdapter:
             for id_, call in zip(ids, completion.tool_calls, strict=True):
                 # Malformed arguments go to the router raw, so the record says what was wrong with them.
                 arguments = call.raw_arguments if call.malformed else call.arguments
-                messages.append(await answer_tool_call(request.tools, id_, call.name, arguments))
+                messages.append(
+                    await answer_tool_call(request.tools, id_, call.name, arguments, timeout=self.config.timeout)
+                )
         raise AgentError(
             f"agent kept calling tools: the litellm agent {self.config.name!r} still asked for tools after "
             f"{MAX_TOOL_ROUNDS} rounds of tool results in one turn"

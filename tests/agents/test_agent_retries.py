@@ -19,11 +19,13 @@ from simulator.agents.litellm_agent import LitellmAdapter
 from simulator.engine import ConversationSetup, simulate
 from simulator.errors import AgentError
 from simulator.judges import StepJudge
-from simulator.llm import FakeScript, LLMClient, RetryPolicy, fake_rate_limit, fake_server_error
+from simulator.llm import FakeScript, FakeToolCall, LLMClient, RetryPolicy, fake_rate_limit, fake_server_error
 from simulator.models import AgentConfig, Case, HttpAgent, LitellmAgent
 from simulator.models.settings import ModelRoles
+from simulator.tools import ToolRouter
 from simulator.user import ScriptedUser
 from tests.agents.test_adapters import (
+    LOOKUP,
     ChatServer,
     Scripted,
     http_config,
@@ -35,6 +37,7 @@ from tests.agents.test_adapters import (
     shop_agent,
     talk_http,
     text_reply,
+    tool_reply,
 )
 
 CASE: TypeAdapter[Any] = TypeAdapter(Case)
@@ -217,6 +220,34 @@ def test_a_retried_http_request_is_not_cut_short_by_the_turn_timeout() -> None:
     assert transcript.error is None, transcript.error
     assert len(server.requests) == 2
     assert agent_turn_budget(config) > config.timeout
+
+
+@pytest.mark.parametrize("adapter", ["http", "litellm"])
+def test_a_live_tool_that_hangs_is_bounded_by_the_agent_timeout(adapter: str) -> None:
+    """The turn's own bound now leaves room for retries, so a hung live tool gets the agent's ``timeout``."""
+
+    async def hang(**arguments: Any) -> str:
+        await asyncio.sleep(30)
+        return "never"
+
+    router = ToolRouter(declared=[LOOKUP], mode="live", functions={"lookup_order": hang})
+
+    async def main() -> Any:
+        if adapter == "http":
+            call = Scripted(tool_reply(("c1", "lookup_order", '{"order_id": "A1"}')))
+            async with ChatServer([call, Scripted(text_reply("done"))]) as server:
+                http = HttpAdapter(http_config(server.url, timeout=0.3), retry=RetryPolicy(sleep=no_wait))
+                return await respond_once(http, make_input(router))
+        script = FakeScript().enqueue("shop", [FakeToolCall("lookup_order", {"order_id": "A1"})], "done")
+        # The model call itself must not time out: litellm's first call in a process loads code (seconds).
+        agent = LitellmAdapter(shop_agent(timeout=1.5), agent_client(script, Waits()))
+        return await respond_once(agent, make_input(router))
+
+    limit = 0.3 if adapter == "http" else 1.5
+    started = time.monotonic()
+    with pytest.raises(AgentError, match=rf"the tool 'lookup_order' did not return within {limit:g} s"):
+        run(main())
+    assert time.monotonic() - started < 10
 
 
 def agent_turn_budget(config: HttpAgent) -> float:
