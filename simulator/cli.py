@@ -12,16 +12,19 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
 from rich.table import Table
+from rich.text import Text
 
 from simulator import __version__
 from simulator.errors import ConfigError, ConfigErrors, InputError, SimulatorError
+from simulator.safety import json_safe, redact, terminal_safe
 
 EXIT_OK = 0
 EXIT_BELOW_BAR = 1
@@ -42,9 +45,52 @@ import_app = typer.Typer(help="Turn other formats into suites.", no_args_is_help
 app.add_typer(personas_app, name="personas")
 app.add_typer(import_app, name="import")
 
+
+
+class SafeConsole(Console):
+    """The only kind of console the CLI prints with: no secret, and no text that drives the terminal.
+
+    Every text printed (arguments, table cells, titles) has the secrets the process knows redacted and its
+    control characters escaped (``simulator.safety``) before rich lays it out; then every segment rich renders
+    is checked again, so text that reaches rich another way (a progress bar's description) is escaped too.
+    Rich's own styles and cursor movements are added outside the text and stay. Markup, emoji codes and
+    highlighting are off: a case named ``[/]`` or ``:boom:`` is shown as written.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(markup=False, emoji=False, highlight=False, **options)
+
+    def render_str(self, text: str, *args: Any, **kwargs: Any) -> Text:
+        return super().render_str(terminal_safe(redact(text)), *args, **kwargs)
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control or terminal_safe(segment.text) is segment.text:
+                yield segment
+            else:
+                yield Segment(terminal_safe(segment.text), segment.style)
+
+
 # Off a terminal (CI logs, pipes) rich would wrap tables at 80 columns; logs are read wide.
-out = Console(soft_wrap=True, highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, soft_wrap=True, highlight=False)
+out = SafeConsole(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+err = SafeConsole(stderr=True, soft_wrap=True)
+
+
+def _print_document(text: str, kind: Literal["json", "text"] = "text") -> None:
+    """Write a document (JSON, a report, an export) to stdout as the console would: secrets redacted, control
+    characters escaped. In JSON they become ``\\u`` escapes, so the document still parses to the same values;
+    in YAML exports (whose strings holding them are double-quoted) ``\\x1b`` and ``\\u202e`` are escapes too."""
+    text = redact(text)
+    text = json_safe(text) if kind == "json" else terminal_safe(text)
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(text)
+        return
+    # As UTF-8 bytes, whatever the terminal's encoding, and without newline translation (CSV ends lines in CR LF).
+    sys.stdout.flush()
+    buffer.write(text.encode("utf-8"))
+    buffer.flush()
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -292,7 +338,7 @@ def simulate(
     results = asyncio.run(run_all())
     for result in results:
         if as_json:
-            sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+            _print_document(result.model_dump_json(indent=2) + "\n", "json")
             continue
         for line in [*transcript_lines(result.transcript, result), *result_lines(result)]:
             out.print(line.text, style=_STYLES[line.style] or None, markup=False)
@@ -346,7 +392,7 @@ def judge_check_command(
             "by_question": {kind: _agreement_dict(a) for kind, a in report.by_question.items()},
             "judgements": [asdict(j) for j in report.judgements],
         }
-        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        _print_document(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "json")
         return
     table = Table(title=f"Judge agreement with the labels in {file}", title_justify="left")
     for column in ("question", "n", "accuracy", "Cohen's kappa"):
@@ -409,9 +455,9 @@ def _execute_with_progress(store: Any, record: Any, cache: Any) -> Any:
 
     from simulator.runner._execute import execute
 
-    console = Console(stderr=True, soft_wrap=True, highlight=False)
+    console = SafeConsole(stderr=True, soft_wrap=True)
     bar = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=console, disable=not console.is_terminal, transient=True,
     )  # fmt: skip
     task = bar.add_task("running", total=len(record.plan))
@@ -619,7 +665,7 @@ def report(
     if output is None and fmt == "xlsx":
         output = Path(default_filename(record, "xlsx"))
     if output is None:
-        sys.stdout.buffer.write(data)
+        _print_document(data.decode("utf-8"), "json" if fmt == "json" else "text")
         return
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_bytes(data)
@@ -645,7 +691,7 @@ def runs_list(
              "totals": r.totals.model_dump(mode="json") if r.totals else None}
             for r in records
         ]  # fmt: skip
-        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        _print_document(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "json")
         return
     table = Table(title="Runs", title_justify="left")
     for column in ("id", "created", "status", "suites", "version", "correctness", "P/F/E/U", "note"):
@@ -678,7 +724,7 @@ def runs_show(
                 "run": record.model_dump(mode="json"),
                 "results": [r.model_dump(mode="json") for r in store.results(record.id)],
             }
-            sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+            _print_document(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "json")
             return
         _print_run(store, record)
 
@@ -781,7 +827,7 @@ def runs_compare(
         a, b = store.get_run(run_a), store.get_run(run_b)
         comparison = compare_runs(a, store.results(a.id), b, store.results(b.id))
     if as_json:
-        sys.stdout.write(comparison.model_dump_json(indent=2) + "\n")
+        _print_document(comparison.model_dump_json(indent=2) + "\n", "json")
     else:
         for line in render_comparison_text(comparison):
             out.print(line, markup=False)
@@ -803,11 +849,11 @@ def _check_exchange_format(fmt: str) -> None:
         raise typer.Exit(EXIT_INVALID)
 
 
-def _emit(text: str, output: Path | None, force: bool) -> None:
+def _emit(text: str, output: Path | None, force: bool, fmt: str) -> None:
     from simulator.exchange import write_export
 
     if output is None:
-        sys.stdout.write(text)
+        _print_document(text, "json" if fmt == "json" else "text")
         return
     path = write_export({output.name: text}, output, force=force)
     out.print(f"wrote {path}", markup=False)
@@ -852,7 +898,7 @@ def export_run_command(
     with _store(db) as store:
         record = store.get_run(run_ref)
         text = export_run(record, store.results(record.id), fmt)  # type: ignore[arg-type]
-    _emit(text, output, force)
+    _emit(text, output, force, fmt)
 
 
 @export_app.command("results")
@@ -871,7 +917,7 @@ def export_results_command(
     with _store(db) as store:
         record = store.get_run(run_ref)
         text = export_results(store.results(record.id), fmt)  # type: ignore[arg-type]
-    _emit(text, output, force)
+    _emit(text, output, force, fmt)
 
 
 @import_app.command("run")
@@ -962,7 +1008,7 @@ def compare_command(
     else:
         text = "\n".join(render_comparison_text(comparison)) + "\n"
     if output is None:
-        sys.stdout.write(text)
+        _print_document(text)
     else:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text, encoding="utf-8")
@@ -1002,7 +1048,7 @@ def digest(
     llm = LLMClient(ModelRoles.model_validate({"judge": model})) if model else None
     found = asyncio.run(suggest_fixes(found, llm, instructions=instructions))
     if fmt == "md":
-        sys.stdout.write(render_digest_markdown(found))
+        _print_document(render_digest_markdown(found))
         return
     for line in render_digest_text(found):
         out.print(line, markup=False)

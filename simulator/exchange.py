@@ -34,6 +34,7 @@ from simulator.models import GoldenCase, Persona, Suite
 from simulator.models._base import DataModel
 from simulator.models.run import RunRecord, StoredResult, SuiteSnapshot
 from simulator.models.transcript import AgentEvent, InputEvent, Transcript, UserEvent
+from simulator.safety import json_safe, redact, terminal_safe
 
 if TYPE_CHECKING:
     from simulator.loading import LoadedSuite
@@ -67,13 +68,16 @@ class ExchangeError(InputError, ValueError):
 
 
 class _Dumper(yaml.SafeDumper):
-    """``yaml.safe_dump``'s dumper, with Unicode line breaks in strings written double-quoted (escaped)."""
+    """``yaml.safe_dump``'s dumper, with Unicode line breaks and control characters in strings written
+    double-quoted (escaped)."""
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    # PyYAML writes U+0085 raw into a single-quoted scalar and reading it back folds it into a space.
-    style = '"' if any(char in value for char in "\x85\u2028\u2029") else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+    # PyYAML writes U+0085 raw into a single-quoted scalar and reading it back folds it into a space. A string
+    # a terminal would obey (bidi overrides: PyYAML writes them raw) is double-quoted, so that _yaml_text can
+    # write those characters as escapes that read back the same.
+    unsafe = any(char in value for char in "\x85\u2028\u2029") or terminal_safe(value) is not value
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"' if unsafe else None)
 
 
 _Dumper.add_representer(str, _represent_str)
@@ -82,12 +86,12 @@ _Dumper.add_representer(str, _represent_str)
 def _yaml_text(data: Any, header: Sequence[str] = ()) -> str:
     body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=_NO_WRAP)
     comments = "".join(f"# {line}\n" if line else "#\n" for line in header)
-    return comments + body
+    return terminal_safe(comments + body)  # \u202e in a double-quoted scalar is U+202E again when read
 
 
 def _text(data: Any, fmt: ExportFormat, header: Sequence[str] = ()) -> str:
     if fmt == "json":
-        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        return json_safe(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
     if fmt == "yaml":
         return _yaml_text(data, header)
     raise ExchangeError(f"unknown export format {fmt!r}: use one of {', '.join(_FORMATS)}")
@@ -381,6 +385,7 @@ def write_export(files: Mapping[str, str], output: str | Path, *, force: bool = 
     """
     if not files:
         raise ExchangeError("nothing to export: no files were given")
+    files = {name: redact(text) for name, text in files.items()}  # no secret the process knows in a file
     data = next(iter(files.values())).encode("utf-8") if len(files) == 1 else zip_bytes(files)
     path = Path(output)
     _write_bytes(path, data, force=force)

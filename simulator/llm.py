@@ -73,6 +73,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from simulator.errors import ModelError, StoreError
 from simulator.models.settings import ModelRoles, ModelSettings
 from simulator.models.transcript import Usage
+from simulator.safety import redact, register_secret
 
 if TYPE_CHECKING:
     from litellm.types.utils import ModelResponse
@@ -411,7 +412,7 @@ class RequestCache:
 
         A reply larger than ``max_bytes`` on its own is not stored.
         """
-        text = completion.model_copy(update={"cached": False}).model_dump_json()
+        text = redact(completion.model_copy(update={"cached": False}).model_dump_json())  # no secret in the file
         size = len(key.encode()) + len(text.encode())
         if size > self.max_bytes:
             return
@@ -615,6 +616,14 @@ def _load_litellm() -> None:
     import litellm
 
     litellm.suppress_debug_info = True
+
+
+def preload(roles: ModelRoles) -> None:
+    """Import litellm now if any role of ``roles`` has a model: a run calls this before its conversations start,
+    because the import takes seconds and, done inside the first model call, blocks the event loop while the
+    agent timeouts of every other conversation keep running (their agents then look as if they never answered)."""
+    if any(settings.model for settings in (roles.agent, roles.user, roles.judge)):
+        _load_litellm()
 
 
 def _ensure_fake_registered() -> None:
@@ -1098,6 +1107,7 @@ class LLMClient:
                 f"{settings.api_key_env}, but that environment variable is not set. "
                 f"Set it (export {settings.api_key_env}=...) before running."
             )
+        register_secret(settings.api_key_env, key)
         return key
 
     def _semaphore(self, role: Role, settings: ModelSettings) -> asyncio.Semaphore:
@@ -1191,7 +1201,7 @@ def _fatal_message(role: Role, model: str, settings: ModelSettings, failure: _Fa
 
 
 def _scrub(text: str, secret: str | None) -> str:
-    return text.replace(secret, "***") if secret else text
+    return redact(text.replace(secret, "***") if secret else text)
 
 
 def _to_completion(response: ModelResponse, model: str) -> Completion:

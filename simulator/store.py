@@ -80,6 +80,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from simulator.errors import StoreError, StoreInputError
 from simulator.models.run import PlanItem, RunRecord, RunStatus, RunTotals, StoredResult, SuiteSnapshot
+from simulator.safety import redact
 
 #: The environment variable naming the run store file.
 DB_ENV: Final = "SIMULATOR_DB"
@@ -295,6 +296,15 @@ def _json_text(model: BaseModel) -> str:
     return model.model_dump_json()
 
 
+def _stored(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A row as it may be written: every text with the secrets the process knows redacted (``simulator.safety``).
+
+    Every write of text that came from outside (a run, its note, a result) goes through here, so no secret
+    reaches the file, nor its write-ahead log.
+    """
+    return tuple(redact(value) if isinstance(value, str) else value for value in row)
+
+
 def _compose(fields: dict[str, Any], raw: dict[str, str | None]) -> str:
     """A JSON object from plain values and from JSON texts already stored (inserted as they are)."""
     parts = [f"{json.dumps(name)}:{json.dumps(value)}" for name, value in fields.items()]
@@ -410,7 +420,7 @@ class RunStore:
         if len(set(keys)) != len(keys):
             twice = sorted({key for key in keys if keys.count(key) > 1})
             raise StoreError(f"run {record.id}: plan keys must be unique, repeated: {', '.join(twice[:5])}")
-        row = (
+        row = _stored((
             record.id,
             _time_text(record.created),
             None if record.finished is None else _time_text(record.finished),
@@ -424,7 +434,7 @@ class RunStore:
             _PLAN.dump_json(record.plan).decode(),
             None if record.totals is None else _json_text(record.totals),
             record.repeat_of,
-        )
+        ))  # fmt: skip
         with self._sql(f"store run {record.id}") as conn:
             try:
                 conn.execute(f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * len(row))})", row)
@@ -527,7 +537,7 @@ class RunStore:
     def set_note(self, run_id: str, note: str) -> None:
         """Replace a run's note (the only thing about a run a person can change)."""
         with self._sql(f"set the note of run {run_id}") as conn:
-            if conn.execute("UPDATE runs SET note = ? WHERE id = ?", (note, run_id)).rowcount == 0:
+            if conn.execute("UPDATE runs SET note = ? WHERE id = ?", _stored((note, run_id))).rowcount == 0:
                 raise StoreInputError(self._unknown(run_id))
 
     def delete_run(self, run_id: str) -> None:
@@ -540,7 +550,7 @@ class RunStore:
 
     def save_result(self, stored: StoredResult) -> None:
         """Store one finished conversation and commit at once. A key is stored once per run, never replaced."""
-        row = (
+        row = _stored((
             stored.run_id,
             stored.key,
             stored.suite,
@@ -551,7 +561,7 @@ class RunStore:
             stored.duration_s,
             _time_text(stored.finished),
             _json_text(stored.result),
-        )
+        ))  # fmt: skip
         with self._sql(f"store result {stored.key} of run {stored.run_id}") as conn:
             try:
                 conn.execute(f"INSERT INTO results ({_RESULT_COLUMNS}) VALUES ({', '.join('?' * len(row))})", row)

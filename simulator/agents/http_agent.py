@@ -36,6 +36,7 @@ from simulator.agents._chat import MAX_TOOL_ROUNDS, answer_tool_call, function_t
 from simulator.errors import AgentError
 from simulator.llm import RetryPolicy, retry_after_seconds
 from simulator.models import HttpAgent
+from simulator.safety import register_secret
 
 _EXCERPT = 300
 
@@ -222,6 +223,7 @@ def _from_env(variable: str, key: str) -> str:
             f"the HTTP agent's `{key}` names the environment variable {variable}, but it is not set; "
             f"set it (export {variable}=...) before running"
         )
+    register_secret(variable, value)  # redacted from everything stored, printed or exported from now on
     return value
 
 

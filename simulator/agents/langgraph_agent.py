@@ -3,14 +3,20 @@
 Each turn the whole conversation is sent as ``{messages_key: [{"role", "content"}, ...]}``: graphs without a
 checkpointer (the common case) remember nothing between calls, so the history must come with every call.
 Each call runs on a fresh ``thread_id`` (``<conversation>-<turn>``), so a graph compiled *with* a checkpointer
-does not append the resent history to the state it saved for the previous turn. The session parameters are
-passed in the run config, as ``config["configurable"]["session"]``, where any node can read them.
+does not append the resent history to the state it saved for the previous turn. The run config carries the
+session parameters as ``config["configurable"]["session"]`` and the conversation's tool handle as
+``config["configurable"]["simulator_tools"]``, where any node can read them.
+
+The graph's own tools go through the tool router like every other adapter's (:mod:`simulator.agents._graph_tools`):
+its ``ToolNode`` calls are answered by fakes or ``not_executed`` in test mode, approval stops the case in live
+mode, and every call is recorded. A tool the graph runs some other way is refused in test mode, before it runs
+when it is a langchain tool, and the conversation ends in an error that says why.
 
 The reply is read back from the output state: the messages after the ones sent. AI messages with text become
-the reply's messages. The graph runs its own tools, so they cannot be faked; their calls and results are
-recorded on the tool router as ``executed`` (or ``failed``), so the transcript and the judges still see them.
-A tool message's text is recorded as it is, not parsed (the rule for every tool result: a ``str`` stays
-unchanged, see :mod:`simulator.tools`).
+the reply's messages. Tool calls the router did not see (live mode: a node that runs tools itself) are recorded
+from the messages as ``executed`` (or ``failed``), so the transcript and the judges still see them. A tool
+message's text is recorded as it is, not parsed (the rule for every tool result: a ``str`` stays unchanged, see
+:mod:`simulator.tools`).
 
 LangGraph itself is not imported here (only ``simulator/engine/`` does): messages are read by duck typing,
 as langchain message objects (``.type``, ``.content``, ``.tool_calls``, ``.tool_call_id``) or plain dicts.
@@ -18,16 +24,30 @@ as langchain message objects (``.type``, ``.content``, ``.tool_calls``, ``.tool_
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from simulator.agents._base import AgentInput, AgentReply
 from simulator.agents._chat import text_of
+from simulator.agents._graph_tools import (
+    REMEDY,
+    TOOLS_KEY,
+    Refused,
+    ToolRefused,
+    describe_call,
+    intercepted,
+    refusal,
+    refuse,
+    tool_guard,
+)
 from simulator.agents.python_agent import import_ref
 from simulator.errors import AgentError
 from simulator.models import LanggraphAgent
+from simulator.models.transcript import ToolCallRecord
 from simulator.tools import ToolRouter
 
 _SENT_ROLES = frozenset({"system", "user", "assistant"})
@@ -50,6 +70,11 @@ class LanggraphAdapter:
 
     async def respond(self, request: AgentInput) -> AgentReply:
         """Run the graph on the whole conversation and read back what it added."""
+        router = request.tools.router
+        testing = router.mode == "test"
+        reason = refusal(self._graph) if testing else None
+        if reason is not None:
+            raise AgentError(reason)
         key = self.config.messages_key
         # Tool messages of earlier turns are not in the engine's history, and a remote-style "tool" message
         # without its assistant tool call would be rejected by the graph's message conversion.
@@ -59,27 +84,126 @@ class LanggraphAdapter:
             if message.get("role") in _SENT_ROLES
         ]
         self._calls += 1
-        run_config = {"configurable": {"thread_id": f"{self._conversation}-{self._calls}", "session": request.session}}
+        guard = tool_guard(router)
+        run_config = {
+            "configurable": {
+                "thread_id": f"{self._conversation}-{self._calls}",
+                "session": request.session,
+                TOOLS_KEY: request.tools,
+            },
+            "callbacks": [guard],
+        }
+        before = len(router.records)
+        run = _Run()
+        failure: Exception | None = None
         try:
-            state = await self._graph.ainvoke({key: sent}, config=run_config)
+            state = await self._invoke({key: sent}, run_config, run)
+        except ToolRefused:
+            state = None
         except Exception as exc:
-            raise AgentError(f"graph {self.config.graph!r} raised {type(exc).__name__}: {exc}") from exc
+            state, failure = None, exc
+        refused: list[Refused] = guard.refused
+        if refused and testing:
+            self._refuse(
+                refused[0].node, f"{describe_call(refused[0].name, refused[0].arguments)} was stopped before it ran"
+            )
+        for stopped in refused:
+            # Live mode: a tool that needs a person's approval was stopped; the case stops there.
+            await router.route(stopped.name, stopped.arguments, call_id=stopped.call_id)
+        if failure is not None and not refused:
+            raise AgentError(f"graph {self.config.graph!r} raised {type(failure).__name__}: {failure}") from failure
+        if state is None:
+            return AgentReply()
         output = state.get(key) if isinstance(state, Mapping) else None
         if not isinstance(output, list):
             raise AgentError(
                 f"graph {self.config.graph!r} returned no {key!r} list in its state (got {type(state).__name__}); "
                 "set `messages_key` to the state key that holds the messages"
             )
-        return _read_new_messages(output[len(sent) :], request.tools.router)
+        reply, foreign = _read_new_messages(output[len(sent) :], router, router.records[before:], record=not testing)
+        if foreign and testing:
+            call_id, name, arguments = foreign[0]
+            node = run.answered_in.get(call_id)
+            self._refuse(node, f"it answered {describe_call(name, arguments)} itself, so the tool may have run")
+        return reply
+
+    def _refuse(self, node: str | None, what: str) -> None:
+        """Refuse the graph in test mode, now and for the rest of the process."""
+        where = f" in node {node!r}" if node else ""
+        reason = f"graph {self.config.graph!r} runs tools{where} that Simulator cannot route ({what}); {REMEDY}"
+        refuse(self._graph, reason)
+        raise AgentError(reason)
+
+    async def _invoke(self, state: dict[str, Any], config: dict[str, Any], run: _Run) -> Any:
+        """Run the graph (its intercepted copy); note which node answered each tool call."""
+        graph = intercepted(self._graph)
+        if not callable(getattr(graph, "astream", None)) or not isinstance(getattr(graph, "nodes", None), Mapping):
+            return await graph.ainvoke(state, config=config)
+        latest: Any = None
+        # What `ainvoke` does inside, plus the updates: they say which node wrote each tool message.
+        async for mode, payload in graph.astream(state, config=config, stream_mode=["updates", "values"]):
+            if mode == "values":
+                latest = payload
+            elif isinstance(payload, Mapping):
+                for node, update in payload.items():
+                    for call_id in _tool_message_ids(update):
+                        run.answered_in.setdefault(call_id, str(node))
+        return latest
 
     async def aclose(self) -> None:
         """Nothing to release: the graph is shared and owns its own resources."""
 
 
-def _read_new_messages(messages: list[Any], router: ToolRouter) -> AgentReply:
-    """The reply texts of the new messages; their tool calls and results are recorded on ``router``."""
+@dataclass
+class _Run:
+    """What one graph run showed besides its output: the node that wrote each tool message, by call id."""
+
+    answered_in: dict[str, str] = field(default_factory=dict)
+
+
+def _tool_message_ids(value: Any, depth: int = 0) -> list[str]:
+    """The call ids of the tool messages in a node's update."""
+    if depth > 4 or value is None or isinstance(value, str | bytes):
+        return []
+    if _kind(value) == "tool":
+        return [str(_field(value, "tool_call_id") or "")]
+    if isinstance(value, Mapping):
+        items: Any = value.values()
+    elif isinstance(value, list | tuple):
+        items = value
+    else:
+        update = getattr(value, "update", None)  # a Command
+        items = [update] if update is not None and not callable(update) else []
+    return [call_id for item in items for call_id in _tool_message_ids(item, depth + 1)]
+
+
+def _read_new_messages(
+    messages: list[Any], router: ToolRouter, routed: Sequence[ToolCallRecord], *, record: bool = True
+) -> tuple[AgentReply, list[tuple[str, str, dict[str, Any] | str | None]]]:
+    """The reply texts of the new messages, and the tool calls the graph answered without the router.
+
+    Calls the router already recorded (``routed``: by call id, or by name and arguments for calls a node routed
+    through the tool handle) are not recorded again. The others are recorded on ``router`` when ``record`` is
+    true (live mode); in test mode the answered ones are returned, since they should not have run.
+    """
     texts: list[str] = []
     pending: dict[str, tuple[str, dict[str, Any] | str | None]] = {}
+    foreign: list[tuple[str, str, dict[str, Any] | str | None]] = []
+    calls = [call for message in messages if _kind(message) == "ai" for call in _field(message, "tool_calls") or []]
+    call_ids = {_tool_call(call)[0] for call in calls}
+    by_id = {item.id: item for item in routed if item.id in call_ids}
+    by_call = [item for item in routed if item.id not in call_ids]
+
+    def seen(call_id: str, name: str, arguments: dict[str, Any] | str | None) -> bool:
+        if by_id.pop(call_id, None) is not None:
+            return True
+        normalized = _normalized(arguments)
+        for index, item in enumerate(by_call):
+            if item.name == name and item.arguments == normalized:
+                del by_call[index]
+                return True
+        return False
+
     for message in messages:
         kind = _kind(message)
         if kind == "ai":
@@ -97,12 +221,19 @@ def _read_new_messages(messages: list[Any], router: ToolRouter) -> AgentReply:
         elif kind == "tool":
             call_id = str(_field(message, "tool_call_id") or "")
             name, arguments = pending.pop(call_id, (str(_field(message, "name") or "unknown"), None))
+            if seen(call_id, name, arguments):
+                continue
+            if not record:
+                foreign.append((call_id, name, arguments))
+                continue
             text = text_of(_field(message, "content"))
             if _field(message, "status") == "error":
                 router.record_external(name, arguments, None, call_id=call_id or None, error=text or "the tool failed")
             else:
                 router.record_external(name, arguments, text, call_id=call_id or None)
     for call_id, (name, arguments) in pending.items():
+        if call_id in by_id:
+            continue  # routed (a tool that needs approval, or a Command without a tool message)
         router.record_external(
             name,
             arguments,
@@ -110,7 +241,19 @@ def _read_new_messages(messages: list[Any], router: ToolRouter) -> AgentReply:
             call_id=call_id or None,
             error="the graph finished without a result for this tool call",
         )
-    return AgentReply(messages=texts)
+    return AgentReply(messages=texts), foreign
+
+
+def _normalized(arguments: dict[str, Any] | str | None) -> Any:
+    """Arguments as the router records them (JSON data), to compare a call with a record."""
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments) if arguments else {}
+        except ValueError:
+            return {"_raw": arguments}
+    if arguments is None:
+        return {}
+    return json.loads(json.dumps(arguments, default=str))
 
 
 def _field(value: Any, name: str) -> Any:
@@ -139,4 +282,3 @@ def _kind(message: Any) -> str:
         return kind
     role = str(_field(message, "role"))
     return {"assistant": "ai", "user": "human"}.get(role, role)
-

@@ -5,23 +5,52 @@ step), which cost 3.4 ms of CPU per turn here. SQLite in WAL mode with ``synchro
 of microseconds without waiting for the disk, so the synchronous saver is called from the loop instead: the
 same tables, the same durability after a killed process (a committed transaction survives it), a fraction of
 the CPU.
+
+What is written is redacted first (:class:`RedactingSerializer`): a checkpoint holds the conversation so far,
+and no secret the process knows may reach a file.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import enum
 import sqlite3
-from collections.abc import AsyncIterator, Iterator, Sequence
+import types
+import typing
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
+from pydantic import BaseModel
+
+from simulator.safety import contains_secret, redact_data
+
+
+class RedactingSerializer(JsonPlusSerializer):
+    """LangGraph's serializer, writing every secret the process knows as ``[redacted:NAME]``.
+
+    The serialized bytes are checked (a few substring searches); only a value that holds a secret is
+    redacted and serialized again. A subclass, so LangGraph's msgpack allow-list still applies to it.
+    """
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        kind, data = super().dumps_typed(obj)
+        if contains_secret(data):
+            kind, data = super().dumps_typed(redact_data(obj))
+        return kind, data
 
 
 class LoopSqliteSaver(SqliteSaver):
     """:class:`SqliteSaver` with its async methods answered synchronously, on the event loop."""
+
+    serde = RedactingSerializer()
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self.get_tuple(config)
@@ -68,3 +97,64 @@ async def open_checkpointer(path: Path | str) -> AsyncIterator[LoopSqliteSaver]:
         yield saver
     finally:
         connection.close()
+
+
+def registered(checkpointer: Any, state_schema: Any) -> Any:
+    """A shallow copy of ``checkpointer`` whose serializer restores exactly the types ``state_schema`` can hold.
+
+    Only LangGraph's JSON-plus serializer or a subclass (alone or inside its encrypting one) is replaced; a checkpointer
+    with any other serializer is returned as it is.
+    """
+    allowed = tuple(sorted(state_types(state_schema)))
+    serde = getattr(checkpointer, "serde", None)
+    # The same class (RedactingSerializer included), with the allow-list.
+    if isinstance(serde, JsonPlusSerializer):
+        replacement: Any = type(serde)(pickle_fallback=serde.pickle_fallback, allowed_msgpack_modules=allowed)
+    elif isinstance(serde, EncryptedSerializer) and isinstance(serde.serde, JsonPlusSerializer):
+        inner = type(serde.serde)(pickle_fallback=serde.serde.pickle_fallback, allowed_msgpack_modules=allowed)
+        replacement = EncryptedSerializer(serde.cipher, inner)
+    else:
+        return checkpointer
+    clone = copy.copy(checkpointer)
+    clone.serde = replacement
+    return clone
+
+
+def state_types(*roots: Any) -> set[tuple[str, str]]:
+    """``(module, name)`` of every class a value of the types ``roots`` may contain that the checkpoint
+    serializer stores by name: pydantic models, dataclasses and enums, at any depth (fields, unions,
+    containers, type aliases, TypedDicts). Built-in and standard types (``datetime``) are LangGraph's own
+    concern."""
+    found: set[tuple[str, str]] = set()
+    seen: list[Any] = []
+
+    def walk(hint: Any) -> None:
+        if any(hint is earlier for earlier in seen):
+            return
+        seen.append(hint)
+        value = getattr(hint, "__value__", None)  # a type alias (`type X = ...`, pydantic's JsonValue)
+        if value is not None and not isinstance(hint, type):
+            walk(value)
+            return
+        if isinstance(hint, type):
+            if issubclass(hint, BaseModel):
+                found.add((hint.__module__, hint.__name__))
+                _walk_all(walk, (field.annotation for field in hint.model_fields.values()))
+            elif dataclasses.is_dataclass(hint):
+                found.add((hint.__module__, hint.__name__))
+                _walk_all(walk, typing.get_type_hints(hint).values())
+            elif issubclass(hint, enum.Enum):
+                found.add((hint.__module__, hint.__name__))
+            elif typing.is_typeddict(hint):
+                _walk_all(walk, typing.get_type_hints(hint).values())
+            return
+        if isinstance(hint, types.UnionType) or typing.get_origin(hint) is not None:
+            _walk_all(walk, typing.get_args(hint))
+
+    _walk_all(walk, roots)
+    return found
+
+
+def _walk_all(walk: Any, hints: Iterable[Any]) -> None:
+    for hint in hints:
+        walk(hint)

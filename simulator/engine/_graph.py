@@ -29,6 +29,7 @@ from langgraph.types import Command
 from pydantic import JsonValue
 
 from simulator.agents import AgentInput, event_message, turn_timeout
+from simulator.engine._checkpoint import registered
 from simulator.engine._conversation import Conversation
 from simulator.errors import SimulatorError
 from simulator.models import EventSpec, GoldenCase, ScenarioCase, SimulationCase
@@ -264,26 +265,19 @@ async def finish_node(state: State, config: RunnableConfig) -> State:
     for later in range(index + 1, conv.step_count()):
         if later in done:
             continue
-        if current is not None and current.status == "incomplete":
-            outcomes.append(
-                StepOutcome(
-                    index=later,
-                    label=conv.step_label(later),
-                    status="blocked",
-                    rationale=f"blocked: step {index + 1} ({blocker}) was not completed ({stop})",
-                    blocked_by=index,
-                    blocked_by_goal=blocker,
-                )
+        blocked = current is not None and current.status == "incomplete"
+        outcomes.append(
+            StepOutcome(
+                index=later,
+                label=conv.step_label(later),
+                status="blocked" if blocked else "not_reached",
+                rationale=f"blocked: step {index + 1} ({blocker}) was not completed ({stop})"
+                if blocked
+                else f"not reached: {_STOPPED[stop]} in step {index + 1} ({blocker})",
+                blocked_by=index if blocked else None,
+                blocked_by_goal=blocker if blocked else None,
             )
-        else:
-            outcomes.append(
-                StepOutcome(
-                    index=later,
-                    label=conv.step_label(later),
-                    status="not_reached",
-                    rationale=f"not reached: {_STOPPED[stop]} in step {index + 1} ({blocker})",
-                )
-            )
+        )
     return {"outcomes": outcomes}
 
 
@@ -342,7 +336,9 @@ def compiled_graph(checkpointer: Any = None) -> Any:
         return _plain_graph()
     key = id(checkpointer)
     if key not in _WITH_CHECKPOINTER or _WITH_CHECKPOINTER[key][0] is not checkpointer:
-        _WITH_CHECKPOINTER[key] = (checkpointer, _build_graph().compile(checkpointer=checkpointer))
+        # The checkpointer restores the state's own types without LangGraph's "unregistered type" warning.
+        compiled = _build_graph().compile(checkpointer=registered(checkpointer, State))
+        _WITH_CHECKPOINTER[key] = (checkpointer, compiled)
     return _WITH_CHECKPOINTER[key][1]
 
 

@@ -273,26 +273,17 @@ class _Scorer:
         if not correctness.extra:
             return
         extra = ", ".join(describe_call(call) for call in correctness.extra)
-        if order == "exact":
-            self.scores.append(
-                Score(
-                    metric="unexpected_tool_call",
-                    check=f"{prefix}no unexpected tool call",
-                    source="deterministic",
-                    verdict="not_met",
-                    reason=f"called {extra}, which this turn does not expect (tool_order: exact allows no other call)",
-                    turn=turn,
-                )
-            )
-            return
+        strict = order == "exact"
         self.scores.append(
             Score(
                 metric="unexpected_tool_call",
-                check=f"{prefix}other tool calls",
+                check=f"{prefix}{'no unexpected tool call' if strict else 'other tool calls'}",
                 source="deterministic",
-                verdict="n/a",
-                reason=f"also called {extra}: allowed by tool_order: {order} (tool_order: exact would fail the turn)",
-                required=False,
+                verdict="not_met" if strict else "n/a",
+                reason=f"called {extra}, which this turn does not expect (tool_order: exact allows no other call)"
+                if strict
+                else f"also called {extra}: allowed by tool_order: {order} (tool_order: exact would fail the turn)",
+                required=strict,
                 turn=turn,
             )
         )

@@ -24,6 +24,7 @@ from pydantic.json_schema import GenerateJsonSchema
 from simulator.models._base import DataModel
 from simulator.models.run import RunRecord, StoredResult
 from simulator.reports.tabular import ordered_results
+from simulator.safety import json_safe
 
 __all__ = [
     "REPORT_FORMAT",
@@ -57,7 +58,8 @@ class RunReport(DataModel):
 def render_json(record: RunRecord, results: Sequence[StoredResult]) -> str:
     """The run and its results as a JSON document (indented, UTF-8 text, ends with a newline)."""
     report = RunReport(run=record, results=ordered_results(record, results))
-    return report.model_dump_json(indent=2) + "\n"
+    # C1 controls and bidi overrides as \u escapes (the same values), so the file cannot drive a terminal.
+    return json_safe(report.model_dump_json(indent=2)) + "\n"
 
 
 class _ReportSchema(GenerateJsonSchema):

@@ -20,7 +20,9 @@
 - Every test case carries the transcript and its scores as text in ``<system-out>``.
 
 The XML is built with :mod:`xml.etree.ElementTree`, which escapes markup (so ``<script>`` or ``]]>`` in agent
-text stays text); characters XML 1.0 does not allow (most control characters) are removed first.
+text stays text); characters XML 1.0 does not allow (most control characters) are removed first, and C1
+controls and bidi overrides are written as visible escapes (``\\x9b``, ``\\u202e``), so a report shown in a
+terminal cannot drive it.
 """
 
 from __future__ import annotations
@@ -35,12 +37,13 @@ from simulator.models.transcript import ErrorEvent
 from simulator.reports._states import score_mark, step_mark, step_words
 from simulator.reports.tabular import ordered_results, strip_xml_illegal, suite_name
 from simulator.reports.transcript_text import result_lines, transcript_lines
+from simulator.safety import terminal_safe
 
 __all__ = ["render_junit", "testcase_name"]
 
 
 def _clean(text: str) -> str:
-    return strip_xml_illegal(text)
+    return terminal_safe(strip_xml_illegal(text))
 
 
 def _seconds(value: float) -> str:

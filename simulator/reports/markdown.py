@@ -62,6 +62,7 @@ from simulator.reports.tabular import (
     run_breakdown,
     suite_name,
 )
+from simulator.safety import terminal_safe
 
 __all__ = ["escape", "escape_lines", "render_markdown"]
 
@@ -105,14 +106,16 @@ def _escape_line(line: str, *, at_start: bool) -> str:
 def escape_lines(text: str, *, first_at_start: bool = True) -> list[str]:
     """Untrusted text as Markdown that shows it literally, one string per line of the text.
 
-    Control characters are dropped; ``&``, ``<`` and ``>`` become entities (no HTML gets through);
+    C0 control characters are dropped, C1 ones and bidi overrides written as visible escapes
+    (:func:`simulator.safety.terminal_safe`: a report shown in a terminal cannot drive it); ``&``, ``<`` and
+    ``>`` become entities (no HTML gets through);
     ``\\ ` * _ [ ] | ~ $ @ #`` are backslash-escaped everywhere; ``www.`` and ``://`` are escaped so bare
     URLs do not become links; lines lose their surrounding spaces (no indented code blocks, no hard breaks).
     A line that starts a Markdown line also has a leading ``-``, ``+``, ``=`` or ``1.`` / ``1)`` escaped (no
     list items, setext headings or rules): every line but the first, and the first unless ``first_at_start``
     is false (when the caller puts it after other text on the same line).
     """
-    lines = _CONTROL.sub("", text).splitlines()
+    lines = terminal_safe(_CONTROL.sub("", text)).splitlines()
     return [_escape_line(line, at_start=first_at_start or index > 0) for index, line in enumerate(lines)]
 
 

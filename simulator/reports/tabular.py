@@ -53,6 +53,7 @@ from simulator.models.run import RoleTotals, RunRecord, StoredResult
 from simulator.models.scores import Score
 from simulator.models.transcript import AgentEvent, Transcript, UserEvent
 from simulator.reports._states import step_name
+from simulator.safety import terminal_safe
 
 __all__ = [
     "CASE_HEAD",
@@ -260,7 +261,7 @@ def _csv_cell(value: Cell) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
-        return neutralise(strip_xml_illegal(value))
+        return neutralise(terminal_safe(strip_xml_illegal(value)))
     return str(value)
 
 

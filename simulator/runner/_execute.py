@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.engine import open_checkpointer
-from simulator.llm import LLMClient, RequestCache, cache_scope
+from simulator.llm import LLMClient, RequestCache, cache_scope, preload
 from simulator.loading import LoadedSuite
 from simulator.metrics import Breakdown
 from simulator.models import Case, Persona
@@ -125,6 +125,8 @@ async def execute(
         live=settings.live, user_model=settings.user_model, judge_model=settings.judge_model, seed=settings.seed
     )
     models = dict(clients or {})
+    for loaded in suites:
+        preload(model_roles(loaded, base))  # before any conversation starts: see preload
 
     def client(index: int) -> LLMClient:
         if index not in models:

@@ -752,7 +752,8 @@ def graph_agent(ref: str, **values: Any) -> LanggraphAdapter:
 
 @pytest.mark.parametrize("ref", ["GRAPH", "CHECKPOINTED_GRAPH"])
 def test_langgraph_agent_replies_and_its_tools_are_recorded(ref: str) -> None:
-    router = make_router()
+    # Its `run_tool` node answers tool calls itself, which only live mode allows (tests/agents/test_graph_tools.py).
+    router = ToolRouter(declared=[LOOKUP], mode="live")
 
     async def main() -> tuple[AgentReply, AgentReply]:
         adapter = graph_agent(ref)
@@ -777,7 +778,7 @@ def test_langgraph_agent_replies_and_its_tools_are_recorded(ref: str) -> None:
 
 
 def test_langgraph_dict_messages_and_unanswered_tool_calls() -> None:
-    router = make_router()
+    router = ToolRouter(declared=[LOOKUP], mode="live")
 
     async def main() -> AgentReply:
         return await respond_once(graph_agent("DICT_GRAPH", messages_key="history"), make_input(router))
@@ -788,6 +789,19 @@ def test_langgraph_dict_messages_and_unanswered_tool_calls() -> None:
         ("d2", "refund", "failed", None, "the graph finished without a result for this tool call"),
     ]
     assert router.records[0].arguments == {"order_id": "B2"}
+
+
+def test_langgraph_graph_that_answers_tool_calls_itself_is_refused_in_test_mode() -> None:
+    async def main() -> AgentReply:
+        return await respond_once(graph_agent("DICT_GRAPH", messages_key="history"), make_input(make_router(SHIPPED)))
+
+    # Not a LangGraph graph: no node to name, and nothing Simulator could have intercepted.
+    with pytest.raises(AgentError) as raised:
+        run(main())
+    assert str(raised.value).startswith(
+        f"graph '{HERE}:DICT_GRAPH' runs tools that Simulator cannot route (it answered lookup_order(order_id='B2') "
+        "itself, so the tool may have run); without --live Simulator lets no tool run: "
+    )
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +14,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from pydantic import TypeAdapter
 
 from simulator.agents import AgentInput, AgentReply
-from simulator.engine import ConversationSetup, simulate
+from simulator.engine import ConversationSetup, open_checkpointer, simulate
 from simulator.judges import StepJudge
 from simulator.models import Case
 from simulator.models.transcript import AgentEvent, Transcript, UserEvent
@@ -54,11 +57,17 @@ def setup(agent: Agent) -> ConversationSetup:
     return ConversationSetup(case=CASE, agent=agent, user=User(), checker=StepJudge())
 
 
-async def crash_then_resume(db: Path) -> tuple[Agent, Transcript, int]:
-    async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+def langgraph_saver(db: Path) -> Any:
+    return AsyncSqliteSaver.from_conn_string(str(db))
+
+
+async def crash_then_resume(
+    db: Path, saver_on: Callable[[Path], Any] = langgraph_saver
+) -> tuple[Agent, Transcript, int]:
+    async with saver_on(db) as saver:
         with pytest.raises(Crash):
             await simulate(setup(Agent(crash_on_turn=3)), checkpointer=saver, thread_id="run:case")
-    async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+    async with saver_on(db) as saver:
         resumed = Agent()
         transcript = await simulate(setup(resumed), checkpointer=saver, thread_id="run:case")
         left = [c async for c in saver.alist({"configurable": {"thread_id": "run:case"}})]
@@ -85,3 +94,55 @@ def test_without_a_checkpoint_a_thread_starts_fresh(tmp_path: Path) -> None:
     transcript = asyncio.run(go())
     assert transcript.turns == 4
     assert transcript.stop_reason == "completed"
+
+
+@pytest.mark.parametrize("saver_on", [langgraph_saver, open_checkpointer], ids=["AsyncSqliteSaver", "runner's"])
+def test_a_resume_prints_no_warning_and_restores_the_projects_types(
+    saver_on: Callable[[Path], Any], tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LangGraph warns once per process about each type it restores without it being registered ("will be
+    blocked in a future version"), as a log record; a blocked type would come back as a plain dict."""
+    from langgraph.checkpoint.serde import jsonplus
+    from langgraph.checkpoint.serde.event_hooks import register_serde_event_listener
+
+    # The warnings are given once per process: forget the ones other tests may have caused.
+    monkeypatch.setattr(jsonplus, "_warned_unregistered_types", set())
+    monkeypatch.setattr(jsonplus, "_warned_blocked_types", set())
+    events: list[Any] = []
+    unregister = register_serde_event_listener(events.append)
+    try:
+        with warnings.catch_warnings(), caplog.at_level(logging.WARNING):
+            warnings.simplefilter("error")
+            resumed, transcript, left = asyncio.run(crash_then_resume(tmp_path / "runs.db", saver_on))
+    finally:
+        unregister()
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING] == []
+    assert events == []
+    # The restored state holds the project's own types, not dicts: the resumed conversation is whole.
+    assert resumed.turns == [3, 4]
+    assert [type(event).__name__ for event in transcript.events[:4]] == [
+        "UserEvent",
+        "AgentEvent",
+        "CheckEvent",
+        "UserEvent",
+    ]
+    assert [s.status for s in transcript.steps] == ["complete"] * 4
+    assert left == 0
+
+
+def test_the_registered_serializer_is_the_checkpointers_copy_and_allows_the_state_types_only(tmp_path: Path) -> None:
+    from simulator.engine._checkpoint import registered, state_types
+    from simulator.engine._graph import State
+
+    async def go() -> None:
+        async with open_checkpointer(tmp_path / "c.db") as saver:
+            original = saver.serde
+            clone = registered(saver, State)
+            # The caller's checkpointer keeps its serializer; the copy shares its connection.
+            assert saver.serde is original
+            assert clone is not saver
+            assert clone.conn is saver.conn
+            assert clone.serde._allowed_msgpack_modules == state_types(State)
+
+    asyncio.run(go())
+    assert {("simulator.models.transcript", "UserEvent"), ("simulator.models.case", "EventSpec")} <= state_types(State)

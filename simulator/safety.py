@@ -1,0 +1,298 @@
+"""What may leave the process: no secret it knows, no character that drives a terminal.
+
+Two rules from DESIGN's "Safety" section, each in one function that every way out goes through:
+
+* :func:`redact` replaces every secret the process knows with ``[redacted:NAME]``, in any text that is
+  stored (the run store, the request cache, conversation checkpoints), printed or exported. The secrets are
+
+  - the values of environment variables whose names say they hold one (:func:`is_secret_name`: a ``KEY``,
+    ``TOKEN``, ``SECRET``, ``PASSWORD``, ``CREDENTIALS``... part, as in every provider variable litellm reads:
+    ``OPENAI_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``,
+    ``AZURE_AD_TOKEN``, ``HF_TOKEN``, ``WATSONX_APIKEY``...), read afresh whenever the environment changed;
+  - the values registered with :func:`register_secret` where they are read: the variables named by
+    ``api_key_env`` (model roles and HTTP agents) and ``headers_from_env`` (an HTTP agent's headers, and the
+    credential after ``Bearer``/``Basic`` in them), whatever those variables are called;
+  - credentials in URLs: the ``user:password@`` part, and query parameters named like a secret
+    (``?key=``, ``&access_token=``, ``api_key=``, ``sig=``...).
+
+  Values shorter than :data:`MIN_SECRET_LENGTH` are not secrets (a variable holding ``true`` must not blank
+  out every "true"). :func:`redact_data` does the same to every string inside plain data and pydantic
+  models, for stores that serialise objects (LangGraph checkpoints).
+
+* :func:`terminal_safe` writes every control character (C0 but tab and line feed, a carriage return that
+  does not end a line, DEL, C1 including the single-byte CSI ``\\x9b``, hence ESC and every escape sequence),
+  every bidirectional override or isolate (U+202A-U+202E, U+2066-U+2069: "Trojan Source" reordering) and
+  every lone surrogate as a visible escape (``\\x1b``, ``\\u202e``), so text from an agent, a file or a user
+  cannot clear the screen, set the window title or reorder what a person reads. :func:`json_safe` does the
+  same to JSON text with JSON's own ``\\u`` escapes, which changes no value.
+
+Standard library only: the store, the model client, the engine, the reports and the CLI all use it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any, Final, TypeVar
+from urllib.parse import unquote
+
+__all__ = [
+    "MIN_SECRET_LENGTH",
+    "contains_secret",
+    "is_secret_name",
+    "json_safe",
+    "redact",
+    "redact_data",
+    "register_secret",
+    "terminal_safe",
+]
+
+#: Shorter values are never treated as secrets.
+MIN_SECRET_LENGTH: Final = 8
+
+T = TypeVar("T")
+
+# --- which environment variables hold secrets ------------------------------------------------------------
+
+#: A name holds a secret when one of its ``_``-separated parts is one of these.
+_SECRET_PARTS: Final = frozenset(
+    {
+        "KEY", "APIKEY", "ZENAPIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL",
+        "CREDENTIALS", "JWT", "AUTH", "AUTHORIZATION", "COOKIE", "SIGNATURE",
+    }
+)  # fmt: skip
+#: ... unless its last part says it names where or how a secret is, not the secret itself
+#: (``AWS_WEB_IDENTITY_TOKEN_FILE``, ``GIGACHAT_AUTH_URL``, ``DISABLE_KEY_NAME``, ``..._ENABLED``).
+_NOT_A_VALUE: Final = frozenset(
+    {
+        "FILE", "DIR", "PATH", "URL", "URI", "ENDPOINT", "HOST", "PORT", "ENABLED", "DISABLED", "NAME", "VERSION",
+        "TTL", "SECONDS", "DURATION", "HEADER", "FIELD", "ISSUER", "AUDIENCE", "REGION", "TYPE", "MODE", "ALIAS",
+    }
+)  # fmt: skip
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether the environment variable ``name`` holds a secret, judged by its name (``OPENAI_API_KEY``: yes;
+    ``OPENAI_API_BASE``, ``AWS_WEB_IDENTITY_TOKEN_FILE``: no)."""
+    parts = [part for part in re.split(r"[^A-Z0-9]+", name.upper()) if part]
+    if not parts or parts[-1] in _NOT_A_VALUE:
+        return False
+    return any(part in _SECRET_PARTS for part in parts)
+
+
+# --- the secrets the process knows -----------------------------------------------------------------------
+
+# "Bearer abc", "Basic abc", "Token abc": the credential alone is also a secret (a server may echo just it).
+_SCHEME: Final = re.compile(r"^\s*[A-Za-z][A-Za-z0-9_-]*\s+(\S+)\s*$")
+
+
+def _environment_state() -> tuple[Any, ...]:
+    # os.environ decodes every item it yields (20 us for 40 variables); its raw dict compares in 1 us.
+    raw = getattr(os.environ, "_data", None)
+    return tuple(raw.items()) if isinstance(raw, dict) else tuple(os.environ.items())
+
+
+class _Known:
+    """The secrets of this process: registered ones, and the environment's, made again when it changed."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._registered: dict[str, str] = {}  # value -> name
+        self._environment: tuple[Any, ...] | None = None  # the environment the table was made from
+        #: (text as it may appear, label), longest first: a secret inside a longer one never splits it.
+        self._table: tuple[tuple[str, str], ...] = ()
+
+    def register(self, name: str, value: str) -> None:
+        candidates = [value.strip()]
+        scheme = _SCHEME.match(value)
+        if scheme:
+            candidates.append(scheme.group(1))
+        with self._lock:
+            for candidate in candidates:
+                if len(candidate) >= MIN_SECRET_LENGTH and candidate not in self._registered:
+                    self._registered[candidate] = name
+                    self._environment = None  # make the table again
+
+    def table(self) -> tuple[tuple[str, str], ...]:
+        state = _environment_state()
+        with self._lock:
+            if state != self._environment:
+                found: dict[str, str] = {}
+                for name, raw in os.environ.items():
+                    value = raw.strip()
+                    if len(value) >= MIN_SECRET_LENGTH and is_secret_name(name):
+                        found.setdefault(value, name)
+                for value, name in self._registered.items():
+                    found.setdefault(value, name)
+                table: dict[str, str] = {}
+                for value, name in found.items():
+                    label = f"[redacted:{name}]"
+                    # As it appears in JSON text too (a quote or backslash in a secret is escaped there).
+                    for form in (value, json.dumps(value, ensure_ascii=False)[1:-1], json.dumps(value)[1:-1]):
+                        table.setdefault(form, label)
+                self._table = tuple(sorted(table.items(), key=lambda item: -len(item[0])))
+                self._environment = state
+            return self._table
+
+
+_KNOWN: Final = _Known()
+
+
+def register_secret(name: str, value: str) -> None:
+    """Make ``value`` (read from the environment variable or header ``name``) a secret from now on.
+
+    Called where Simulator reads a credential: ``api_key_env`` of a model role or an HTTP agent, an HTTP
+    agent's ``headers_from_env``. A header value ``Bearer X`` also makes ``X`` a secret. Values shorter than
+    :data:`MIN_SECRET_LENGTH` are ignored.
+    """
+    _KNOWN.register(name, value)
+
+
+# --- credentials in URLs ---------------------------------------------------------------------------------
+
+# A URL is a scheme, "://" and what follows up to white space, quotes, angle brackets or a backslash (an
+# escape in JSON text). Found from each "://" (a regex scanning every word for a scheme is 20 times slower).
+_SCHEME_CHARACTERS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_URL_END: Final = re.compile(r"""[\s"'<>\\`]""")
+_USERINFO: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#@]+)@")
+_QUERY_PARAMETER: Final = re.compile(r"([?&;])([^=&#;?]+)=([^&#;]*)")
+_SECRET_PARAMETER: Final = re.compile(
+    r"key|token|secret|passw|pwd|signature|credential|auth|session|^sig$|^code$", re.IGNORECASE
+)
+#: Cheap first look (substring tests are 20 times faster than the regex): could a parameter be a secret?
+_SECRET_PARAMETER_PARTS: Final = (
+    "key", "token", "secret", "passw", "pwd", "credential", "auth", "session", "sig", "code",
+)  # fmt: skip
+_URL_LABEL: Final = "[redacted:url]"
+
+
+def _redact_parameter(match: re.Match[str]) -> str:
+    mark, name, value = match.groups()
+    if len(unquote(value)) < MIN_SECRET_LENGTH or not _SECRET_PARAMETER.search(unquote(name)):
+        return match.group(0)
+    return f"{mark}{name}={_URL_LABEL}"
+
+
+def _redact_url(url: str) -> str:
+    """The URL with its credentials redacted; ``url`` itself when it has none."""
+    result = url
+    userinfo = _USERINFO.match(url) if "@" in url else None
+    if userinfo and (":" in userinfo.group(2) or len(userinfo.group(2)) >= MIN_SECRET_LENGTH):
+        result = f"{userinfo.group(1)}{_URL_LABEL}@{url[userinfo.end() :]}"
+    if "=" in result and any(part in result.lower() for part in _SECRET_PARAMETER_PARTS):
+        result = _QUERY_PARAMETER.sub(_redact_parameter, result)
+    return url if result == url else result
+
+
+def _redact_urls(text: str) -> str:
+    parts: list[str] = []
+    done = 0  # text[:done] is in parts
+    found = text.find("://")
+    while found != -1:
+        start = found
+        while start > done and text[start - 1] in _SCHEME_CHARACTERS:
+            start -= 1
+        while start < found and not text[start].isalpha():
+            start += 1  # a scheme starts with a letter
+        end_match = _URL_END.search(text, found + 3)
+        end = len(text) if end_match is None else end_match.start()
+        url = text[start:end]
+        redacted = _redact_url(url) if start < found and ("@" in url or "=" in url) else url
+        if redacted is not url:
+            parts += [text[done:start], redacted]
+            done = end
+        found = text.find("://", max(end, found + 3))
+    return "".join([*parts, text[done:]]) if parts else text
+
+
+# --- redaction -------------------------------------------------------------------------------------------
+
+
+def redact(text: str) -> str:
+    """``text`` with every secret the process knows replaced by ``[redacted:NAME]`` (see the module doc).
+
+    Returns ``text`` itself (the same object) when there was nothing to replace.
+    """
+    result = text
+    for secret, label in _KNOWN.table():
+        if secret in result:
+            result = result.replace(secret, label)
+    if "://" in result:
+        result = _redact_urls(result)
+    return text if result == text else result
+
+
+def contains_secret(data: str | bytes) -> bool:
+    """Whether :func:`redact` would change ``data`` (bytes are read as UTF-8, undecodable bytes skipped)."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    return redact(text) is not text
+
+
+def redact_data(value: T) -> T:
+    """``value`` with :func:`redact` applied to every string in it: in dicts (keys too), lists, tuples, sets
+    and pydantic models (copied, never changed in place). Returns ``value`` itself when nothing changed."""
+    result: Any = value
+    if isinstance(value, str):
+        result = redact(value)
+    elif isinstance(value, Mapping):
+        items = [(redact_data(key), redact_data(item)) for key, item in value.items()]
+        if any(new[0] is not old[0] or new[1] is not old[1] for new, old in zip(items, value.items(), strict=True)):
+            result = dict(items)
+    elif isinstance(value, list | tuple | set | frozenset):
+        items_ = [redact_data(item) for item in value]
+        if any(new is not old for new, old in zip(items_, value, strict=True)):
+            result = type(value)(items_) if not hasattr(value, "_fields") else type(value)(*items_)
+    else:
+        fields = getattr(type(value), "model_fields", None)
+        if isinstance(fields, dict) and hasattr(value, "model_copy"):
+            update = {}
+            for name in fields:
+                old = getattr(value, name, None)
+                new = redact_data(old)
+                if new is not old:
+                    update[name] = new
+            if update:
+                result = value.model_copy(update=update)
+    return result  # type: ignore[no-any-return]
+
+
+# --- control characters ----------------------------------------------------------------------------------
+
+#: C0 controls but tab and line feed, DEL, C1 controls, bidi embeddings/overrides/isolates, lone surrogates.
+_UNSAFE_CHARACTERS: Final = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_TERMINAL_UNSAFE: Final = re.compile(f"[{_UNSAFE_CHARACTERS}]|\r(?!\n)")
+_JSON_UNSAFE: Final = re.compile(f"[{_UNSAFE_CHARACTERS}]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every character that could drive a terminal or reorder text written as a visible
+    escape: ESC as ``\\x1b``, the C1 CSI as ``\\x9b``, U+202E as ``\\u202e``. Tab, line feed and CR LF stay.
+
+    Returns ``text`` itself when it is already safe, so it can be applied more than once.
+    """
+    if _TERMINAL_UNSAFE.search(text) is None:
+        return text
+    return _TERMINAL_UNSAFE.sub(_visible, text)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group(0)):04x}"
+
+
+def json_safe(text: str) -> str:
+    """JSON text with the characters :func:`terminal_safe` escapes written as JSON ``\\uXXXX`` escapes.
+
+    Such characters can only stand inside JSON strings, where the escape means the same character: the
+    document still parses to the same values. (White space between tokens is never touched.)
+    """
+    if _JSON_UNSAFE.search(text) is None:
+        return text
+    return _JSON_UNSAFE.sub(_json_escape, text)

@@ -1,0 +1,51 @@
+"""litellm is imported before any conversation starts, never inside the event loop while agents are timed.
+
+Imported at the first model call, litellm's seconds of import blocked the loop while the agent timeouts of the
+other conversations ran: under load their agents "did not answer within 10 s" (false errors).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+AGENT = """
+import sys
+from pathlib import Path
+
+def respond(messages):
+    # Written at the agent's first call: by then a run that needs a model has imported litellm.
+    marker = Path(__file__).with_name("litellm_loaded.txt")
+    if not marker.exists():
+        marker.write_text(str("litellm" in sys.modules))
+    return "hello"
+"""
+
+
+def test_a_run_with_a_model_imports_litellm_before_the_first_agent_call(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "probe_agent.py").write_text(textwrap.dedent(AGENT), encoding="utf-8")
+    (tmp_path / "agent.yaml").write_text("type: python\ncallable: probe_agent:respond\n", encoding="utf-8")
+    (tmp_path / "suite.yaml").write_text(
+        textwrap.dedent(
+            """\
+            name: probe
+            models: {judge: fake/judge}
+            cases:
+              - kind: simulation
+                name: hello
+                steps:
+                  - static_utterance: Hi
+            """
+        ),
+        encoding="utf-8",
+    )
+    env = {**os.environ, "LITELLM_OFFLINE_MODE": "true"}
+    subprocess.run(
+        [sys.executable, "-m", "simulator", "run", "suite.yaml", "--db", "runs.db"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert (tmp_path / "litellm_loaded.txt").read_text() == "True"
