@@ -265,6 +265,7 @@ def test_no_secret_appears_in_output_or_store(persistent: Run) -> None:
         texts[path.name] = path.read_bytes().decode("utf-8", errors="replace")
     for secret in (AGENT_KEY, TENANT):  # the HTTP agent's own key and header: its adapter scrubs them
         assert not [name for name, text in texts.items() if secret in text], secret
-    # EXPECTED TO FAIL until the secrets scrub of issue 10 item 2 lands: OPENAI_API_KEY, read by litellm itself
-    # and echoed by the user's and the judge's 401, reaches the terminal and the store unscrubbed.
+    # THE 401-ECHO CANARY (issue 10, item 2): OPENAI_API_KEY is read by litellm itself (no api_key_env) and echoed
+    # by the user's and the judge's 401. Before the redactor (simulator.safety) it reached the store unscrubbed;
+    # this is the one assertion here that depends on it.
     assert not [name for name, text in texts.items() if CANARY in text], "the OPENAI_API_KEY canary leaked"
