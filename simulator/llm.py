@@ -8,9 +8,11 @@ What the client adds on top of litellm
     timeout, API base, and the API key read from the environment variable named by ``api_key_env``
     (the key itself is never logged or put in an error message);
   * a per-role concurrency limit (an :class:`asyncio.Semaphore` of ``concurrency`` slots);
-  * retries done here, not by litellm: exponential backoff with full jitter on rate limits (429), server
-    errors (5xx), timeouts and connection errors; no retry on authentication, bad request or unknown model
-    errors, which fail at once with a :class:`~simulator.errors.ModelError` that says what to fix.
+  * retries done here, not by litellm: exponential backoff with full jitter (:class:`RetryPolicy`, shared
+    with the agent adapters) on rate limits (429), server errors (5xx), timeouts and connection errors,
+    waiting at least as long as the provider's ``Retry-After`` asks (capped at 60 s); no retry on
+    authentication, bad request or unknown model errors, which fail at once with a
+    :class:`~simulator.errors.ModelError` that says what to fix.
     (litellm's ``num_retries`` also retries plain exceptions it wraps as connection errors, and the OpenAI
     SDK retries on its own, so both are turned off);
   * per-role token and cost accounting; a cost is ``None`` when litellm does not know the model's price;
@@ -42,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
+import email.utils
 import functools
 import hashlib
 import inspect
@@ -59,6 +62,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC
 from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
@@ -83,6 +87,7 @@ __all__ = [
     "FakeToolCall",
     "LLMClient",
     "RequestCache",
+    "RetryPolicy",
     "Role",
     "StaticReply",
     "StructuredOutputError",
@@ -99,6 +104,7 @@ __all__ = [
     "fake_timeout",
     "metering",
     "request_cache_key",
+    "retry_after_seconds",
 ]
 
 #: The litellm provider name of the offline fake: ``model="fake/anything"`` is answered by a :class:`FakeScript`.
@@ -636,6 +642,111 @@ def _full_jitter(ceiling: float) -> float:
     return random.uniform(0.0, ceiling)
 
 
+#: The longest wait a server's ``Retry-After`` can ask for; a longer one is cut to this (and the call retried).
+RETRY_AFTER_CAP = 60.0
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long to wait before a retry; one policy for every model role and for the agent adapters.
+
+    Before retry *n* the wait is a random time between 0 and ``min(cap, base * 2**(n-1))`` seconds ("full
+    jitter", so many conversations hit by the same rate limit do not retry in lockstep). When the server said
+    how long to wait (``Retry-After``, see :func:`retry_after_seconds`), the wait is at least that, cut to
+    ``retry_after_cap``. ``sleep`` and ``jitter`` are injectable so tests do not wait.
+
+    What is retried is decided by each caller (the model client by litellm's exception types, the HTTP agent
+    by status and transport errors): rate limits (429), server errors (5xx, 408), timeouts and connection
+    errors, never a request the server refused for good (401, 403, 404, other 4xx).
+    """
+
+    base: float = 1.0
+    cap: float = 30.0
+    retry_after_cap: float = RETRY_AFTER_CAP
+    jitter: Callable[[float], float] = _full_jitter
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+    def __post_init__(self) -> None:
+        if self.base < 0 or self.cap < 0 or self.retry_after_cap < 0:
+            raise ValueError("retry delays must not be negative")
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait after failed attempt ``attempt`` (1 for the first), honouring ``retry_after``."""
+        ceiling = min(self.cap, self.base * 2 ** (attempt - 1))
+        wait = max(0.0, self.jitter(ceiling))
+        if retry_after is not None:
+            wait = max(wait, min(max(0.0, retry_after), self.retry_after_cap))
+        return wait
+
+    async def wait(self, attempt: int, retry_after: float | None = None) -> None:
+        """Sleep for :meth:`delay`."""
+        await self.sleep(self.delay(attempt, retry_after))
+
+    def longest_wait(self) -> float:
+        """The longest :meth:`delay` can be: a bound for callers that budget a whole series of attempts."""
+        return max(self.cap, self.retry_after_cap)
+
+
+def retry_after_seconds(headers: Any, *, now: float | None = None) -> float | None:
+    """The wait a server asked for in its response headers, in seconds, or ``None`` if it asked for none.
+
+    Reads ``retry-after-ms`` (milliseconds, sent by OpenAI) and ``Retry-After`` in both of its forms, seconds
+    (``"7"``, also ``"1.5"``) and an HTTP date (``"Wed, 21 Oct 2026 07:28:00 GMT"``, measured from ``now``,
+    default the clock). Header names are matched case-insensitively; a date in the past gives 0; a value that
+    is neither form is ignored. Callers cap the result (:attr:`RetryPolicy.retry_after_cap`).
+    """
+    if headers is None:
+        return None
+    try:
+        items = list(headers.items())
+    except (AttributeError, TypeError):
+        return None
+    values = {str(name).lower(): str(value).strip() for name, value in items}
+    milliseconds = _finite(values.get("retry-after-ms"))
+    if milliseconds is not None:
+        return max(0.0, milliseconds / 1000)
+    text = values.get("retry-after")
+    if not text:
+        return None
+    seconds = _finite(text)
+    if seconds is not None:
+        return max(0.0, seconds)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # an HTTP date is always GMT; a sloppy one without a zone is read as such
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _finite(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _exception_retry_after(exc: BaseException) -> float | None:
+    """The ``Retry-After`` of the response a litellm exception came from, if the server sent one.
+
+    litellm keeps the provider's response headers on the exception (``litellm_response_headers``, and on
+    ``response.headers`` for status errors); ``headers`` holds ones a litellm proxy attached explicitly.
+    """
+    for headers in (
+        getattr(exc, "headers", None),
+        getattr(exc, "litellm_response_headers", None),
+        getattr(getattr(exc, "response", None), "headers", None),
+    ):
+        seconds = retry_after_seconds(headers)
+        if seconds is not None:
+            return seconds
+    return None
+
+
 @dataclass
 class _Failure:
     """A classified provider failure."""
@@ -643,6 +754,7 @@ class _Failure:
     retry: bool
     kind: str
     detail: str
+    retry_after: float | None = None
 
 
 _CACHE_SALT: contextvars.ContextVar[str | None] = contextvars.ContextVar("simulator_cache_salt", default=None)
@@ -703,8 +815,11 @@ class LLMClient:
     ``fake_script`` answers ``fake/...`` models in this client's calls (it overrides a script made active with
     :meth:`FakeScript.active`). ``backoff_base`` and ``backoff_cap`` (seconds) shape the retry delays: before
     retry *n* the client sleeps a random time between 0 and ``min(cap, base * 2**(n-1))`` ("full jitter", so
-    many clients hit by the same rate limit do not retry in lockstep). ``sleep`` and ``jitter`` are injectable
-    so tests do not wait; ``environ`` is where API keys are read from (default ``os.environ``).
+    many clients hit by the same rate limit do not retry in lockstep), and at least as long as the provider's
+    ``Retry-After`` asked (at most :data:`RETRY_AFTER_CAP`). ``sleep`` and ``jitter`` are injectable so tests
+    do not wait; or pass a whole :class:`RetryPolicy` as ``retry`` (it then replaces those four). The policy is
+    :attr:`retry_policy`; the HTTP agent adapter waits by the same one. ``environ`` is where API keys are read
+    from (default ``os.environ``).
 
     ``cache`` (a :class:`RequestCache`) is consulted before calling the model for the roles in ``cache_roles``:
     by default the simulated user and the judge, not the agent, because the agent under test is what a run
@@ -726,9 +841,12 @@ class LLMClient:
         environ: Mapping[str, str] | None = None,
         cache: RequestCache | None = None,
         cache_roles: Collection[Role | str] = (Role.USER, Role.JUDGE),
+        retry: RetryPolicy | None = None,
     ) -> None:
         if backoff_base < 0 or backoff_cap < 0:
             raise ValueError("backoff_base and backoff_cap must not be negative")
+        #: The waits between attempts; the agent adapters use the same policy (see ``build_agent``).
+        self.retry_policy = retry or RetryPolicy(base=backoff_base, cap=backoff_cap, jitter=jitter, sleep=sleep)
         self._cache = cache
         # A single role given as a string is one role, not a collection of letters.
         roles_to_cache: Collection[Role | str] = (cache_roles,) if isinstance(cache_roles, str) else cache_roles
@@ -736,10 +854,6 @@ class LLMClient:
         self._cache_hits: dict[Role, int] = dict.fromkeys(Role, 0)
         self._roles = roles
         self._fake_script = fake_script
-        self._backoff_base = backoff_base
-        self._backoff_cap = backoff_cap
-        self._sleep = sleep
-        self._jitter = jitter
         self._environ: Mapping[str, str] = os.environ if environ is None else environ
         self._usage: dict[Role, Usage] = {role: Usage() for role in Role}
         # One semaphore per role and event loop: a semaphore binds to the loop it is first contended on, and a
@@ -777,17 +891,21 @@ class LLMClient:
         messages: Sequence[Mapping[str, Any]],
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        retries: int | None = None,
         **overrides: Any,
     ) -> Completion:
         """Send ``messages`` (OpenAI chat format) to the role's model and return its reply.
 
         ``tools`` are OpenAI-style function tools. ``overrides`` are passed to ``litellm.acompletion`` and win
         over the role's settings (for example ``temperature=0`` or ``response_format=...``); ``timeout`` also
-        bounds the whole call here. Raises :class:`ModelError` when no model is configured, on errors that a
-        retry cannot fix, or when the retries run out. With a cache, a cached role's request is looked up first
+        bounds the whole call here (each attempt). ``retries`` replaces the role's ``max_retries`` for this call.
+        Raises :class:`ModelError` when no model is configured, on errors that a retry cannot fix, or when the
+        retries run out. With a cache, a cached role's request is looked up first
         (see the class); the reply then has ``cached=True``.
         """
-        completion, _ = await self._complete(Role(role), messages, tools, overrides, read_cache=True, write_cache=True)
+        completion, _ = await self._complete(
+            Role(role), messages, tools, overrides, read_cache=True, write_cache=True, retries=retries
+        )
         return completion
 
     async def _complete(
@@ -799,6 +917,7 @@ class LLMClient:
         *,
         read_cache: bool,
         write_cache: bool,
+        retries: int | None = None,
     ) -> tuple[Completion, str | None]:
         """:meth:`complete`, also returning the request's cache key (``None`` when the role is not cached)."""
         settings = self.settings(role)
@@ -841,7 +960,9 @@ class LLMClient:
             request["api_key"] = api_key
 
         _load_litellm()
-        attempts = settings.max_retries + 1
+        if retries is not None and retries < 0:
+            raise ValueError("retries must not be negative")
+        attempts = (settings.max_retries if retries is None else retries) + 1
         last: _Failure | None = None
         last_exc: BaseException | None = None
         for attempt in range(1, attempts + 1):
@@ -858,7 +979,7 @@ class LLMClient:
                 last, last_exc = failure, exc
                 if attempt < attempts:
                     # The slot is released while waiting, so a backing-off call does not hold up the others.
-                    await self._sleep(self._backoff(attempt))
+                    await self.retry_policy.wait(attempt, failure.retry_after)
                 continue
             completion = _to_completion(response, model)
             self._account(role, completion.usage, cached=False)
@@ -997,10 +1118,6 @@ class LLMClient:
             self._semaphores[role] = entry
         return entry[1]
 
-    def _backoff(self, attempt: int) -> float:
-        ceiling = min(self._backoff_cap, self._backoff_base * 2 ** (attempt - 1))
-        return max(0.0, self._jitter(ceiling))
-
     async def _call(self, role: Role, request: dict[str, Any], timeout: float) -> ModelResponse:
         import litellm
         from litellm.types.utils import ModelResponse
@@ -1040,9 +1157,11 @@ def _classify(exc: BaseException, timeout: float) -> _Failure | None:
     if not isinstance(status, int):
         return None
     if status == 429:
-        return _Failure(retry=True, kind="rate limited", detail=detail)
+        return _Failure(retry=True, kind="rate limited", detail=detail, retry_after=_exception_retry_after(exc))
     if status >= 500 or status == 408:
-        return _Failure(retry=True, kind=f"server error {status}", detail=detail)
+        return _Failure(
+            retry=True, kind=f"server error {status}", detail=detail, retry_after=_exception_retry_after(exc)
+        )
     if status in (401, 403):
         return _Failure(retry=False, kind="authentication", detail=detail)
     if status == 404:
@@ -1052,11 +1171,14 @@ def _classify(exc: BaseException, timeout: float) -> _Failure | None:
 
 def _retry_hint(role: Role, failure: _Failure) -> str:
     settings = f"models.{role.value}"
+    # A litellm agent's own `retries` and `timeout` (in its agent config) win over the role's.
+    retries = "the agent's `retries`" if role is Role.AGENT else f"{settings}.max_retries"
+    timeout = f"the agent's `timeout` and {settings}.timeout" if role is Role.AGENT else f"{settings}.timeout"
     if failure.kind == "rate limited":
-        return f"Lower {settings}.concurrency or raise {settings}.max_retries."
+        return f"Lower {settings}.concurrency or raise {retries}."
     if failure.kind == "timeout":
-        return f"Raise {settings}.timeout or {settings}.max_retries, or check that the provider is up."
-    return f"Check that the provider (or {settings}.api_base) is up, or raise {settings}.max_retries."
+        return f"Raise {timeout} or {retries}, or check that the provider is up."
+    return f"Check that the provider (or {settings}.api_base) is up, or raise {retries}."
 
 
 def _fatal_message(role: Role, model: str, settings: ModelSettings, failure: _Failure) -> str:
@@ -1378,26 +1500,47 @@ def _fake_provider() -> Any:
     return FakeProvider()
 
 
-def fake_rate_limit(message: str = "rate limit reached (fake)") -> Exception:
-    """The ``litellm.RateLimitError`` (429) a provider raises when rate limiting; retried by the client."""
+def _fake_response(status: int, retry_after: float | str | None) -> Any:
+    """The provider's HTTP response a fake error carries: only its status and, if given, ``Retry-After``."""
+    import httpx  # a dependency of litellm
+
+    headers = {} if retry_after is None else {"retry-after": str(retry_after)}
+    request = httpx.Request("POST", f"http://{FAKE_PROVIDER}.invalid/chat/completions")
+    return httpx.Response(status, headers=headers, request=request)
+
+
+def fake_rate_limit(message: str = "rate limit reached (fake)", *, retry_after: float | str | None = None) -> Exception:
+    """The ``litellm.RateLimitError`` (429) a provider raises when rate limiting; retried by the client.
+
+    ``retry_after`` (seconds, or an HTTP date) is sent as the response's ``Retry-After`` header.
+    """
     _load_litellm()
     from litellm.exceptions import RateLimitError
 
-    return RateLimitError(message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER)
+    response = _fake_response(429, retry_after)
+    return RateLimitError(message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER, response=response)
 
 
-def fake_server_error(status: int = 500, message: str = "server error (fake)") -> Exception:
-    """The litellm exception for a 5xx reply (500, 502, 503 or another 5xx); retried by the client."""
+def fake_server_error(
+    status: int = 500, message: str = "server error (fake)", *, retry_after: float | str | None = None
+) -> Exception:
+    """The litellm exception for a 5xx reply (500, 502, 503 or another 5xx); retried by the client.
+
+    ``retry_after`` (seconds, or an HTTP date) is sent as the response's ``Retry-After`` header.
+    """
     _load_litellm()
     from litellm.exceptions import APIError, BadGatewayError, InternalServerError, ServiceUnavailableError
 
+    response = _fake_response(status, retry_after)
     if status == 500:
-        return InternalServerError(message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER)
+        return InternalServerError(message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER, response=response)
     if status == 502:
-        return BadGatewayError(message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER)
+        return BadGatewayError(message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER, response=response)
     if status == 503:
-        return ServiceUnavailableError(message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER)
-    return APIError(status_code=status, message=message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER)
+        return ServiceUnavailableError(message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER, response=response)
+    error = APIError(status_code=status, message=message, llm_provider=FAKE_PROVIDER, model=FAKE_PROVIDER)
+    error.response = response
+    return error
 
 
 def fake_timeout(message: str = "request timed out (fake)") -> Exception:

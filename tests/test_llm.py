@@ -19,6 +19,7 @@ from simulator.llm import (
     FakeScript,
     FakeToolCall,
     LLMClient,
+    RetryPolicy,
     Role,
     StructuredOutputError,
     ToolCallRequest,
@@ -31,6 +32,7 @@ from simulator.llm import (
     fake_server_error,
     fake_timeout,
     metering,
+    retry_after_seconds,
 )
 from simulator.models.settings import ModelRoles, ModelSettings
 
@@ -384,6 +386,63 @@ def test_transient_errors_are_retried(make_error: Callable[[], Exception]) -> No
     completion = run(make_client(script, sleeps=sleeps).complete("judge", HELLO))
     assert completion.content == "recovered"
     assert len(sleeps.delays) == 1
+
+
+@pytest.mark.parametrize(
+    ("make_error", "expected"),
+    [
+        (lambda: fake_rate_limit(retry_after=7), 7.0),
+        (lambda: fake_rate_limit(retry_after="0.5"), 1.0),  # the backoff (1 s) is longer: it wins
+        (lambda: fake_server_error(503, retry_after=12), 12.0),
+        (lambda: fake_server_error(500, retry_after=3), 3.0),
+        (lambda: fake_rate_limit(retry_after=3600), 60.0),  # capped
+        (lambda: fake_rate_limit(retry_after="Fri, 01 Jan 2100 00:00:00 GMT"), 60.0),  # an HTTP date, capped
+        (lambda: fake_rate_limit(retry_after="soon"), 1.0),  # not a wait: the backoff alone
+    ],
+    ids=["429-seconds", "429-shorter-than-backoff", "503", "500", "429-capped", "429-http-date", "429-garbage"],
+)
+def test_retry_after_is_honoured_for_every_role(make_error: Callable[[], Exception], expected: float) -> None:
+    for role in Role:
+        sleeps = Sleeps()
+        script = FakeScript().enqueue("*", make_error(), "recovered")
+        client = make_client(script, sleeps=sleeps, agent="fake/agent", user="fake/user", judge="fake/judge")
+        assert run(client.complete(role, HELLO)).content == "recovered"
+        assert sleeps.delays == [expected], role
+
+
+def test_retry_after_seconds_reads_both_forms_and_the_milliseconds_header() -> None:
+    now = 4_102_444_800.0  # 2100-01-01 00:00:00 UTC
+    assert retry_after_seconds({"Retry-After": "7"}) == 7.0
+    assert retry_after_seconds({"retry-after": " 1.5 "}) == 1.5
+    assert retry_after_seconds({"RETRY-AFTER": "-3"}) == 0.0
+    assert retry_after_seconds({"Retry-After": "Fri, 01 Jan 2100 00:00:30 GMT"}, now=now) == 30.0
+    assert retry_after_seconds({"Retry-After": "Thu, 31 Dec 2099 23:59:00 GMT"}, now=now) == 0.0  # past
+    assert retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    assert retry_after_seconds({"Retry-After": "tomorrow"}) is None
+    assert retry_after_seconds({"Retry-After": "nan"}) is None
+    assert retry_after_seconds({"Content-Type": "application/json"}) is None
+    assert retry_after_seconds(None) is None
+
+
+def test_retry_policy_full_jitter_with_a_floor_from_retry_after() -> None:
+    policy = RetryPolicy(base=0.5, cap=4.0, retry_after_cap=10.0, jitter=lambda ceiling: ceiling / 2)
+    assert [policy.delay(n) for n in (1, 2, 3, 4, 5)] == [0.25, 0.5, 1.0, 2.0, 2.0]
+    assert policy.delay(1, retry_after=3.0) == 3.0
+    assert policy.delay(5, retry_after=1.0) == 2.0
+    assert policy.delay(1, retry_after=99.0) == 10.0
+    assert policy.longest_wait() == 10.0
+    with pytest.raises(ValueError, match="negative"):
+        RetryPolicy(base=-1)
+
+
+def test_retries_can_be_set_per_call() -> None:
+    sleeps = Sleeps()
+    script = FakeScript().enqueue("*", fake_server_error(500), times=5)
+    client = make_client(script, sleeps=sleeps, agent=ModelSettings(model="fake/agent", max_retries=3))
+
+    with pytest.raises(ModelError, match="failed after 2 attempts"):
+        run(client.complete("agent", HELLO, retries=1))
+    assert len(script.requests) == 2
 
 
 def test_a_call_slower_than_the_timeout_is_retried() -> None:

@@ -6,7 +6,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simulator.agents._base import AgentAdapter, AgentInput, AgentReply, Message, event_message, wire_messages
+from simulator.agents._base import (
+    AgentAdapter,
+    AgentInput,
+    AgentReply,
+    Message,
+    event_message,
+    turn_timeout,
+    wire_messages,
+)
 from simulator.errors import AgentError
 from simulator.models import AgentConfig
 
@@ -20,6 +28,7 @@ __all__ = [
     "Message",
     "build_agent",
     "event_message",
+    "turn_timeout",
     "wire_messages",
 ]
 
@@ -40,7 +49,8 @@ def build_agent(
     elif config.type == "http":
         from simulator.agents.http_agent import HttpAdapter
 
-        adapter = HttpAdapter(config)
+        # The same waits between retries as the model roles (a test's client may make them instant).
+        adapter = HttpAdapter(config, retry=llm.retry_policy if llm is not None else None)
     elif config.type == "litellm":
         if llm is None:
             raise AgentError("a litellm agent needs the model client: pass llm= to build_agent")

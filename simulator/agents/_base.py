@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+import threading
+import time
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -47,6 +55,112 @@ class AgentAdapter(Protocol):
     async def aclose(self) -> None:
         """Release what the adapter holds (HTTP clients, threads)."""
         ...
+
+
+class DaemonThreadExecutor(concurrent.futures.ThreadPoolExecutor):
+    """Runs each job in a new daemon thread, so a job that never returns cannot keep the process alive.
+
+    Sync agent code runs here instead of ``asyncio.to_thread``: when an agent blocks past its ``timeout``, its
+    turn ends as ``error`` but its thread keeps running, and a thread of the default executor is waited for
+    when ``asyncio.run`` finishes and again when the interpreter exits, forever. A daemon thread is not: the
+    run ends and the process exits with its exit code whatever the thread does. (A ``ThreadPoolExecutor`` only
+    in name, because ``loop.set_default_executor`` takes nothing else; none of its pool is used.)
+
+    :meth:`shutdown` (called by ``asyncio.run`` when this is a loop's default executor) waits at most ``grace``
+    seconds for jobs still running, so a store write in flight finishes while a stuck call is left behind.
+    """
+
+    def __init__(self, *, name: str = "simulator-worker", grace: float = 1.0) -> None:
+        super().__init__(max_workers=1, thread_name_prefix=name)
+        self._name = name
+        self._grace = grace
+        self._lock = threading.Lock()
+        self._running: set[threading.Thread] = set()
+        self._count = 0
+        self._shut = False
+
+    def submit(
+        self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[Any]:
+        """Start ``fn(*args, **kwargs)`` in a new daemon thread; its future."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._lock:
+            if self._shut:
+                raise RuntimeError("cannot schedule new jobs after shutdown")
+            self._count += 1
+            thread = threading.Thread(
+                target=self._work, args=(future, fn, args, kwargs), name=f"{self._name}-{self._count}", daemon=True
+            )
+            self._running.add(thread)
+        thread.start()
+        return future
+
+    def _work(
+        self, future: concurrent.futures.Future[Any], fn: Callable[..., Any], args: Any, kwargs: Any
+    ) -> None:
+        try:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:  # handed to the waiting side, as an executor does
+                if not isinstance(exc, Exception):
+                    # sys.exit() or a KeyboardInterrupt raised by the agent ends its turn, not the run.
+                    exc = RuntimeError(f"the code raised {type(exc).__name__}: {exc}")
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+        finally:
+            with self._lock:
+                self._running.discard(threading.current_thread())
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """No new jobs; with ``wait``, give running ones up to ``grace`` seconds, then leave them behind."""
+        with self._lock:
+            self._shut = True
+            running = list(self._running)
+        if not wait:
+            return
+        deadline = time.monotonic() + self._grace
+        for thread in running:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+#: Where sync agent code runs (see :class:`DaemonThreadExecutor`); never shut down.
+AGENT_THREADS = DaemonThreadExecutor(name="simulator-agent")
+
+_FREED: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+
+
+def free_agent_threads() -> None:
+    """Make the running loop's default executor a :class:`DaemonThreadExecutor` (once per loop).
+
+    Agent code the adapters do not run themselves ends up there: LangGraph runs a graph's plain ``def`` nodes
+    with ``run_in_executor(None, ...)``. A node stuck past the agent's ``timeout`` then cannot keep
+    ``asyncio.run`` (and the process) from ending either.
+    """
+    loop = asyncio.get_running_loop()
+    if loop not in _FREED:
+        loop.set_default_executor(DaemonThreadExecutor(name="simulator-default"))
+        _FREED.add(loop)
+
+
+async def in_agent_thread(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """``asyncio.to_thread`` for agent code, on :data:`AGENT_THREADS`: same context variables, and a call
+    that never returns keeps neither the event loop's shutdown nor the process's exit waiting."""
+    loop = asyncio.get_running_loop()
+    call = functools.partial(contextvars.copy_context().run, function, *args, **kwargs)
+    return await loop.run_in_executor(AGENT_THREADS, call)
+
+
+def turn_timeout(adapter: AgentAdapter, timeout: float) -> float:
+    """How long the engine lets one turn of ``adapter`` take, given the agent's ``timeout``.
+
+    That is ``timeout`` itself, unless the adapter bounds each of its own requests by ``timeout`` and retries
+    them (http, litellm): its ``turn_timeout`` then covers every attempt and every wait between them.
+    """
+    budget = getattr(adapter, "turn_timeout", None)
+    return float(budget) if isinstance(budget, int | float) and not isinstance(budget, bool) else timeout
 
 
 def event_message(event: EventSpec) -> Message:

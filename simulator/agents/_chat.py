@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from simulator.agents._base import Message
+from simulator.errors import AgentError
 from simulator.models import ToolDeclaration
 from simulator.tools import ToolHandle, tool_content
 
@@ -33,7 +35,12 @@ def session_text(session: Mapping[str, JsonValue]) -> str:
 
 
 async def answer_tool_call(
-    tools: ToolHandle, call_id: str, name: str, arguments: dict[str, Any] | str | None
+    tools: ToolHandle,
+    call_id: str,
+    name: str,
+    arguments: dict[str, Any] | str | None,
+    *,
+    timeout: float | None = None,
 ) -> Message:
     """Route one tool call and return the ``tool`` message that carries its result back to the model.
 
@@ -42,8 +49,14 @@ async def answer_tool_call(
     ``tool_call_id`` the model sees. The content is :func:`~simulator.tools.tool_content`: a ``str`` result as it
     is, any other JSON value serialised exactly once (so a tool returning JSON text and one returning the same
     data give the agent the same bytes).
+
+    A live tool that takes longer than ``timeout`` (the agent's: the adapters that retry their own requests give
+    the engine a turn bound long enough for the retries, so the tool needs its own) ends the turn as an error.
     """
-    result = await tools.router.call(name, arguments, call_id=call_id)
+    try:
+        result = await asyncio.wait_for(tools.router.call(name, arguments, call_id=call_id), timeout)
+    except TimeoutError:
+        raise AgentError(f"the tool {name!r} did not return within {timeout:g} s (the agent's `timeout`)") from None
     return {"role": "tool", "tool_call_id": call_id, "content": tool_content(result)}
 
 

@@ -6,12 +6,20 @@ When the reply asks for tools, each call is answered by the tool router (faked a
 the results are sent back as ``tool`` messages, and the endpoint is asked again, at most
 :data:`MAX_TOOL_ROUNDS` times per turn. Every text the agent sends in those rounds is part of its reply.
 
+Each request may take the agent's ``timeout``. A request that got no reply (a connection error, a timeout
+before the reply, a 429, 408 or 5xx status) is sent again, up to the agent's ``retries`` times, after a wait
+from the model roles' :class:`~simulator.llm.RetryPolicy` (jittered exponential backoff, at least the
+``Retry-After`` the server sent). A reply that arrived is never sent again, even a malformed one, and neither
+is a request the agent refused (any other 4xx): the agent may have acted on it, so resending would not be the
+same turn.
+
 The API key and extra headers are read from the environment variables the config names, never from YAML;
 their values never appear in an error message.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import os
@@ -26,10 +34,21 @@ import httpx
 from simulator.agents._base import AgentInput, AgentReply, Message, wire_messages
 from simulator.agents._chat import MAX_TOOL_ROUNDS, answer_tool_call, function_tools, session_text, text_of
 from simulator.errors import AgentError
+from simulator.llm import RetryPolicy, retry_after_seconds
 from simulator.models import HttpAgent
 from simulator.safety import register_secret
 
 _EXCERPT = 300
+
+
+class _NoReply(Exception):
+    """An attempt that got no reply from the agent: the same request may be sent again."""
+
+    def __init__(self, kind: str, detail: str, retry_after: float | None = None) -> None:
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+        self.retry_after = retry_after
 
 
 @functools.cache
@@ -42,8 +61,9 @@ def _ssl_context() -> ssl.SSLContext:
 class HttpAdapter:
     """Talks to one OpenAI-compatible endpoint for one conversation."""
 
-    def __init__(self, config: HttpAgent) -> None:
+    def __init__(self, config: HttpAgent, *, retry: RetryPolicy | None = None) -> None:
         self.config = config
+        self._retry = retry or RetryPolicy()
         self.url = f"{config.base_url.rstrip('/')}/chat/completions"
         headers = {
             header: _from_env(variable, f"headers_from_env.{header}")
@@ -83,7 +103,9 @@ class HttpAdapter:
             )
             for wire, raw_arguments in normalized:
                 messages.append(
-                    await answer_tool_call(request.tools, wire["id"], wire["function"]["name"], raw_arguments)
+                    await answer_tool_call(
+                        request.tools, wire["id"], wire["function"]["name"], raw_arguments, timeout=self.config.timeout
+                    )
                 )
         raise AgentError(
             f"agent kept calling tools: the HTTP agent at {self.url} still asked for tools after "
@@ -94,24 +116,71 @@ class HttpAdapter:
         """Close the HTTP client (and its connections)."""
         await self._client.aclose()
 
+    @property
+    def turn_timeout(self) -> float:
+        """The longest one turn can take: every request of every tool round with all its attempts and waits.
+
+        Each request is bounded by the agent's ``timeout`` here, so the engine's own bound on a turn is only a
+        safety net, and must not cut the retries short.
+        """
+        attempts = self.config.retries + 1
+        request = attempts * self.config.timeout + self.config.retries * self._retry.longest_wait()
+        return (MAX_TOOL_ROUNDS + 1) * request
+
     async def _post(self, messages: list[Message]) -> dict[str, Any]:
+        """Send one request, again while no reply came back and retries are left; the reply's message."""
         body: dict[str, Any] = {"model": self.config.model, "messages": messages}
         if self._tools:
             body["tools"] = self._tools  # some servers refuse an empty list, so it is left out instead
+        attempts = self.config.retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return await self._attempt(body)
+            except _NoReply as failure:
+                if attempt == attempts:
+                    raise AgentError(self._gave_up(failure, attempts)) from None
+                await self._retry.wait(attempt, failure.retry_after)
+        raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+
+    async def _attempt(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One request. :class:`_NoReply` when nothing came back, :class:`AgentError` for a reply that is unusable."""
+        status: int | None = None
         try:
-            response = await self._client.post(self.url, json=body)
-        except httpx.TimeoutException:
-            raise AgentError(
-                f"the HTTP agent at {self.url} did not answer within {self.config.timeout:g} s "
-                "(raise the agent's `timeout` if it is just slow)"
+            # The whole request, not each read: a server that trickles bytes cannot stretch it.
+            async with asyncio.timeout(self.config.timeout):
+                async with self._client.stream("POST", self.url, json=body) as response:
+                    status = response.status_code
+                    await response.aread()
+        except (TimeoutError, httpx.TimeoutException):
+            if status is not None and 200 <= status < 300:
+                raise AgentError(
+                    f"the HTTP agent at {self.url} answered {status} but its reply did not arrive within "
+                    f"{self.config.timeout:g} s; a reply that started is not sent again"
+                ) from None
+            raise _NoReply(
+                "timeout",
+                f"the HTTP agent at {self.url} did not answer within {self.config.timeout:g} s",
             ) from None
+        except httpx.TransportError as exc:
+            if status is not None and 200 <= status < 300:
+                raise AgentError(
+                    f"the HTTP agent at {self.url} answered {status} but the connection broke while it sent its "
+                    f"reply ({type(exc).__name__}: {exc}); a reply that started is not sent again"
+                ) from exc
+            raise _NoReply(
+                "connection error", f"cannot reach the HTTP agent at {self.url}: {type(exc).__name__}: {exc}"
+            ) from exc
         except httpx.HTTPError as exc:
             raise AgentError(f"cannot reach the HTTP agent at {self.url}: {type(exc).__name__}: {exc}") from exc
         if not response.is_success:
-            raise AgentError(
+            detail = (
                 f"the HTTP agent at {self.url} answered {response.status_code} {response.reason_phrase}: "
                 f"{self._excerpt(response.text)}"
             )
+            if response.status_code in (408, 429) or response.status_code >= 500:
+                kind = "rate limited" if response.status_code == 429 else f"status {response.status_code}"
+                raise _NoReply(kind, detail, retry_after_seconds(response.headers))
+            raise AgentError(detail)
         try:
             data = response.json()
         except ValueError:
@@ -128,6 +197,17 @@ class HttpAdapter:
                 f"chat-completions endpoint?): {self._excerpt(response.text)}"
             )
         return message
+
+    def _gave_up(self, failure: _NoReply, attempts: int) -> str:
+        if failure.kind == "timeout":
+            fix = "raise the agent's `timeout` if it is just slow"
+        elif failure.kind == "rate limited":
+            fix = "lower the run's --concurrency"
+        else:
+            fix = "check that the agent is up"
+        if attempts == 1:
+            return f"{failure.detail} ({fix}, or give it `retries`)"
+        return f"{failure.detail}; no reply in {attempts} attempts ({fix}, or raise the agent's `retries`)"
 
     def _excerpt(self, text: str) -> str:
         text = " ".join(text.split()) or "(empty body)"

@@ -6,6 +6,11 @@ limit, token account and offline fakes. ``complete()`` takes no model override (
 so the CLI/runner sets ``models.agent.model`` from the agent config's ``model``; this adapter only checks that
 the two agree, and refuses to run a different model than the config names.
 
+Each model call may take the agent's ``timeout`` (or ``models.agent.timeout``, if that is shorter) and is retried
+on rate limits, server errors, timeouts and connection errors up to the agent's ``retries`` times (unset:
+``models.agent.max_retries``), by the client's :class:`~simulator.llm.RetryPolicy`, honouring ``Retry-After``.
+A reply that arrived is never asked for again.
+
 Tool calls are answered by the tool router (faked and recorded in test mode), the results go back as ``tool``
 messages and the model is asked again, at most :data:`~simulator.agents.http_agent.MAX_TOOL_ROUNDS` times per turn.
 """
@@ -44,6 +49,22 @@ class LitellmAdapter:
             self._overrides["temperature"] = config.temperature
         if config.max_tokens is not None:
             self._overrides["max_tokens"] = config.max_tokens
+        role = llm.settings(Role.AGENT)
+        # Both are limits on one call: the agent's (which bounded its whole reply before calls were retried on
+        # their own) and the role's.
+        self._timeout = min(config.timeout, role.timeout)
+        self._retries = role.max_retries if config.retries is None else config.retries
+        self._overrides["timeout"] = self._timeout
+
+    @property
+    def turn_timeout(self) -> float:
+        """The longest one turn can take: every model call of every tool round with all its attempts and waits.
+
+        Each call is bounded and retried by the model client, so the engine's own bound on a turn is only a
+        safety net, and must not cut the retries short.
+        """
+        call = (self._retries + 1) * self._timeout + self._retries * self._llm.retry_policy.longest_wait()
+        return (MAX_TOOL_ROUNDS + 1) * call
 
     async def respond(self, request: AgentInput) -> AgentReply:
         """Ask the model; answer its tool calls until it replies with text (or stops)."""
@@ -55,7 +76,7 @@ class LitellmAdapter:
         for round_ in range(MAX_TOOL_ROUNDS + 1):
             try:
                 completion = await self._llm.complete(
-                    Role.AGENT, messages, tools=self._tools or None, **self._overrides
+                    Role.AGENT, messages, tools=self._tools or None, retries=self._retries, **self._overrides
                 )
             except ModelError as exc:
                 raise AgentError(f"the litellm agent {self.config.name!r} could not answer: {exc}") from exc
@@ -75,7 +96,9 @@ class LitellmAdapter:
             for id_, call in zip(ids, completion.tool_calls, strict=True):
                 # Malformed arguments go to the router raw, so the record says what was wrong with them.
                 arguments = call.raw_arguments if call.malformed else call.arguments
-                messages.append(await answer_tool_call(request.tools, id_, call.name, arguments))
+                messages.append(
+                    await answer_tool_call(request.tools, id_, call.name, arguments, timeout=self.config.timeout)
+                )
         raise AgentError(
             f"agent kept calling tools: the litellm agent {self.config.name!r} still asked for tools after "
             f"{MAX_TOOL_ROUNDS} rounds of tool results in one turn"

@@ -4,7 +4,9 @@ The callable gets the messages (OpenAI chat format) and, if its signature asks f
 keyword arguments ``session`` (session parameters), ``tools`` (a :class:`~simulator.tools.ToolHandle`),
 ``event``, ``turn`` and ``options`` (from the agent config). A class is instantiated once per conversation
 (with ``options`` as keyword arguments), so it may keep state; its instances must be callable or have a
-``respond`` method. Sync code runs in a worker thread, so it can call ``tools.call(...)`` directly.
+``respond`` method. Sync code runs in a worker thread, so it can call ``tools.call(...)`` directly; the thread
+is a daemon, so code that blocks past the agent's ``timeout`` ends its turn as ``error`` and cannot keep the
+run (or the process) from ending.
 
 The module is looked for beside the suite file and the agent file first, then in the working folder and the
 installed packages (:mod:`simulator.code_refs`).
@@ -12,13 +14,12 @@ installed packages (:mod:`simulator.code_refs`).
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from simulator.agents._base import AgentInput, AgentReply, normalize_reply
+from simulator.agents._base import AgentInput, AgentReply, in_agent_thread, normalize_reply
 from simulator.code_refs import CodeRefError, resolve
 from simulator.errors import AgentError
 from simulator.models import PythonAgent
@@ -71,7 +72,8 @@ class PythonAdapter:
         if self._is_async:
             result = await self._function(messages, **kwargs)
         else:
-            result = await asyncio.to_thread(self._function, messages, **kwargs)
+            # A daemon thread: if the agent blocks past its timeout, the run still ends and the process exits.
+            result = await in_agent_thread(self._function, messages, **kwargs)
         try:
             return normalize_reply(result)
         except TypeError as exc:

@@ -28,7 +28,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from pydantic import JsonValue
 
-from simulator.agents import AgentInput, event_message
+from simulator.agents import AgentInput, event_message, turn_timeout
 from simulator.engine._checkpoint import registered
 from simulator.engine._conversation import Conversation
 from simulator.errors import SimulatorError
@@ -140,14 +140,18 @@ async def agent_node(state: State, config: RunnableConfig) -> State:
         turn=state["turn"],
     )
     started = asyncio.get_running_loop().time()
+    # An adapter that bounds and retries its own requests (http, litellm) gets the time its retries need.
+    limit = conv.agent_timeout
+    if conv.setup.agent_timeout is None:
+        limit = turn_timeout(conv.setup.agent, limit)
     try:
-        reply = await asyncio.wait_for(conv.setup.agent.respond(request), conv.agent_timeout)
+        reply = await asyncio.wait_for(conv.setup.agent.respond(request), limit)
     except TimeoutError:
         conv.router.drain()
         return _failure(
             state,
             "agent",
-            f"the agent did not answer within {conv.agent_timeout:g} s (case {conv.case.name!r}, turn {state['turn']})",
+            f"the agent did not answer within {limit:g} s (case {conv.case.name!r}, turn {state['turn']})",
         )
     except Exception as exc:  # the agent's own bug must end this case, not the run
         conv.router.drain()

@@ -103,7 +103,13 @@ class _AgentBase(StrictModel):
         default_factory=dict, description="Session variables the agent accepts."
     )
     tools: list[ToolDeclaration] = Field(default_factory=list)
-    timeout: PositiveSeconds = Field(default=60.0, description="Seconds one agent reply may take.")
+    timeout: PositiveSeconds = Field(
+        default=60.0,
+        description="Seconds one call to the agent may take: one reply of a python or langgraph agent; one "
+        "request (each attempt) of an http agent; one model call of a litellm agent (the shorter of this and "
+        "models.agent.timeout). A call that takes longer ends the case as error, or, for http and litellm "
+        "agents, is retried (see retries).",
+    )
 
     @model_validator(mode="after")
     def _unique_tools(self) -> _AgentBase:
@@ -137,6 +143,14 @@ class HttpAgent(_AgentBase):
     headers_from_env: dict[str, str] = Field(
         default_factory=dict, description="Header name -> environment variable holding its value."
     )
+    retries: int = Field(
+        default=3,
+        ge=0,
+        le=20,
+        description="How many times a request that got no reply is sent again, with jittered exponential "
+        "backoff (and at least the server's Retry-After): connection errors, timeouts, 429, 408 and 5xx. A reply "
+        "that arrived (a 2xx, even a malformed one) is never sent again, nor is a 4xx.",
+    )
 
 
 class LitellmAgent(_AgentBase):
@@ -147,6 +161,14 @@ class LitellmAgent(_AgentBase):
     instructions: Text = Field(description="The system prompt of the agent.")
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1)
+    retries: int | None = Field(
+        default=None,
+        ge=0,
+        le=20,
+        description="How many times a model call that failed on a rate limit, server error, timeout or connection "
+        "error is made again, with jittered exponential backoff (and at least the provider's Retry-After). "
+        "Unset: models.agent.max_retries (default 3).",
+    )
 
 
 class LanggraphAgent(_AgentBase):

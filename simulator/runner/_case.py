@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.agents import build_agent
+from simulator.agents._base import free_agent_threads
 from simulator.engine import ConversationSetup, simulate
 from simulator.errors import AgentError, ConfigError, ConfigErrors
 from simulator.judges import StepJudge
@@ -110,6 +111,7 @@ async def run_case(
     roles = model_roles(loaded, options)
     user: SimulatedUser = LLMUser(llm) if roles.user.model else ScriptedUser()
     checker = StepJudge(llm if roles.judge.model else None, language=loaded.suite.language)
+    free_agent_threads()  # agent code stuck in a thread must not keep the run, or the process, from ending
     try:
         agent = build_agent(agent_config, llm=llm, code_folders=loaded.code_folders)
     except AgentError as exc:

@@ -32,7 +32,7 @@ from simulator.agents.langgraph_agent import LanggraphAdapter
 from simulator.agents.litellm_agent import LitellmAdapter
 from simulator.agents.python_agent import PythonAdapter, import_ref
 from simulator.errors import AgentError
-from simulator.llm import FakeScript, FakeToolCall, LLMClient, fake_auth_error
+from simulator.llm import FakeScript, FakeToolCall, LLMClient, RetryPolicy, fake_auth_error
 from simulator.models import EventSpec, HttpAgent, LanggraphAgent, LitellmAgent, PythonAgent, ToolDeclaration, ToolFake
 from simulator.models.settings import ModelRoles
 from simulator.tools import NOT_EXECUTED, ToolHandle, ToolRouter
@@ -335,11 +335,17 @@ def tool_reply(*calls: tuple[str, str, str]) -> dict[str, Any]:
 
 @dataclass
 class Scripted:
-    """One scripted answer: a JSON body (or raw text), a status, and a delay before answering."""
+    """One scripted answer: a JSON body (or raw text), a status, and a delay before answering.
+
+    ``fault`` breaks the connection instead: ``"reset"`` before any reply, ``"cut"`` after the status line and
+    part of the body.
+    """
 
     body: dict[str, Any] | str
     status: int = 200
     delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    fault: str | None = None
 
 
 @dataclass
@@ -349,6 +355,8 @@ class ChatServer:
     script: list[Scripted]
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    #: When each request arrived (the loop's clock), to measure the waits between retries.
+    times: list[float] = field(default_factory=list)
     url: str = ""
     _release: asyncio.Event = field(default_factory=asyncio.Event)
     _runner: web.AppRunner | None = None
@@ -368,7 +376,8 @@ class ChatServer:
         assert self._runner is not None
         await self._runner.cleanup()
 
-    async def _handle(self, request: web.Request) -> web.Response:
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.times.append(asyncio.get_running_loop().time())
         self.requests.append(await request.json())
         self.headers.append(dict(request.headers))
         answer = self.script.pop(0) if self.script else Scripted({"error": "script exhausted"}, status=599)
@@ -376,21 +385,43 @@ class ChatServer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._release.wait(), answer.delay)
         text = answer.body if isinstance(answer.body, str) else json.dumps(answer.body)
-        return web.Response(status=answer.status, text=text, content_type="application/json")
+        transport = request.transport
+        if answer.fault == "reset" and transport is not None:
+            transport.abort()  # the connection drops before any reply
+            return web.Response()
+        if answer.fault == "cut" and transport is not None:
+            streamed = web.StreamResponse(status=answer.status, headers=answer.headers)
+            streamed.content_type = "application/json"
+            streamed.content_length = len(text.encode()) + 100
+            await streamed.prepare(request)
+            await streamed.write(text.encode()[: len(text) // 2])
+            await asyncio.sleep(0.05)
+            transport.abort()  # the reply started, then the connection broke
+            return streamed
+        return web.Response(status=answer.status, text=text, content_type="application/json", headers=answer.headers)
 
 
 def http_config(url: str, **values: Any) -> HttpAgent:
     return HttpAgent.model_validate({"type": "http", "base_url": url, "model": "shop-bot", **values})
 
 
+async def no_wait(delay: float) -> None:
+    return None
+
+
+#: Retries without waiting, for tests that are not about the waits.
+INSTANT = RetryPolicy(sleep=no_wait)
+
+
 async def talk_http(
     server_script: list[Scripted],
     router: ToolRouter,
     make: Callable[[str], HttpAgent] = http_config,
+    retry: RetryPolicy = INSTANT,
     **extra: Any,
 ) -> tuple[AgentReply, ChatServer]:
     async with ChatServer(server_script) as server:
-        reply = await respond_once(HttpAdapter(make(server.url)), make_input(router, **extra))
+        reply = await respond_once(HttpAdapter(make(server.url), retry=retry), make_input(router, **extra))
     return reply, server
 
 
@@ -490,7 +521,7 @@ def test_http_agent_that_keeps_calling_tools_is_stopped() -> None:
     ("answer", "error"),
     [
         (Scripted('{"error": "boom: model crashed"}', status=500), r"answered 500 Internal Server Error: .*boom"),
-        (Scripted("<html>" + "x" * 1000, status=502), r"answered 502 Bad Gateway: <html>x+…$"),
+        (Scripted("<html>" + "x" * 1000, status=502), r"answered 502 Bad Gateway: <html>x+… \("),
         (Scripted("this is not json"), r"not valid JSON: this is not json"),
         (Scripted({"id": "x", "object": "error"}), r"without `choices\[0\].message`"),
         (Scripted({"choices": []}), r"without `choices\[0\].message`"),
@@ -499,7 +530,7 @@ def test_http_agent_that_keeps_calling_tools_is_stopped() -> None:
 )
 def test_http_failures_are_agent_errors(answer: Scripted, error: str) -> None:
     def make(url: str) -> HttpAgent:
-        return http_config(url, timeout=0.2)
+        return http_config(url, timeout=0.2, retries=0)
 
     with pytest.raises(AgentError, match=error):
         run(talk_http([answer], make_router(), make))
@@ -523,7 +554,7 @@ def test_http_unreachable_agent_is_an_agent_error() -> None:
         port = probe.getsockname()[1]
 
     async def main() -> AgentReply:
-        adapter = HttpAdapter(http_config(f"http://127.0.0.1:{port}/v1"))
+        adapter = HttpAdapter(http_config(f"http://127.0.0.1:{port}/v1"), retry=INSTANT)
         return await respond_once(adapter, make_input(make_router()))
 
     with pytest.raises(AgentError, match=rf"cannot reach the HTTP agent at http://127.0.0.1:{port}/v1/chat/completions"):
