@@ -23,8 +23,9 @@ async def simulate(setup: ConversationSetup, *, checkpointer: Any = None, thread
     With a LangGraph ``checkpointer`` and a ``thread_id``, every node step is saved before the next one runs
     (``durability="sync"``: the only mode that resumed at the right turn after a SIGKILL, NOTES.md); if the
     thread already has an unfinished conversation it continues from its last completed step instead of
-    starting again. The thread's checkpoints are deleted once the conversation is over, since each holds the
-    whole state and they grow with the square of the conversation's length.
+    starting again, and a finished one is returned as it ended, without running anything. The caller deletes
+    the thread's checkpoints (:func:`forget`) once it has stored the result: deleted earlier, a crash between
+    the end of the conversation and the stored result would run the whole conversation again.
     """
     started = utc_now()
     conversation = Conversation.start(setup)
@@ -59,9 +60,12 @@ async def simulate(setup: ConversationSetup, *, checkpointer: Any = None, thread
                 final: State = await graph.ainvoke(initial, config=config)
             else:
                 saved = await graph.aget_state(config)
-                resume = saved is not None and bool(saved.next)
-                final = await graph.ainvoke(None if resume else initial, config=config, durability="sync")
-                await checkpointer.adelete_thread(thread_id)
+                if saved is not None and saved.values and not saved.next:
+                    # Finished before a crash, its result not stored yet: the transcript is here, run nothing again.
+                    final = saved.values
+                else:
+                    resume = saved is not None and bool(saved.next)
+                    final = await graph.ainvoke(None if resume else initial, config=config, durability="sync")
     finally:
         await setup.agent.aclose()
     case = setup.case
@@ -81,3 +85,9 @@ async def simulate(setup: ConversationSetup, *, checkpointer: Any = None, thread
         started_at=final.get("started_at", started),
         finished_at=utc_now(),
     )
+
+
+async def forget(checkpointer: Any, thread_id: str) -> None:
+    """Delete a finished conversation's checkpoints (each holds the whole state: they grow with the square of
+    the conversation's length). Call it once the conversation's result is stored."""
+    await checkpointer.adelete_thread(thread_id)

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simulator.engine import open_checkpointer
+from simulator.engine import forget, open_checkpointer
 from simulator.errors import InputError, StoreError
 from simulator.llm import LLMClient, RequestCache, cache_scope, preload
 from simulator.loading import LoadedSuite
@@ -214,6 +214,8 @@ async def execute(
             )
             # In a worker thread: a write that waits for the file lock must not stall the event loop.
             await asyncio.to_thread(store.save_result, stored)
+            if saver is not None:
+                await forget(saver, f"{record.id}:{item.key}")  # only now: see simulator.engine.simulate
             finished += 1
             if on_progress is not None:
                 on_progress(Progress(finished, total, item, result, duration))

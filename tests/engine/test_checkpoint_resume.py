@@ -14,7 +14,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from pydantic import TypeAdapter
 
 from simulator.agents import AgentInput, AgentReply
-from simulator.engine import ConversationSetup, open_checkpointer, simulate
+from simulator.engine import ConversationSetup, forget, open_checkpointer, simulate
 from simulator.judges import StepJudge
 from simulator.models import Case
 from simulator.models.transcript import AgentEvent, Transcript, UserEvent
@@ -70,6 +70,7 @@ async def crash_then_resume(
     async with saver_on(db) as saver:
         resumed = Agent()
         transcript = await simulate(setup(resumed), checkpointer=saver, thread_id="run:case")
+        await forget(saver, "run:case")  # as the runner does once the result is stored
         left = [c async for c in saver.alist({"configurable": {"thread_id": "run:case"}})]
     return resumed, transcript, len(left)
 
@@ -84,6 +85,23 @@ def test_a_crashed_conversation_resumes_at_the_turn_it_stopped(tmp_path: Path) -
     assert [s.status for s in transcript.steps] == ["complete"] * 4
     # Finished conversations leave no checkpoints behind.
     assert checkpoints_left == 0
+
+
+def test_a_finished_conversation_whose_result_was_not_stored_is_not_run_again(tmp_path: Path) -> None:
+    """A crash after the conversation ended but before its result was stored: the resume returns the
+    conversation as it ended; the agent is asked nothing (the checkpoints go only once the result is stored)."""
+
+    async def go() -> tuple[Transcript, Agent, Transcript]:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "runs.db")) as saver:
+            first = await simulate(setup(Agent()), checkpointer=saver, thread_id="done")
+            again = Agent()
+            second = await simulate(setup(again), checkpointer=saver, thread_id="done")
+            return first, again, second
+
+    first, again, second = asyncio.run(go())
+    assert again.turns == []
+    assert second.events == first.events
+    assert second.stop_reason == first.stop_reason == "completed"
 
 
 def test_without_a_checkpoint_a_thread_starts_fresh(tmp_path: Path) -> None:
