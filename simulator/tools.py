@@ -19,6 +19,8 @@ What the agent gets as a tool's result (the same for every adapter, for live fun
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 import json
 import time
@@ -118,11 +120,16 @@ class ToolRouter:
         fakes: Sequence[tuple[str, ToolFake]] = (),
         mode: ToolMode = "test",
         functions: dict[str, Callable[..., Any]] | None = None,
+        timeout: float | None = None,
     ) -> None:
         self.declared = {tool.name: tool for tool in declared}
         self.fakes = list(fakes)
         self.mode = mode
         self._functions = dict(functions or {})
+        #: How long a live tool may take (the agent's ``timeout``); None: no limit.
+        self.timeout = timeout
+        #: The live tools running right now (a turn that times out meanwhile was waiting for them).
+        self.in_flight: list[str] = []
         self.records: list[ToolCallRecord] = []
         self._counter = 0
 
@@ -222,10 +229,19 @@ class ToolRouter:
             record.error = f"no live function for tool {record.name!r}: set `function: module:callable` on the tool"
             return
         # Whatever goes wrong from here on is the tool's failure, not the agent's: recorded, and the agent is told.
+        bound = asyncio.timeout(self.timeout)
+        self.in_flight.append(record.name)
         try:
-            result = function(**record.arguments)
-            if inspect.isawaitable(result):
-                result = await result
+            async with bound:
+                result = await _call_off_the_loop(function, record.arguments)
+        except TimeoutError as exc:
+            record.status = "failed"
+            record.error = (
+                f"the tool did not return within {self.timeout:g} s (the agent's `timeout`); it was left running"
+                if bound.expired()
+                else f"{type(exc).__name__}: {exc}"  # the tool's own timeout
+            )
+            return
         except CodeRefError as exc:
             record.status = "failed"
             record.error = str(exc)
@@ -234,6 +250,8 @@ class ToolRouter:
             record.status = "failed"
             record.error = f"{type(exc).__name__}: {exc}"
             return
+        finally:
+            self.in_flight.remove(record.name)
         record.result, error = json_result(result)
         record.status = "executed" if error is None else "failed"
         record.error = error
@@ -246,6 +264,17 @@ class ToolRouter:
         # Without folders from the runner: the working folder and the installed packages only.
         self._functions[name] = LiveFunction(declaration.function)
         return self._functions[name]
+
+
+async def _call_off_the_loop(function: Callable[..., Any], arguments: dict[str, Any]) -> Any:
+    """Call a live tool function in a worker thread (a plain ``def`` that blocks, or never returns, must not
+    stop every other conversation); an ``async def`` one is awaited here. During a run the loop's default
+    executor has daemon threads (``simulator.agents.free_agent_threads``): a stuck tool never holds the exit."""
+    call = functools.partial(contextvars.copy_context().run, function, **arguments)
+    result = await asyncio.get_running_loop().run_in_executor(None, call)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
 
 
 class ToolHandle:

@@ -50,11 +50,14 @@ async def answer_tool_call(
     is, any other JSON value serialised exactly once (so a tool returning JSON text and one returning the same
     data give the agent the same bytes).
 
-    A live tool that takes longer than ``timeout`` (the agent's: the adapters that retry their own requests give
-    the engine a turn bound long enough for the retries, so the tool needs its own) ends the turn as an error.
+    A live tool is bounded by the router (the agent's ``timeout``: past it the call is ``failed``, the tool is
+    left running in its thread and the agent is told). A router without a bound (built outside a conversation)
+    gets ``timeout`` here: the adapters that retry their own requests give the engine a turn bound long enough
+    for the retries, so the tool needs its own; past it the turn ends as an error.
     """
+    bound = timeout if tools.router.timeout is None else None
     try:
-        result = await asyncio.wait_for(tools.router.call(name, arguments, call_id=call_id), timeout)
+        result = await asyncio.wait_for(tools.router.call(name, arguments, call_id=call_id), bound)
     except TimeoutError:
         raise AgentError(f"the tool {name!r} did not return within {timeout:g} s (the agent's `timeout`)") from None
     return {"role": "tool", "tool_call_id": call_id, "content": tool_content(result)}

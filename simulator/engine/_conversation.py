@@ -89,8 +89,10 @@ class Conversation:
         declared = setup.agent_config.tools if setup.agent_config else []
         fakes = [(f"case tool_fakes[{i}]", fake) for i, fake in enumerate(case.tool_fakes)]
         fakes += [(f"suite tool_fakes[{i}]", fake) for i, fake in enumerate(setup.suite_fakes)]
-        router = ToolRouter(declared=declared, fakes=fakes, mode=setup.tool_mode, functions=setup.tool_functions)
         timeout = setup.agent_timeout or (setup.agent_config.timeout if setup.agent_config else 60.0)
+        router = ToolRouter(
+            declared=declared, fakes=fakes, mode=setup.tool_mode, functions=setup.tool_functions, timeout=timeout
+        )
         tools = ToolHandle(router, asyncio.get_running_loop(), timeout=timeout)
         session: dict[str, JsonValue] = {}
         if setup.agent_config is not None:

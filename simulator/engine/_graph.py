@@ -148,11 +148,13 @@ async def agent_node(state: State, config: RunnableConfig) -> State:
         reply = await asyncio.wait_for(conv.setup.agent.respond(request), limit)
     except TimeoutError:
         conv.router.drain()
-        return _failure(
-            state,
-            "agent",
-            f"the agent did not answer within {limit:g} s (case {conv.case.name!r}, turn {state['turn']})",
-        )
+        where = f"(case {conv.case.name!r}, turn {state['turn']})"
+        if conv.router.in_flight:
+            # The agent was waiting for a live tool: the tool's failure, not the agent's.
+            names = ", ".join(repr(name) for name in conv.router.in_flight)
+            message = f"the live tool {names} did not return within {limit:g} s, so the agent could not answer {where}"
+            return _failure(state, "tool", message)
+        return _failure(state, "agent", f"the agent did not answer within {limit:g} s {where}")
     except Exception as exc:  # the agent's own bug must end this case, not the run
         conv.router.drain()
         return _failure(

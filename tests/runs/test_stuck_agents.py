@@ -97,3 +97,84 @@ def test_simulate_exits_with_its_code_while_a_stuck_agent_thread_sleeps(tmp_path
     assert code == 1, (out, err)
     assert elapsed < 15, f"the process took {elapsed:.1f} s to exit"
     assert "the agent did not answer within 0.5 s" in out
+
+
+STUCK_TOOL_AGENT = """
+def respond(messages, tools=None):
+    result = tools.call("holidays", year=2026)
+    return f"the tool said: {result}"
+"""
+
+STUCK_TOOL = """
+import time
+
+
+def holidays(year):
+    time.sleep(3600)
+    return "never"
+"""
+
+
+def test_a_live_tool_that_never_returns_is_failed_and_the_run_still_ends(tmp_path: Path) -> None:
+    """A plain ``def`` tool runs off the event loop and is bounded by the agent's timeout; the failure is the
+    tool's, not the agent's, and the process exits."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "tool_agent.py").write_text(textwrap.dedent(STUCK_TOOL_AGENT), encoding="utf-8")
+    (tmp_path / "stuck_tool.py").write_text(textwrap.dedent(STUCK_TOOL), encoding="utf-8")
+    (tmp_path / "agent.yaml").write_text(
+        "type: python\ncallable: tool_agent:respond\ntimeout: 2\n"
+        "tools:\n  - name: holidays\n    function: stuck_tool:holidays\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "suite.yaml").write_text(
+        "name: stuck\ncases:\n  - kind: golden\n    name: stuck_tool\n    turns:\n      - user: hello\n",
+        encoding="utf-8",
+    )
+    code, out, err, elapsed = simulator(tmp_path, "simulate", "suite.yaml", "--live")
+    assert code == 1, (out, err)
+    assert elapsed < 20, f"the process took {elapsed:.1f} s to exit"
+    # A python agent's turn is bounded by the same timeout as its tool: the case is an error naming the tool.
+    assert "error (tool): the live tool 'holidays' did not return within 2 s" in out, (out, err)
+    assert "the agent did not answer" not in out
+
+
+def test_a_stuck_live_tool_is_failed_at_the_bound_and_the_loop_goes_on() -> None:
+    """Routed by an adapter whose turn bound is longer (http, litellm): the call is `failed` at the agent's
+    timeout and the agent is told; other conversations kept running meanwhile."""
+    import asyncio
+    import threading
+
+    from simulator.agents._base import free_agent_threads
+    from simulator.tools import ToolRouter
+
+    release = threading.Event()
+
+    def stuck(year: int) -> str:
+        release.wait(30)
+        return "late"
+
+    async def go() -> tuple[object, int]:
+        free_agent_threads()  # as every run does: a stuck thread must not hold the loop's shutdown either
+        router = ToolRouter(mode="live", functions={"holidays": stuck}, timeout=0.3)
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        ticker = asyncio.create_task(tick())
+        answer = await router.call("holidays", {"year": 2026})
+        ticker.cancel()
+        return answer, ticks
+
+    try:
+        answer, ticks = asyncio.run(go())
+    finally:
+        release.set()
+    assert answer == {
+        "error": "the tool did not return within 0.3 s (the agent's `timeout`); it was left running",
+        "status": "failed",
+    }
+    assert ticks > 5  # the event loop was never blocked by the tool
