@@ -320,9 +320,18 @@ def simulate(
     from simulator.loading import load_suite
     from simulator.metrics import Breakdown
     from simulator.reports import result_lines, transcript_lines
-    from simulator.runner import RunOptions, find_case, model_roles, pick_persona, run_case, score_case
+    from simulator.runner import (
+        RunOptions,
+        check_environment,
+        find_case,
+        model_roles,
+        pick_persona,
+        run_case,
+        score_case,
+    )
 
     loaded = load_suite(suite)
+    check_environment([loaded])
     options = RunOptions(live=live, user_model=user_model, judge_model=judge_model, seed=seed)
     cases = [find_case(loaded, name) for name in case] if case else list(loaded.suite.cases)
     plan = [(c, pick_persona(loaded, c, persona)) for c in cases]
@@ -634,6 +643,9 @@ def run(
     if unknown:
         err.print(f"no case named {', '.join(map(repr, unknown))} in these suites", markup=False)
         raise typer.Exit(EXIT_INVALID)
+    from simulator.runner import check_environment
+
+    check_environment(report.suites)
     plan = build_plan(report.suites, settings)
     if not plan:
         err.print("nothing to run: no case matches the --tag / --case filters", markup=False)
@@ -915,11 +927,20 @@ def runs_resume(
             return
         check_live(record, live)
         _confirm_imported(record, yes, live, "resuming")
+        _check_environment_of(record)
         out.print(f"Resuming {record.id}: {missing} of {len(record.plan)} conversation(s) left.", markup=False)
         cache = _cache(db, record.settings.cache and not no_cache, 200)
         record = _execute_with_progress(store, record, cache, live=live, db=db)
         _print_run(store, record)
         _exit_for(record, record.settings.fail_under)
+
+
+def _check_environment_of(record: Any) -> None:
+    """The agents' environment variables of a stored run are set, before it runs again."""
+    from simulator.runner import check_environment
+    from simulator.runner._plan import restore
+
+    check_environment([restore(snapshot) for snapshot in record.snapshot])
 
 
 @runs_app.command("repeat")
@@ -941,6 +962,7 @@ def runs_repeat(
         old = store.get_run(run_ref)
         store.check_free(old.id, "repeated")
         _confirm_imported(old, yes, live, "repeating")
+        _check_environment_of(old)
         if old.settings.live and not live:
             err.print(
                 f"note: {old.id} ran with --live; this repeat runs its tools in test mode (fakes): pass --live to "

@@ -7,6 +7,7 @@ concurrency, commits every result as soon as it is scored, and resumes what a cr
 
 from simulator.runner._case import (
     RunOptions,
+    check_environment,
     find_case,
     load_prompt_overrides,
     model_roles,
@@ -17,6 +18,7 @@ from simulator.runner._case import (
 
 __all__ = [
     "RunOptions",
+    "check_environment",
     "find_case",
     "load_prompt_overrides",
     "model_roles",

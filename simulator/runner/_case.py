@@ -7,6 +7,8 @@ takes them ready-made and imports no judge, store or CLI.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +49,37 @@ def model_roles(loaded: LoadedSuite, options: RunOptions) -> ModelRoles:
     if agent is not None and agent.type == "litellm" and roles.agent.model is None:
         update["agent"] = roles.agent.model_copy(update={"model": agent.model})
     return roles.model_copy(update=update)
+
+
+def check_environment(suites: Sequence[LoadedSuite], environ: Mapping[str, str] | None = None) -> None:
+    """Every environment variable the agents under test name for a secret is set, or a ConfigErrors naming each
+    missing one with its file and key: found before anything runs or is stored, not once per conversation."""
+    env = os.environ if environ is None else environ
+    errors: list[ConfigError] = []
+
+    def need(loaded: LoadedSuite, key: str, variable: str | None, what: str) -> None:
+        if variable and not env.get(variable):
+            where = loaded.agent_path if key.startswith("agent") and loaded.agent_path else loaded.path
+            errors.append(
+                ConfigError(
+                    where,
+                    1,
+                    1,
+                    key,
+                    f"{what} names the environment variable {variable}, which is not set: set it "
+                    f"(export {variable}=...) before running",
+                )
+            )
+
+    for loaded in suites:
+        agent = loaded.agent
+        if agent is not None and agent.type == "http":
+            need(loaded, "agent.api_key_env", agent.api_key_env, "the HTTP agent's api_key_env")
+            for header, variable in agent.headers_from_env.items():
+                need(loaded, f"agent.headers_from_env.{header}", variable, f"the HTTP agent's header {header}")
+    # The model roles' keys are not checked here: a run served wholly from the request cache needs none.
+    if errors:
+        raise ConfigErrors(errors)
 
 
 def find_case(loaded: LoadedSuite, name: str) -> Case:
