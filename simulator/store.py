@@ -497,6 +497,23 @@ def writable(path: Path) -> bool:
     return True
 
 
+def _status_update(
+    status: RunStatus, totals: RunTotals | None, finished: datetime | None
+) -> tuple[list[str], list[str]]:
+    """The ``SET`` clauses and values of a status change (with totals and finishing time when given)."""
+    if status not in _STATUSES:
+        raise StoreError(f"{status!r} is not a run status (one of: {', '.join(_STATUSES)})")
+    sets = ["status = ?"]
+    values: list[str] = [status]
+    if totals is not None:
+        sets.append("totals = ?")
+        values.append(_json_text(totals))
+    if finished is not None:
+        sets.append("finished = ?")
+        values.append(_time_text(finished))
+    return sets, values
+
+
 class RunStore:
     """Runs and their results in one SQLite file; see the module docstring for the schema.
 
@@ -756,16 +773,7 @@ class RunStore:
     ) -> None:
         """Change a run's status, and its totals and finishing time when given (a runner uses :meth:`finish`)."""
         self.require_writable(f"set the status of run {run_id}")
-        if status not in _STATUSES:
-            raise StoreError(f"{status!r} is not a run status (one of: {', '.join(_STATUSES)})")
-        sets = ["status = ?"]
-        values: list[str] = [status]
-        if totals is not None:
-            sets.append("totals = ?")
-            values.append(_json_text(totals))
-        if finished is not None:
-            sets.append("finished = ?")
-            values.append(_time_text(finished))
+        sets, values = _status_update(status, totals, finished)
         with self._sql(f"set the status of run {run_id}") as conn:
             cursor = conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id))
             if cursor.rowcount == 0:
@@ -869,16 +877,7 @@ class RunStore:
     ) -> bool:
         """Give the lease back and set the run's final status (and totals, finishing time) in one transaction.
         False, and nothing changed, when the lease is no longer this owner's."""
-        if status not in _STATUSES:
-            raise StoreError(f"{status!r} is not a run status (one of: {', '.join(_STATUSES)})")
-        sets = ["status = ?"]
-        values: list[str] = [status]
-        if totals is not None:
-            sets.append("totals = ?")
-            values.append(_json_text(totals))
-        if finished is not None:
-            sets.append("finished = ?")
-            values.append(_time_text(finished))
+        sets, values = _status_update(status, totals, finished)
         with self._sql(f"set the status of run {lease.run_id}") as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
