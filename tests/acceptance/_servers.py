@@ -63,17 +63,16 @@ loop ends.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import re
-import threading
 import time
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
 from aiohttp import web
+
+from tests._loop_thread import LoopThread
 
 MAX_REQUESTS = 2000
 DEFAULT_PLZ = "80331"
@@ -316,34 +315,15 @@ class StubServers:
     judge_requests: list[dict[str, Any]] = field(default_factory=list)
     agent_url: str = ""
     model_url: str = ""
-    _loop: asyncio.AbstractEventLoop | None = None
-    _thread: threading.Thread | None = None
+    _background: LoopThread = field(default_factory=lambda: LoopThread("stub-servers"))
     _runners: list[web.AppRunner] = field(default_factory=list)
 
     def __enter__(self) -> StubServers:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        self._thread = threading.Thread(target=self._serve, args=(loop,), name="stub-servers", daemon=True)
-        self._thread.start()
-        future = asyncio.run_coroutine_threadsafe(self._start(), loop)
-        self.agent_url, self.model_url = future.result(timeout=10)
+        self.agent_url, self.model_url = self._background.start(self._start)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(self._stop(), loop).result(timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        loop.close()
-        self._loop = self._thread = None
-
-    @staticmethod
-    def _serve(loop: asyncio.AbstractEventLoop) -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_forever()
+        self._background.stop(self._stop, timeout=10)
 
     async def _start(self) -> tuple[str, str]:
         urls = []

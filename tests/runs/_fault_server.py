@@ -49,6 +49,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tests._loop_thread import LoopThread
 from tests.acceptance._servers import judge_reply, user_reply
 
 ROLES = ("agent", "user", "judge")
@@ -105,8 +106,7 @@ class FaultServer:
     url: str = ""
     _seen: dict[str, int] = field(default_factory=dict)
     _rotation: dict[str, int] = field(default_factory=dict)
-    _loop: asyncio.AbstractEventLoop | None = None
-    _thread: threading.Thread | None = None
+    _background: LoopThread = field(default_factory=lambda: LoopThread("fault-server"))
     _runner: web.AppRunner | None = None
     _stop: asyncio.Event | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -121,28 +121,11 @@ class FaultServer:
         return f"{self.url}/{role}/v1"
 
     def __enter__(self) -> FaultServer:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        self._thread = threading.Thread(target=self._serve, args=(loop,), name="fault-server", daemon=True)
-        self._thread.start()
-        self.url = asyncio.run_coroutine_threadsafe(self._start(), loop).result(timeout=10)
+        self.url = self._background.start(self._start)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(timeout=15)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        loop.close()
-        self._loop = self._thread = None
-
-    @staticmethod
-    def _serve(loop: asyncio.AbstractEventLoop) -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_forever()
+        self._background.stop(self._shutdown, timeout=15)
 
     async def _start(self) -> str:
         self._stop = asyncio.Event()

@@ -1,0 +1,46 @@
+"""An asyncio event loop in a daemon thread, for the local servers the tests start (stub models, fault server)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+
+class LoopThread:
+    """Runs ``start`` on a new loop in a daemon thread and returns its result; :meth:`stop` runs ``stop`` there,
+    then ends the loop and the thread. Every wait is bounded, so a broken server cannot hang a test."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, start: Callable[[], Awaitable[Any]], timeout: float = 10) -> Any:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        self._thread = threading.Thread(target=self._serve, args=(loop,), name=self.name, daemon=True)
+        self._thread.start()
+        return asyncio.run_coroutine_threadsafe(_awaited(start), loop).result(timeout=timeout)
+
+    def stop(self, stop: Callable[[], Awaitable[Any]], timeout: float = 15) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(_awaited(stop), loop).result(timeout=timeout)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        loop.close()
+        self._loop = self._thread = None
+
+    @staticmethod
+    def _serve(loop: asyncio.AbstractEventLoop) -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_forever()
+
+
+async def _awaited(make: Callable[[], Awaitable[Any]]) -> Any:
+    return await make()
