@@ -128,8 +128,10 @@ class ToolRouter:
         self._functions = dict(functions or {})
         #: How long a live tool may take (the agent's ``timeout``); None: no limit.
         self.timeout = timeout
-        #: The live tools running right now (a turn that times out meanwhile was waiting for them).
+        #: The live tools running right now, and those stopped at the bound since the last drain: a turn that
+        #: times out meanwhile was waiting for them.
         self.in_flight: list[str] = []
+        self.timed_out: list[str] = []
         self.records: list[ToolCallRecord] = []
         self._counter = 0
 
@@ -141,7 +143,12 @@ class ToolRouter:
     def drain(self) -> list[ToolCallRecord]:
         """The calls recorded since the last drain (one agent turn's calls)."""
         records, self.records = self.records, []
+        self.timed_out = []
         return records
+
+    def stuck_tools(self) -> list[str]:
+        """The live tools a turn was waiting for: running now, or stopped at the bound since the last drain."""
+        return list(dict.fromkeys([*self.in_flight, *self.timed_out]))
 
     async def call(self, name: str, arguments: dict[str, Any] | str | None, *, call_id: str | None = None) -> JsonValue:
         """Route one call and return what the agent sees as the tool's result."""
@@ -241,6 +248,8 @@ class ToolRouter:
                 if bound.expired()
                 else f"{type(exc).__name__}: {exc}"  # the tool's own timeout
             )
+            if bound.expired():
+                self.timed_out.append(record.name)
             return
         except CodeRefError as exc:
             record.status = "failed"

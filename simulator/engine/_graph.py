@@ -146,17 +146,18 @@ async def agent_node(state: State, config: RunnableConfig) -> State:
         limit = turn_timeout(conv.setup.agent, limit)
     try:
         reply = await asyncio.wait_for(conv.setup.agent.respond(request), limit)
-    except TimeoutError:
+    except Exception as exc:  # the agent's own bug, or a timeout, must end this case, not the run
+        stuck = conv.router.stuck_tools()
         conv.router.drain()
         where = f"(case {conv.case.name!r}, turn {state['turn']})"
-        if conv.router.in_flight:
-            # The agent was waiting for a live tool: the tool's failure, not the agent's.
-            names = ", ".join(repr(name) for name in conv.router.in_flight)
+        if stuck and isinstance(exc, TimeoutError):
+            # The agent was waiting for a live tool (the turn's bound, or the tool handle's, ran out first):
+            # the tool's failure, not the agent's.
+            names = ", ".join(repr(name) for name in stuck)
             message = f"the live tool {names} did not return within {limit:g} s, so the agent could not answer {where}"
             return _failure(state, "tool", message)
-        return _failure(state, "agent", f"the agent did not answer within {limit:g} s {where}")
-    except Exception as exc:  # the agent's own bug must end this case, not the run
-        conv.router.drain()
+        if isinstance(exc, TimeoutError) and not str(exc):
+            return _failure(state, "agent", f"the agent did not answer within {limit:g} s {where}")
         return _failure(
             state,
             "agent",

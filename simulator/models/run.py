@@ -35,6 +35,10 @@ class SuiteSnapshot(DataModel):
     suite: Suite
     personas: dict[str, Persona] = Field(default_factory=dict)
     hosted_format: bool = False
+    agent_path: str | None = Field(
+        default=None,
+        description="The agent file the suite's agent came from (its folder is searched for the code it names).",
+    )
 
 
 class RunSettings(DataModel):

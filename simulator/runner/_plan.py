@@ -32,8 +32,13 @@ from simulator.models.run import PlanItem, RunRecord, RunSettings, SuiteSnapshot
 
 def snapshot_of(loaded: LoadedSuite, path_as_given: str) -> SuiteSnapshot:
     """The suite as it is now, with its agent resolved and the personas it can use."""
+    agent_path = str(loaded.agent_path.resolve()) if loaded.agent_path and loaded.agent_path != loaded.path else None
     return SuiteSnapshot(
-        path=path_as_given, suite=loaded.suite, personas=dict(loaded.personas), hosted_format=loaded.hosted_format
+        path=path_as_given,
+        suite=loaded.suite,
+        personas=dict(loaded.personas),
+        hosted_format=loaded.hosted_format,
+        agent_path=agent_path,
     )
 
 
@@ -42,7 +47,8 @@ def restore(snapshot: SuiteSnapshot) -> LoadedSuite:
     return LoadedSuite(
         suite=snapshot.suite,
         path=Path(snapshot.path).resolve(),
-        agent_path=None,
+        # The agent file's folder is searched for the code the agent names, as in the run it repeats.
+        agent_path=Path(snapshot.agent_path) if snapshot.agent_path else None,
         personas=dict(snapshot.personas),
         hosted_format=snapshot.hosted_format,
     )
