@@ -60,8 +60,9 @@ Immutability is enforced by the database itself, whoever writes to the file:
 * ``results_insert_only``, ``results_no_replace``, ``results_no_delete``: a result is never updated,
   replaced (``INSERT OR REPLACE``) or deleted on its own; it goes only with its run (``delete_run``).
 
-The same file also holds the engine's LangGraph checkpoint tables (``checkpoints``, ``writes``), which
-this module neither creates nor reads.
+The engine's LangGraph checkpoints live in a file beside the store (``runs-checkpoints.db``), not in it: a
+synchronous store write and the checkpointer's connection waited on each other's locks. A store file written
+by an older version may still hold those tables (``checkpoints``, ``writes``); they do not make it foreign.
 
 Large payloads (snapshot, plan, each result) are JSON text. Reading or listing runs never reads the
 ``results`` table; :meth:`RunStore.results` reads one run's results, in plan order.
@@ -137,7 +138,7 @@ _STATUSES: Final[tuple[str, ...]] = get_args(RunStatus)
 _RECENT_SHOWN: Final = 5
 _MATCHES_SHOWN: Final = 10
 
-#: Tables the engine's LangGraph checkpointer keeps in the same file; they do not make a file foreign.
+#: Tables older versions' LangGraph checkpointer kept in the store file; they do not make a file foreign.
 _CHECKPOINT_TABLES: Final = frozenset({"checkpoints", "writes"})
 
 _SNAPSHOT: Final = TypeAdapter(list[SuiteSnapshot])

@@ -1,6 +1,6 @@
 """What one conversation needs besides its graph state: the case, the agent, the user, the checker, the tools.
 
-The graph state (``_state.py``) holds only what changes turn by turn, so that it can be checkpointed; this
+The graph state (``State`` in ``_graph.py``) holds only what changes turn by turn, so that it can be checkpointed; this
 object holds the collaborators and answers the questions the nodes ask about the case.
 """
 

@@ -21,7 +21,7 @@ async def simulate(setup: ConversationSetup, *, checkpointer: Any = None, thread
     ``error`` and an error event naming whose failure it was. The agent adapter is closed at the end.
 
     With a LangGraph ``checkpointer`` and a ``thread_id``, every node step is saved before the next one runs
-    (``durability="sync"``: the only mode that resumed at the right turn after a SIGKILL, NOTES.md); if the
+    (``durability="sync"``: the only mode that resumed at the right turn after a SIGKILL); if the
     thread already has an unfinished conversation it continues from its last completed step instead of
     starting again, and a finished one is returned as it ended, without running anything. The caller deletes
     the thread's checkpoints (:func:`forget`) once it has stored the result: deleted earlier, a crash between
