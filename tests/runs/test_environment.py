@@ -16,6 +16,7 @@ runner = CliRunner()
 AGENT = """\
 type: http
 base_url: http://127.0.0.1:9/v1
+retries: 0
 api_key_env: SIMULATOR_TEST_AGENT_KEY
 headers_from_env:
   X-Tenant: SIMULATOR_TEST_TENANT
