@@ -626,6 +626,7 @@ def run(
     from simulator.models.run import RunSettings
     from simulator.runner._plan import build_plan, new_record, snapshot_of, unknown_case_filters
 
+    _check_report_formats(report_formats or [])  # before anything runs: not after an hour of conversations
     report = validate_paths(paths)
     if report.errors:
         _print_config_errors(report.errors)
@@ -692,6 +693,15 @@ def _print_plan_notes(suites: list[Any], planned: list[tuple[int, str]], options
     notes = plan_notes(suites, set(planned), lambda loaded: bool(model_roles(loaded, options).judge.model))
     for note in notes:
         err.print(f"note: {note}", markup=False, soft_wrap=True)
+
+
+def _check_report_formats(formats: list[str]) -> None:
+    from simulator.reports.formats import FORMATS
+
+    unknown = [fmt for fmt in formats if fmt not in FORMATS]
+    if unknown:
+        err.print(f"unknown report format {unknown[0]!r}: choose one of {', '.join(FORMATS)}", markup=False)
+        raise typer.Exit(EXIT_INVALID)
 
 
 def _write_reports(store: Any, record: Any, formats: list[str], directory: Path) -> None:

@@ -77,6 +77,17 @@ def test_invalid_input_is_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert "cases: needs at least 1 entry" in result.stdout
 
 
+def test_an_unknown_report_format_is_refused_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(_project(tmp_path))
+    db = tmp_path / "runs.db"
+    result = runner.invoke(app, ["run", "suite.yaml", "--db", str(db), "--report", "md", "--report", "pdf"])
+    assert result.exit_code == EXIT_INVALID
+    assert "unknown report format 'pdf': choose one of" in result.stderr
+    assert not db.exists()  # nothing ran, nothing was stored
+
+
 def test_note_repeat_compare_and_delete(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(_project(tmp_path))
     db = str(tmp_path / "runs.db")
