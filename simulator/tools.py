@@ -13,7 +13,7 @@ goes on.
 
 What the agent gets as a tool's result (the same for every adapter, for live functions and for fakes): a
 ``str`` exactly as it is (most tool wrappers return JSON text already); any other JSON value serialised once
-(:func:`tool_content`); an unsuccessful call an ``{"error": ..., "status": ...}`` object.
+(:func:`~simulator.models.transcript.tool_content`); an unsuccessful call an ``{"error": ..., "status": ...}`` object.
 """
 
 from __future__ import annotations
@@ -61,11 +61,6 @@ def json_result(value: Any) -> tuple[JsonValue, str | None]:
             "as it is) or JSON data (a dict, list, number, bool or None)"
         )
     return json.loads(text), None
-
-
-def tool_content(result: JsonValue) -> str:
-    """The text a chat agent gets as a tool's result: a ``str`` unchanged, other JSON serialised exactly once."""
-    return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
 
 class LiveFunction:

@@ -12,7 +12,8 @@ from pydantic import JsonValue
 from simulator.agents._base import Message
 from simulator.errors import AgentError
 from simulator.models import ToolDeclaration
-from simulator.tools import ToolHandle, tool_content
+from simulator.models.transcript import tool_content
+from simulator.tools import ToolHandle
 
 #: Tool rounds allowed in one turn; an agent that keeps calling tools past this is stuck in a loop.
 MAX_TOOL_ROUNDS = 10
@@ -46,9 +47,9 @@ async def answer_tool_call(
 
     The router is called with the raw arguments and the model's call id (not through ``ToolHandle.acall``):
     malformed JSON must be recorded as such rather than fail here, and the record's id must match the
-    ``tool_call_id`` the model sees. The content is :func:`~simulator.tools.tool_content`: a ``str`` result as it
-    is, any other JSON value serialised exactly once (so a tool returning JSON text and one returning the same
-    data give the agent the same bytes).
+    ``tool_call_id`` the model sees. The content is :func:`~simulator.models.transcript.tool_content`: a ``str``
+    result as it is, any other JSON value serialised exactly once (so a tool returning JSON text and one
+    returning the same data give the agent the same bytes).
 
     A live tool is bounded by the router (the agent's ``timeout``: past it the call is ``failed``, the tool is
     left running in its thread and the agent is told). A router without a bound (built outside a conversation)

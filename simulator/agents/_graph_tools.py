@@ -37,7 +37,8 @@ from typing import Any
 from pydantic import JsonValue
 
 from simulator.agents._chat import text_of
-from simulator.tools import ToolHandle, ToolRouter, tool_content
+from simulator.models.transcript import tool_content
+from simulator.tools import ToolHandle, ToolRouter
 
 #: Where a graph's nodes find the conversation's tool handle: ``config["configurable"][TOOLS_KEY]``.
 TOOLS_KEY = "simulator_tools"

@@ -32,6 +32,11 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def tool_content(result: JsonValue) -> str:
+    """The text a chat agent gets as a tool's result: a ``str`` unchanged, other JSON serialised exactly once."""
+    return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+
+
 class ToolCallRecord(DataModel):
     """One tool call the agent made and how it was answered."""
 
@@ -47,9 +52,8 @@ class ToolCallRecord(DataModel):
 
     @property
     def result_text(self) -> str:
-        """The result as the agent got it: a ``str`` unchanged, other JSON serialised exactly once."""
-        result = self.result
-        return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+        """The result as the agent got it (:func:`tool_content`)."""
+        return tool_content(self.result)
 
 
 class UserEvent(DataModel):
