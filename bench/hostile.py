@@ -254,6 +254,13 @@ def _csvs() -> Iterator[Hostile]:
 def place(root: Path, hostile: Hostile) -> Path:
     """Write the hostile file, and what its reader needs beside it, into ``root``."""
     (root / ".git").mkdir(exist_ok=True)
+    # The agents here name bot.main:respond, which validate imports; a suite needs an agent to test (an
+    # imported CSV suite too): without them a valid file would be counted as refused.
+    (root / "bot").mkdir(exist_ok=True)
+    (root / "bot" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "bot" / "main.py").write_text("def respond(messages):\n    return 'hi'\n", encoding="utf-8")
+    if not (root / "agent.yaml").exists() and FILES[hostile.reader] != "agent.yaml":
+        (root / "agent.yaml").write_text("type: http\nbase_url: http://127.0.0.1:9/v1\n", encoding="utf-8")
     path = root / FILES[hostile.reader]
     path.parent.mkdir(parents=True, exist_ok=True)
     if hostile.content == "fifo":
