@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 
 import typer
 from rich.console import Console, ConsoleOptions, RenderableType
@@ -25,6 +25,9 @@ from rich.text import Text
 
 from simulator import __version__
 from simulator.errors import ConfigError, ConfigErrors, InputError, SimulatorError
+
+if TYPE_CHECKING:
+    from simulator.reports.formats import ReportFormat
 from simulator.safety import json_safe, redact, terminal_safe
 
 EXIT_OK = 0
@@ -626,7 +629,7 @@ def run(
     from simulator.models.run import RunSettings
     from simulator.runner._plan import build_plan, new_record, snapshot_of, unknown_case_filters
 
-    _check_report_formats(report_formats or [])  # before anything runs: not after an hour of conversations
+    formats = _check_report_formats(report_formats or [])  # before anything runs: not after an hour of it
     report = validate_paths(paths)
     if report.errors:
         _print_config_errors(report.errors)
@@ -675,7 +678,7 @@ def run(
         record = _execute_with_progress(store, record, _cache(db, settings.cache, cache_size), live=live, db=db)
         _print_run(store, record)
         if report_formats:
-            _write_reports(store, record, report_formats, report_dir)
+            _write_reports(store, record, formats, report_dir)
         _exit_for(record, fail_under)
 
 
@@ -695,24 +698,24 @@ def _print_plan_notes(suites: list[Any], planned: list[tuple[int, str]], options
         err.print(f"note: {note}", markup=False, soft_wrap=True)
 
 
-def _check_report_formats(formats: list[str]) -> None:
+def _check_report_formats(formats: list[str]) -> list[ReportFormat]:
+    """``formats`` as report formats; exit 2 naming the first that is not one, before anything runs or is read."""
     from simulator.reports.formats import FORMATS
 
-    unknown = [fmt for fmt in formats if fmt not in FORMATS]
-    if unknown:
-        err.print(f"unknown report format {unknown[0]!r}: choose one of {', '.join(FORMATS)}", markup=False)
-        raise typer.Exit(EXIT_INVALID)
-
-
-def _write_reports(store: Any, record: Any, formats: list[str], directory: Path) -> None:
-    from simulator.reports.formats import FORMATS, default_filename, render
-
-    results = store.results(record.id)
-    directory.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
         if fmt not in FORMATS:
             err.print(f"unknown report format {fmt!r}: choose one of {', '.join(FORMATS)}", markup=False)
             raise typer.Exit(EXIT_INVALID)
+    return cast("list[ReportFormat]", formats)
+
+
+def _write_reports(store: Any, record: Any, formats: list[ReportFormat], directory: Path) -> None:
+    """Write the run's reports; the formats were checked before the run (:func:`_check_report_formats`)."""
+    from simulator.reports.formats import default_filename, render
+
+    results = store.results(record.id)
+    directory.mkdir(parents=True, exist_ok=True)
+    for fmt in formats:
         path = directory / default_filename(record, fmt)
         path.write_bytes(render(fmt, record, results))
         out.print(f"report: {path}", markup=False)
@@ -727,14 +730,12 @@ def report(
     db: DbOption = None,
 ) -> None:
     """Write a stored run as a report: Markdown, self-contained HTML, JSON, CSV, Excel or JUnit XML."""
-    from simulator.reports.formats import FORMATS, default_filename, render
+    from simulator.reports.formats import default_filename, render
 
-    if fmt not in FORMATS:
-        err.print(f"unknown report format {fmt!r}: choose one of {', '.join(FORMATS)}", markup=False)
-        raise typer.Exit(EXIT_INVALID)
+    [report_format] = _check_report_formats([fmt])
     with _store(db) as store:
         record = store.get_run(run_ref)
-        data = render(fmt, record, store.results(record.id))
+        data = render(report_format, record, store.results(record.id))
     if output is None and fmt == "xlsx":
         output = Path(default_filename(record, "xlsx"))
     if output is None:

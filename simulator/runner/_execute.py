@@ -5,7 +5,7 @@
 * Rate limits, server errors and timeouts are retried with jittered exponential backoff by the model client;
   a case whose retries run out ends as ``error`` with the reason, and the run goes on.
 * Every result is committed to the store the moment it is scored, and every conversation is checkpointed
-  step by step (LangGraph, in the same SQLite file), so a crash, a ``kill -9`` or Ctrl-C loses at most the
+  step by step (LangGraph, in a file beside the store), so a crash, a ``kill -9`` or Ctrl-C loses at most the
   steps in flight: ``resume`` skips finished cases and continues unfinished conversations where they stopped.
 * The run's lease is taken before anything runs and renewed while it runs (see :mod:`simulator.store`): a
   second process resuming the same run is refused, and a killed run reads ``interrupted``. The run ends
