@@ -299,6 +299,25 @@ _STYLES = {
 }
 
 
+ModelsFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--models",
+        help="YAML file of model settings per role, like a suite's `models:` (agent/user/judge: model, api_base, "
+        "api_key_env, timeout, ...); what it sets overrides the suite.",
+    ),
+]
+JudgeApiBaseOption = Annotated[
+    str | None, typer.Option("--judge-api-base", help="Base URL of the judge model's endpoint.")
+]
+UserApiBaseOption = Annotated[
+    str | None, typer.Option("--user-api-base", help="Base URL of the simulated user's model endpoint.")
+]
+AgentApiBaseOption = Annotated[
+    str | None, typer.Option("--agent-api-base", help="Base URL of a litellm agent's model endpoint.")
+]
+
+
 @app.command()
 @_handles_errors
 def simulate(
@@ -312,59 +331,55 @@ def simulate(
         str | None, typer.Option("--user-model", help="litellm model for the simulated user.")
     ] = None,
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="litellm model for the judge.")] = None,
+    models_file: ModelsFileOption = None,
+    judge_api_base: JudgeApiBaseOption = None,
+    user_api_base: UserApiBaseOption = None,
+    agent_api_base: AgentApiBaseOption = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for the scripted user's perturbations.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the transcripts as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document: counts and every scored result.")
+    ] = False,
 ) -> None:
-    """Run and score cases of a suite one by one: each conversation, its step outcomes, every score and the
-    case's outcome with the reasons. Offline by default (scripted user, deterministic checks)."""
+    """Run and score cases of a suite one by one, storing nothing: each conversation, its step outcomes, every
+    score and the case's outcome with the reasons. Offline by default (scripted user, deterministic checks).
+    With --json, one JSON document: the counts and every scored result."""
     import asyncio
+    import json
 
-    from simulator.llm import LLMClient
-    from simulator.loading import load_suite
     from simulator.metrics import Breakdown
     from simulator.reports import result_lines, transcript_lines
-    from simulator.runner import (
-        RunOptions,
-        check_environment,
-        find_case,
-        model_roles,
-        pick_persona,
-        run_case,
-        score_case,
-    )
 
-    loaded = load_suite(suite)
-    check_environment([loaded])
-    options = RunOptions(live=live, user_model=user_model, judge_model=judge_model, seed=seed)
-    cases = [find_case(loaded, name) for name in case] if case else list(loaded.suite.cases)
-    plan = [(c, pick_persona(loaded, c, persona)) for c in cases]
-    llm = LLMClient(model_roles(loaded, options))
+    planned = _api().plan_simulation(
+        suite, cases=case or [], persona=persona, live=live, user_model=user_model, judge_model=judge_model,
+        models=_model_overrides(models_file, judge_api_base, user_api_base, agent_api_base), seed=seed,
+    )  # fmt: skip
     if not as_json:
-        _print_plan_notes([loaded], [(0, c.name) for c in cases], options)
+        for note in planned.notes:
+            err.print(f"note: {note}", markup=False, soft_wrap=True)
 
-    async def run_all() -> list[Any]:
-        results = []
-        for c, p in plan:
-            transcript = await run_case(loaded, c, persona=p, llm=llm, options=options)
-            results.append(await score_case(loaded, c, transcript, llm=llm, options=options))
-        return results
-
-    results = asyncio.run(run_all())
-    for result in results:
+    def show(result: Any) -> None:
         if as_json:
-            _print_document(result.model_dump_json(indent=2) + "\n", "json")
-            continue
+            return
         for line in [*transcript_lines(result.transcript, result), *result_lines(result)]:
             out.print(line.text, style=_STYLES[line.style] or None, markup=False)
         out.print("")
+
+    results = asyncio.run(_api().simulate_async(planned, on_result=show))
     breakdown = Breakdown.of([r.outcome for r in results])
-    if not as_json:
+    counts = {
+        "total": breakdown.total, "passed": breakdown.passed, "failed": breakdown.failed,
+        "error": breakdown.error, "unsure": breakdown.unsure,
+    }  # fmt: skip
+    if as_json:
+        document = {**counts, "results": [result.model_dump(mode="json") for result in results]}
+        _print_document(json.dumps(document, indent=2, ensure_ascii=False) + "\n", "json")
+    else:
         out.print(
             f"{breakdown.total} case(s): {breakdown.passed} passed, {breakdown.failed} failed, "
             f"{breakdown.error} error, {breakdown.unsure} unsure.",
             markup=False,
         )
-        if breakdown.unsure and not model_roles(loaded, options).judge.model:
+        if breakdown.unsure and not planned.has_judge:
             out.print(
                 "Unsure cases have checks only a judge model can decide; they were not guessed. "
                 "Pass --judge-model (any litellm model) to judge them.",
@@ -451,16 +466,34 @@ def _store(db: Path | None) -> Any:
     return RunStore(db or default_db_path())
 
 
-def _cache(db: Path | None, enabled: bool, size_mb: int) -> Any:
-    if not enabled:
-        return None
-    from simulator.llm import RequestCache
-    from simulator.store import default_db_path
+def _api() -> Any:
+    """The public run API (imported when a command runs, not for --help)."""
+    import simulator.runner
 
-    return RequestCache((db or default_db_path()).parent / "cache.db", max_bytes=size_mb * 1024 * 1024)
+    return simulator.runner
 
 
-def _resume_command(store: Any, record: Any, db: Path | None) -> str:
+def _model_overrides(
+    models_file: Path | None, judge_api_base: str | None, user_api_base: str | None, agent_api_base: str | None
+) -> dict[str, dict[str, Any]]:
+    """Per-role model settings from ``--models FILE`` (the suite's ``models:`` mapping, as YAML) and the
+    ``--*-api-base`` options (which win over the file)."""
+    overrides: dict[str, dict[str, Any]] = {}
+    if models_file is not None:
+        from simulator.loading import load_model_file
+        from simulator.models import ModelRoles
+
+        roles = load_model_file(models_file, ModelRoles)
+        for role in sorted(roles.model_fields_set):
+            chosen = getattr(roles, role)
+            overrides[role] = {name: getattr(chosen, name) for name in chosen.model_fields_set}
+    for role, base in (("judge", judge_api_base), ("user", user_api_base), ("agent", agent_api_base)):
+        if base is not None:
+            overrides.setdefault(role, {})["api_base"] = base
+    return overrides
+
+
+def _resume_command(record: Any, store_path: Path, db: Path | None) -> str:
     """The command that continues ``record``: with the store it is in when one was chosen (``--db`` or
     ``$SIMULATOR_DB``: another shell may not have it set), ``--live`` for a live run, ``--yes`` for an
     imported one."""
@@ -470,7 +503,7 @@ def _resume_command(store: Any, record: Any, db: Path | None) -> str:
 
     words = ["simulator", "runs", "resume", record.id]
     if db is not None or os.environ.get(DB_ENV, "").strip():
-        words += ["--db", str(store.path)]
+        words += ["--db", str(store_path)]
     if record.settings.live:
         words.append("--live")
     if record.imported_from:
@@ -478,33 +511,39 @@ def _resume_command(store: Any, record: Any, db: Path | None) -> str:
     return shlex.join(words)
 
 
-def _execute_with_progress(store: Any, record: Any, cache: Any, *, live: bool, db: Path | None) -> Any:
-    """Run what is left of the plan with a progress bar on a terminal (plain lines otherwise). Ctrl-C and
-    SIGTERM both stop it cleanly: the run is marked interrupted, the command to resume it is printed, and the
-    exit code is 130 (Ctrl-C) or 143 (SIGTERM). A second SIGTERM ends the process at once."""
+def _run_with_progress(
+    start: Callable[[Callable[[Any], None]], Any], *, db: Path | None, on_start: Callable[[Any], None] | None = None
+) -> Any:
+    """Run the coroutine ``start(on_event)`` (a public API call) with a progress bar on a terminal (plain lines
+    otherwise). Ctrl-C and SIGTERM both stop it cleanly: the run is marked interrupted, the command to resume it
+    is printed, and the exit code is 130 (Ctrl-C) or 143 (SIGTERM). A second SIGTERM ends the process at once."""
     import asyncio
     import contextlib
     import signal
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from simulator.runner._execute import execute
-
     console = SafeConsole(stderr=True, soft_wrap=True)
     bar = Progress(
         TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=console, disable=not console.is_terminal, transient=True,
     )  # fmt: skip
-    task = bar.add_task("running", total=len(record.plan))
-    bar.update(task, completed=len(store.completed_keys(record.id)))
+    task = bar.add_task("running", total=None)
+    begun: list[Any] = []
 
-    def progress(update: Any) -> None:
-        bar.update(task, completed=update.done, description=f"{update.item.case}")
+    def on_event(event: Any) -> None:
+        if hasattr(event, "already_done"):  # RunStarted
+            begun.append(event)
+            bar.update(task, total=len(event.record.plan), completed=event.already_done)
+            if on_start is not None:
+                on_start(event)
+            return
+        bar.update(task, completed=event.done, description=f"{event.item.case}")
         if not console.is_terminal:
-            persona = f" ({update.item.persona})" if update.item.persona else ""
+            persona = f" ({event.item.persona})" if event.item.persona else ""
             out.print(
-                f"[{update.done}/{update.total}] {update.result.outcome:<6} {update.item.case}{persona} "
-                f"#{update.item.repeat + 1} {update.duration_s:.1f}s",
+                f"[{event.done}/{event.total}] {event.result.outcome:<6} {event.item.case}{persona} "
+                f"#{event.item.repeat + 1} {event.duration_s:.1f}s",
                 markup=False,
             )
 
@@ -524,7 +563,7 @@ def _execute_with_progress(store: Any, record: Any, cache: Any, *, live: bool, d
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
             loop.add_signal_handler(signal.SIGTERM, on_sigterm)  # not on Windows, nor off the main thread
         try:
-            return await execute(store, record, live=live, on_progress=progress, cache=cache)
+            return await start(on_event)
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
                 loop.remove_signal_handler(signal.SIGTERM)
@@ -535,17 +574,31 @@ def _execute_with_progress(store: Any, record: Any, cache: Any, *, live: bool, d
     except (KeyboardInterrupt, asyncio.CancelledError) as exc:
         if isinstance(exc, asyncio.CancelledError) and not terminated:
             raise
-        stored = len(store.completed_keys(record.id))
         what = "terminated (SIGTERM)" if terminated else "interrupted"
-        err.print(
-            f"{what}: {stored} of {len(record.plan)} conversation(s) stored; "
-            f"continue with: {_resume_command(store, record, db)}",
-            markup=False,
-        )
+        if not begun:
+            err.print(what, markup=False)
+        else:
+            from simulator.store import RunStore
+
+            record, path = begun[0].record, begun[0].store_path
+            with RunStore(path) as store:
+                stored = len(store.completed_keys(record.id))
+            err.print(
+                f"{what}: {stored} of {len(record.plan)} conversation(s) stored; "
+                f"continue with: {_resume_command(record, path, db)}",
+                markup=False,
+            )
         raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
 
 
-def _print_run(store: Any, record: Any) -> None:
+def _print_run(outcome: Any) -> None:
+    from simulator.store import RunStore
+
+    with RunStore(outcome.store_path) as store:
+        _print_run_record(store, outcome.record)
+
+
+def _print_run_record(store: Any, record: Any) -> None:
     from simulator.reports.run_text import CASE_COLUMNS, case_rows, repeat_lines, run_header, totals_lines
 
     results = store.results(record.id)
@@ -565,18 +618,13 @@ def _print_run(store: Any, record: Any) -> None:
         out.print(line, markup=False)
 
 
-def _exit_for(record: Any, fail_under: float | None) -> None:
-    totals = record.totals
-    if record.status != "completed" or totals is None:
-        raise typer.Exit(EXIT_INCOMPLETE)
-    if fail_under is not None:
-        correctness = (totals.correctness or 0.0) * 100
-        if correctness < fail_under:
-            err.print(f"correctness {correctness:.1f}% is below --fail-under {fail_under:g}%", markup=False)
-            raise typer.Exit(EXIT_BELOW_BAR)
-        return
-    if totals.passed != totals.total:
-        raise typer.Exit(EXIT_BELOW_BAR)
+def _exit_for(outcome: Any, fail_under: float | None) -> None:
+    code = outcome.exit_code(fail_under)
+    if code == EXIT_BELOW_BAR and fail_under is not None:
+        correctness = (outcome.correctness or 0.0) * 100
+        err.print(f"correctness {correctness:.1f}% is below --fail-under {fail_under:g}%", markup=False)
+    if code != EXIT_OK:
+        raise typer.Exit(code)
 
 
 @app.command()
@@ -594,6 +642,10 @@ def run(
         str | None, typer.Option("--user-model", help="litellm model for the simulated user.")
     ] = None,
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="litellm model for the judge.")] = None,
+    models_file: ModelsFileOption = None,
+    judge_api_base: JudgeApiBaseOption = None,
+    user_api_base: UserApiBaseOption = None,
+    agent_api_base: AgentApiBaseOption = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Conversations in flight at once.")] = 8,
     fail_under: Annotated[
         float | None, typer.Option("--fail-under", help="Exit 1 only when correctness (%) is below this.")
@@ -623,79 +675,38 @@ def run(
     3 when the run could not complete, 130 when interrupted by Ctrl-C and 143 by SIGTERM (the run can be
     resumed). A suite names code that runs: its python agent, langgraph graph and, with --live, tool functions.
     """
-    import random
-
-    from simulator.loading import validate_paths
-    from simulator.models.run import RunSettings
-    from simulator.runner._plan import build_plan, new_record, snapshot_of, unknown_case_filters
+    from simulator.runner import plan
 
     formats = _check_report_formats(report_formats or [])  # before anything runs: not after an hour of it
-    report = validate_paths(paths)
-    if report.errors:
-        _print_config_errors(report.errors)
-        raise typer.Exit(EXIT_INVALID)
-    if not report.suites:
-        err.print("no suite among the paths given: pass suite files or folders holding them", markup=False)
-        raise typer.Exit(EXIT_INVALID)
-    settings = RunSettings(
-        paths=[str(p) for p in paths], persona=persona, repeat=repeat, tags=tag or [], cases=case or [],
-        live=live, user_model=user_model, judge_model=judge_model, concurrency=concurrency,
-        fail_under=fail_under, seed=seed if seed is not None else random.SystemRandom().randrange(2**31),
-        cache=not no_cache, checkpoints=checkpoints,
+    planned = plan(
+        paths, persona=persona, repeat=repeat, tags=tag or [], cases=case or [], live=live, user_model=user_model,
+        judge_model=judge_model, models=_model_overrides(models_file, judge_api_base, user_api_base, agent_api_base),
+        concurrency=concurrency, fail_under=fail_under, seed=seed, cache=not no_cache, checkpoints=checkpoints,
     )  # fmt: skip
-    unknown = unknown_case_filters(report.suites, settings)
-    if unknown:
-        err.print(f"no case named {', '.join(map(repr, unknown))} in these suites", markup=False)
-        raise typer.Exit(EXIT_INVALID)
-    from simulator.runner import check_environment
 
-    check_environment(report.suites)
-    plan = build_plan(report.suites, settings)
-    if not plan:
-        err.print("nothing to run: no case matches the --tag / --case filters", markup=False)
-        raise typer.Exit(EXIT_INVALID)
-    cwd = Path.cwd()
-    snapshots = [
-        snapshot_of(loaded, str(loaded.path.relative_to(cwd)) if loaded.path.is_relative_to(cwd) else str(loaded.path))
-        for loaded in report.suites
-    ]
-    store = _store(db)
-    with store:
-        record = new_record(store.new_run_id(), snapshots, settings, plan, agent_version=agent_version, note=note)
-        store.create_run(record)
-        cases = len({(item.suite, item.case) for item in plan})
-        estimate = store.mean_duration(record.suite_hash)
+    def started(event: Any) -> None:
         guess = (
-            f"estimated {estimate * len(plan) / concurrency:.0f} s from earlier runs of these suites"
-            if estimate else "no estimate yet (first run of these suites)"
+            f"estimated {event.estimate_s:.0f} s from earlier runs of these suites"
+            if event.estimate_s else "no estimate yet (first run of these suites)"
         )  # fmt: skip
         out.print(
-            f"Run {record.id}: {len(plan)} conversation(s) of {cases} case(s) from {len(snapshots)} suite(s), "
-            f"concurrency {concurrency}; {guess}.",
+            f"Run {event.record.id}: {len(planned.items)} conversation(s) of {planned.cases} case(s) from "
+            f"{len(planned.snapshots)} suite(s), concurrency {concurrency}; {guess}.",
             markup=False,
         )
-        _print_plan_notes(report.suites, [(item.suite, item.case) for item in plan], _options(judge_model))
-        record = _execute_with_progress(store, record, _cache(db, settings.cache, cache_size), live=live, db=db)
-        _print_run(store, record)
-        if report_formats:
-            _write_reports(store, record, formats, report_dir)
-        _exit_for(record, fail_under)
+        for note_text in planned.notes:
+            err.print(f"note: {note_text}", markup=False, soft_wrap=True)
 
-
-def _options(judge_model: str | None) -> Any:
-    from simulator.runner import RunOptions
-
-    return RunOptions(judge_model=judge_model)
-
-
-def _print_plan_notes(suites: list[Any], planned: list[tuple[int, str]], options: Any) -> None:
-    """Before anything runs: golden cases without personas, and the checks that need a judge model."""
-    from simulator.runner import model_roles
-    from simulator.runner._plan import plan_notes
-
-    notes = plan_notes(suites, set(planned), lambda loaded: bool(model_roles(loaded, options).judge.model))
-    for note in notes:
-        err.print(f"note: {note}", markup=False, soft_wrap=True)
+    outcome = _run_with_progress(
+        lambda on_event: _api().run_async(
+            planned, db=db, agent_version=agent_version, note=note, cache_size_mb=cache_size, on_event=on_event
+        ),
+        db=db, on_start=started,
+    )  # fmt: skip
+    _print_run(outcome)
+    if report_formats:
+        _write_reports(outcome, formats, report_dir)
+    _exit_for(outcome, fail_under)
 
 
 def _check_report_formats(formats: list[str]) -> list[ReportFormat]:
@@ -709,15 +720,15 @@ def _check_report_formats(formats: list[str]) -> list[ReportFormat]:
     return cast("list[ReportFormat]", formats)
 
 
-def _write_reports(store: Any, record: Any, formats: list[ReportFormat], directory: Path) -> None:
+def _write_reports(outcome: Any, formats: list[ReportFormat], directory: Path) -> None:
     """Write the run's reports; the formats were checked before the run (:func:`_check_report_formats`)."""
     from simulator.reports.formats import default_filename, render
 
-    results = store.results(record.id)
+    results = outcome.results()
     directory.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
-        path = directory / default_filename(record, fmt)
-        path.write_bytes(render(fmt, record, results))
+        path = directory / default_filename(outcome.record, fmt)
+        path.write_bytes(render(fmt, outcome.record, results))
         out.print(f"report: {path}", markup=False)
 
 
@@ -809,7 +820,7 @@ def runs_show(
             }
             _print_document(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "json")
             return
-        _print_run(store, record)
+        _print_run_record(store, record)
 
 
 @runs_app.command("note")
@@ -858,48 +869,15 @@ YesOption = Annotated[
 ]
 
 
-def _visible(text: str) -> str:
-    """Text from an imported file, with every control or invisible character written as an escape."""
-    return "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in str(text))
-
-
-def _code_it_runs(record: Any, live: bool) -> list[str]:
-    """What running ``record``'s snapshot executes or reaches on this machine, one line each."""
-    from simulator.models import HttpAgent, LanggraphAgent, LitellmAgent, PythonAgent
-
-    lines: list[str] = []
-    for snapshot in record.snapshot:
-        suite = snapshot.suite
-        where = f"suite '{_visible(suite.name)}'"
-        agent = suite.agent
-        if isinstance(agent, PythonAgent):
-            lines.append(f"python agent {agent.callable} ({where}): its module is imported and called")
-        elif isinstance(agent, LanggraphAgent):
-            lines.append(f"langgraph graph {agent.graph} ({where}): its module is imported and the graph run")
-        elif isinstance(agent, HttpAgent):
-            lines.append(f"http agent at {_visible(agent.base_url)} ({where}): every conversation is sent there")
-        elif isinstance(agent, LitellmAgent):
-            lines.append(
-                f"litellm agent on model {_visible(agent.model)} ({where}): conversations are sent to that model"
-            )
-        elif agent is not None:
-            lines.append(f"agent file {_visible(agent)} ({where})")
-        for tool in getattr(agent, "tools", None) or []:
-            if tool.function is None:
-                continue
-            if live:
-                lines.append(f"live tool function {tool.function} for tool {tool.name} ({where}): called with --live")
-            else:
-                lines.append(f"tool function {tool.function} for tool {tool.name} ({where}): not run (no --live)")
-    return lines
-
-
 def _confirm_imported(record: Any, yes: bool, live: bool, doing: str) -> None:
     """An imported run names code that did not come from this machine's files: say what it runs, and go on
     only with --yes."""
     if not record.imported_from:
         return
-    lines = _code_it_runs(record, live)
+    from simulator.runner import code_it_runs
+    from simulator.runner._api import _visible
+
+    lines = code_it_runs(record, live)
     err.print(
         f"Run {record.id} came from `simulator import run` (run {_visible(record.imported_from)} elsewhere). "
         f"{doing.capitalize()} it runs what its snapshot names, on this machine, as you:",
@@ -933,25 +911,20 @@ def runs_resume(
         missing = len(record.plan) - len(store.completed_keys(record.id))
         if missing == 0 and record.status == "completed":
             out.print(f"run {record.id} is complete: nothing to resume", markup=False)
-            _print_run(store, record)
-            _exit_for(record, record.settings.fail_under)
+            _print_run_record(store, record)
+            _exit_for(_api().RunOutcome(record=record, store_path=store.path), record.settings.fail_under)
             return
         check_live(record, live)
         _confirm_imported(record, yes, live, "resuming")
-        _check_environment_of(record)
-        out.print(f"Resuming {record.id}: {missing} of {len(record.plan)} conversation(s) left.", markup=False)
-        cache = _cache(db, record.settings.cache and not no_cache, 200)
-        record = _execute_with_progress(store, record, cache, live=live, db=db)
-        _print_run(store, record)
-        _exit_for(record, record.settings.fail_under)
-
-
-def _check_environment_of(record: Any) -> None:
-    """The agents' environment variables of a stored run are set, before it runs again."""
-    from simulator.runner import check_environment
-    from simulator.runner._plan import restore
-
-    check_environment([restore(snapshot) for snapshot in record.snapshot])
+    out.print(f"Resuming {record.id}: {missing} of {len(record.plan)} conversation(s) left.", markup=False)
+    outcome = _run_with_progress(
+        lambda on_event: _api().resume_async(
+            record.id, db=db, live=live, trust_imported=yes, cache=not no_cache, on_event=on_event
+        ),
+        db=db,
+    )
+    _print_run(outcome)
+    _exit_for(outcome, outcome.record.settings.fail_under)
 
 
 @runs_app.command("repeat")
@@ -966,31 +939,29 @@ def runs_repeat(
 ) -> None:
     """Run again exactly what a stored run ran (its suite snapshot and settings) as a new run; tools in test
     mode unless this command says --live."""
-    from simulator.runner._plan import new_record
-
     with _store(db) as store:
         store.require_writable("repeat a run")
         old = store.get_run(run_ref)
         store.check_free(old.id, "repeated")
         _confirm_imported(old, yes, live, "repeating")
-        _check_environment_of(old)
-        if old.settings.live and not live:
-            err.print(
-                f"note: {old.id} ran with --live; this repeat runs its tools in test mode (fakes): pass --live to "
-                "run the real tool functions",
-                markup=False,
-            )
-        record = new_record(
-            store.new_run_id(), old.snapshot, old.settings.model_copy(update={"live": live}), old.plan,
-            agent_version=agent_version if agent_version is not None else old.agent_version,
-            note=note if note is not None else f"repeat of {old.id}", repeat_of=old.id,
-            imported_from=old.imported_from,
-        )  # fmt: skip
-        store.create_run(record)
-        out.print(f"Run {record.id} repeats {old.id}: {len(record.plan)} conversation(s).", markup=False)
-        record = _execute_with_progress(store, record, _cache(db, old.settings.cache, 200), live=live, db=db)
-        _print_run(store, record)
-        _exit_for(record, record.settings.fail_under)
+    if old.settings.live and not live:
+        err.print(
+            f"note: {old.id} ran with --live; this repeat runs its tools in test mode (fakes): pass --live to "
+            "run the real tool functions",
+            markup=False,
+        )
+
+    def started(event: Any) -> None:
+        out.print(f"Run {event.record.id} repeats {old.id}: {len(event.record.plan)} conversation(s).", markup=False)
+
+    outcome = _run_with_progress(
+        lambda on_event: _api().repeat_async(
+            old.id, db=db, live=live, trust_imported=yes, note=note, agent_version=agent_version, on_event=on_event
+        ),
+        db=db, on_start=started,
+    )  # fmt: skip
+    _print_run(outcome)
+    _exit_for(outcome, outcome.record.settings.fail_under)
 
 
 @runs_app.command("compare")

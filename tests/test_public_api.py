@@ -6,6 +6,34 @@ import inspect
 
 import simulator
 
+# What users may import from ``simulator``: adding or removing a name is a decision, made here on purpose.
+PUBLIC_NAMES = [
+    "AgentError", "Case", "CaseResult", "ConfigError", "ConfigErrors", "GoldenCase", "InputError", "JudgeError",
+    "LoadedSuite", "ModelError", "Persona", "PlanItem", "PlannedRun", "Progress", "RunOutcome", "RunRecord",
+    "RunSettings", "RunStarted", "ScenarioCase", "SimulationCase", "SimulatorError", "Step", "StoreError",
+    "StoredResult", "Suite", "ValidationReport", "__version__", "get_run", "load_personas", "load_suite", "plan",
+    "render_report", "repeat", "repeat_async", "resume", "resume_async", "run", "run_async", "simulate",
+    "simulate_async", "validate_paths",
+]  # fmt: skip
+
+
+def test_all_is_exactly_the_public_names() -> None:
+    assert simulator.__all__ == PUBLIC_NAMES
+
+
+def test_import_simulator_stays_light() -> None:
+    """The run API is served lazily: importing the package loads no model or graph library."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, simulator; "
+        "heavy = sorted(m for m in ('litellm', 'langgraph', 'simulator.runner') if m in sys.modules); "
+        "print(heavy)"
+    )
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert output.strip() == "[]"
+
 
 def test_all_is_sorted_and_complete() -> None:
     assert simulator.__all__ == sorted(simulator.__all__)

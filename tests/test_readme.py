@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -27,3 +29,22 @@ def test_readme_main_command_runs_the_offline_demo() -> None:
     assert main_command.startswith("python3 -m venv .venv && .venv/bin/pip install -e . && ")
     assert "simulator run suites/demo" in main_command
     assert "pytest" not in main_command
+
+
+def test_every_python_example_in_the_readme_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The public-API examples run as written, offline, in a copy of the shipped suites."""
+    import shutil
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = [block for block in re.findall(r"```python\n(.*?)```", text, flags=re.S) if "import simulator\n" in block]
+    assert blocks, "the README shows the Python API"
+    shutil.copytree(ROOT / "suites", tmp_path / "suites")
+    shutil.copytree(ROOT / "personas", tmp_path / "personas")
+    monkeypatch.chdir(tmp_path)
+    for block in blocks:
+        namespace: dict[str, object] = {}
+        exec(compile(block, "README.md", "exec"), namespace)
+    outcome, again = namespace["outcome"], namespace["again"]
+    assert outcome.record.status == "completed"  # type: ignore[attr-defined]
+    assert again.record.repeat_of == outcome.id  # type: ignore[attr-defined]
+    assert namespace["report"].startswith(b"# ")  # type: ignore[attr-defined]

@@ -130,7 +130,7 @@ def test_no_raw_control_character_reaches_the_terminal(tmp_path: Path, monkeypat
     exported_yaml = cli("export", "run", "latest", "--db", db, "-f", "yaml")
     exported_json = cli("export", "run", "latest", "--db", db, "-f", "json")
     cli("simulate", "suites/hostile.yaml")
-    simulated = json.loads(cli("simulate", "suites/hostile.yaml", "--json"))
+    [simulated] = json.loads(cli("simulate", "suites/hostile.yaml", "--json"))["results"]
     cli("personas", "list")
 
     # The text did get through, as text: the agent's reply, the case name, the note.

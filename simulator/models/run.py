@@ -13,7 +13,7 @@ resume it once the cause is fixed). Older stores said ``incomplete`` and ``pendi
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -56,6 +56,11 @@ class RunSettings(DataModel):
     )
     user_model: str | None = None
     judge_model: str | None = None
+    models: dict[Literal["agent", "user", "judge"], dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Model settings per role given to the command (--models FILE, --judge-api-base, ...): "
+        "each key given overrides the suite's. --user-model / --judge-model win over these.",
+    )
     concurrency: int = 8
     fail_under: float | None = None
     seed: int = 0

@@ -1,10 +1,31 @@
-"""The runner: plans cases x personas x repeats, runs them concurrently, scores and stores each as it finishes.
+"""The runner, home of the public run API (``_api``: run, resume, repeat, simulate): plans cases x personas x
+repeats, runs them concurrently, scores and stores each as it finishes.
 
 ``_case`` wires one conversation (agent, simulated user, judge, tools) into the engine and scores it;
 ``_plan`` expands what to run and snapshots the suites; ``_execute`` runs a stored plan with bounded
 concurrency, commits every result as soon as it is scored, and resumes what a crash or Ctrl-C left undone.
 """
 
+from simulator.runner._api import (
+    PlannedRun,
+    RunEvent,
+    RunOutcome,
+    RunStarted,
+    SimulationPlan,
+    code_it_runs,
+    get_run,
+    plan,
+    plan_simulation,
+    repeat,
+    repeat_async,
+    resume,
+    resume_async,
+    role_overrides,
+    run,
+    run_async,
+    simulate,
+    simulate_async,
+)
 from simulator.runner._case import (
     RunOptions,
     check_environment,
@@ -15,14 +36,34 @@ from simulator.runner._case import (
     run_case,
     score_case,
 )
+from simulator.runner._execute import Progress
 
 __all__ = [
+    "PlannedRun",
+    "Progress",
+    "RunEvent",
     "RunOptions",
+    "RunOutcome",
+    "RunStarted",
+    "SimulationPlan",
     "check_environment",
+    "code_it_runs",
     "find_case",
+    "get_run",
     "load_prompt_overrides",
     "model_roles",
     "pick_persona",
+    "plan",
+    "plan_simulation",
+    "repeat",
+    "repeat_async",
+    "resume",
+    "resume_async",
+    "role_overrides",
+    "run",
+    "run_async",
     "run_case",
     "score_case",
+    "simulate",
+    "simulate_async",
 ]

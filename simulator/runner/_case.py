@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from simulator.agents import build_agent
 from simulator.agents._base import free_agent_threads
@@ -35,11 +35,21 @@ class RunOptions:
     user_model: str | None = None
     judge_model: str | None = None
     seed: int = 0
+    models: Mapping[Literal["agent", "user", "judge"], Mapping[str, Any]] = field(default_factory=dict)
 
 
 def model_roles(loaded: LoadedSuite, options: RunOptions) -> ModelRoles:
-    """The suite's model settings with the command line's overrides; a litellm agent's model fills the agent role."""
+    """The suite's model settings with the command line's overrides (per-role settings first, then
+    ``--user-model`` / ``--judge-model``); a litellm agent's model fills the agent role."""
     roles = loaded.suite.models
+    if options.models:
+        roles = roles.model_copy(
+            update={
+                role: getattr(roles, role).model_copy(update=dict(values))
+                for role, values in options.models.items()
+                if values
+            }
+        )
     update = {}
     if options.user_model:
         update["user"] = roles.user.model_copy(update={"model": options.user_model})

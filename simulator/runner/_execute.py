@@ -153,7 +153,10 @@ async def execute(
     check_live(record, live)
     suites: list[LoadedSuite] = [restore(snapshot) for snapshot in record.snapshot]
     settings = record.settings
-    base = RunOptions(live=live, user_model=settings.user_model, judge_model=settings.judge_model, seed=settings.seed)
+    base = RunOptions(
+        live=live, user_model=settings.user_model, judge_model=settings.judge_model, seed=settings.seed,
+        models=settings.models,
+    )  # fmt: skip
     models = dict(clients or {})
 
     def client(index: int) -> LLMClient:

@@ -1,0 +1,530 @@
+"""The public run API: everything the command line does to run suites, callable from Python.
+
+``run`` plans suites (cases x personas x repeats), stores the run and runs it; ``resume`` finishes a stored run;
+``repeat`` runs a stored run's snapshot again as a new run; ``simulate`` runs and scores cases one by one without
+storing anything. Each has an ``*_async`` twin for callers that own an event loop (the CLI, which runs it once).
+
+Every option is checked before any conversation starts or anything is stored: invalid suites raise
+:class:`~simulator.errors.ConfigErrors` naming file, line and key; options that make no sense raise
+:class:`~simulator.errors.InputError`. Progress reaches the caller as events (:class:`RunStarted`, then one
+:class:`Progress` per finished conversation) through ``on_event``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from simulator.errors import ConfigErrors, InputError
+from simulator.loading import LoadedSuite, validate_paths
+from simulator.models import Case, ModelRoles, Persona
+from simulator.models.run import PlanItem, RunRecord, RunSettings, StoredResult, SuiteSnapshot
+from simulator.models.scores import CaseResult
+from simulator.runner._case import RunOptions, check_environment, find_case, model_roles, pick_persona
+from simulator.runner._execute import Progress, check_live, execute
+from simulator.runner._plan import build_plan, new_record, plan_notes, restore, snapshot_of, unknown_case_filters
+from simulator.store import RunStore, default_db_path
+
+PathLike = str | Path
+Suites = PathLike | LoadedSuite | Sequence[PathLike | LoadedSuite]
+ModelRole = Literal["agent", "user", "judge"]
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    """The run is stored and about to run: its record, and what is already done (a resumed run)."""
+
+    record: RunRecord
+    store_path: Path
+    already_done: int
+    estimate_s: float | None = None
+
+
+RunEvent = RunStarted | Progress
+EventHandler = Callable[[RunEvent], None]
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """What a run will run, checked and expanded, before anything is stored: the loaded suites, the settings
+    (with the seed fixed), the plan items, the suite snapshots, and notes a person should read first."""
+
+    suites: list[LoadedSuite]
+    settings: RunSettings
+    items: list[PlanItem]
+    snapshots: list[SuiteSnapshot]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def cases(self) -> int:
+        """How many distinct cases the plan runs."""
+        return len({(item.suite, item.case) for item in self.items})
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A run as stored after it ran: its record (status, totals, settings, snapshot) and where it is stored.
+    Results are read from the store on demand, so a large run is never held in memory whole."""
+
+    record: RunRecord
+    store_path: Path
+
+    @property
+    def id(self) -> str:
+        """The run id (``runs show ID``, ``report ID``)."""
+        return self.record.id
+
+    @property
+    def completed(self) -> bool:
+        """Whether every planned conversation finished and was stored."""
+        return self.record.status == "completed" and self.record.totals is not None
+
+    @property
+    def passed(self) -> bool:
+        """Whether the run completed and every case passed."""
+        totals = self.record.totals
+        return self.completed and totals is not None and totals.passed == totals.total
+
+    @property
+    def correctness(self) -> float | None:
+        """Passed / total (errors count as failures), or None before anything finished."""
+        return self.record.totals.correctness if self.record.totals else None
+
+    def results(self) -> list[StoredResult]:
+        """Every stored result of the run, in plan order."""
+        with RunStore(self.store_path) as store:
+            return store.results(self.record.id)
+
+    def exit_code(self, fail_under: float | None = None) -> int:
+        """What the command line exits with for this run: 0 pass (or correctness at least ``fail_under`` %),
+        1 below the bar, 3 when the run did not complete."""
+        if not self.completed or self.record.totals is None:
+            return 3
+        if fail_under is not None:
+            return 0 if (self.record.totals.correctness or 0.0) * 100 >= fail_under else 1
+        return 0 if self.passed else 1
+
+
+def _as_list(suites: Suites) -> list[PathLike | LoadedSuite]:
+    if isinstance(suites, str | Path | LoadedSuite):
+        return [suites]
+    return list(suites)
+
+
+def _settings(settings: RunSettings | None, options: Mapping[str, Any]) -> RunSettings:
+    """``settings`` with ``options`` laid over it, validated: an unknown or ill-typed option is an InputError
+    naming it, before anything runs."""
+    data = settings.model_dump() if settings is not None else {}
+    data.update(options)
+    try:
+        return RunSettings.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'settings'}: {error['msg']}" for error in exc.errors()
+        )
+        raise InputError(f"invalid run settings: {problems}") from None
+
+
+def role_overrides(models: Mapping[str, Mapping[str, Any]]) -> dict[ModelRole, dict[str, Any]]:
+    """Per-role model settings given to a command (``--models FILE``, ``--judge-api-base`` ...), checked
+    against the suite's own ``models:`` schema: only the keys given, so they override the suite's field by
+    field. An unknown role or key is an InputError naming it."""
+    try:
+        roles = ModelRoles.model_validate({role: dict(values) for role, values in models.items()}, strict=False)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
+        )
+        raise InputError(f"invalid model settings: {problems}") from None
+    result: dict[ModelRole, dict[str, Any]] = {}
+    for role in ("agent", "user", "judge"):
+        if role in models:
+            chosen = getattr(roles, role)
+            result[role] = {name: getattr(chosen, name) for name in chosen.model_fields_set}
+    return result
+
+
+def _load(suites: Suites) -> list[LoadedSuite]:
+    """Loaded suites for paths (validated together, all errors at once) and loaded suites as given."""
+    given = _as_list(suites)
+    if not given:
+        raise InputError("no suite given: pass suite files or folders holding them")
+    paths = [item for item in given if not isinstance(item, LoadedSuite)]
+    loaded = [item for item in given if isinstance(item, LoadedSuite)]
+    if paths:
+        report = validate_paths(paths)
+        if report.errors:
+            raise ConfigErrors(report.errors)
+        if not report.suites:
+            raise InputError("no suite among the paths given: pass suite files or folders holding them")
+        loaded = [*loaded, *report.suites]
+    return loaded
+
+
+def _path_as_given(loaded: LoadedSuite) -> str:
+    cwd = Path.cwd()
+    return str(loaded.path.relative_to(cwd)) if loaded.path.is_relative_to(cwd) else str(loaded.path)
+
+
+def _has_judge(settings: RunSettings) -> Callable[[LoadedSuite], bool]:
+    options = options_of(settings)
+    return lambda loaded: bool(model_roles(loaded, options).judge.model)
+
+
+def options_of(settings: RunSettings, *, live: bool | None = None) -> RunOptions:
+    """What a conversation needs of the run's settings."""
+    return RunOptions(
+        live=settings.live if live is None else live,
+        user_model=settings.user_model,
+        judge_model=settings.judge_model,
+        seed=settings.seed,
+        models=settings.models,
+    )
+
+
+def plan(suites: Suites, settings: RunSettings | None = None, **options: Any) -> PlannedRun:
+    """Check and expand what a run would run, storing nothing: suites validated (ConfigErrors), the settings
+    (``RunSettings`` fields as keywords, e.g. ``repeat=3, judge_model="openai/gpt-4o-mini"``) checked, the
+    ``cases`` / ``tags`` filters matched, the agents' environment variables present, and the plan of cases x
+    personas x repeats expanded with a fixed seed."""
+    options = dict(options)
+    seed = options.pop("seed", None)
+    chosen = _settings(settings, options if seed is None else {**options, "seed": seed})
+    loaded = _load(suites)
+    if seed is None and (settings is None or "seed" not in settings.model_fields_set):
+        # A random seed, recorded in the run, so the persona choice and the scripted user can be reproduced.
+        chosen = chosen.model_copy(update={"seed": random.SystemRandom().randrange(2**31)})
+    if not chosen.paths:
+        chosen = chosen.model_copy(update={"paths": [_path_as_given(item) for item in loaded]})
+    unknown = unknown_case_filters(loaded, chosen)
+    if unknown:
+        raise InputError(f"no case named {', '.join(map(repr, unknown))} in these suites")
+    check_environment(loaded)
+    items = build_plan(loaded, chosen)
+    if not items:
+        raise InputError("nothing to run: no case matches the --tag / --case filters")
+    snapshots = [snapshot_of(item, _path_as_given(item)) for item in loaded]
+    notes = plan_notes(loaded, {(item.suite, item.case) for item in items}, _has_judge(chosen))
+    return PlannedRun(suites=loaded, settings=chosen, items=items, snapshots=snapshots, notes=notes)
+
+
+def _cache(store_path: Path, enabled: bool, size_mb: int) -> Any:
+    if not enabled:
+        return None
+    from simulator.llm import RequestCache
+
+    return RequestCache(store_path.parent / "cache.db", max_bytes=size_mb * 1024 * 1024)
+
+
+async def _execute(
+    store: RunStore,
+    record: RunRecord,
+    *,
+    live: bool,
+    cache: bool,
+    cache_size_mb: int,
+    on_event: EventHandler | None,
+    estimate_s: float | None = None,
+) -> RunOutcome:
+    done = len(store.completed_keys(record.id))
+    if on_event is not None:
+        on_event(RunStarted(record=record, store_path=store.path, already_done=done, estimate_s=estimate_s))
+    finished = await execute(
+        store,
+        record,
+        live=live,
+        on_progress=on_event,
+        cache=_cache(store.path, cache, cache_size_mb),
+    )
+    return RunOutcome(record=finished, store_path=store.path)
+
+
+async def run_async(
+    suites: Suites | PlannedRun,
+    settings: RunSettings | None = None,
+    *,
+    db: PathLike | None = None,
+    agent_version: str | None = None,
+    note: str = "",
+    cache_size_mb: int = 200,
+    on_event: EventHandler | None = None,
+    **options: Any,
+) -> RunOutcome:
+    """:func:`run` for a caller that owns the event loop. Cancelling it marks the run ``interrupted`` (resume
+    it with :func:`resume`) and re-raises."""
+    planned = suites if isinstance(suites, PlannedRun) else plan(suites, settings, **options)
+    store = RunStore(Path(db) if db is not None else default_db_path())
+    with store:
+        record = new_record(
+            store.new_run_id(), planned.snapshots, planned.settings, planned.items,
+            agent_version=agent_version, note=note,
+        )  # fmt: skip
+        store.create_run(record)
+        mean = store.mean_duration(record.suite_hash)
+        estimate = mean * len(planned.items) / planned.settings.concurrency if mean else None
+        return await _execute(
+            store, record, live=planned.settings.live, cache=planned.settings.cache, cache_size_mb=cache_size_mb,
+            on_event=on_event, estimate_s=estimate,
+        )  # fmt: skip
+
+
+def run(
+    suites: Suites | PlannedRun,
+    settings: RunSettings | None = None,
+    *,
+    db: PathLike | None = None,
+    agent_version: str | None = None,
+    note: str = "",
+    cache_size_mb: int = 200,
+    on_event: EventHandler | None = None,
+    **options: Any,
+) -> RunOutcome:
+    """Run suites (paths of suite files or folders, loaded suites, or a :class:`PlannedRun`): every case x
+    persona x repeat, concurrently, each result stored the moment it is scored (``db``: the run store, default
+    ``$SIMULATOR_DB`` or ``.simulator/runs.db``). Settings are a :class:`RunSettings` and/or its fields as
+    keywords (``repeat=3``, ``persona="all"``, ``judge_model=...``, ``live=True`` to run real tool
+    functions, ``models={"judge": {"api_base": ...}}``). Returns the stored run."""
+    return asyncio.run(
+        run_async(
+            suites, settings, db=db, agent_version=agent_version, note=note, cache_size_mb=cache_size_mb,
+            on_event=on_event, **options,
+        )
+    )
+
+
+def code_it_runs(record: RunRecord, live: bool) -> list[str]:
+    """What running ``record``'s snapshot executes or reaches on this machine, one line each (shown before an
+    imported run is resumed or repeated)."""
+    from simulator.models import HttpAgent, LanggraphAgent, LitellmAgent, PythonAgent
+
+    lines: list[str] = []
+    for snapshot in record.snapshot:
+        suite = snapshot.suite
+        where = f"suite '{_visible(suite.name)}'"
+        agent = suite.agent
+        if isinstance(agent, PythonAgent):
+            lines.append(f"python agent {agent.callable} ({where}): its module is imported and called")
+        elif isinstance(agent, LanggraphAgent):
+            lines.append(f"langgraph graph {agent.graph} ({where}): its module is imported and the graph run")
+        elif isinstance(agent, HttpAgent):
+            lines.append(f"http agent at {_visible(agent.base_url)} ({where}): every conversation is sent there")
+        elif isinstance(agent, LitellmAgent):
+            lines.append(
+                f"litellm agent on model {_visible(agent.model)} ({where}): conversations are sent to that model"
+            )
+        elif agent is not None:
+            lines.append(f"agent file {_visible(agent)} ({where})")
+        for tool in getattr(agent, "tools", None) or []:
+            if tool.function is None:
+                continue
+            if live:
+                lines.append(f"live tool function {tool.function} for tool {tool.name} ({where}): called with --live")
+            else:
+                lines.append(f"tool function {tool.function} for tool {tool.name} ({where}): not run (no --live)")
+    return lines
+
+
+def _visible(text: str) -> str:
+    """Text from an imported file, with every control or invisible character written as an escape."""
+    return "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in str(text))
+
+
+def _trust(record: RunRecord, trust_imported: bool, doing: str) -> None:
+    if record.imported_from and not trust_imported:
+        raise InputError(
+            f"run {record.id} came from `simulator import run` (run {_visible(record.imported_from)} elsewhere); "
+            f"{doing} it runs the code its snapshot names on this machine: read the export, then pass "
+            "trust_imported=True (--yes on the command line)"
+        )
+
+
+def _check_environment_of(record: RunRecord) -> None:
+    check_environment([restore(snapshot) for snapshot in record.snapshot])
+
+
+async def resume_async(
+    run_ref: str,
+    *,
+    db: PathLike | None = None,
+    live: bool = False,
+    trust_imported: bool = False,
+    cache: bool = True,
+    cache_size_mb: int = 200,
+    on_event: EventHandler | None = None,
+) -> RunOutcome:
+    """:func:`resume` for a caller that owns the event loop."""
+    store = RunStore(Path(db) if db is not None else default_db_path())
+    with store:
+        store.require_writable("resume a run")
+        record = store.get_run(run_ref)
+        store.check_free(record.id, "resumed")
+        if record.status == "completed" and len(store.completed_keys(record.id)) == len(record.plan):
+            return RunOutcome(record=record, store_path=store.path)
+        check_live(record, live)
+        _trust(record, trust_imported, "resuming")
+        _check_environment_of(record)
+        return await _execute(
+            store, record, live=live, cache=record.settings.cache and cache, cache_size_mb=cache_size_mb,
+            on_event=on_event,
+        )  # fmt: skip
+
+
+def resume(
+    run_ref: str,
+    *,
+    db: PathLike | None = None,
+    live: bool = False,
+    trust_imported: bool = False,
+    cache: bool = True,
+    cache_size_mb: int = 200,
+    on_event: EventHandler | None = None,
+) -> RunOutcome:
+    """Finish an interrupted or failed run (``run_ref``: an id, a unique prefix, ``latest`` or ``latest~N``):
+    finished conversations are not run again, unfinished ones continue where they stopped. A run another live
+    process runs is refused (:class:`~simulator.store.RunBusyError`); a run started live continues only with
+    ``live=True``; an imported run only with ``trust_imported=True``. A complete run is returned as it is."""
+    return asyncio.run(
+        resume_async(
+            run_ref, db=db, live=live, trust_imported=trust_imported, cache=cache, cache_size_mb=cache_size_mb,
+            on_event=on_event,
+        )
+    )
+
+
+async def repeat_async(
+    run_ref: str,
+    *,
+    db: PathLike | None = None,
+    live: bool = False,
+    trust_imported: bool = False,
+    note: str | None = None,
+    agent_version: str | None = None,
+    cache_size_mb: int = 200,
+    on_event: EventHandler | None = None,
+) -> RunOutcome:
+    """:func:`repeat` for a caller that owns the event loop."""
+    store = RunStore(Path(db) if db is not None else default_db_path())
+    with store:
+        store.require_writable("repeat a run")
+        old = store.get_run(run_ref)
+        store.check_free(old.id, "repeated")
+        _trust(old, trust_imported, "repeating")
+        _check_environment_of(old)
+        record = new_record(
+            store.new_run_id(), old.snapshot, old.settings.model_copy(update={"live": live}), old.plan,
+            agent_version=agent_version if agent_version is not None else old.agent_version,
+            note=note if note is not None else f"repeat of {old.id}", repeat_of=old.id,
+            imported_from=old.imported_from,
+        )  # fmt: skip
+        store.create_run(record)
+        return await _execute(
+            store, record, live=live, cache=old.settings.cache, cache_size_mb=cache_size_mb, on_event=on_event
+        )
+
+
+def repeat(
+    run_ref: str,
+    *,
+    db: PathLike | None = None,
+    live: bool = False,
+    trust_imported: bool = False,
+    note: str | None = None,
+    agent_version: str | None = None,
+    cache_size_mb: int = 200,
+    on_event: EventHandler | None = None,
+) -> RunOutcome:
+    """Run again exactly what a stored run ran (its suite snapshot, settings and plan) as a new run; tools in
+    test mode unless ``live=True``."""
+    return asyncio.run(
+        repeat_async(
+            run_ref, db=db, live=live, trust_imported=trust_imported, note=note, agent_version=agent_version,
+            cache_size_mb=cache_size_mb, on_event=on_event,
+        )
+    )
+
+
+@dataclass(frozen=True)
+class SimulationPlan:
+    """What :func:`simulate` will run: the suite, the cases with their personas, the options, and notes."""
+
+    suite: LoadedSuite
+    cases: list[tuple[Case, Persona | None]]
+    options: RunOptions
+    notes: list[str]
+    has_judge: bool
+
+
+def plan_simulation(
+    suite: PathLike | LoadedSuite,
+    *,
+    cases: Sequence[str] = (),
+    persona: str | None = None,
+    live: bool = False,
+    user_model: str | None = None,
+    judge_model: str | None = None,
+    models: Mapping[str, Mapping[str, Any]] | None = None,
+    seed: int = 0,
+) -> SimulationPlan:
+    """Check what :func:`simulate` would run, running nothing."""
+    from simulator.loading import load_suite
+
+    loaded = suite if isinstance(suite, LoadedSuite) else load_suite(suite)
+    check_environment([loaded])
+    settings = RunSettings(
+        live=live, user_model=user_model, judge_model=judge_model, seed=seed, models=role_overrides(models or {})
+    )
+    options = options_of(settings)
+    chosen = [find_case(loaded, name) for name in cases] if cases else list(loaded.suite.cases)
+    pairs = [(case, pick_persona(loaded, case, persona)) for case in chosen]
+    notes = plan_notes([loaded], {(0, case.name) for case in chosen}, _has_judge(settings))
+    return SimulationPlan(
+        suite=loaded, cases=pairs, options=options, notes=notes,
+        has_judge=bool(model_roles(loaded, options).judge.model),
+    )  # fmt: skip
+
+
+async def simulate_async(
+    suite: PathLike | LoadedSuite | SimulationPlan,
+    *,
+    on_result: Callable[[CaseResult], None] | None = None,
+    **options: Any,
+) -> list[CaseResult]:
+    """:func:`simulate` for a caller that owns the event loop."""
+    from simulator.llm import LLMClient
+    from simulator.runner._case import run_case, score_case
+
+    planned = suite if isinstance(suite, SimulationPlan) else plan_simulation(suite, **options)
+    llm = LLMClient(model_roles(planned.suite, planned.options))
+    results: list[CaseResult] = []
+    for case, persona in planned.cases:
+        transcript = await run_case(planned.suite, case, persona=persona, llm=llm, options=planned.options)
+        result = await score_case(planned.suite, case, transcript, llm=llm, options=planned.options)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return results
+
+
+def simulate(
+    suite: PathLike | LoadedSuite | SimulationPlan,
+    *,
+    on_result: Callable[[CaseResult], None] | None = None,
+    **options: Any,
+) -> list[CaseResult]:
+    """Run and score cases of one suite one by one, storing nothing: each result holds the transcript, step
+    outcomes, every score and the outcome with its reasons. Keywords as :func:`plan_simulation` (``cases``,
+    ``persona``, ``live``, ``user_model``, ``judge_model``, ``models``, ``seed``). Offline by default
+    (scripted user, deterministic checks)."""
+    return asyncio.run(simulate_async(suite, on_result=on_result, **options))
+
+
+def get_run(run_ref: str, *, db: PathLike | None = None) -> RunOutcome:
+    """A stored run (``run_ref``: an id, a unique prefix, ``latest`` or ``latest~N``)."""
+    with RunStore(Path(db) if db is not None else default_db_path()) as store:
+        return RunOutcome(record=store.get_run(run_ref), store_path=store.path)
