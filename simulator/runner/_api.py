@@ -13,11 +13,12 @@ Every option is checked before any conversation starts or anything is stored: in
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from pydantic import ValidationError
 
@@ -31,6 +32,8 @@ from simulator.runner._execute import Progress, check_live, execute
 from simulator.runner._plan import build_plan, new_record, plan_notes, restore, snapshot_of, unknown_case_filters
 from simulator.store import RunStore, default_db_path
 
+P = ParamSpec("P")
+T = TypeVar("T")
 PathLike = str | Path
 Suites = PathLike | LoadedSuite | Sequence[PathLike | LoadedSuite]
 ModelRole = Literal["agent", "user", "judge"]
@@ -256,8 +259,12 @@ async def run_async(
     on_event: EventHandler | None = None,
     **options: Any,
 ) -> RunOutcome:
-    """:func:`run` for a caller that owns the event loop. Cancelling it marks the run ``interrupted`` (resume
-    it with :func:`resume`) and re-raises."""
+    """Run suites (paths of suite files or folders, loaded suites, or a :class:`PlannedRun`): every case x
+    persona x repeat, concurrently, each result stored the moment it is scored (``db``: the run store, default
+    ``$SIMULATOR_DB`` or ``.simulator/runs.db``). Settings are a :class:`RunSettings` and/or its fields as
+    keywords (``repeat=3``, ``persona="all"``, ``judge_model=...``, ``live=True`` to run real tool
+    functions, ``models={"judge": {"api_base": ...}}``). Returns the stored run. Cancelling it marks the run
+    ``interrupted`` (continue it with :func:`resume`) and re-raises."""
     planned = suites if isinstance(suites, PlannedRun) else plan(suites, settings, **options)
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
@@ -272,30 +279,6 @@ async def run_async(
             store, record, live=planned.settings.live, cache=planned.settings.cache, cache_size_mb=cache_size_mb,
             on_event=on_event, estimate_s=estimate,
         )  # fmt: skip
-
-
-def run(
-    suites: Suites | PlannedRun,
-    settings: RunSettings | None = None,
-    *,
-    db: PathLike | None = None,
-    agent_version: str | None = None,
-    note: str = "",
-    cache_size_mb: int = 200,
-    on_event: EventHandler | None = None,
-    **options: Any,
-) -> RunOutcome:
-    """Run suites (paths of suite files or folders, loaded suites, or a :class:`PlannedRun`): every case x
-    persona x repeat, concurrently, each result stored the moment it is scored (``db``: the run store, default
-    ``$SIMULATOR_DB`` or ``.simulator/runs.db``). Settings are a :class:`RunSettings` and/or its fields as
-    keywords (``repeat=3``, ``persona="all"``, ``judge_model=...``, ``live=True`` to run real tool
-    functions, ``models={"judge": {"api_base": ...}}``). Returns the stored run."""
-    return asyncio.run(
-        run_async(
-            suites, settings, db=db, agent_version=agent_version, note=note, cache_size_mb=cache_size_mb,
-            on_event=on_event, **options,
-        )
-    )
 
 
 def code_it_runs(record: RunRecord, live: bool) -> list[str]:
@@ -358,7 +341,10 @@ async def resume_async(
     cache_size_mb: int = 200,
     on_event: EventHandler | None = None,
 ) -> RunOutcome:
-    """:func:`resume` for a caller that owns the event loop."""
+    """Finish an interrupted or failed run (``run_ref``: an id, a unique prefix, ``latest`` or ``latest~N``):
+    finished conversations are not run again, unfinished ones continue where they stopped. A run another live
+    process runs is refused (:class:`~simulator.store.RunBusyError`); a run started live continues only with
+    ``live=True``; an imported run only with ``trust_imported=True``. A complete run is returned as it is."""
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         store.require_writable("resume a run")
@@ -375,28 +361,6 @@ async def resume_async(
         )  # fmt: skip
 
 
-def resume(
-    run_ref: str,
-    *,
-    db: PathLike | None = None,
-    live: bool = False,
-    trust_imported: bool = False,
-    cache: bool = True,
-    cache_size_mb: int = 200,
-    on_event: EventHandler | None = None,
-) -> RunOutcome:
-    """Finish an interrupted or failed run (``run_ref``: an id, a unique prefix, ``latest`` or ``latest~N``):
-    finished conversations are not run again, unfinished ones continue where they stopped. A run another live
-    process runs is refused (:class:`~simulator.store.RunBusyError`); a run started live continues only with
-    ``live=True``; an imported run only with ``trust_imported=True``. A complete run is returned as it is."""
-    return asyncio.run(
-        resume_async(
-            run_ref, db=db, live=live, trust_imported=trust_imported, cache=cache, cache_size_mb=cache_size_mb,
-            on_event=on_event,
-        )
-    )
-
-
 async def repeat_async(
     run_ref: str,
     *,
@@ -408,7 +372,8 @@ async def repeat_async(
     cache_size_mb: int = 200,
     on_event: EventHandler | None = None,
 ) -> RunOutcome:
-    """:func:`repeat` for a caller that owns the event loop."""
+    """Run again exactly what a stored run ran (its suite snapshot, settings and plan) as a new run; tools in
+    test mode unless ``live=True``."""
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         store.require_writable("repeat a run")
@@ -426,27 +391,6 @@ async def repeat_async(
         return await _execute(
             store, record, live=live, cache=old.settings.cache, cache_size_mb=cache_size_mb, on_event=on_event
         )
-
-
-def repeat(
-    run_ref: str,
-    *,
-    db: PathLike | None = None,
-    live: bool = False,
-    trust_imported: bool = False,
-    note: str | None = None,
-    agent_version: str | None = None,
-    cache_size_mb: int = 200,
-    on_event: EventHandler | None = None,
-) -> RunOutcome:
-    """Run again exactly what a stored run ran (its suite snapshot, settings and plan) as a new run; tools in
-    test mode unless ``live=True``."""
-    return asyncio.run(
-        repeat_async(
-            run_ref, db=db, live=live, trust_imported=trust_imported, note=note, agent_version=agent_version,
-            cache_size_mb=cache_size_mb, on_event=on_event,
-        )
-    )
 
 
 @dataclass(frozen=True)
@@ -495,7 +439,10 @@ async def simulate_async(
     on_result: Callable[[CaseResult], None] | None = None,
     **options: Any,
 ) -> list[CaseResult]:
-    """:func:`simulate` for a caller that owns the event loop."""
+    """Run and score cases of one suite one by one, storing nothing: each result holds the transcript, step
+    outcomes, every score and the outcome with its reasons. Keywords as :func:`plan_simulation` (``cases``,
+    ``persona``, ``live``, ``user_model``, ``judge_model``, ``models``, ``seed``). Offline by default
+    (scripted user, deterministic checks)."""
     from simulator.llm import LLMClient
     from simulator.runner._case import run_case, score_case
 
@@ -511,20 +458,25 @@ async def simulate_async(
     return results
 
 
-def simulate(
-    suite: PathLike | LoadedSuite | SimulationPlan,
-    *,
-    on_result: Callable[[CaseResult], None] | None = None,
-    **options: Any,
-) -> list[CaseResult]:
-    """Run and score cases of one suite one by one, storing nothing: each result holds the transcript, step
-    outcomes, every score and the outcome with its reasons. Keywords as :func:`plan_simulation` (``cases``,
-    ``persona``, ``live``, ``user_model``, ``judge_model``, ``models``, ``seed``). Offline by default
-    (scripted user, deterministic checks)."""
-    return asyncio.run(simulate_async(suite, on_result=on_result, **options))
-
-
 def get_run(run_ref: str, *, db: PathLike | None = None) -> RunOutcome:
     """A stored run (``run_ref``: an id, a unique prefix, ``latest`` or ``latest~N``)."""
     with RunStore(Path(db) if db is not None else default_db_path()) as store:
         return RunOutcome(record=store.get_run(run_ref), store_path=store.path)
+
+
+def _blocking(function: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """``function`` run to completion on an event loop of its own: the API for callers without one."""
+
+    @functools.wraps(function)
+    def blocking(*args: P.args, **kwargs: P.kwargs) -> T:
+        return asyncio.run(function(*args, **kwargs))
+
+    blocking.__name__ = blocking.__qualname__ = function.__name__.removesuffix("_async")
+    blocking.__doc__ = f"{function.__doc__}\n\n    Blocks until done; from async code use ``{function.__name__}``."
+    return blocking
+
+
+run = _blocking(run_async)
+resume = _blocking(resume_async)
+repeat = _blocking(repeat_async)
+simulate = _blocking(simulate_async)
