@@ -307,7 +307,7 @@ def read(root: Path, reader: str) -> list[str]:
 
             load_prompt_overrides(load_suite(root / "suite.yaml"))
         else:
-            from simulator.judge_check import judge_check
+            from simulator.analysis.judge_check import judge_check
             from simulator.llm import FakeScript, LLMClient
             from simulator.models import ModelRoles
 

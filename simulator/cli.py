@@ -321,7 +321,7 @@ def simulate(
 
     from simulator.llm import LLMClient
     from simulator.loading import load_suite
-    from simulator.metrics import Breakdown
+    from simulator.metrics import counts
     from simulator.reports import result_lines, transcript_lines
     from simulator.runner import (
         RunOptions,
@@ -357,7 +357,7 @@ def simulate(
         for line in [*transcript_lines(result.transcript, result), *result_lines(result)]:
             out.print(line.text, style=_STYLES[line.style] or None, markup=False)
         out.print("")
-    breakdown = Breakdown.of([r.outcome for r in results])
+    breakdown = counts(r.outcome for r in results)
     if not as_json:
         out.print(
             f"{breakdown.total} case(s): {breakdown.passed} passed, {breakdown.failed} failed, "
@@ -390,7 +390,7 @@ def judge_check_command(
     from dataclasses import asdict
 
     from simulator.errors import JudgeError
-    from simulator.judge_check import judge_check
+    from simulator.analysis.judge_check import judge_check
 
     if not file.is_file():
         err.print(f"{file}: no such file", markup=False)
@@ -1005,7 +1005,8 @@ def runs_compare(
     ] = False,
 ) -> None:
     """Compare two runs case by case and step by step: regressed first, then improved, new, removed."""
-    from simulator.compare import compare_runs, render_comparison_text
+    from simulator.analysis.compare import compare_runs
+    from simulator.reports.compare_text import render_comparison_text
 
     with _store(db) as store:
         a, b = store.get_run(run_a), store.get_run(run_b)
@@ -1176,7 +1177,8 @@ def compare_command(
     ] = False,
 ) -> None:
     """Compare two runs as a report: regressions first, side by side per step."""
-    from simulator.compare import compare_runs, render_comparison_text
+    from simulator.analysis.compare import compare_runs
+    from simulator.reports.compare_text import render_comparison_text
     from simulator.reports.compare_report import render_compare_html, render_compare_markdown
 
     if fmt not in ("text", "md", "html"):
@@ -1215,7 +1217,8 @@ def digest(
     model, suggested changes to the agent's instructions (clearly labelled as model suggestions)."""
     import asyncio
 
-    from simulator.digest import build_digest, render_digest_markdown, render_digest_text, suggest_fixes
+    from simulator.analysis.digest import build_digest, suggest_fixes
+    from simulator.reports.digest_report import render_digest_markdown, render_digest_text
     from simulator.llm import LLMClient
     from simulator.models import ModelRoles
 

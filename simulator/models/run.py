@@ -1,7 +1,8 @@
 """Runs: what was run (suite snapshot, settings, versions, the plan) and how it went. Pure data, no I/O.
 
-A run is immutable once created, except its note, its status and its summary (``totals``): the suites it ran are kept as a
-snapshot (not re-read from disk), so a run can be repeated exactly and its results read against what it ran.
+A run is immutable once created, except its note, its status and its summary (``totals``): the suites it ran are
+kept as a snapshot (not re-read from disk), so a run can be repeated exactly and its results read against what
+it ran.
 
 A run's status is one of :data:`RunStatus`: ``running`` (a live process holds the run's lease in the store),
 ``completed`` (every planned conversation is stored), ``interrupted`` (Ctrl-C, SIGTERM, or the process that ran

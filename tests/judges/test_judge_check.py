@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from simulator.errors import ConfigErrors, JudgeError
-from simulator.judge_check import judge_check
+from simulator.analysis.judge_check import judge_check
 from simulator.llm import FakeScript, LLMClient
 from simulator.models import ModelRoles
 
