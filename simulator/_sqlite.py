@@ -18,16 +18,16 @@ from typing import Final, Literal
 #: Seconds a connection waits for another process's write lock before giving up.
 BUSY_TIMEOUT_S: Final = 30.0
 
-#: ``sqlite3``'s transaction control: ``None`` is autocommit (the caller says ``BEGIN``), ``""`` (the
-#: module's default) opens a transaction before each write.
-IsolationLevel = Literal["", "DEFERRED", "IMMEDIATE", "EXCLUSIVE"] | None
+#: ``sqlite3``'s transaction control: ``None`` is autocommit (the caller says ``BEGIN``); else the kind of
+#: transaction the module opens before a write (``DEFERRED`` is what ``sqlite3`` does by default).
+IsolationLevel = Literal["DEFERRED", "IMMEDIATE", "EXCLUSIVE"] | None
 
 
 def connect(
     target: Path | str,
     *,
     timeout: float = BUSY_TIMEOUT_S,
-    isolation_level: IsolationLevel = "",
+    isolation_level: IsolationLevel = "DEFERRED",
     check_same_thread: bool = True,
     wal: bool = True,
     foreign_keys: bool = False,

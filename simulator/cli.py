@@ -389,8 +389,8 @@ def judge_check_command(
     import json
     from dataclasses import asdict
 
-    from simulator.errors import JudgeError
     from simulator.analysis.judge_check import judge_check
+    from simulator.errors import JudgeError
 
     if not file.is_file():
         err.print(f"{file}: no such file", markup=False)
@@ -546,9 +546,11 @@ def _execute_with_progress(store: Any, record: Any, cache: Any, *, live: bool, d
 
 
 def _print_run(store: Any, record: Any) -> None:
+    from simulator.metrics import summarized
     from simulator.reports.run_text import CASE_COLUMNS, case_rows, repeat_lines, run_header, totals_lines
 
     results = store.results(record.id)
+    record = summarized(record, results)  # a run stored by an older version, or still running
     for line in run_header(record):
         out.print(line, markup=False)
     owner = store.owner(record.id) if record.status == "running" else None
@@ -561,7 +563,7 @@ def _print_run(store: Any, record: Any) -> None:
     for row in case_rows(results):
         table.add_row(*row, style=styles.get(row[3]))
     out.print(table)
-    for line in [*repeat_lines(results), *totals_lines(record)]:
+    for line in [*repeat_lines(record), *totals_lines(record)]:
         out.print(line, markup=False)
 
 
@@ -711,9 +713,11 @@ def _check_report_formats(formats: list[str]) -> list[ReportFormat]:
 
 def _write_reports(store: Any, record: Any, formats: list[ReportFormat], directory: Path) -> None:
     """Write the run's reports; the formats were checked before the run (:func:`_check_report_formats`)."""
+    from simulator.metrics import summarized
     from simulator.reports.formats import default_filename, render
 
     results = store.results(record.id)
+    record = summarized(record, results)
     directory.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
         path = directory / default_filename(record, fmt)
@@ -730,12 +734,14 @@ def report(
     db: DbOption = None,
 ) -> None:
     """Write a stored run as a report: Markdown, self-contained HTML, JSON, CSV, Excel or JUnit XML."""
+    from simulator.metrics import summarized
     from simulator.reports.formats import default_filename, render
 
     [report_format] = _check_report_formats([fmt])
     with _store(db) as store:
         record = store.get_run(run_ref)
-        data = render(report_format, record, store.results(record.id))
+        results = store.results(record.id)
+        data = render(report_format, summarized(record, results), results)
     if output is None and fmt == "xlsx":
         output = Path(default_filename(record, "xlsx"))
     if output is None:
@@ -1178,8 +1184,8 @@ def compare_command(
 ) -> None:
     """Compare two runs as a report: regressions first, side by side per step."""
     from simulator.analysis.compare import compare_runs
-    from simulator.reports.compare_text import render_comparison_text
     from simulator.reports.compare_report import render_compare_html, render_compare_markdown
+    from simulator.reports.compare_text import render_comparison_text
 
     if fmt not in ("text", "md", "html"):
         err.print(f"unknown format {fmt!r}: choose text, md or html", markup=False)
@@ -1218,9 +1224,9 @@ def digest(
     import asyncio
 
     from simulator.analysis.digest import build_digest, suggest_fixes
-    from simulator.reports.digest_report import render_digest_markdown, render_digest_text
     from simulator.llm import LLMClient
     from simulator.models import ModelRoles
+    from simulator.reports.digest_report import render_digest_markdown, render_digest_text
 
     if fmt not in ("text", "md"):
         err.print(f"unknown format {fmt!r}: choose text or md", markup=False)

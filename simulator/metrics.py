@@ -303,9 +303,8 @@ class _Sum:
 
     def add(self, x: float) -> None:
         kept = 0
-        for y in self.partials:
-            if abs(x) < abs(y):
-                x, y = y, x
+        for partial in self.partials:
+            x, y = (partial, x) if abs(x) < abs(partial) else (x, partial)
             high = x + y
             low = y - (high - x)
             if low:

@@ -980,10 +980,8 @@ class RunStore:
         except ValidationError as exc:
             raise StoreError(self._damaged(f"the plan of run {run_id}", exc)) from exc
         order = {item.key: index for index, item in enumerate(plan)}
-        del plan
         # Sorting is stable: results whose key is not in the plan stay in insertion order, after the others.
         ids = [int(row[0]) for row in sorted(keys, key=lambda row: order.get(str(row[1]), len(order)))]
-        del keys, order
         for start in range(0, len(ids), batch):
             chunk = ids[start : start + batch]
             with self._sql(f"read the results of run {run_id}") as conn:

@@ -10,13 +10,13 @@ import pytest
 from simulator.metrics import (
     Z_95,
     Agreement,
-    Breakdown,
     MetricSummary,
     RepeatStats,
     agreement,
     case_metrics,
     case_outcome,
     correctness,
+    counts,
     goal_achievement,
     metric_summary,
     pass_at_k_estimate,
@@ -26,6 +26,7 @@ from simulator.metrics import (
     wilson_interval,
 )
 from simulator.models.scores import CaseResult, Outcome, Score, ScoreVerdict
+from simulator.models.summary import Counts
 from simulator.models.transcript import CaseKind, StepOutcome, StepStatus, StopReason, Transcript
 
 # -- builders -------------------------------------------------------------------------------------------------
@@ -295,24 +296,24 @@ def test_case_metrics(trans: Transcript, scores: list[Score], expected: dict[str
 @pytest.mark.parametrize(
     ("outcomes", "breakdown", "value"),
     [
-        pytest.param([], Breakdown(), None, id="empty-run"),
-        pytest.param(["pass", "pass"], Breakdown(passed=2), 1.0, id="all-pass"),
-        pytest.param(["pass", "fail", "fail", "pass"], Breakdown(passed=2, failed=2), 0.5, id="half"),
-        pytest.param(["pass", "error"], Breakdown(passed=1, error=1), 0.5, id="error-counts-as-failure"),
+        pytest.param([], Counts(), None, id="empty-run"),
+        pytest.param(["pass", "pass"], Counts(passed=2), 1.0, id="all-pass"),
+        pytest.param(["pass", "fail", "fail", "pass"], Counts(passed=2, failed=2), 0.5, id="half"),
+        pytest.param(["pass", "error"], Counts(passed=1, error=1), 0.5, id="error-counts-as-failure"),
         pytest.param(
-            ["pass", "unsure", "unsure", "unsure"], Breakdown(passed=1, unsure=3), 0.25, id="unsure-not-passed"
+            ["pass", "unsure", "unsure", "unsure"], Counts(passed=1, unsure=3), 0.25, id="unsure-not-passed"
         ),
         pytest.param(
             ["pass", "fail", "error", "unsure", "pass"],
-            Breakdown(passed=2, failed=1, error=1, unsure=1),
+            Counts(passed=2, failed=1, error=1, unsure=1),
             0.4,
             id="mixed",
         ),
-        pytest.param(["error"], Breakdown(error=1), 0.0, id="only-errors"),
+        pytest.param(["error"], Counts(error=1), 0.0, id="only-errors"),
     ],
 )
-def test_breakdown_and_correctness(outcomes: list[Outcome], breakdown: Breakdown, value: float | None) -> None:
-    counted = Breakdown.of(outcomes)
+def test_breakdown_and_correctness(outcomes: list[Outcome], breakdown: Counts, value: float | None) -> None:
+    counted = counts(outcomes)
     assert counted == breakdown
     assert counted.total == len(outcomes)
     assert counted.correctness == value
@@ -321,7 +322,7 @@ def test_breakdown_and_correctness(outcomes: list[Outcome], breakdown: Breakdown
 
 def test_breakdown_rejects_unknown_outcome() -> None:
     with pytest.raises(ValueError, match="unknown outcome 'passed'"):
-        Breakdown.of(["pass", "passed"])  # type: ignore[list-item]
+        counts(["pass", "passed"])  # type: ignore[list-item]
 
 
 # -- metric summary -------------------------------------------------------------------------------------------
@@ -384,34 +385,39 @@ def test_metric_summary_edges(results: list[CaseResult], expected: dict[str, Met
 # 5/10 -> centre 0.5, half = 1.959964 / 1.384146 · sqrt(0.025 + 0.009604) = 0.263407 -> (0.237, 0.763).
 
 
+def _stats(*fields: object) -> RepeatStats:
+    """A RepeatStats from its fields in order (k, passes, pass_rate, pass_at_k, pass_hat_k, wilson, label)."""
+    return RepeatStats.model_validate(dict(zip(RepeatStats.model_fields, fields, strict=True)))
+
+
 @pytest.mark.parametrize(
     ("outcomes", "expected"),
     [
-        pytest.param([], RepeatStats(0, 0, None, None, None, None, None), id="k0-nothing-to-measure"),
-        pytest.param(["pass"], RepeatStats(1, 1, 1.0, 1.0, 1.0, (0.207, 1.0), "stable"), id="k1-pass-stable"),
-        pytest.param(["fail"], RepeatStats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-fail-broken"),
-        pytest.param(["error"], RepeatStats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-error-broken"),
-        pytest.param(["unsure"], RepeatStats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-unsure-broken"),
+        pytest.param([], _stats(0, 0, None, None, None, None, None), id="k0-nothing-to-measure"),
+        pytest.param(["pass"], _stats(1, 1, 1.0, 1.0, 1.0, (0.207, 1.0), "stable"), id="k1-pass-stable"),
+        pytest.param(["fail"], _stats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-fail-broken"),
+        pytest.param(["error"], _stats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-error-broken"),
+        pytest.param(["unsure"], _stats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-unsure-broken"),
         pytest.param(
-            ["pass", "pass", "pass"], RepeatStats(3, 3, 1.0, 1.0, 1.0, (0.439, 1.0), "stable"), id="k3-stable"
+            ["pass", "pass", "pass"], _stats(3, 3, 1.0, 1.0, 1.0, (0.439, 1.0), "stable"), id="k3-stable"
         ),
         pytest.param(
             ["pass", "error", "pass"],
-            RepeatStats(3, 2, 2 / 3, 1.0, 0.0, (0.208, 0.939), "flaky"),
+            _stats(3, 2, 2 / 3, 1.0, 0.0, (0.208, 0.939), "flaky"),
             id="k3-error-is-failure-flaky",
         ),
         pytest.param(
-            ["fail", "unsure", "error"], RepeatStats(3, 0, 0.0, 0.0, 0.0, (0.0, 0.561), "broken"), id="k3-broken"
+            ["fail", "unsure", "error"], _stats(3, 0, 0.0, 0.0, 0.0, (0.0, 0.561), "broken"), id="k3-broken"
         ),
         pytest.param(
             ["pass"] * 8 + ["fail", "error"],
-            RepeatStats(10, 8, 0.8, 1.0, 0.0, (0.490, 0.943), "flaky"),
+            _stats(10, 8, 0.8, 1.0, 0.0, (0.490, 0.943), "flaky"),
             id="k10-8-of-10",
         ),
         pytest.param(
-            ["pass", "fail"] * 5, RepeatStats(10, 5, 0.5, 1.0, 0.0, (0.237, 0.763), "flaky"), id="k10-5-of-10"
+            ["pass", "fail"] * 5, _stats(10, 5, 0.5, 1.0, 0.0, (0.237, 0.763), "flaky"), id="k10-5-of-10"
         ),
-        pytest.param(["pass"] * 10, RepeatStats(10, 10, 1.0, 1.0, 1.0, (0.722, 1.0), "stable"), id="k10-stable"),
+        pytest.param(["pass"] * 10, _stats(10, 10, 1.0, 1.0, 1.0, (0.722, 1.0), "stable"), id="k10-stable"),
     ],
 )
 def test_repeat_stats(outcomes: list[Outcome], expected: RepeatStats) -> None:

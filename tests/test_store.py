@@ -21,16 +21,15 @@ from simulator.errors import StoreError
 from simulator.models import Suite
 from simulator.models.run import (
     PlanItem,
-    RoleTotals,
     RunRecord,
     RunSettings,
     RunStatus,
-    RunTotals,
     StoredResult,
     SuiteSnapshot,
 )
 from simulator.models.scores import CaseResult, Score
-from simulator.models.transcript import AgentEvent, ToolCallRecord, Transcript, UserEvent
+from simulator.models.summary import RunSummary
+from simulator.models.transcript import AgentEvent, ToolCallRecord, Transcript, Usage, UserEvent
 from simulator.store import (
     HOST,
     MIGRATIONS,
@@ -147,7 +146,7 @@ def test_run_and_results_round_trip(tmp_path: Path) -> None:
 
 def test_status_totals_finished_and_note_change(tmp_path: Path) -> None:
     record = make_run()
-    totals = RunTotals(total=3, passed=2, failed=1, correctness=2 / 3, usage={"judge": RoleTotals(calls=3, cost=None)})
+    totals = RunSummary(total=3, passed=2, failed=1, correctness=2 / 3, usage={"judge": Usage(calls=3, cost=None)})
     with RunStore(tmp_path / "runs.db") as store:
         store.create_run(record)
         store.set_status(record.id, "completed", totals=totals, finished=T0 + timedelta(minutes=2))

@@ -6,4 +6,13 @@ from simulator.engine._checkpoint import forget_threads, open_checkpointer
 from simulator.engine._conversation import TURN_CAP, Conversation, ConversationSetup, StepChecker
 from simulator.engine._simulate import forget, simulate
 
-__all__ = ["TURN_CAP", "Conversation", "ConversationSetup", "StepChecker", "forget", "forget_threads", "open_checkpointer", "simulate"]
+__all__ = [
+    "TURN_CAP",
+    "Conversation",
+    "ConversationSetup",
+    "StepChecker",
+    "forget",
+    "forget_threads",
+    "open_checkpointer",
+    "simulate",
+]

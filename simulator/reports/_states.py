@@ -39,6 +39,7 @@ __all__ = [
     "step_state",
     "step_status_text",
     "step_words",
+    "steps_in_order",
     "unsure_note",
     "verdict_mark",
     "verdict_state",
@@ -137,6 +138,11 @@ def unsure_note(states: Iterable[State]) -> str:
     a ``Goals (k/n)`` or ``Turns (k/n)`` count, whose ``k`` counts only what was met."""
     unsure = sum(1 for state in states if state == "unsure")
     return f", {unsure} unsure" if unsure else ""
+
+
+def steps_in_order(steps: Iterable[StepOutcome]) -> list[StepOutcome]:
+    """A conversation's step outcomes by step index: the goals a report lists (none for a golden case)."""
+    return sorted(steps, key=lambda step: step.index)
 
 
 def goals_count(steps: Iterable[StepOutcome]) -> str:
