@@ -318,6 +318,31 @@ class _Sum:
         return math.fsum(self.partials)
 
 
+class _UsageTally:
+    """One model role's calls and tokens, and its cost summed exactly (None once any call's cost is unknown)."""
+
+    def __init__(self) -> None:
+        self.calls = self.prompt_tokens = self.completion_tokens = 0
+        self.cost: _Sum | None = _Sum()
+
+    def add(self, used: Usage) -> None:
+        self.calls += used.calls
+        self.prompt_tokens += used.prompt_tokens
+        self.completion_tokens += used.completion_tokens
+        if used.cost is None:
+            self.cost = None
+        elif self.cost is not None:
+            self.cost.add(used.cost)
+
+    def usage(self) -> Usage:
+        return Usage(
+            calls=self.calls,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            cost=None if self.cost is None else self.cost.value,
+        )
+
+
 class _MetricTally:
     """One metric's verdict counts and the exact sum of its values, score by score."""
 
@@ -374,7 +399,7 @@ class SummaryBuilder:
     def __init__(self) -> None:
         self._tally = _Tally()
         self._seconds = _Sum()
-        self._usage: dict[str, Usage] = {}
+        self._usage: dict[str, _UsageTally] = {}
         self._metrics: dict[str, _MetricTally] = {}
         self._cases: dict[tuple[int, str, str | None], list[tuple[int, str, Outcome]]] = {}
         self._suites: dict[int, tuple[_Tally, _Sum]] = {}
@@ -384,7 +409,7 @@ class SummaryBuilder:
         self._tally.add(stored.outcome)
         self._seconds.add(stored.duration_s)
         for role, used in stored.result.transcript.usage.items():
-            self._usage[role] = self._usage.get(role, Usage()) + used
+            self._usage.setdefault(role, _UsageTally()).add(used)
         for score in stored.result.scores:
             self._metrics.setdefault(score.metric, _MetricTally(score.metric)).add(score)
         key = (stored.suite, stored.case, stored.persona)
@@ -410,7 +435,7 @@ class SummaryBuilder:
             version=SUMMARY_VERSION,
             duration_s=duration_s,
             conversations_s=self._seconds.value,
-            usage=dict(self._usage),
+            usage={role: tally.usage() for role, tally in self._usage.items()},
             metrics={metric: tally.summary() for metric, tally in self._metrics.items()},
             cases=cases,
             suites=suites,

@@ -300,9 +300,7 @@ def test_case_metrics(trans: Transcript, scores: list[Score], expected: dict[str
         pytest.param(["pass", "pass"], Counts(passed=2), 1.0, id="all-pass"),
         pytest.param(["pass", "fail", "fail", "pass"], Counts(passed=2, failed=2), 0.5, id="half"),
         pytest.param(["pass", "error"], Counts(passed=1, error=1), 0.5, id="error-counts-as-failure"),
-        pytest.param(
-            ["pass", "unsure", "unsure", "unsure"], Counts(passed=1, unsure=3), 0.25, id="unsure-not-passed"
-        ),
+        pytest.param(["pass", "unsure", "unsure", "unsure"], Counts(passed=1, unsure=3), 0.25, id="unsure-not-passed"),
         pytest.param(
             ["pass", "fail", "error", "unsure", "pass"],
             Counts(passed=2, failed=1, error=1, unsure=1),
@@ -398,25 +396,19 @@ def _stats(*fields: object) -> RepeatStats:
         pytest.param(["fail"], _stats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-fail-broken"),
         pytest.param(["error"], _stats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-error-broken"),
         pytest.param(["unsure"], _stats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-unsure-broken"),
-        pytest.param(
-            ["pass", "pass", "pass"], _stats(3, 3, 1.0, 1.0, 1.0, (0.439, 1.0), "stable"), id="k3-stable"
-        ),
+        pytest.param(["pass", "pass", "pass"], _stats(3, 3, 1.0, 1.0, 1.0, (0.439, 1.0), "stable"), id="k3-stable"),
         pytest.param(
             ["pass", "error", "pass"],
             _stats(3, 2, 2 / 3, 1.0, 0.0, (0.208, 0.939), "flaky"),
             id="k3-error-is-failure-flaky",
         ),
-        pytest.param(
-            ["fail", "unsure", "error"], _stats(3, 0, 0.0, 0.0, 0.0, (0.0, 0.561), "broken"), id="k3-broken"
-        ),
+        pytest.param(["fail", "unsure", "error"], _stats(3, 0, 0.0, 0.0, 0.0, (0.0, 0.561), "broken"), id="k3-broken"),
         pytest.param(
             ["pass"] * 8 + ["fail", "error"],
             _stats(10, 8, 0.8, 1.0, 0.0, (0.490, 0.943), "flaky"),
             id="k10-8-of-10",
         ),
-        pytest.param(
-            ["pass", "fail"] * 5, _stats(10, 5, 0.5, 1.0, 0.0, (0.237, 0.763), "flaky"), id="k10-5-of-10"
-        ),
+        pytest.param(["pass", "fail"] * 5, _stats(10, 5, 0.5, 1.0, 0.0, (0.237, 0.763), "flaky"), id="k10-5-of-10"),
         pytest.param(["pass"] * 10, _stats(10, 10, 1.0, 1.0, 1.0, (0.722, 1.0), "stable"), id="k10-stable"),
     ],
 )
