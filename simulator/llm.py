@@ -512,7 +512,7 @@ class RequestCache:
 
     def _open(self) -> None:
         try:
-            db = connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False)
+            db = connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False, wal=False)
         except sqlite3.Error as exc:
             raise StoreError(
                 f"cannot create the request cache {self.path} ({exc}). Check that its folder is writable, "
