@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 from fractions import Fraction
 
 import pytest
@@ -22,12 +23,15 @@ from simulator.metrics import (
     pass_at_k_estimate,
     pass_hat_k_estimate,
     repeat_stats,
+    run_summary,
+    summarized,
     task_completion,
     wilson_interval,
 )
+from simulator.models.run import RunRecord, StoredResult
 from simulator.models.scores import CaseResult, Outcome, Score, ScoreVerdict
-from simulator.models.summary import Counts
-from simulator.models.transcript import CaseKind, StepOutcome, StepStatus, StopReason, Transcript
+from simulator.models.summary import Counts, RunSummary
+from simulator.models.transcript import CaseKind, StepOutcome, StepStatus, StopReason, Transcript, Usage
 
 # -- builders -------------------------------------------------------------------------------------------------
 
@@ -593,3 +597,79 @@ def test_agreement_confusion_and_disagreements() -> None:
     assert agreement(CLASSIC).confusion == {("yes", "yes"): 20, ("yes", "no"): 5, ("no", "yes"): 10, ("no", "no"): 15}
     assert agreement([]).confusion == {}
     assert agreement([]).disagreements == []
+
+
+# -- the run summary ------------------------------------------------------------------------------------------
+
+
+def _stored(key: str, outcome: Outcome, *, suite: int = 0, case: str = "c", repeat: int = 0) -> StoredResult:
+    scores = [score("met" if outcome == "pass" else "not_met", metric="goal", value=1.0 if outcome == "pass" else 0.0)]
+    trans = transcript().model_copy(update={"usage": {"judge": Usage(calls=1, prompt_tokens=10, cost=0.1)}})
+    return StoredResult(
+        run_id="r",
+        key=key,
+        suite=suite,
+        case=case,
+        repeat=repeat,
+        outcome=outcome,
+        duration_s=0.5,
+        finished=datetime(2026, 1, 1, tzinfo=UTC),
+        result=CaseResult(case=case, kind="simulation", outcome=outcome, transcript=trans, scores=scores),
+    )
+
+
+def test_run_summary_is_every_aggregate_once() -> None:
+    results = [
+        _stored("a0", "pass"),
+        _stored("a1", "fail", repeat=1),
+        _stored("b0", "error", suite=1, case="b"),
+        _stored("a2", "pass", repeat=2),
+    ]
+    summary = run_summary(iter(results), 12.0)  # read once, one at a time
+    assert (summary.total, summary.passed, summary.failed, summary.error, summary.correctness) == (4, 2, 1, 1, 0.5)
+    assert summary.current
+    assert summary.duration_s == 12.0
+    assert summary.conversations_s == 2.0
+    assert summary.usage == {"judge": Usage(calls=4, prompt_tokens=40, cost=0.4)}
+    assert summary.metrics == metric_summary(r.result for r in results)
+    assert [(c.suite, c.case, c.outcomes) for c in summary.cases] == [
+        (0, "c", ["pass", "fail", "pass"]),
+        (1, "b", ["error"]),
+    ]
+    assert summary.cases[0].stats == repeat_stats(["pass", "fail", "pass"])
+    assert [(s.suite, s.total, s.passed, s.duration_s) for s in summary.suites] == [(0, 3, 2, 1.5), (1, 1, 0, 0.5)]
+
+
+def test_an_unknown_cost_stays_unknown_and_counts_follow_the_outcomes() -> None:
+    unknown = _stored("x", "pass")
+    unknown.result.transcript.usage["judge"] = Usage(calls=1, cost=None)
+    assert run_summary([unknown, _stored("y", "pass")], 0.0).usage["judge"].cost is None
+    # total and correctness are derived: a stored file that says otherwise cannot make a reader believe it
+    assert Counts(total=30, passed=1, failed=1, correctness=100.0) == Counts(passed=1, failed=1)
+
+
+def test_an_older_summary_is_read_and_recomputed_from_the_results() -> None:
+    older = {"total": 1, "passed": 1, "correctness": 1.0, "duration_s": 3.0, "usage": {"judge": {"calls": 2}}}
+    summary = RunSummary.model_validate(older)
+    assert not summary.current
+    assert summary.usage["judge"].calls == 2
+    record = RunRecord.model_validate(
+        {
+            "id": "r",
+            "created": "2026-01-01T00:00:00Z",
+            "suite_hash": "h",
+            "snapshot": [],
+            "settings": {},
+            "plan": [{"key": "a1", "suite": 0, "case": "c", "repeat": 1}, {"key": "a0", "suite": 0, "case": "c"}],
+            "totals": older,
+        }
+    )
+    results = [_stored("a0", "pass"), _stored("a1", "fail", repeat=1)]
+    again = summarized(record, results)
+    assert again.totals is not None
+    assert again.totals.current
+    assert (again.totals.total, again.totals.passed, again.totals.duration_s) == (2, 1, 3.0)
+    assert summarized(again, []) is again  # a current summary is kept
+    assert summarized(record.model_copy(update={"totals": None}), results).totals == run_summary(
+        [results[1], results[0]], 0.0
+    )  # plan order, duration unknown
