@@ -196,15 +196,16 @@ def _a_run() -> tuple[RunRecord, list[StoredResult]]:
     from datetime import UTC, datetime
 
     from simulator.models import Suite
-    from simulator.models.run import RunRecord, RunSettings, RunTotals, StoredResult, SuiteSnapshot
+    from simulator.models.run import RunRecord, RunSettings, StoredResult, SuiteSnapshot
     from simulator.models.scores import CaseResult
+    from simulator.models.summary import RunSummary
     from simulator.models.transcript import Transcript, UserEvent
 
     suite = Suite.model_validate({"name": "Shop", "cases": [{"kind": "scenario", "name": "c", "goal": "Refund"}]})
     record = RunRecord(
         id="20261129-232501-ab12cd", created=datetime(2026, 11, 29, tzinfo=UTC), status="completed",
         suite_hash="h", snapshot=[SuiteSnapshot(path="s.yaml", suite=suite)], settings=RunSettings(),
-        totals=RunTotals(total=2, passed=1, failed=1, correctness=0.5, duration_s=12.5),
+        totals=RunSummary(total=2, passed=1, failed=1, correctness=0.5, duration_s=12.5),
     )  # fmt: skip
     results = []
     for repeat, outcome in enumerate(("pass", "fail")):
@@ -307,7 +308,7 @@ def read(root: Path, reader: str) -> list[str]:
 
             load_prompt_overrides(load_suite(root / "suite.yaml"))
         else:
-            from simulator.judge_check import judge_check
+            from simulator.analysis.judge_check import judge_check
             from simulator.llm import FakeScript, LLMClient
             from simulator.models import ModelRoles
 

@@ -9,7 +9,7 @@ Runs checkpoint every conversation step (so a resumed run continues conversation
 with ``--no-checkpoints`` is measured too and reported as ``ratio_no_checkpoints``.
 
 ``--llm-user`` also sends the simulated user through litellm to the server (two calls per turn). litellm costs
-about 3.5 ms of CPU per call here (NOTES.md: one process tops out near 150-200 calls/s), so that variant is
+about 3.5 ms of CPU per call here (measured: one process tops out near 150-200 calls/s), so that variant is
 bound by litellm, not by the runner; its figures are printed for comparison.
 
     python bench/run.py [--conversations N] [--turns T] [--latency S] [--concurrency C] [--llm-user]

@@ -346,7 +346,7 @@ def simulate(
     import asyncio
     import json
 
-    from simulator.metrics import Breakdown
+    from simulator.metrics import counts
     from simulator.reports import result_lines, transcript_lines
 
     planned = _api().plan_simulation(
@@ -365,13 +365,9 @@ def simulate(
         out.print("")
 
     results = asyncio.run(_api().simulate_async(planned, on_result=show))
-    breakdown = Breakdown.of([r.outcome for r in results])
-    counts = {
-        "total": breakdown.total, "passed": breakdown.passed, "failed": breakdown.failed,
-        "error": breakdown.error, "unsure": breakdown.unsure,
-    }  # fmt: skip
+    breakdown = counts(r.outcome for r in results)
     if as_json:
-        document = {**counts, "results": [result.model_dump(mode="json") for result in results]}
+        document = {**breakdown.model_dump(mode="json"), "results": [r.model_dump(mode="json") for r in results]}
         _print_document(json.dumps(document, indent=2, ensure_ascii=False) + "\n", "json")
     else:
         out.print(
@@ -404,8 +400,8 @@ def judge_check_command(
     import json
     from dataclasses import asdict
 
+    from simulator.analysis.judge_check import judge_check
     from simulator.errors import JudgeError
-    from simulator.judge_check import judge_check
 
     if not file.is_file():
         err.print(f"{file}: no such file", markup=False)
@@ -599,9 +595,11 @@ def _print_run(outcome: Any) -> None:
 
 
 def _print_run_record(store: Any, record: Any) -> None:
+    from simulator.metrics import summarized
     from simulator.reports.run_text import CASE_COLUMNS, case_rows, repeat_lines, run_header, totals_lines
 
     results = store.results(record.id)
+    record = summarized(record, results)  # a run stored by an older version, or still running
     for line in run_header(record):
         out.print(line, markup=False)
     owner = store.owner(record.id) if record.status == "running" else None
@@ -614,7 +612,7 @@ def _print_run_record(store: Any, record: Any) -> None:
     for row in case_rows(results):
         table.add_row(*row, style=styles.get(row[3]))
     out.print(table)
-    for line in [*repeat_lines(results), *totals_lines(record)]:
+    for line in [*repeat_lines(record), *totals_lines(record)]:
         out.print(line, markup=False)
 
 
@@ -722,13 +720,15 @@ def _check_report_formats(formats: list[str]) -> list[ReportFormat]:
 
 def _write_reports(outcome: Any, formats: list[ReportFormat], directory: Path) -> None:
     """Write the run's reports; the formats were checked before the run (:func:`_check_report_formats`)."""
+    from simulator.metrics import summarized
     from simulator.reports.formats import default_filename, render
 
     results = outcome.results()
+    record = summarized(outcome.record, results)
     directory.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
-        path = directory / default_filename(outcome.record, fmt)
-        path.write_bytes(render(fmt, outcome.record, results))
+        path = directory / default_filename(record, fmt)
+        path.write_bytes(render(fmt, record, results))
         out.print(f"report: {path}", markup=False)
 
 
@@ -741,12 +741,14 @@ def report(
     db: DbOption = None,
 ) -> None:
     """Write a stored run as a report: Markdown, self-contained HTML, JSON, CSV, Excel or JUnit XML."""
+    from simulator.metrics import summarized
     from simulator.reports.formats import default_filename, render
 
     [report_format] = _check_report_formats([fmt])
     with _store(db) as store:
         record = store.get_run(run_ref)
-        data = render(report_format, record, store.results(record.id))
+        results = store.results(record.id)
+        data = render(report_format, summarized(record, results), results)
     if output is None and fmt == "xlsx":
         output = Path(default_filename(record, "xlsx"))
     if output is None:
@@ -976,7 +978,8 @@ def runs_compare(
     ] = False,
 ) -> None:
     """Compare two runs case by case and step by step: regressed first, then improved, new, removed."""
-    from simulator.compare import compare_runs, render_comparison_text
+    from simulator.analysis.compare import compare_runs
+    from simulator.reports.compare_text import render_comparison_text
 
     with _store(db) as store:
         a, b = store.get_run(run_a), store.get_run(run_b)
@@ -1147,8 +1150,9 @@ def compare_command(
     ] = False,
 ) -> None:
     """Compare two runs as a report: regressions first, side by side per step."""
-    from simulator.compare import compare_runs, render_comparison_text
+    from simulator.analysis.compare import compare_runs
     from simulator.reports.compare_report import render_compare_html, render_compare_markdown
+    from simulator.reports.compare_text import render_comparison_text
 
     if fmt not in ("text", "md", "html"):
         err.print(f"unknown format {fmt!r}: choose text, md or html", markup=False)
@@ -1186,9 +1190,10 @@ def digest(
     model, suggested changes to the agent's instructions (clearly labelled as model suggestions)."""
     import asyncio
 
-    from simulator.digest import build_digest, render_digest_markdown, render_digest_text, suggest_fixes
+    from simulator.analysis.digest import build_digest, suggest_fixes
     from simulator.llm import LLMClient
     from simulator.models import ModelRoles
+    from simulator.reports.digest_report import render_digest_markdown, render_digest_text
 
     if fmt not in ("text", "md"):
         err.print(f"unknown format {fmt!r}: choose text or md", markup=False)

@@ -262,9 +262,9 @@ def _with_true_totals(record: RunRecord, results: Sequence[StoredResult]) -> Run
     without totals (one that never finished) stays without."""
     if record.totals is None:
         return record
-    from simulator.runner._execute import run_totals  # the one place totals are computed; imports the engine
+    from simulator.metrics import summarized  # the one place the run summary is computed
 
-    return record.model_copy(update={"totals": run_totals(results, record.totals.duration_s)})
+    return summarized(record, results, recompute=True)
 
 
 def import_results(source: str | Path, fmt: ExportFormat | None = None) -> list[StoredResult]:

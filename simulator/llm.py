@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from simulator._sqlite import connect
 from simulator.errors import ModelError, StoreError
 from simulator.models.settings import ModelRoles, ModelSettings
 from simulator.models.transcript import Usage
@@ -511,7 +512,7 @@ class RequestCache:
 
     def _open(self) -> None:
         try:
-            db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False)
+            db = connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False, wal=False)
         except sqlite3.Error as exc:
             raise StoreError(
                 f"cannot create the request cache {self.path} ({exc}). Check that its folder is writable, "

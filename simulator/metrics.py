@@ -14,8 +14,11 @@ Per case:
 
 Per run:
 
-- :class:`Breakdown` and :func:`correctness` -- counts of outcomes and passed / total.
+- :func:`counts` and :func:`correctness` -- counts of outcomes and passed / total.
 - :func:`metric_summary` -- verdict counts and mean value per metric over every score of a run.
+- :func:`run_summary` (:class:`SummaryBuilder`) -- the run summary the store keeps with a run and every report
+  reads: counts, usage per role, metric summaries, repeat statistics per case, counts per suite; computed once,
+  one result at a time. :func:`summarized` gives a run read from an older store its summary.
 
 Repeats of one case, and judge calibration:
 
@@ -30,37 +33,48 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, TypeVar, get_args
 
+from simulator.models.run import RunRecord, StoredResult
 from simulator.models.scores import CaseResult, Outcome, Score
-from simulator.models.transcript import StepOutcome, Transcript
+from simulator.models.summary import (
+    SUMMARY_VERSION,
+    CaseSummary,
+    Counts,
+    MetricSummary,
+    RepeatLabel,
+    RepeatStats,
+    RunSummary,
+    SuiteSummary,
+)
+from simulator.models.transcript import StepOutcome, Transcript, Usage
 
 __all__ = [
     "Z_95",
     "Agreement",
-    "Breakdown",
     "GoalAchievement",
     "MetricSummary",
     "RepeatLabel",
     "RepeatStats",
+    "SummaryBuilder",
     "agreement",
     "case_metrics",
     "case_outcome",
     "correctness",
+    "counts",
     "goal_achievement",
     "metric_summary",
     "pass_at_k_estimate",
     "pass_hat_k_estimate",
     "repeat_stats",
+    "run_summary",
+    "summarized",
     "task_completion",
     "wilson_interval",
 ]
 
 #: The two-sided 95% normal quantile, z = Φ⁻¹(0.975), used by :func:`wilson_interval`.
 Z_95 = 1.959963984540054
-
-#: How a case behaves over repeated runs (see :func:`repeat_stats`).
-RepeatLabel = Literal["stable", "flaky", "broken"]
 
 _OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
@@ -244,37 +258,13 @@ def case_metrics(transcript: Transcript, scores: Sequence[Score]) -> dict[str, f
 # -- per run --------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Breakdown:
-    """How many cases of a run had each outcome. ``total`` = passed + failed + error + unsure.
-
-    ``failed`` counts only ``fail`` outcomes; errors are counted apart so they are never hidden, but
-    :attr:`correctness` treats them as failures.
-    """
-
-    passed: int = 0
-    failed: int = 0
-    error: int = 0
-    unsure: int = 0
-
-    @property
-    def total(self) -> int:
-        """All outcomes counted."""
-        return self.passed + self.failed + self.error + self.unsure
-
-    @property
-    def correctness(self) -> float | None:
-        """``passed / total`` (see :func:`correctness`); None when there are no outcomes."""
-        return self.passed / self.total if self.total else None
-
-    @classmethod
-    def of(cls, outcomes: Iterable[Outcome]) -> Breakdown:
-        """Count the outcomes; ValueError for a value that is not an outcome."""
-        counts = dict.fromkeys(_OUTCOMES, 0)
-        for outcome in outcomes:
-            _check_outcome(outcome)
-            counts[outcome] += 1
-        return cls(passed=counts["pass"], failed=counts["fail"], error=counts["error"], unsure=counts["unsure"])
+def counts(outcomes: Iterable[Outcome]) -> Counts:
+    """How many of the outcomes are ``pass``, ``fail``, ``error`` and ``unsure``; ``total`` counts them all and
+    ``correctness`` = passed / total (:func:`correctness`). ValueError for a value that is not an outcome."""
+    tally = _Tally()
+    for outcome in outcomes:
+        tally.add(outcome)
+    return tally.counts(Counts)
 
 
 def correctness(outcomes: Iterable[Outcome]) -> float | None:
@@ -283,27 +273,104 @@ def correctness(outcomes: Iterable[Outcome]) -> float | None:
     ``total`` counts every outcome: an ``error`` counts as a failure (the run could not show the case
     passes), and ``unsure`` counts as not passed. None for an empty run (no outcomes), never 0 or 1.
     """
-    return Breakdown.of(outcomes).correctness
+    return counts(outcomes).correctness
 
 
-@dataclass(frozen=True)
-class MetricSummary:
-    """Verdict counts and mean value of one metric over a run's scores.
+_C = TypeVar("_C", bound=Counts)
 
-    ``count`` = met + not_met + unsure + error + not_applicable (``not_applicable`` counts verdict ``"n/a"``);
-    ``mean`` is the arithmetic mean of the scores' ``value`` where it is not None, and None when no score of
-    the metric has a value; ``values`` is how many values that mean is over.
-    """
 
-    metric: str
-    count: int = 0
-    met: int = 0
-    not_met: int = 0
-    unsure: int = 0
-    error: int = 0
-    not_applicable: int = 0
-    mean: float | None = None
-    values: int = 0
+class _Tally:
+    """Outcome counts, added one at a time."""
+
+    def __init__(self) -> None:
+        self.by_outcome = dict.fromkeys(_OUTCOMES, 0)
+
+    def add(self, outcome: Outcome) -> None:
+        _check_outcome(outcome)
+        self.by_outcome[outcome] += 1
+
+    def counts(self, kind: type[_C], **more: Any) -> _C:
+        found = self.by_outcome
+        return kind(passed=found["pass"], failed=found["fail"], error=found["error"], unsure=found["unsure"], **more)
+
+
+class _Sum:
+    """An exactly rounded running sum of floats (the same value as ``math.fsum`` of them all), in a few floats
+    of memory however many are added (Shewchuk's partials, as in the ``math.fsum`` recipe)."""
+
+    def __init__(self) -> None:
+        self.partials: list[float] = []
+
+    def add(self, x: float) -> None:
+        kept = 0
+        for partial in self.partials:
+            x, y = (partial, x) if abs(x) < abs(partial) else (x, partial)
+            high = x + y
+            low = y - (high - x)
+            if low:
+                self.partials[kept] = low
+                kept += 1
+            x = high
+        self.partials[kept:] = [x]
+
+    @property
+    def value(self) -> float:
+        return math.fsum(self.partials)
+
+
+class _UsageTally:
+    """One model role's calls and tokens, and its cost summed exactly (None once any call's cost is unknown)."""
+
+    def __init__(self) -> None:
+        self.calls = self.prompt_tokens = self.completion_tokens = 0
+        self.cost: _Sum | None = _Sum()
+
+    def add(self, used: Usage) -> None:
+        self.calls += used.calls
+        self.prompt_tokens += used.prompt_tokens
+        self.completion_tokens += used.completion_tokens
+        if used.cost is None:
+            self.cost = None
+        elif self.cost is not None:
+            self.cost.add(used.cost)
+
+    def usage(self) -> Usage:
+        return Usage(
+            calls=self.calls,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            cost=None if self.cost is None else self.cost.value,
+        )
+
+
+class _MetricTally:
+    """One metric's verdict counts and the exact sum of its values, score by score."""
+
+    def __init__(self, metric: str) -> None:
+        self.metric = metric
+        self.verdicts: dict[str, int] = {}
+        self.total = _Sum()
+        self.values = 0
+
+    def add(self, score: Score) -> None:
+        self.verdicts[score.verdict] = self.verdicts.get(score.verdict, 0) + 1
+        if score.value is not None:
+            self.total.add(score.value)
+            self.values += 1
+
+    def summary(self) -> MetricSummary:
+        found = self.verdicts
+        return MetricSummary(
+            metric=self.metric,
+            count=sum(found.values()),
+            met=found.get("met", 0),
+            not_met=found.get("not_met", 0),
+            unsure=found.get("unsure", 0),
+            error=found.get("error", 0),
+            not_applicable=found.get("n/a", 0),
+            mean=self.total.value / self.values if self.values else None,
+            values=self.values,
+        )
 
 
 def metric_summary(results: Iterable[CaseResult]) -> dict[str, MetricSummary]:
@@ -314,26 +381,91 @@ def metric_summary(results: Iterable[CaseResult]) -> dict[str, MetricSummary]:
     ``value`` over the scores whose value is not None, whatever their verdict or ``required`` flag (None when
     no score has a value). Metrics appear in the order they are first seen. An empty run gives ``{}``.
     """
-    scores: dict[str, list[Score]] = {}
+    tallies: dict[str, _MetricTally] = {}
     for result in results:
         for score in result.scores:
-            scores.setdefault(score.metric, []).append(score)
-    summary: dict[str, MetricSummary] = {}
-    for metric, group in scores.items():
-        verdicts = [score.verdict for score in group]
-        values = [score.value for score in group if score.value is not None]
-        summary[metric] = MetricSummary(
-            metric=metric,
-            count=len(group),
-            met=verdicts.count("met"),
-            not_met=verdicts.count("not_met"),
-            unsure=verdicts.count("unsure"),
-            error=verdicts.count("error"),
-            not_applicable=verdicts.count("n/a"),
-            mean=math.fsum(values) / len(values) if values else None,
-            values=len(values),
+            tallies.setdefault(score.metric, _MetricTally(score.metric)).add(score)
+    return {metric: tally.summary() for metric, tally in tallies.items()}
+
+
+class SummaryBuilder:
+    """The run summary, built one stored result at a time: what it keeps grows with the cases, metrics,
+    suites and roles of the run, never with the conversations' transcripts (a result can be dropped as soon
+    as it is added).
+
+    ``add`` the results in plan order (metrics and cases are listed in the order first met), then ``build``.
+    """
+
+    def __init__(self) -> None:
+        self._tally = _Tally()
+        self._seconds = _Sum()
+        self._usage: dict[str, _UsageTally] = {}
+        self._metrics: dict[str, _MetricTally] = {}
+        self._cases: dict[tuple[int, str, str | None], list[tuple[int, str, Outcome]]] = {}
+        self._suites: dict[int, tuple[_Tally, _Sum]] = {}
+
+    def add(self, stored: StoredResult) -> None:
+        """Count one stored conversation. ValueError for an outcome that is not one."""
+        self._tally.add(stored.outcome)
+        self._seconds.add(stored.duration_s)
+        for role, used in stored.result.transcript.usage.items():
+            self._usage.setdefault(role, _UsageTally()).add(used)
+        for score in stored.result.scores:
+            self._metrics.setdefault(score.metric, _MetricTally(score.metric)).add(score)
+        key = (stored.suite, stored.case, stored.persona)
+        self._cases.setdefault(key, []).append((stored.repeat, stored.key, stored.outcome))
+        tally, seconds = self._suites.setdefault(stored.suite, (_Tally(), _Sum()))
+        tally.add(stored.outcome)
+        seconds.add(stored.duration_s)
+
+    def build(self, duration_s: float) -> RunSummary:
+        """The summary of every result added; ``duration_s`` is the run's wall-clock time."""
+        cases = []
+        for (suite, case, persona), runs in self._cases.items():
+            outcomes: list[Outcome] = [outcome for _, _, outcome in sorted(runs)]
+            cases.append(
+                CaseSummary(suite=suite, case=case, persona=persona, outcomes=outcomes, stats=repeat_stats(outcomes))
+            )
+        suites = [
+            tally.counts(SuiteSummary, suite=index, duration_s=seconds.value)
+            for index, (tally, seconds) in sorted(self._suites.items())
+        ]
+        return self._tally.counts(
+            RunSummary,
+            version=SUMMARY_VERSION,
+            duration_s=duration_s,
+            conversations_s=self._seconds.value,
+            usage={role: tally.usage() for role, tally in self._usage.items()},
+            metrics={metric: tally.summary() for metric, tally in self._metrics.items()},
+            cases=cases,
+            suites=suites,
         )
-    return summary
+
+
+def run_summary(results: Iterable[StoredResult], duration_s: float) -> RunSummary:
+    """The run summary of ``results`` (in plan order), read one at a time: the counts and correctness
+    (:func:`counts`), tokens, calls and cost per model role added up over the transcripts (a cost is None when
+    any call's cost is unknown), every metric's :func:`metric_summary`, every case's :func:`repeat_stats` over
+    its repeats, and each suite's counts and seconds. ``duration_s`` is the run's wall-clock time."""
+    builder = SummaryBuilder()
+    for stored in results:
+        builder.add(stored)
+    return builder.build(duration_s)
+
+
+def summarized(record: RunRecord, results: Iterable[StoredResult], *, recompute: bool = False) -> RunRecord:
+    """``record`` with a current summary: its own when it has one (:attr:`RunSummary.current`) and not
+    ``recompute``, else one computed from ``results`` (a run stored by an older version kept only counts, usage
+    and duration; a run without a summary yet gets one with duration 0), keeping the record's duration.
+    ``results`` are put in plan order first."""
+    if record.totals is not None and record.totals.current and not recompute:
+        return record
+    position = {item.key: index for index, item in enumerate(record.plan)}
+    ordered = sorted(
+        results, key=lambda r: (position.get(r.key, len(position)), r.suite, r.case, r.persona or "", r.repeat)
+    )
+    duration = record.totals.duration_s if record.totals is not None else 0.0
+    return record.model_copy(update={"totals": run_summary(ordered, duration)})
 
 
 # -- repeats --------------------------------------------------------------------------------------------------
@@ -364,22 +496,6 @@ def wilson_interval(passes: int, k: int, z: float = Z_95) -> tuple[float, float]
     low = 0.0 if passes == 0 else max(0.0, centre - half)
     high = 1.0 if passes == k else min(1.0, centre + half)
     return low, high
-
-
-@dataclass(frozen=True)
-class RepeatStats:
-    """One case run k times: passes, pass rate, observed pass@k and pass^k, Wilson interval, label.
-
-    Every field but ``k`` and ``passes`` is None when k = 0.
-    """
-
-    k: int
-    passes: int
-    pass_rate: float | None
-    pass_at_k: float | None
-    pass_hat_k: float | None
-    wilson: tuple[float, float] | None
-    label: RepeatLabel | None
 
 
 def repeat_stats(outcomes: Sequence[Outcome]) -> RepeatStats:

@@ -25,7 +25,9 @@ Schema (built by the numbered migrations below; the ``migrations`` table records
                 settings      TEXT NOT NULL      -- JSON RunSettings
                 versions      TEXT NOT NULL      -- JSON {"simulator": ..., "python": ...}
                 plan          TEXT NOT NULL      -- JSON list[PlanItem]
-                totals        TEXT               -- JSON RunTotals, NULL until first computed
+                totals        TEXT               -- JSON RunSummary (simulator.models.summary): the run summary,
+                                                 -- NULL until first computed; an older version's summary
+                                                 -- (counts, usage, duration) still reads
                 repeat_of     TEXT               -- the run this one repeats (plain id, no foreign key)
                 imported_from TEXT               -- the id it had where it was exported, for `import run`
                                                  -- (and its repeats); NULL for runs made here
@@ -65,7 +67,11 @@ synchronous store write and the checkpointer's connection waited on each other's
 by an older version may still hold those tables (``checkpoints``, ``writes``); they do not make it foreign.
 
 Large payloads (snapshot, plan, each result) are JSON text. Reading or listing runs never reads the
-``results`` table; :meth:`RunStore.results` reads one run's results, in plan order.
+``results`` table; :meth:`RunStore.results` reads one run's results, in plan order, and
+:meth:`RunStore.iter_results` the same a few at a time (the run summary is computed over it).
+
+Connections are set up by :func:`simulator._sqlite.connect`, which the request cache and the checkpointer use
+too.
 
 Leases: a run's status is true. The process that runs a run (``run``, ``runs resume``, ``runs repeat``) takes
 its lease first (:meth:`RunStore.acquire`: one ``BEGIN IMMEDIATE`` transaction that writes the lease only when
@@ -108,22 +114,21 @@ from typing import Any, Final, get_args
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from simulator._sqlite import BUSY_TIMEOUT_S, connect
 from simulator.errors import StoreError, StoreInputError
 from simulator.models.run import (
     LEGACY_STATUSES,
     PlanItem,
     RunRecord,
     RunStatus,
-    RunTotals,
     StoredResult,
     SuiteSnapshot,
 )
+from simulator.models.summary import RunSummary
 from simulator.safety import redact
 
 #: The environment variable naming the run store file.
 DB_ENV: Final = "SIMULATOR_DB"
-#: Seconds a connection waits for another process's write lock before giving up.
-BUSY_TIMEOUT_S: Final = 30.0
 #: Seconds between two heartbeats of a run's owner.
 HEARTBEAT_S: Final = 5.0
 #: A lease whose heartbeat is older than this is free (its owner was killed, hangs, or runs on a host that is gone).
@@ -499,7 +504,7 @@ def writable(path: Path) -> bool:
 
 
 def _status_update(
-    status: RunStatus, totals: RunTotals | None, finished: datetime | None
+    status: RunStatus, totals: RunSummary | None, finished: datetime | None
 ) -> tuple[list[str], list[str]]:
     """The ``SET`` clauses and values of a status change (with totals and finishing time when given)."""
     if status not in _STATUSES:
@@ -544,14 +549,16 @@ class RunStore:
         except OSError as exc:
             raise StoreError(f"cannot create the folder for the run store {self.path} ({exc}): {_FIX}") from exc
         try:
-            conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+            # Setting the journal mode is the first read of the file: it fails there if the file is not SQLite.
+            conn = connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False, foreign_keys=True)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the run store {self.path} ({exc}): {_FIX}") from exc
+            if _not_a_database(exc):
+                raise StoreInputError(
+                    f"{self.path} is not an SQLite database, so not a Simulator run store: {_FIX}"
+                ) from exc
+            raise StoreError(f"cannot open the run store {self.path} ({_explain(exc)}): {_FIX}") from exc
         try:
             conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA journal_mode = WAL")  # the first read of the file: fails here if it is not SQLite
-            conn.execute("PRAGMA synchronous = NORMAL")
             migrate(conn, self.path)
         except sqlite3.Error as exc:
             conn.close()
@@ -575,8 +582,8 @@ class RunStore:
         for query in ("?mode=ro", "?mode=ro&immutable=1"):
             conn: sqlite3.Connection | None = None
             try:
-                conn = sqlite3.connect(
-                    uri + query, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
+                conn = connect(
+                    uri + query, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False, wal=False
                 )
                 conn.row_factory = sqlite3.Row
                 applied = _applied(conn, self.path)  # the first read: fails here if it cannot be read
@@ -769,7 +776,7 @@ class RunStore:
         run_id: str,
         status: RunStatus,
         *,
-        totals: RunTotals | None = None,
+        totals: RunSummary | None = None,
         finished: datetime | None = None,
     ) -> None:
         """Change a run's status, and its totals and finishing time when given (a runner uses :meth:`finish`)."""
@@ -874,7 +881,7 @@ class RunStore:
             thread.join(timeout=1.0)
 
     def finish(
-        self, lease: Lease, status: RunStatus, *, totals: RunTotals | None = None, finished: datetime | None = None
+        self, lease: Lease, status: RunStatus, *, totals: RunSummary | None = None, finished: datetime | None = None
     ) -> bool:
         """Give the lease back and set the run's final status (and totals, finishing time) in one transaction.
         False, and nothing changed, when the lease is no longer this owner's."""
@@ -958,20 +965,33 @@ class RunStore:
 
     def results(self, run_id: str) -> list[StoredResult]:
         """The stored results of a run, in plan order (results whose key is not in the plan last)."""
+        return list(self.iter_results(run_id))
+
+    def iter_results(self, run_id: str, *, batch: int = 64) -> Iterator[StoredResult]:
+        """The stored results of a run one by one, in the order of :meth:`results`: at most ``batch`` results
+        are read at a time, so a run of any size can be summed up in flat memory."""
         with self._sql(f"read the results of run {run_id}") as conn:
             plan_row = conn.execute("SELECT plan FROM runs WHERE id = ?", (run_id,)).fetchone()
             if plan_row is None:
                 raise StoreInputError(self._unknown(run_id))
-            rows = conn.execute(
-                f"SELECT {_RESULT_COLUMNS} FROM results WHERE run_id = ? ORDER BY id", (run_id,)
-            ).fetchall()
+            keys = conn.execute('SELECT id, "key" FROM results WHERE run_id = ? ORDER BY id', (run_id,)).fetchall()
         try:
             plan = _PLAN.validate_json(plan_row[0])
         except ValidationError as exc:
             raise StoreError(self._damaged(f"the plan of run {run_id}", exc)) from exc
         order = {item.key: index for index, item in enumerate(plan)}
-        results = [self._result(row) for row in rows]
-        return sorted(results, key=lambda result: order.get(result.key, len(order)))  # stable: others by insertion
+        # Sorting is stable: results whose key is not in the plan stay in insertion order, after the others.
+        ids = [int(row[0]) for row in sorted(keys, key=lambda row: order.get(str(row[1]), len(order)))]
+        for start in range(0, len(ids), batch):
+            chunk = ids[start : start + batch]
+            with self._sql(f"read the results of run {run_id}") as conn:
+                rows = conn.execute(
+                    f"SELECT id, {_RESULT_COLUMNS} FROM results WHERE id IN ({', '.join('?' * len(chunk))})", chunk
+                ).fetchall()
+            by_id = {int(row["id"]): row for row in rows}
+            for result_id in chunk:
+                if result_id in by_id:  # else deleted with its run meanwhile
+                    yield self._result(by_id[result_id])
 
     def completed_keys(self, run_id: str) -> set[str]:
         """Keys of the run's stored results: the conversations a resumed run must not run again."""

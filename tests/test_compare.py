@@ -7,17 +7,17 @@ from datetime import UTC, datetime
 
 import pytest
 
-from simulator.compare import (
+from simulator.analysis.compare import (
     CaseDiff,
     Comparison,
     compare_runs,
     mcnemar_exact,
-    render_comparison_text,
 )
 from simulator.models import Suite
 from simulator.models.run import RunRecord, RunSettings, StoredResult, SuiteSnapshot
 from simulator.models.scores import CaseResult, Outcome
 from simulator.models.transcript import StepOutcome, StepStatus, Transcript
+from simulator.reports.compare_text import render_comparison_text
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

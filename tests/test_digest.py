@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from simulator.digest import (
+from simulator.analysis.digest import (
     MAX_EXAMPLES,
     NO_SUGGESTION_MODEL,
     SUGGESTIONS_HEADING,
@@ -18,8 +18,6 @@ from simulator.digest import (
     FailureGroup,
     build_digest,
     normalise_label,
-    render_digest_markdown,
-    render_digest_text,
     suggest_fixes,
 )
 from simulator.llm import FakeScript, LLMClient, Role, fake_auth_error
@@ -36,6 +34,7 @@ from simulator.models.transcript import (
     TranscriptEvent,
     UserEvent,
 )
+from simulator.reports.digest_report import render_digest_markdown, render_digest_text
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 XSS = "<script>alert(1)</script>"

@@ -31,8 +31,9 @@ from simulator.loading._limits import MAX_FILE_BYTES
 from simulator.loading.csv_import import dump_suite_yaml, import_csv
 from simulator.loading.csv_multiturn import import_multiturn_csv
 from simulator.models import Suite
-from simulator.models.run import RunRecord, RunSettings, RunTotals, StoredResult, SuiteSnapshot
+from simulator.models.run import RunRecord, RunSettings, StoredResult, SuiteSnapshot
 from simulator.models.scores import CaseResult
+from simulator.models.summary import RunSummary
 from simulator.models.transcript import Transcript, UserEvent
 
 #: Where each reader finds its file, relative to a fresh folder.
@@ -174,7 +175,7 @@ def read(root: Path, reader: str) -> list[str]:
 
             load_prompt_overrides(load_suite(root / "suite.yaml"))
         else:
-            from simulator.judge_check import judge_check
+            from simulator.analysis.judge_check import judge_check
             from simulator.llm import FakeScript, LLMClient
             from simulator.models import ModelRoles
 
@@ -429,7 +430,7 @@ def _run(outcomes: tuple[str, ...] = ("pass", "fail", "error")) -> tuple[RunReco
         suite_hash="h1",
         snapshot=[SuiteSnapshot(path="suites/shop.yaml", suite=suite)],
         settings=RunSettings(),
-        totals=RunTotals(total=3, passed=1, failed=1, error=1, correctness=1 / 3, duration_s=12.5),
+        totals=RunSummary(total=3, passed=1, failed=1, error=1, correctness=1 / 3, duration_s=12.5),
     )
     results = []
     for repeat, outcome in enumerate(outcomes):
@@ -460,14 +461,14 @@ def _place_of(text: str, fragment: str, skip: int = 0) -> tuple[int, int]:
 
 @pytest.mark.parametrize("fmt", ["json", "yaml"])
 def test_imported_totals_are_computed_from_the_results_never_taken_from_the_file(fmt: str, tmp_path: Path) -> None:
-    from simulator.runner._execute import run_totals
+    from simulator.metrics import run_summary
 
     record, results = _run()
-    forged = record.model_copy(update={"totals": RunTotals(total=30, passed=30, correctness=100.0, duration_s=12.5)})
+    forged = record.model_copy(update={"totals": RunSummary(total=30, passed=30, correctness=100.0, duration_s=12.5)})
     path = tmp_path / f"run.{fmt}"
     path.write_text(export_run(forged, results, fmt), encoding="utf-8")  # type: ignore[arg-type]
     imported, _ = import_run(path)
-    assert imported.totals == run_totals(results, 12.5)
+    assert imported.totals == run_summary(results, 12.5)
     assert imported.totals is not None
     assert (imported.totals.total, imported.totals.passed, imported.totals.correctness) == (3, 1, 1 / 3)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 from fractions import Fraction
 
 import pytest
@@ -10,23 +11,27 @@ import pytest
 from simulator.metrics import (
     Z_95,
     Agreement,
-    Breakdown,
     MetricSummary,
     RepeatStats,
     agreement,
     case_metrics,
     case_outcome,
     correctness,
+    counts,
     goal_achievement,
     metric_summary,
     pass_at_k_estimate,
     pass_hat_k_estimate,
     repeat_stats,
+    run_summary,
+    summarized,
     task_completion,
     wilson_interval,
 )
+from simulator.models.run import RunRecord, StoredResult
 from simulator.models.scores import CaseResult, Outcome, Score, ScoreVerdict
-from simulator.models.transcript import CaseKind, StepOutcome, StepStatus, StopReason, Transcript
+from simulator.models.summary import Counts, RunSummary
+from simulator.models.transcript import CaseKind, StepOutcome, StepStatus, StopReason, Transcript, Usage
 
 # -- builders -------------------------------------------------------------------------------------------------
 
@@ -295,24 +300,22 @@ def test_case_metrics(trans: Transcript, scores: list[Score], expected: dict[str
 @pytest.mark.parametrize(
     ("outcomes", "breakdown", "value"),
     [
-        pytest.param([], Breakdown(), None, id="empty-run"),
-        pytest.param(["pass", "pass"], Breakdown(passed=2), 1.0, id="all-pass"),
-        pytest.param(["pass", "fail", "fail", "pass"], Breakdown(passed=2, failed=2), 0.5, id="half"),
-        pytest.param(["pass", "error"], Breakdown(passed=1, error=1), 0.5, id="error-counts-as-failure"),
-        pytest.param(
-            ["pass", "unsure", "unsure", "unsure"], Breakdown(passed=1, unsure=3), 0.25, id="unsure-not-passed"
-        ),
+        pytest.param([], Counts(), None, id="empty-run"),
+        pytest.param(["pass", "pass"], Counts(passed=2), 1.0, id="all-pass"),
+        pytest.param(["pass", "fail", "fail", "pass"], Counts(passed=2, failed=2), 0.5, id="half"),
+        pytest.param(["pass", "error"], Counts(passed=1, error=1), 0.5, id="error-counts-as-failure"),
+        pytest.param(["pass", "unsure", "unsure", "unsure"], Counts(passed=1, unsure=3), 0.25, id="unsure-not-passed"),
         pytest.param(
             ["pass", "fail", "error", "unsure", "pass"],
-            Breakdown(passed=2, failed=1, error=1, unsure=1),
+            Counts(passed=2, failed=1, error=1, unsure=1),
             0.4,
             id="mixed",
         ),
-        pytest.param(["error"], Breakdown(error=1), 0.0, id="only-errors"),
+        pytest.param(["error"], Counts(error=1), 0.0, id="only-errors"),
     ],
 )
-def test_breakdown_and_correctness(outcomes: list[Outcome], breakdown: Breakdown, value: float | None) -> None:
-    counted = Breakdown.of(outcomes)
+def test_breakdown_and_correctness(outcomes: list[Outcome], breakdown: Counts, value: float | None) -> None:
+    counted = counts(outcomes)
     assert counted == breakdown
     assert counted.total == len(outcomes)
     assert counted.correctness == value
@@ -321,7 +324,7 @@ def test_breakdown_and_correctness(outcomes: list[Outcome], breakdown: Breakdown
 
 def test_breakdown_rejects_unknown_outcome() -> None:
     with pytest.raises(ValueError, match="unknown outcome 'passed'"):
-        Breakdown.of(["pass", "passed"])  # type: ignore[list-item]
+        counts(["pass", "passed"])  # type: ignore[list-item]
 
 
 # -- metric summary -------------------------------------------------------------------------------------------
@@ -384,34 +387,33 @@ def test_metric_summary_edges(results: list[CaseResult], expected: dict[str, Met
 # 5/10 -> centre 0.5, half = 1.959964 / 1.384146 · sqrt(0.025 + 0.009604) = 0.263407 -> (0.237, 0.763).
 
 
+def _stats(*fields: object) -> RepeatStats:
+    """A RepeatStats from its fields in order (k, passes, pass_rate, pass_at_k, pass_hat_k, wilson, label)."""
+    return RepeatStats.model_validate(dict(zip(RepeatStats.model_fields, fields, strict=True)))
+
+
 @pytest.mark.parametrize(
     ("outcomes", "expected"),
     [
-        pytest.param([], RepeatStats(0, 0, None, None, None, None, None), id="k0-nothing-to-measure"),
-        pytest.param(["pass"], RepeatStats(1, 1, 1.0, 1.0, 1.0, (0.207, 1.0), "stable"), id="k1-pass-stable"),
-        pytest.param(["fail"], RepeatStats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-fail-broken"),
-        pytest.param(["error"], RepeatStats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-error-broken"),
-        pytest.param(["unsure"], RepeatStats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-unsure-broken"),
-        pytest.param(
-            ["pass", "pass", "pass"], RepeatStats(3, 3, 1.0, 1.0, 1.0, (0.439, 1.0), "stable"), id="k3-stable"
-        ),
+        pytest.param([], _stats(0, 0, None, None, None, None, None), id="k0-nothing-to-measure"),
+        pytest.param(["pass"], _stats(1, 1, 1.0, 1.0, 1.0, (0.207, 1.0), "stable"), id="k1-pass-stable"),
+        pytest.param(["fail"], _stats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-fail-broken"),
+        pytest.param(["error"], _stats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-error-broken"),
+        pytest.param(["unsure"], _stats(1, 0, 0.0, 0.0, 0.0, (0.0, 0.793), "broken"), id="k1-unsure-broken"),
+        pytest.param(["pass", "pass", "pass"], _stats(3, 3, 1.0, 1.0, 1.0, (0.439, 1.0), "stable"), id="k3-stable"),
         pytest.param(
             ["pass", "error", "pass"],
-            RepeatStats(3, 2, 2 / 3, 1.0, 0.0, (0.208, 0.939), "flaky"),
+            _stats(3, 2, 2 / 3, 1.0, 0.0, (0.208, 0.939), "flaky"),
             id="k3-error-is-failure-flaky",
         ),
-        pytest.param(
-            ["fail", "unsure", "error"], RepeatStats(3, 0, 0.0, 0.0, 0.0, (0.0, 0.561), "broken"), id="k3-broken"
-        ),
+        pytest.param(["fail", "unsure", "error"], _stats(3, 0, 0.0, 0.0, 0.0, (0.0, 0.561), "broken"), id="k3-broken"),
         pytest.param(
             ["pass"] * 8 + ["fail", "error"],
-            RepeatStats(10, 8, 0.8, 1.0, 0.0, (0.490, 0.943), "flaky"),
+            _stats(10, 8, 0.8, 1.0, 0.0, (0.490, 0.943), "flaky"),
             id="k10-8-of-10",
         ),
-        pytest.param(
-            ["pass", "fail"] * 5, RepeatStats(10, 5, 0.5, 1.0, 0.0, (0.237, 0.763), "flaky"), id="k10-5-of-10"
-        ),
-        pytest.param(["pass"] * 10, RepeatStats(10, 10, 1.0, 1.0, 1.0, (0.722, 1.0), "stable"), id="k10-stable"),
+        pytest.param(["pass", "fail"] * 5, _stats(10, 5, 0.5, 1.0, 0.0, (0.237, 0.763), "flaky"), id="k10-5-of-10"),
+        pytest.param(["pass"] * 10, _stats(10, 10, 1.0, 1.0, 1.0, (0.722, 1.0), "stable"), id="k10-stable"),
     ],
 )
 def test_repeat_stats(outcomes: list[Outcome], expected: RepeatStats) -> None:
@@ -595,3 +597,79 @@ def test_agreement_confusion_and_disagreements() -> None:
     assert agreement(CLASSIC).confusion == {("yes", "yes"): 20, ("yes", "no"): 5, ("no", "yes"): 10, ("no", "no"): 15}
     assert agreement([]).confusion == {}
     assert agreement([]).disagreements == []
+
+
+# -- the run summary ------------------------------------------------------------------------------------------
+
+
+def _stored(key: str, outcome: Outcome, *, suite: int = 0, case: str = "c", repeat: int = 0) -> StoredResult:
+    scores = [score("met" if outcome == "pass" else "not_met", metric="goal", value=1.0 if outcome == "pass" else 0.0)]
+    trans = transcript().model_copy(update={"usage": {"judge": Usage(calls=1, prompt_tokens=10, cost=0.1)}})
+    return StoredResult(
+        run_id="r",
+        key=key,
+        suite=suite,
+        case=case,
+        repeat=repeat,
+        outcome=outcome,
+        duration_s=0.5,
+        finished=datetime(2026, 1, 1, tzinfo=UTC),
+        result=CaseResult(case=case, kind="simulation", outcome=outcome, transcript=trans, scores=scores),
+    )
+
+
+def test_run_summary_is_every_aggregate_once() -> None:
+    results = [
+        _stored("a0", "pass"),
+        _stored("a1", "fail", repeat=1),
+        _stored("b0", "error", suite=1, case="b"),
+        _stored("a2", "pass", repeat=2),
+    ]
+    summary = run_summary(iter(results), 12.0)  # read once, one at a time
+    assert (summary.total, summary.passed, summary.failed, summary.error, summary.correctness) == (4, 2, 1, 1, 0.5)
+    assert summary.current
+    assert summary.duration_s == 12.0
+    assert summary.conversations_s == 2.0
+    assert summary.usage == {"judge": Usage(calls=4, prompt_tokens=40, cost=0.4)}
+    assert summary.metrics == metric_summary(r.result for r in results)
+    assert [(c.suite, c.case, c.outcomes) for c in summary.cases] == [
+        (0, "c", ["pass", "fail", "pass"]),
+        (1, "b", ["error"]),
+    ]
+    assert summary.cases[0].stats == repeat_stats(["pass", "fail", "pass"])
+    assert [(s.suite, s.total, s.passed, s.duration_s) for s in summary.suites] == [(0, 3, 2, 1.5), (1, 1, 0, 0.5)]
+
+
+def test_an_unknown_cost_stays_unknown_and_counts_follow_the_outcomes() -> None:
+    unknown = _stored("x", "pass")
+    unknown.result.transcript.usage["judge"] = Usage(calls=1, cost=None)
+    assert run_summary([unknown, _stored("y", "pass")], 0.0).usage["judge"].cost is None
+    # total and correctness are derived: a stored file that says otherwise cannot make a reader believe it
+    assert Counts(total=30, passed=1, failed=1, correctness=100.0) == Counts(passed=1, failed=1)
+
+
+def test_an_older_summary_is_read_and_recomputed_from_the_results() -> None:
+    older = {"total": 1, "passed": 1, "correctness": 1.0, "duration_s": 3.0, "usage": {"judge": {"calls": 2}}}
+    summary = RunSummary.model_validate(older)
+    assert not summary.current
+    assert summary.usage["judge"].calls == 2
+    record = RunRecord.model_validate(
+        {
+            "id": "r",
+            "created": "2026-01-01T00:00:00Z",
+            "suite_hash": "h",
+            "snapshot": [],
+            "settings": {},
+            "plan": [{"key": "a1", "suite": 0, "case": "c", "repeat": 1}, {"key": "a0", "suite": 0, "case": "c"}],
+            "totals": older,
+        }
+    )
+    results = [_stored("a0", "pass"), _stored("a1", "fail", repeat=1)]
+    again = summarized(record, results)
+    assert again.totals is not None
+    assert again.totals.current
+    assert (again.totals.total, again.totals.passed, again.totals.duration_s) == (2, 1, 3.0)
+    assert summarized(again, []) is again  # a current summary is kept
+    assert summarized(record.model_copy(update={"totals": None}), results).totals == run_summary(
+        [results[1], results[0]], 0.0
+    )  # plan order, duration unknown

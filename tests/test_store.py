@@ -21,16 +21,15 @@ from simulator.errors import StoreError
 from simulator.models import Suite
 from simulator.models.run import (
     PlanItem,
-    RoleTotals,
     RunRecord,
     RunSettings,
     RunStatus,
-    RunTotals,
     StoredResult,
     SuiteSnapshot,
 )
 from simulator.models.scores import CaseResult, Score
-from simulator.models.transcript import AgentEvent, ToolCallRecord, Transcript, UserEvent
+from simulator.models.summary import RunSummary
+from simulator.models.transcript import AgentEvent, ToolCallRecord, Transcript, Usage, UserEvent
 from simulator.store import (
     HOST,
     MIGRATIONS,
@@ -147,7 +146,7 @@ def test_run_and_results_round_trip(tmp_path: Path) -> None:
 
 def test_status_totals_finished_and_note_change(tmp_path: Path) -> None:
     record = make_run()
-    totals = RunTotals(total=3, passed=2, failed=1, correctness=2 / 3, usage={"judge": RoleTotals(calls=3, cost=None)})
+    totals = RunSummary(total=3, passed=2, failed=1, correctness=2 / 3, usage={"judge": Usage(calls=3, cost=None)})
     with RunStore(tmp_path / "runs.db") as store:
         store.create_run(record)
         store.set_status(record.id, "completed", totals=totals, finished=T0 + timedelta(minutes=2))
@@ -758,3 +757,31 @@ def test_an_older_read_only_store_is_read_without_migrating_it(tmp_path: Path) -
 def _mkdir(db: Path) -> Path:
     db.parent.mkdir(parents=True, exist_ok=True)
     return db
+
+
+def test_results_are_read_a_few_at_a_time_in_plan_order(tmp_path: Path) -> None:
+    record = make_run()
+    with RunStore(tmp_path / "runs.db") as store:
+        store.create_run(record)
+        for key in ["extra", *reversed(KEYS)]:  # stored out of plan order, one key not in the plan
+            store.save_result(make_result(record.id, key))
+        streamed = [stored.key for stored in store.iter_results(record.id, batch=2)]
+        assert streamed == [*KEYS, "extra"]
+        assert [stored.key for stored in store.results(record.id)] == streamed
+
+
+def test_a_summary_stored_by_an_older_version_still_reads(tmp_path: Path) -> None:
+    record = make_run()
+    older = '{"total": 2, "passed": 1, "failed": 1, "error": 0, "unsure": 0, "correctness": 0.5, "duration_s": 4.0, '
+    older += '"usage": {"judge": {"calls": 3, "prompt_tokens": 5, "completion_tokens": 1, "cost": null}}}'
+    with RunStore(tmp_path / "runs.db") as store:
+        store.create_run(record)
+    with raw(tmp_path / "runs.db") as conn:
+        conn.execute("UPDATE runs SET totals = ? WHERE id = ?", (older, record.id))
+        conn.commit()
+    with RunStore(tmp_path / "runs.db") as store:
+        totals = store.get_run(record.id).totals
+    assert totals is not None
+    assert not totals.current  # a reader recomputes what it lacks (metrics.summarized)
+    assert (totals.passed, totals.failed, totals.duration_s) == (1, 1, 4.0)
+    assert totals.usage["judge"] == Usage(calls=3, prompt_tokens=5, completion_tokens=1, cost=None)

@@ -30,6 +30,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
 
+from simulator._sqlite import connect
 from simulator.safety import contains_secret, redact_data
 
 
@@ -88,13 +89,34 @@ class LoopSqliteSaver(SqliteSaver):
 @asynccontextmanager
 async def open_checkpointer(path: Path | str) -> AsyncIterator[LoopSqliteSaver]:
     """A checkpointer on the SQLite file ``path`` (WAL, ``synchronous=NORMAL``, a busy timeout)."""
-    connection = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+    connection = connect(path, check_same_thread=False)
     try:
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=NORMAL")
         saver = LoopSqliteSaver(connection)
         saver.setup()
         yield saver
+    finally:
+        connection.close()
+
+
+#: The tables LangGraph's SQLite checkpointer keeps, each with a ``thread_id`` column.
+CHECKPOINT_TABLES = ("checkpoints", "writes")
+
+
+def forget_threads(path: Path | str, prefix: str) -> None:
+    """Delete every checkpoint in the file ``path`` whose thread id starts with ``prefix`` (e.g. a deleted run's
+    ``"<run id>:"``). Nothing happens when the file or its tables do not exist (nothing was checkpointed)."""
+    path = Path(path)
+    if not path.exists():
+        return
+    pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    connection = connect(path)
+    try:
+        with connection:
+            for table in CHECKPOINT_TABLES:
+                try:
+                    connection.execute(f"DELETE FROM {table} WHERE thread_id LIKE ? ESCAPE '\\'", (pattern,))
+                except sqlite3.OperationalError:
+                    continue  # the table was never created: nothing to forget
     finally:
         connection.close()
 

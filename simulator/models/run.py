@@ -1,7 +1,8 @@
 """Runs: what was run (suite snapshot, settings, versions, the plan) and how it went. Pure data, no I/O.
 
-A run is immutable once created, except its note, its status and its totals: the suites it ran are kept as a
-snapshot (not re-read from disk), so a run can be repeated exactly and its results read against what it ran.
+A run is immutable once created, except its note, its status and its summary (``totals``): the suites it ran are
+kept as a snapshot (not re-read from disk), so a run can be repeated exactly and its results read against what
+it ran.
 
 A run's status is one of :data:`RunStatus`: ``running`` (a live process holds the run's lease in the store),
 ``completed`` (every planned conversation is stored), ``interrupted`` (Ctrl-C, SIGTERM, or the process that ran
@@ -21,6 +22,7 @@ from simulator.models._base import DataModel
 from simulator.models.persona import Persona
 from simulator.models.scores import CaseResult, Outcome
 from simulator.models.suite import Suite
+from simulator.models.summary import RunSummary
 
 RunStatus = Literal["running", "completed", "interrupted", "failed"]
 #: Statuses written by earlier versions, and what they mean now: nothing is running such a run.
@@ -82,28 +84,6 @@ class PlanItem(DataModel):
     seed: int = 0
 
 
-class RoleTotals(DataModel):
-    """Tokens and cost of one model role over a run."""
-
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = 0.0
-
-
-class RunTotals(DataModel):
-    """The run's figures once (partly) done."""
-
-    total: int = 0
-    passed: int = 0
-    failed: int = 0
-    error: int = 0
-    unsure: int = 0
-    correctness: float | None = None
-    duration_s: float = 0.0
-    usage: dict[str, RoleTotals] = Field(default_factory=dict)
-
-
 class RunRecord(DataModel):
     """A stored run."""
 
@@ -118,7 +98,11 @@ class RunRecord(DataModel):
     settings: RunSettings
     versions: dict[str, str] = Field(default_factory=dict, description="simulator, python, litellm, langgraph, ...")
     plan: list[PlanItem] = Field(default_factory=list)
-    totals: RunTotals | None = None
+    totals: RunSummary | None = Field(
+        default=None,
+        description="The run summary (counts, usage per role, metric and repeat summaries), computed once when its "
+        "results are stored; None until then.",
+    )
     repeat_of: str | None = Field(default=None, description="The run this one repeats, if any.")
     imported_from: str | None = Field(
         default=None,

@@ -19,9 +19,9 @@ word beside the mark (``? unsure``); spreadsheet cells hold the word alone.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
 
 from simulator.models.scores import Outcome, Score, ScoreVerdict
+from simulator.models.states import State, not_judged, score_state, step_state, verdict_state
 from simulator.models.transcript import GoldenTurnRecord, StepOutcome, StepStatus
 
 __all__ = [
@@ -39,13 +39,11 @@ __all__ = [
     "step_state",
     "step_status_text",
     "step_words",
+    "steps_in_order",
     "unsure_note",
     "verdict_mark",
     "verdict_state",
 ]
-
-#: A check's state: the four of DESIGN's table, and the two outside it.
-State = Literal["met", "not_met", "unsure", "not_reached", "error", "n/a"]
 
 #: The mark of each state.
 MARK: dict[State, str] = {
@@ -67,14 +65,6 @@ CSS_CLASS: dict[State, str] = {
     "n/a": "muted",
 }
 
-_STEP_STATE: dict[StepStatus, State] = {
-    "complete": "met",
-    "incomplete": "not_met",
-    "unsure": "unsure",
-    "blocked": "not_reached",
-    "not_reached": "not_reached",
-    "not_attempted": "not_reached",
-}
 _STEP_WORDS: dict[StepStatus, str] = {
     "complete": "complete",
     "incomplete": "not complete",
@@ -84,20 +74,7 @@ _STEP_WORDS: dict[StepStatus, str] = {
     "not_attempted": "not reached",
 }
 _OUTCOME_STATE: dict[Outcome, State] = {"pass": "met", "fail": "not_met", "unsure": "unsure", "error": "error"}
-_NOT_JUDGED = "not judged"
 _TURN_PRECEDENCE: tuple[State, ...] = ("error", "not_met", "unsure")
-
-
-def not_judged(reason: str) -> bool:
-    """Whether a score's reason (or a check's evidence) says it was not judged (no judge model answered)."""
-    return reason.strip().lower().startswith(_NOT_JUDGED)
-
-
-def verdict_state(verdict: ScoreVerdict, reason: str = "") -> State:
-    """A verdict's state; ``not_met`` or ``n/a`` with a *not judged* reason is ``unsure``."""
-    if verdict in ("not_met", "n/a") and not_judged(reason):
-        return "unsure"
-    return verdict
 
 
 def verdict_mark(verdict: ScoreVerdict, reason: str = "") -> str:
@@ -105,24 +82,14 @@ def verdict_mark(verdict: ScoreVerdict, reason: str = "") -> str:
     return MARK[verdict_state(verdict, reason)]
 
 
-def score_state(score: Score) -> State:
-    """A score's state: its verdict, read with its reason."""
-    return verdict_state(score.verdict, score.reason)
-
-
 def score_mark(score: Score) -> str:
     """A score's mark."""
     return MARK[score_state(score)]
 
 
-def step_state(status: StepStatus) -> State:
-    """A step's state: ``complete`` met, ``incomplete`` not met, ``unsure``, the rest not reached."""
-    return _STEP_STATE[status]
-
-
 def step_mark(status: StepStatus) -> str:
     """A step's mark: ✓ complete, ✗ incomplete, ? unsure, ⊘ blocked or not reached."""
-    return MARK[_STEP_STATE[status]]
+    return MARK[step_state(status)]
 
 
 def step_name(status: StepStatus) -> StepStatus:
@@ -171,6 +138,11 @@ def unsure_note(states: Iterable[State]) -> str:
     a ``Goals (k/n)`` or ``Turns (k/n)`` count, whose ``k`` counts only what was met."""
     unsure = sum(1 for state in states if state == "unsure")
     return f", {unsure} unsure" if unsure else ""
+
+
+def steps_in_order(steps: Iterable[StepOutcome]) -> list[StepOutcome]:
+    """A conversation's step outcomes by step index: the goals a report lists (none for a golden case)."""
+    return sorted(steps, key=lambda step: step.index)
 
 
 def goals_count(steps: Iterable[StepOutcome]) -> str:

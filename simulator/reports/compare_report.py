@@ -1,10 +1,10 @@
 """A comparison of two runs as Markdown or as one self-contained HTML page (pure functions, no I/O).
 
-Both renderings of a :class:`~simulator.compare.Comparison` have the same content, in this order:
+Both renderings of a :class:`~simulator.models.comparison.Comparison` have the same content, in this order:
 
 1. a header: run A (baseline) and run B (new), correctness A -> B with passed/total and the change in
    percentage points, McNemar's b, c, n and exact p, and the significance sentence
-   (:meth:`~simulator.compare.McNemar.sentence`);
+   (:meth:`~simulator.models.comparison.McNemar.sentence`);
 2. the **regressed** cases, first, each with its changed steps side by side in a table
    ``step | A | B | B's rationale`` (A and B give the step's status and how many repeats completed it; a
    regressed step shows the status of the first B repeat that did not complete it, and that repeat's
@@ -31,20 +31,11 @@ import html
 from collections.abc import Sequence
 from importlib import resources
 
-from simulator.compare import (
-    CaseDiff,
-    Change,
-    Comparison,
-    McNemar,
-    RunCorrectness,
-    StepDiff,
-    case_label,
-    case_state,
-    points_change,
-    repeat_number,
-)
+from simulator.models.comparison import CaseDiff, Change, Comparison, McNemar, StepDiff
+from simulator.models.summary import Counts
 from simulator.models.transcript import StepStatus
 from simulator.reports._states import CSS_CLASS, step_state, step_status_text
+from simulator.reports.compare_text import case_label, case_state, points_change, repeat_number
 from simulator.reports.markdown import escape as md_escape
 
 __all__ = ["CONTENT_SECURITY_POLICY", "render_compare_html", "render_compare_markdown"]
@@ -105,7 +96,7 @@ def _states(diff: CaseDiff) -> str:
     return f"{case_state(only)} (only in {'B' if diff.b is not None else 'A'})"
 
 
-def _correctness(a: RunCorrectness, b: RunCorrectness, change: float | None) -> str:
+def _correctness(a: Counts, b: Counts, change: float | None) -> str:
     delta = "" if change is None else f" ({points_change(change)})"
     return (
         f"{_percent(a.correctness)} ({a.passed}/{a.total}) -> {_percent(b.correctness)} ({b.passed}/{b.total}){delta}"

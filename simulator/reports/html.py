@@ -34,10 +34,10 @@ from importlib import resources
 
 from pydantic import JsonValue
 
-from simulator.metrics import Breakdown, MetricSummary, RepeatStats, metric_summary, repeat_stats
 from simulator.models.case import GoldenCase, ScenarioCase, SimulationCase
 from simulator.models.run import RunRecord, StoredResult
 from simulator.models.scores import CaseResult, Outcome, Score
+from simulator.models.summary import MetricSummary, RepeatStats
 from simulator.models.transcript import (
     AgentEvent,
     CheckEvent,
@@ -63,6 +63,7 @@ from simulator.reports._states import (
     unsure_note,
     verdict_state,
 )
+from simulator.reports.tabular import summary_of
 
 __all__ = ["CONTENT_SECURITY_POLICY", "OPEN_LIMIT", "OUTCOME_ORDER", "render_html"]
 
@@ -185,26 +186,12 @@ class _RoleUse:
     cost: float | None
 
 
-def _usage(record: RunRecord, results: Sequence[StoredResult]) -> list[_RoleUse]:
-    """Tokens and cost per role: the run's totals when it has them, else the sum over the transcripts."""
-    if record.totals is not None and record.totals.usage:
-        used = {
-            role: _RoleUse(role, t.calls, t.prompt_tokens, t.completion_tokens, t.cost)
-            for role, t in record.totals.usage.items()
-        }
-    else:
-        used = {}
-        for stored in results:
-            for role, u in stored.result.transcript.usage.items():
-                old = used.get(role, _RoleUse(role, 0, 0, 0, 0.0))
-                cost = None if old.cost is None or u.cost is None else old.cost + u.cost
-                used[role] = _RoleUse(
-                    role,
-                    old.calls + u.calls,
-                    old.prompt_tokens + u.prompt_tokens,
-                    old.completion_tokens + u.completion_tokens,
-                    cost,
-                )
+def _usage(record: RunRecord) -> list[_RoleUse]:
+    """Tokens and cost per role, from the run summary."""
+    used = {
+        role: _RoleUse(role, t.calls, t.prompt_tokens, t.completion_tokens, t.cost)
+        for role, t in summary_of(record).usage.items()
+    }
     ordered = [used[role] for role in _ROLES if role in used]
     ordered += [used[role] for role in sorted(used) if role not in _ROLES]
     return ordered
@@ -242,14 +229,12 @@ def _items(record: RunRecord, results: Sequence[StoredResult]) -> list[_Item]:
     definitions: list[dict[str, CaseDefinition]] = [
         {case.name: case for case in snapshot.suite.cases} for snapshot in record.snapshot
     ]
-    groups: dict[tuple[int, str, str], list[StoredResult]] = defaultdict(list)
-    for stored in results:
-        groups[_group_key(stored)].append(stored)
-    stats = {key: repeat_stats([r.outcome for r in runs]) for key, runs in groups.items() if len(runs) > 1}
+    cases = summary_of(record).by_case()
     items: list[_Item] = []
     for number, stored in enumerate(sorted(results, key=_order_key), start=1):
         known = 0 <= stored.suite < len(record.snapshot)
         definition = definitions[stored.suite].get(stored.case) if known else None
+        case = cases.get((stored.suite, stored.case, stored.persona))
         items.append(
             _Item(
                 number=number,
@@ -257,8 +242,8 @@ def _items(record: RunRecord, results: Sequence[StoredResult]) -> list[_Item]:
                 suite_name=record.snapshot[stored.suite].suite.name if known else f"suite {stored.suite + 1}",
                 definition=definition,
                 tags=list(dict.fromkeys(definition.tags)) if definition is not None else [],
-                runs=len(groups[_group_key(stored)]),
-                repeat_stats=stats.get(_group_key(stored)),
+                runs=case.stats.k if case is not None else 1,
+                repeat_stats=case.stats if case is not None and case.stats.k > 1 else None,
             )
         )
     return items
@@ -335,15 +320,11 @@ def _header(record: RunRecord) -> str:
     )
 
 
-def _totals(record: RunRecord, results: Sequence[StoredResult]) -> str:
-    totals = record.totals
-    if totals is not None and totals.total:
-        counts = Breakdown(passed=totals.passed, failed=totals.failed, error=totals.error, unsure=totals.unsure)
-    else:
-        counts = Breakdown.of(r.outcome for r in results)
+def _totals(record: RunRecord) -> str:
+    counts = summary_of(record)
     correctness = counts.correctness
-    duration = totals.duration_s if totals is not None else sum(r.duration_s for r in results)
-    usage = _usage(record, results)
+    duration = counts.duration_s
+    usage = _usage(record)
     cost: float | None = 0.0
     for use in usage:
         cost = None if cost is None or use.cost is None else cost + use.cost
@@ -460,7 +441,7 @@ def _options(values: Iterable[tuple[str, str, int]]) -> str:
 
 
 def _filters(record: RunRecord, items: Sequence[_Item]) -> str:
-    outcome_counts = Breakdown.of(i.stored.outcome for i in items)
+    outcome_counts = summary_of(record)
     by_outcome = {
         "error": outcome_counts.error,
         "fail": outcome_counts.failed,
@@ -864,8 +845,8 @@ def render_html(record: RunRecord, results: list[StoredResult]) -> str:
     body = "".join(
         (
             _header(record),
-            _totals(record, results),
-            _metrics(metric_summary(r.result for r in results)),
+            _totals(record),
+            _metrics(summary_of(record).metrics),
             _repeats(items),
             _cases(record, items),
             f"<footer>Run <code>{_e(record.id)}</code> · generated by simulator "

@@ -1,9 +1,10 @@
 """A run as JUnit XML, the Jenkins / Surefire flavour CI servers read (pure function, no I/O).
 
-- ``<testsuites>`` holds the run's totals; one ``<testsuite>`` per suite of the run's snapshot (in snapshot
-  order, also when none of its cases ran), with its counts (tests, failures, errors, skipped), time (the sum
-  of its conversations' durations), the run's creation time, and ``<properties>``: run id, agent version,
-  seed, status, note, suite file, and the versions of simulator and its libraries.
+- ``<testsuites>`` holds the run's totals (read from the run summary, as every count here); one
+  ``<testsuite>`` per suite of the run's snapshot (in snapshot order, also when none of its cases ran), with
+  its counts (tests, failures, errors, skipped), time (the sum of its conversations' durations), the run's
+  creation time, and ``<properties>``: run id, agent version, seed, status, note, suite file, and the
+  versions of simulator and its libraries.
 - One ``<testcase>`` per conversation (case x persona x repeat), in plan order: ``classname`` is the suite's
   name, ``name`` is ``case [persona] #repeat`` (``case #repeat`` without a persona; repeats counted from 1),
   ``time`` is the conversation's duration in seconds.
@@ -27,15 +28,14 @@ terminal cannot drive it.
 
 from __future__ import annotations
 
-import math
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from simulator.metrics import Breakdown, goal_achievement
 from simulator.models.run import RunRecord, StoredResult
+from simulator.models.summary import Counts
 from simulator.models.transcript import ErrorEvent
-from simulator.reports._states import score_mark, step_mark, step_words
-from simulator.reports.tabular import ordered_results, strip_xml_illegal, suite_name
+from simulator.reports._states import score_mark, step_mark, step_words, steps_in_order
+from simulator.reports.tabular import ordered_results, strip_xml_illegal, suite_name, summary_of
 from simulator.reports.transcript_text import result_lines, transcript_lines
 from simulator.safety import terminal_safe
 
@@ -59,7 +59,7 @@ def testcase_name(stored: StoredResult) -> str:
 def _failure_body(stored: StoredResult) -> str:
     result = stored.result
     lines = ["Why:", *(f"  - {reason}" for reason in result.reasons)]
-    steps = [step for step in goal_achievement(result.transcript).steps if step.status != "complete"]
+    steps = [step for step in steps_in_order(result.transcript.steps) if step.status != "complete"]
     if steps:
         lines.append("Steps not completed:")
         for step in steps:
@@ -120,7 +120,7 @@ def _testcase(parent: ET.Element, record: RunRecord, stored: StoredResult) -> No
     out.text = _clean(_system_out(stored))
 
 
-def _counts(element: ET.Element, breakdown: Breakdown, seconds: float) -> None:
+def _counts(element: ET.Element, breakdown: Counts, seconds: float) -> None:
     element.set("tests", str(breakdown.total))
     element.set("failures", str(breakdown.failed))
     element.set("errors", str(breakdown.error))
@@ -149,15 +149,18 @@ def render_junit(record: RunRecord, results: Sequence[StoredResult]) -> str:
     ordered = ordered_results(record, results)
     timestamp = record.created.strftime("%Y-%m-%dT%H:%M:%S")
     root = ET.Element("testsuites", {"name": _clean(f"simulator run {record.id}")})
-    _counts(root, Breakdown.of(r.outcome for r in ordered), math.fsum(r.duration_s for r in ordered))
+    summary = summary_of(record)
+    _counts(root, summary, summary.conversations_s)
     root.set("timestamp", timestamp)
+    suites = {suite.suite: suite for suite in summary.suites}
     indices = list(range(len(record.snapshot)))
-    indices += sorted({r.suite for r in ordered} - set(indices))
+    indices += sorted(set(suites) - set(indices))
     for index in indices:
         members = [r for r in ordered if r.suite == index]
         path = record.snapshot[index].path if index < len(record.snapshot) else ""
         suite = ET.SubElement(root, "testsuite", {"name": _clean(suite_name(record, index))})
-        _counts(suite, Breakdown.of(r.outcome for r in members), math.fsum(r.duration_s for r in members))
+        counts = suites.get(index)
+        _counts(suite, counts or Counts(), counts.duration_s if counts is not None else 0.0)
         suite.set("timestamp", timestamp)
         suite.set("id", str(index))
         _properties(suite, record, path)

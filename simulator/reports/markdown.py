@@ -4,7 +4,8 @@ The report has, in order:
 
 1. the run header: suites, agent version, note, status, correctness, the outcome breakdown, tokens and cost
    per model role (agent, user, judge), duration, seed and settings, versions;
-2. one table row per metric (:func:`simulator.metrics.metric_summary`): verdict counts and mean value;
+2. one table row per metric (the run summary's, :func:`simulator.metrics.metric_summary`): verdict counts and
+   mean value;
 3. when cases ran more than once: pass^k, pass@k, the 95% interval and the stable / flaky / broken label;
 4. an overview table of every conversation, failures first (error, fail, unsure, then pass);
 5. every conversation in that order: its outcome and why, an error card when it errored, ``Goals (k/n)``
@@ -27,12 +28,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
 from collections.abc import Sequence
 
-from simulator.metrics import RepeatStats, goal_achievement, metric_summary, repeat_stats
 from simulator.models.run import RunRecord, StoredResult
 from simulator.models.scores import Score
+from simulator.models.summary import RepeatStats, RunSummary
 from simulator.models.transcript import (
     AgentEvent,
     CheckEvent,
@@ -52,16 +52,11 @@ from simulator.reports._states import (
     step_mark,
     step_state,
     step_words,
+    steps_in_order,
     unsure_note,
     verdict_mark,
 )
-from simulator.reports.tabular import (
-    ROLES,
-    ordered_results,
-    role_totals,
-    run_breakdown,
-    suite_name,
-)
+from simulator.reports.tabular import ROLES, ordered_results, suite_name, summary_of
 from simulator.safety import terminal_safe
 
 __all__ = ["escape", "escape_lines", "render_markdown"]
@@ -174,11 +169,9 @@ def _cost(value: float | None) -> str:
 # -- header -----------------------------------------------------------------------------------------------
 
 
-def _header(record: RunRecord, results: Sequence[StoredResult]) -> list[str]:
-    breakdown = run_breakdown(record, results)
+def _header(record: RunRecord, breakdown: RunSummary) -> list[str]:
     settings = record.settings
-    totals = record.totals
-    duration = totals.duration_s if totals is not None else sum(r.duration_s for r in results)
+    duration = breakdown.duration_s
     suites = ", ".join(f"{escape(s.suite.name)} ({escape(s.path)})" for s in record.snapshot) or "none"
     lines = [f"# Simulator run {escape(record.id)}", ""]
     lines.append(f"- **Suites:** {suites}")
@@ -196,7 +189,7 @@ def _header(record: RunRecord, results: Sequence[StoredResult]) -> list[str]:
         f"- **Outcomes:** {breakdown.passed} passed, {breakdown.failed} failed, {breakdown.error} error, "
         f"{breakdown.unsure} unsure ({breakdown.total} of {len(record.plan)} planned)"
     )
-    usage = role_totals(record, results)
+    usage = breakdown.usage
     costs = [usage[role].cost for role in usage]
     total_cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
     tokens = sum(u.prompt_tokens + u.completion_tokens for u in usage.values())
@@ -225,9 +218,8 @@ def _header(record: RunRecord, results: Sequence[StoredResult]) -> list[str]:
     return [*lines, ""]
 
 
-def _metrics(results: Sequence[StoredResult]) -> list[str]:
-    summary = metric_summary(stored.result for stored in results)
-    if not summary:
+def _metrics(summary: RunSummary) -> list[str]:
+    if not summary.metrics:
         return []
     lines = [
         "## Metrics",
@@ -235,7 +227,7 @@ def _metrics(results: Sequence[StoredResult]) -> list[str]:
         "| metric | scores | met | not met | unsure | error | n/a | mean |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for item in summary.values():
+    for item in summary.metrics.values():
         mean = "" if item.mean is None else f"{item.mean:.3g} (of {item.values})"
         lines.append(
             f"| {escape(item.metric)} | {item.count} | {item.met} | {item.not_met} | {item.unsure} | {item.error} "
@@ -244,12 +236,8 @@ def _metrics(results: Sequence[StoredResult]) -> list[str]:
     return [*lines, ""]
 
 
-def _group_key(stored: StoredResult) -> tuple[int, str, str]:
-    return stored.suite, stored.case, stored.persona or ""
-
-
-def _repeats(record: RunRecord, groups: dict[tuple[int, str, str], list[StoredResult]]) -> list[str]:
-    repeated = {key: runs for key, runs in groups.items() if len(runs) > 1}
+def _repeats(record: RunRecord, summary: RunSummary) -> list[str]:
+    repeated = [case for case in summary.cases if case.stats.k > 1]
     if not repeated:
         return []
     lines = [
@@ -258,11 +246,11 @@ def _repeats(record: RunRecord, groups: dict[tuple[int, str, str], list[StoredRe
         "| suite | case | persona | passed | pass^k | pass@k | 95% interval | label |",
         "|---|---|---|---:|---:|---:|---|---|",
     ]
-    for (suite, case, persona), runs in repeated.items():
-        stats = repeat_stats([r.outcome for r in runs])
+    for case in repeated:
+        stats = case.stats
         low, high = stats.wilson or (0.0, 0.0)
         lines.append(
-            f"| {escape(suite_name(record, suite))} | {escape(case)} | {escape(persona) or '-'} "
+            f"| {escape(suite_name(record, case.suite))} | {escape(case.case)} | {escape(case.persona or '') or '-'} "
             f"| {stats.passes}/{stats.k} | {stats.pass_hat_k:g} | {stats.pass_at_k:g} | {low:.2f}–{high:.2f} "
             f"| {_label(stats)} |"
         )
@@ -289,11 +277,11 @@ def _overview(record: RunRecord, results: Sequence[StoredResult]) -> list[str]:
         "|---|---|---|---|---:|---:|---|",
     ]
     for stored in results:
-        goals = goal_achievement(stored.result.transcript)
+        steps = stored.result.transcript.steps
         why = _shorten(stored.result.reasons[0], 120) if stored.result.reasons else ""
         lines.append(
             f"| {outcome_mark(stored.outcome)} {stored.outcome} | {_title(record, stored)} | {stored.result.kind} "
-            f"| {goals_count(goals.steps) if goals.total else '-'} | {stored.result.transcript.turns} "
+            f"| {goals_count(steps) if steps else '-'} | {stored.result.transcript.turns} "
             f"| {stored.duration_s:.1f} | {_cell(why)} |"
         )
     return [*lines, ""]
@@ -467,10 +455,10 @@ def _case_lines(record: RunRecord, stored: StoredResult, stats: RepeatStats | No
         for reason in result.reasons:
             lines.append("- " + "\n".join(_block(reason, "  ", at_start=True)))
         lines.append("")
-    goals = goal_achievement(transcript)
-    if goals.total:
-        lines += [f"#### Goals ({goals_count(goals.steps)})", ""]
-        for step in goals.steps:
+    steps = steps_in_order(transcript.steps)
+    if steps:
+        lines += [f"#### Goals ({goals_count(steps)})", ""]
+        for step in steps:
             lines += _step_lines(transcript, step)
         lines.append("")
     if transcript.golden_turns:
@@ -483,16 +471,15 @@ def _case_lines(record: RunRecord, stored: StoredResult, stats: RepeatStats | No
 def render_markdown(record: RunRecord, results: Sequence[StoredResult]) -> str:
     """The run as a Markdown report: header, metrics, repeats, and every conversation goal by goal."""
     ordered = ordered_results(record, results)
-    groups: dict[tuple[int, str, str], list[StoredResult]] = defaultdict(list)
-    for stored in ordered:
-        groups[_group_key(stored)].append(stored)
-    stats = {key: repeat_stats([r.outcome for r in runs]) for key, runs in groups.items() if len(runs) > 1}
+    summary = summary_of(record)
+    cases = summary.by_case()
     failures_first = sorted(ordered, key=lambda r: _OUTCOME_ORDER[r.outcome])  # stable: plan order within
-    lines = _header(record, ordered) + _metrics(ordered) + _repeats(record, groups)
+    lines = _header(record, summary) + _metrics(summary) + _repeats(record, summary)
     if failures_first:
         lines += _overview(record, failures_first)
     for stored in failures_first:
-        lines += _case_lines(record, stored, stats.get(_group_key(stored)))
+        case = cases.get((stored.suite, stored.case, stored.persona))
+        lines += _case_lines(record, stored, case.stats if case is not None and case.stats.k > 1 else None)
     while lines and not lines[-1]:
         lines.pop()
     return "\n".join(lines) + "\n"

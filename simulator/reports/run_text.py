@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-
-from simulator.metrics import repeat_stats
 from simulator.models.run import RunRecord, StoredResult
 from simulator.reports._states import goals_count
 
@@ -80,19 +77,17 @@ def totals_lines(record: RunRecord) -> list[str]:
     return lines
 
 
-def repeat_lines(results: list[StoredResult]) -> list[str]:
-    """Pass^k and flakiness per case when cases ran more than once."""
-    by_case: dict[tuple[str, str], list[StoredResult]] = defaultdict(list)
-    for stored in results:
-        by_case[(stored.case, stored.persona or "-")].append(stored)
+def repeat_lines(record: RunRecord) -> list[str]:
+    """Pass^k and flakiness per case (from the run summary) when cases ran more than once."""
     lines = []
-    for (case, persona), runs in sorted(by_case.items()):
-        if len(runs) < 2:
+    cases = record.totals.cases if record.totals is not None else []
+    for case in sorted(cases, key=lambda c: (c.case, c.persona or "-", c.suite)):
+        stats = case.stats
+        if stats.k < 2:
             continue
-        stats = repeat_stats([r.outcome for r in runs])
         low, high = stats.wilson or (0.0, 0.0)
         lines.append(
-            f"  {case} ({persona}): {stats.passes}/{stats.k} passed, pass^k {stats.pass_hat_k:g}, "
+            f"  {case.case} ({case.persona or '-'}): {stats.passes}/{stats.k} passed, pass^k {stats.pass_hat_k:g}, "
             f"pass@k {stats.pass_at_k:g}, 95% interval {low:.2f}-{high:.2f}: {stats.label}"
         )
     return (["Repeats:", *lines]) if lines else []

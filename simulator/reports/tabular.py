@@ -48,11 +48,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from simulator.metrics import Breakdown, goal_achievement, metric_summary
-from simulator.models.run import RoleTotals, RunRecord, StoredResult
+from simulator.models.run import RunRecord, StoredResult
 from simulator.models.scores import Score
-from simulator.models.transcript import AgentEvent, Transcript, UserEvent
-from simulator.reports._states import step_name
+from simulator.models.summary import RunSummary
+from simulator.models.transcript import AgentEvent, Transcript, Usage, UserEvent
+from simulator.reports._states import step_name, steps_in_order
 from simulator.safety import terminal_safe
 
 __all__ = [
@@ -68,11 +68,10 @@ __all__ = [
     "ordered_results",
     "render_csv",
     "render_xlsx",
-    "role_totals",
-    "run_breakdown",
     "step_table",
     "strip_xml_illegal",
     "suite_name",
+    "summary_of",
     "transcript_cost",
     "transcript_tokens",
 ]
@@ -139,30 +138,10 @@ def transcript_cost(transcript: Transcript) -> float | None:
     return math.fsum(cost for cost in costs if cost is not None)
 
 
-def role_totals(record: RunRecord, results: Sequence[StoredResult]) -> dict[str, RoleTotals]:
-    """Tokens, calls and cost per role: the record's totals, else added up from the results."""
-    if record.totals is not None and record.totals.usage:
-        return dict(record.totals.usage)
-    totals: dict[str, RoleTotals] = {}
-    for stored in results:
-        for role, used in stored.result.transcript.usage.items():
-            total = totals.setdefault(role, RoleTotals())
-            cost = None if total.cost is None or used.cost is None else total.cost + used.cost
-            totals[role] = RoleTotals(
-                calls=total.calls + used.calls,
-                prompt_tokens=total.prompt_tokens + used.prompt_tokens,
-                completion_tokens=total.completion_tokens + used.completion_tokens,
-                cost=cost,
-            )
-    return totals
-
-
-def run_breakdown(record: RunRecord, results: Sequence[StoredResult]) -> Breakdown:
-    """Outcome counts: the record's totals, else counted from the results."""
-    totals = record.totals
-    if totals is not None and totals.total:
-        return Breakdown(passed=totals.passed, failed=totals.failed, error=totals.error, unsure=totals.unsure)
-    return Breakdown.of(stored.outcome for stored in results)
+def summary_of(record: RunRecord) -> RunSummary:
+    """The run's summary, which every aggregate of a report is read from (computed once, when the run's results
+    were stored); an empty one for a run that has none yet."""
+    return record.totals if record.totals is not None else RunSummary()
 
 
 def strip_xml_illegal(text: str) -> str:
@@ -194,13 +173,14 @@ def _verdict_counts(scores: Sequence[Score]) -> str:
 def case_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list[str], list[list[Cell]]]:
     """The header and one row per conversation, in plan order (see the module docstring for the columns)."""
     ordered = ordered_results(record, results)
-    metrics = list(metric_summary(stored.result for stored in ordered))
+    metrics = list(summary_of(record).metrics)
     header = [*CASE_HEAD, *(METRIC_PREFIX + metric for metric in metrics), *CASE_TAIL]
     rows: list[list[Cell]] = []
     for stored in ordered:
         result = stored.result
         transcript = result.transcript
-        goals = goal_achievement(transcript)
+        steps = transcript.steps
+        complete = sum(1 for step in steps if step.status == "complete")
         by_metric: dict[str, list[Score]] = {}
         for score in result.scores:
             by_metric.setdefault(score.metric, []).append(score)
@@ -213,7 +193,7 @@ def case_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list
                 stored.persona or "",
                 stored.repeat + 1,
                 stored.outcome,
-                f"{goals.complete}/{goals.total}" if goals.total else "",
+                f"{complete}/{len(steps)}" if steps else "",
                 transcript.turns,
                 first_user_message(transcript),
                 final_output(transcript),
@@ -237,7 +217,7 @@ def step_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list
     """
     rows: list[list[Cell]] = []
     for stored in ordered_results(record, results):
-        for step in goal_achievement(stored.result.transcript).steps:
+        for step in steps_in_order(stored.result.transcript.steps):
             blocked = ""
             if step.blocked_by is not None:
                 blocked = f"step {step.blocked_by + 1}" + (f": {step.blocked_by_goal}" if step.blocked_by_goal else "")
@@ -292,9 +272,8 @@ def _percent(value: float | None) -> Cell:
 
 
 def _summary_rows(record: RunRecord, results: Sequence[StoredResult]) -> list[list[Cell]]:
-    breakdown = run_breakdown(record, results)
-    totals = record.totals
-    duration = totals.duration_s if totals is not None else math.fsum(r.duration_s for r in results)
+    breakdown = summary_of(record)
+    duration = breakdown.duration_s
     rows: list[list[Cell]] = [
         ["run id", record.id],
         ["status", record.status],
@@ -320,11 +299,11 @@ def _summary_rows(record: RunRecord, results: Sequence[StoredResult]) -> list[li
         ["user model", record.settings.user_model],
         ["judge model", record.settings.judge_model],
     ]
-    usage = role_totals(record, results)
+    usage = breakdown.usage
     roles = [*ROLES, *sorted(set(usage) - set(ROLES))]
     costs: list[float | None] = []
     for role in roles:
-        used = usage.get(role, RoleTotals())
+        used = usage.get(role, Usage())
         costs.append(used.cost)
         rows.extend(
             [
@@ -339,7 +318,7 @@ def _summary_rows(record: RunRecord, results: Sequence[StoredResult]) -> list[li
     rows.extend([f"version {name}", version] for name, version in sorted(record.versions.items()))
     rows.append([])
     rows.append(["metric", "scores", "met", "not_met", "unsure", "error", "n/a", "mean", "values"])
-    for summary in metric_summary(stored.result for stored in ordered_results(record, results)).values():
+    for summary in breakdown.metrics.values():
         rows.append(
             [
                 summary.metric,

@@ -20,19 +20,19 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simulator.engine import forget, open_checkpointer
+from simulator.engine import forget, forget_threads, open_checkpointer
 from simulator.errors import InputError, StoreError
 from simulator.llm import LLMClient, RequestCache, cache_scope, preload
 from simulator.loading import LoadedSuite
-from simulator.metrics import Breakdown
+from simulator.metrics import run_summary
 from simulator.models import Case, Persona
-from simulator.models.run import PlanItem, RoleTotals, RunRecord, RunStatus, RunTotals, StoredResult
+from simulator.models.run import PlanItem, RunRecord, RunStatus, StoredResult
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
 from simulator.runner._case import RunOptions, find_case, model_roles, run_case, score_case
@@ -59,44 +59,7 @@ def checkpoint_path(store_path: Path) -> Path:
 
 def forget_checkpoints(store_path: Path, run_id: str) -> None:
     """Delete the checkpoints of a run's unfinished conversations (when the run is deleted)."""
-    import sqlite3
-
-    path = checkpoint_path(store_path)
-    if not path.exists():
-        return
-    connection = sqlite3.connect(path, timeout=30)
-    try:
-        with connection:
-            for table in ("checkpoints", "writes"):
-                try:
-                    connection.execute(f"DELETE FROM {table} WHERE thread_id LIKE ?", (f"{run_id}:%",))
-                except sqlite3.OperationalError:
-                    continue  # the table was never created: nothing to forget
-    finally:
-        connection.close()
-
-
-def run_totals(results: Sequence[StoredResult], duration_s: float) -> RunTotals:
-    """Outcome counts, correctness and tokens/cost per role over the stored results."""
-    breakdown = Breakdown.of([r.outcome for r in results])
-    usage: dict[str, RoleTotals] = {}
-    for stored in results:
-        for role, used in stored.result.transcript.usage.items():
-            total = usage.setdefault(role, RoleTotals())
-            total.calls += used.calls
-            total.prompt_tokens += used.prompt_tokens
-            total.completion_tokens += used.completion_tokens
-            total.cost = None if total.cost is None or used.cost is None else total.cost + used.cost
-    return RunTotals(
-        total=breakdown.total,
-        passed=breakdown.passed,
-        failed=breakdown.failed,
-        error=breakdown.error,
-        unsure=breakdown.unsure,
-        correctness=breakdown.correctness,
-        duration_s=duration_s,
-        usage=usage,
-    )
+    forget_threads(checkpoint_path(store_path), f"{run_id}:")
 
 
 def _error_result(case: Case, item: PlanItem, message: str) -> CaseResult:
@@ -281,10 +244,13 @@ def _finish(
     finished: datetime | None = None,
     quiet: bool = False,
 ) -> None:
-    """End the run with ``status`` and its totals, giving the lease back. ``quiet`` while another error is on
-    its way out: a store that cannot be written then does not hide it (the lease expires with this process)."""
+    """End the run with ``status`` and its summary, giving the lease back. ``quiet`` while another error is on
+    its way out: a store that cannot be written then does not hide it (the lease expires with this process).
+
+    The summary is computed once here, over the stored results read a few at a time (memory stays flat however
+    many conversations the run has), and stored with the run: every report reads it."""
     try:
-        totals = run_totals(store.results(lease.run_id), duration_s)
+        totals = run_summary(store.iter_results(lease.run_id), duration_s)
         store.finish(lease, status, totals=totals, finished=finished)
     except StoreError:
         if not quiet:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from simulator.analysis.judge_check import judge_check
 from simulator.errors import ConfigErrors, JudgeError
-from simulator.judge_check import judge_check
 from simulator.llm import FakeScript, LLMClient
 from simulator.models import ModelRoles
 

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from simulator.compare import Comparison, compare_runs
+from simulator.analysis.compare import Comparison, compare_runs
 from simulator.models import Suite
 from simulator.models.run import RunRecord, RunSettings, StoredResult, SuiteSnapshot
 from simulator.models.scores import CaseResult, Outcome

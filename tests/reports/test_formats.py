@@ -36,19 +36,18 @@ from typing import Any
 
 import pytest
 
-from simulator.metrics import case_metrics, case_outcome
+from simulator.metrics import case_metrics, case_outcome, run_summary
 from simulator.models.persona import Persona
 from simulator.models.run import (
     PlanItem,
-    RoleTotals,
     RunRecord,
     RunSettings,
-    RunTotals,
     StoredResult,
     SuiteSnapshot,
 )
 from simulator.models.scores import CaseResult, Score
 from simulator.models.suite import Suite
+from simulator.models.summary import RunSummary
 from simulator.models.transcript import (
     AgentEvent,
     CaseKind,
@@ -563,29 +562,9 @@ CONVERSATIONS = [
 ]
 
 
-def _totals(results: Sequence[StoredResult]) -> RunTotals:
-    roles: dict[str, RoleTotals] = {}
-    for stored in results:
-        for role, used in stored.result.transcript.usage.items():
-            total = roles.get(role, RoleTotals())
-            cost = None if total.cost is None or used.cost is None else total.cost + used.cost
-            roles[role] = RoleTotals(
-                calls=total.calls + used.calls,
-                prompt_tokens=total.prompt_tokens + used.prompt_tokens,
-                completion_tokens=total.completion_tokens + used.completion_tokens,
-                cost=None if cost is None else round(cost, 10),
-            )
-    outcomes = [stored.outcome for stored in results]
-    return RunTotals(
-        total=len(outcomes),
-        passed=outcomes.count("pass"),
-        failed=outcomes.count("fail"),
-        error=outcomes.count("error"),
-        unsure=outcomes.count("unsure"),
-        correctness=outcomes.count("pass") / len(outcomes),
-        duration_s=math.fsum(stored.duration_s for stored in results) + 1.75,
-        usage=dict(sorted(roles.items())),
-    )
+def _totals(results: Sequence[StoredResult]) -> RunSummary:
+    """The run summary as the runner stores it (the results in plan order)."""
+    return run_summary(results, math.fsum(stored.duration_s for stored in results) + 1.75)
 
 
 def make_run() -> tuple[RunRecord, list[StoredResult]]:

@@ -21,13 +21,12 @@ from urllib.parse import urlencode
 
 import pytest
 
+from simulator.metrics import run_summary, summarized
 from simulator.models import Suite
 from simulator.models.run import (
     PlanItem,
-    RoleTotals,
     RunRecord,
     RunSettings,
-    RunTotals,
     StoredResult,
     SuiteSnapshot,
 )
@@ -371,7 +370,6 @@ def fixture_cases() -> list[Case]:
 
 
 def make_record(run_id: str, results: Sequence[StoredResult], *, totals: bool = True) -> RunRecord:
-    outcomes = [r.outcome for r in results]
     return RunRecord(
         id=run_id,
         created=T0,
@@ -387,19 +385,14 @@ def make_record(run_id: str, results: Sequence[StoredResult], *, totals: bool = 
         settings=RunSettings(paths=["suites"], repeat=3, seed=42, user_model="openai/gpt-4o-mini"),
         versions={"simulator": "0.1.0", "python": "3.11.7", "litellm": "1.70.0"},
         plan=[PlanItem(key=r.key, suite=r.suite, case=r.case, persona=r.persona, repeat=r.repeat) for r in results],
-        totals=RunTotals(
-            total=len(outcomes),
-            passed=outcomes.count("pass"),
-            failed=outcomes.count("fail"),
-            error=outcomes.count("error"),
-            unsure=outcomes.count("unsure"),
-            correctness=outcomes.count("pass") / len(outcomes) if outcomes else None,
-            duration_s=180.0,
-            usage={
-                "agent": RoleTotals(calls=12, prompt_tokens=1200, completion_tokens=400, cost=0.0123),
-                "user": RoleTotals(calls=10, prompt_tokens=900, completion_tokens=150, cost=0.004),
-                "judge": RoleTotals(calls=8, prompt_tokens=2000, completion_tokens=300, cost=None),
-            },
+        totals=run_summary(results, 180.0).model_copy(
+            update={
+                "usage": {
+                    "agent": Usage(calls=12, prompt_tokens=1200, completion_tokens=400, cost=0.0123),
+                    "user": Usage(calls=10, prompt_tokens=900, completion_tokens=150, cost=0.004),
+                    "judge": Usage(calls=8, prompt_tokens=2000, completion_tokens=300, cost=None),
+                }
+            }
         )
         if totals
         else None,
@@ -695,7 +688,8 @@ def test_rendering_is_pure_and_handles_an_empty_run() -> None:
 
 
 def test_totals_come_from_the_results_when_the_run_has_none() -> None:
-    page = render_html(make_record(RUN_ID, RESULTS, totals=False), RESULTS)
+    # A run stored without a summary (still running, or by an older version) gets one from its results.
+    page = render_html(summarized(make_record(RUN_ID, RESULTS, totals=False), RESULTS), RESULTS)
     totals = parse(page).root.find("totals").words()
     assert "3 Passed" in totals
     assert "agent" in totals  # usage summed from the transcripts

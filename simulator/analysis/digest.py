@@ -4,7 +4,8 @@
 ``error`` or ``unsure`` and turns it into *causes*, one per thing that held it back; causes with the same key
 form one :class:`FailureGroup`. :func:`suggest_fixes` may then ask the judge model, once per group, for a
 change to the agent's instructions; such a suggestion is labelled ``source: "model suggestion"`` and rendered
-under "Model suggestions (not verified)": it is a model's proposal, not something the digest checked.
+under "Model suggestions (not verified)": it is a model's proposal, not something the digest checked. The
+data models are :mod:`simulator.models.digest`'s; :mod:`simulator.reports.digest_report` renders them.
 
 Causes of one result, in this order:
 
@@ -59,20 +60,29 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from simulator.errors import ModelError
 from simulator.llm import LLMClient, Role
-from simulator.models._base import DataModel
+from simulator.models.digest import (
+    NO_SUGGESTION_MODEL,
+    SUGGESTIONS_HEADING,
+    CaseRef,
+    Digest,
+    Example,
+    FailureGroup,
+    FailureKind,
+    ReasonCount,
+    Suggestion,
+)
 from simulator.models.run import StoredResult
 from simulator.models.scores import Outcome, Score
+from simulator.models.states import State, score_state, step_state
+from simulator.models.summary import Counts
 from simulator.models.transcript import AgentEvent, ErrorEvent, InputEvent, Transcript, UserEvent
-from simulator.reports._states import State, score_state, step_state
-from simulator.reports.markdown import escape as md_escape
-from simulator.reports.markdown import escape_lines as md_lines
 
 __all__ = [
     "MAX_EXAMPLES",
@@ -89,8 +99,6 @@ __all__ = [
     "Suggestion",
     "build_digest",
     "normalise_label",
-    "render_digest_markdown",
-    "render_digest_text",
     "suggest_fixes",
 ]
 
@@ -98,26 +106,8 @@ __all__ = [
 MAX_EXAMPLES = 3
 #: The most common reasons kept per group.
 TOP_REASONS = 3
-#: The heading model suggestions are shown under, in every rendering.
-SUGGESTIONS_HEADING = "Model suggestions (not verified)"
-#: The digest's note when no judge model is configured.
-NO_SUGGESTION_MODEL = (
-    "no suggestions: suggesting changes to the agent's instructions needs a judge model "
-    "(set models.judge in the suite or pass --judge-model)"
-)
-
-#: What kind of cause a group is (see the module docstring).
-FailureKind = Literal["error", "step", "score", "unsure", "reason"]
 
 _KIND_ORDER: dict[FailureKind, int] = {"error": 0, "step": 1, "score": 2, "unsure": 3, "reason": 4}
-#: Each kind's heading; a group's title starts with it.
-_KIND_TITLE: dict[FailureKind, str] = {
-    "error": "Error",
-    "step": "Step not completed",
-    "score": "Check failed",
-    "unsure": "Not judged / unsure",
-    "reason": "Reason",
-}
 _FAILED: tuple[Outcome, ...] = ("fail", "error", "unsure")
 _LABEL_LENGTH = 80
 _SHOWN_TEXT = 300
@@ -134,93 +124,6 @@ _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 # A token of letters, digits, "_" and "-" that has at least one letter and one digit: A1234, ORD-77, 9f3c2e1a.
 _MIXED = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]*[A-Za-z0-9](?![\w-])")
 _NUMBER = re.compile(r"(?<![\w<])\d+(?:[.,]\d+)*(?![\w>])")
-
-
-# -- models ---------------------------------------------------------------------------------------------------
-
-
-class CaseRef(DataModel):
-    """One stored conversation: which run, case, persona and repeat."""
-
-    run_id: str
-    key: str
-    suite: int
-    case: str
-    persona: str | None = None
-    repeat: int = 0
-    outcome: Outcome
-
-    def describe(self) -> str:
-        """``"<case> [persona <p>] (repeat <r>)"``, the repeat counted from 1 as in every view (``repeat`` is
-        stored from 0)."""
-        persona = f" [persona {self.persona}]" if self.persona is not None else ""
-        return f"{self.case}{persona} (repeat {self.repeat + 1})"
-
-
-class ReasonCount(DataModel):
-    """A reason a group's failures gave, and how many of them gave it."""
-
-    text: str
-    count: int
-
-
-class Example(DataModel):
-    """One turn that shows a group's failure: the user message before it and the agent's message(s)."""
-
-    case: CaseRef
-    turn: int | None = None
-    step: int | None = None
-    user: str | None = Field(default=None, description="The user message (or '[event <name>]') before the reply.")
-    agent: list[str] = Field(default_factory=list, description="The agent's messages in that turn.")
-    tools: list[str] = Field(default_factory=list, description="Tool calls of the turn, as 'name [status]'.")
-
-
-class Suggestion(DataModel):
-    """A judge model's proposed change to the agent's instructions for one group: never verified."""
-
-    source: Literal["model suggestion"] = "model suggestion"
-    model: str | None = None
-    change: str = ""
-    rationale: str = ""
-    error: str | None = Field(default=None, description="Set when the model gave no usable suggestion.")
-
-    @property
-    def failed(self) -> bool:
-        """Whether asking the model failed."""
-        return self.error is not None
-
-
-class FailureGroup(DataModel):
-    """Failures with one cause: how many, in which conversations, why, examples, and maybe a suggestion."""
-
-    kind: FailureKind
-    label: str
-    name: str
-    count: int = Field(description="Conversations with this cause.")
-    occurrences: int = Field(description="Causes counted (a conversation can have several, e.g. turns).")
-    cases: list[CaseRef] = Field(default_factory=list)
-    reasons: list[ReasonCount] = Field(default_factory=list)
-    examples: list[Example] = Field(default_factory=list)
-    suggestion: Suggestion | None = None
-
-    @property
-    def key(self) -> tuple[FailureKind, str, str]:
-        """``(kind, label, name)``: what the failures were grouped by."""
-        return self.kind, self.label, self.name
-
-    def title(self) -> str:
-        """The group in words, e.g. ``"Step not completed: give the order number (goal_achievement)"``."""
-        name = "" if self.name == self.kind else f" ({self.name})"
-        return f"{_KIND_TITLE[self.kind]}: {self.label}{name}"
-
-
-class Digest(DataModel):
-    """The results that did not pass, grouped by cause (see the module docstring)."""
-
-    results: int = Field(description="Stored results read.")
-    not_passed: int = Field(description="Of those, results whose outcome is fail, error or unsure.")
-    groups: list[FailureGroup] = Field(default_factory=list)
-    note: str | None = None
 
 
 class FixSuggestionReply(BaseModel):
@@ -426,10 +329,21 @@ def _result_order(stored: StoredResult) -> tuple[str, int, str, bool, str, int, 
     )
 
 
-def build_digest(results: list[StoredResult]) -> Digest:
-    """Group the results that did not pass by cause (see the module docstring for the rules). Pure."""
+def build_digest(results: Iterable[StoredResult], *, summary: Counts | None = None) -> Digest:
+    """Group the results that did not pass by cause (see the module docstring for the rules). Pure.
+
+    Only the results that did not pass are kept while ``results`` is read. ``summary``: the run's summary
+    (``RunRecord.totals``), whose counts then say how many conversations the run has and how many did not
+    pass; without it they are counted from ``results``.
+    """
     groups: dict[tuple[FailureKind, str, str], _Group] = {}
-    failed = sorted((r for r in results if r.outcome in _FAILED), key=_result_order)
+    read = 0
+    failed: list[StoredResult] = []
+    for stored in results:
+        read += 1
+        if stored.outcome in _FAILED:
+            failed.append(stored)
+    failed.sort(key=_result_order)
     for stored in failed:
         ref = CaseRef(
             run_id=stored.run_id,
@@ -460,8 +374,8 @@ def build_digest(results: list[StoredResult]) -> Digest:
         key=lambda g: (-len(g.cases), -g.occurrences, _KIND_ORDER[g.kind], g.label, g.name),
     )
     return Digest(
-        results=len(results),
-        not_passed=len(failed),
+        results=read if summary is None else summary.total,
+        not_passed=len(failed) if summary is None else summary.total - summary.passed,
         groups=[
             FailureGroup(
                 kind=g.kind,
@@ -556,130 +470,3 @@ async def suggest_fixes(digest: Digest, llm: LLMClient | None, *, instructions: 
         for group, suggestion in zip(digest.groups, suggestions, strict=True)
     ]
     return digest.model_copy(update={"groups": groups, "note": None})
-
-
-# -- rendering ------------------------------------------------------------------------------------------------
-
-
-def _summary(digest: Digest) -> str:
-    causes = len(digest.groups)
-    return (
-        f"{digest.not_passed} of {digest.results} conversation{'s' if digest.results != 1 else ''} did not pass; "
-        f"{causes} cause{'s' if causes != 1 else ''}, most frequent first."
-    )
-
-
-def _count_line(group: FailureGroup) -> str:
-    line = f"{group.count} conversation{'s' if group.count != 1 else ''}"
-    if group.occurrences != group.count:
-        line += f", {group.occurrences} failures"
-    return line
-
-
-def _cases_text(group: FailureGroup) -> str:
-    shown = "; ".join(ref.describe() for ref in group.cases[:_SHOWN_CASES])
-    more = len(group.cases) - _SHOWN_CASES
-    return shown + (f"; and {more} more" if more > 0 else "")
-
-
-def _has_suggestions(digest: Digest) -> bool:
-    return any(group.suggestion is not None for group in digest.groups)
-
-
-def render_digest_text(digest: Digest) -> list[str]:
-    """Plain lines for the terminal: the summary, every group (count, cases, reasons, examples), then the
-    model suggestions under :data:`SUGGESTIONS_HEADING`, or the digest's note."""
-    if not digest.groups:
-        return [f"Failure digest: {digest.not_passed} of {digest.results} conversations did not pass."]
-    lines = [f"Failure digest: {_summary(digest)}"]
-    for number, group in enumerate(digest.groups, start=1):
-        lines.append(f"{number}. {group.title()}: {_count_line(group)}")
-        lines.append(f"     cases: {_cases_text(group)}")
-        for reason in group.reasons:
-            lines.append(f"     {reason.count}× {_short(reason.text, _SHOWN_TEXT)}")
-        for example in group.examples:
-            where = f", turn {example.turn}" if example.turn is not None else ""
-            lines.append(f"     example: {example.case.describe()}{where}")
-            if example.user is not None:
-                lines.append(f"       user: {_short(_flat(example.user), _SHOWN_TEXT)}")
-            lines += [f"       tool: {tool}" for tool in example.tools]
-            lines += [f"       agent: {_short(_flat(message), _SHOWN_TEXT)}" for message in example.agent]
-            if not example.agent:
-                lines.append("       agent: (no message)")
-    if _has_suggestions(digest):
-        lines.append(f"{SUGGESTIONS_HEADING}:")
-        for number, group in enumerate(digest.groups, start=1):
-            suggestion = group.suggestion
-            if suggestion is None:
-                continue
-            if suggestion.failed:
-                lines.append(f"  {number}. {group.title()}: no suggestion: {suggestion.error}")
-                continue
-            lines.append(f"  {number}. {group.title()}:")
-            lines += [f"       {line}" for line in suggestion.change.splitlines() if line.strip()]
-            lines.append(f"       why: {_flat(suggestion.rationale)}")
-    if digest.note:
-        lines.append(f"Note: {digest.note}")
-    return lines
-
-
-def _md_text(text: str) -> str:
-    return md_escape(_short(_flat(text), _SHOWN_TEXT)) or "*(empty)*"
-
-
-def render_digest_markdown(digest: Digest) -> str:
-    """The digest as Markdown: a section per group (most frequent first), then the model suggestions under a
-    heading ``Model suggestions (not verified)``. All text from the results and the model is escaped."""
-    lines = ["# Failure digest", ""]
-    if not digest.groups:
-        lines += [f"{digest.not_passed} of {digest.results} conversations did not pass.", ""]
-    else:
-        lines += [_summary(digest), ""]
-    for number, group in enumerate(digest.groups, start=1):
-        lines += [f"## {number}. {md_escape(group.title())}", ""]
-        lines.append(f"- **Kind:** {group.kind} · **Metric:** {md_escape(group.name)} · {_count_line(group)}")
-        lines.append(f"- **Cases:** {md_escape(_cases_text(group))}")
-        if group.reasons:
-            lines.append("- **Most common reasons:**")
-            lines += [f"  - {reason.count}× {_md_text(reason.text)}" for reason in group.reasons]
-        lines.append("")
-        for example in group.examples:
-            where = f", turn {example.turn}" if example.turn is not None else ""
-            quote = [f"**Example:** {md_escape(example.case.describe())}{where}"]
-            if example.user is not None:
-                quote.append(f"**User:** {_md_text(example.user)}")
-            quote += [f"**Tool call:** {md_escape(tool)}" for tool in example.tools]
-            quote += [f"**Agent:** {_md_text(message)}" for message in example.agent]
-            if not example.agent:
-                quote.append("**Agent:** *(no message)*")
-            # One quote, its lines joined by hard line breaks (a trailing backslash).
-            lines += [f"> {line}\\" for line in quote[:-1]]
-            lines += [f"> {quote[-1]}", ""]
-    if _has_suggestions(digest) or digest.note:
-        lines += [f"## {SUGGESTIONS_HEADING}", ""]
-        if _has_suggestions(digest):
-            lines += [
-                "*Proposed by the judge model from the failures above (source: model suggestion); not tested. "
-                "Re-run the suite after changing the instructions.*",
-                "",
-            ]
-        for number, group in enumerate(digest.groups, start=1):
-            suggestion = group.suggestion
-            if suggestion is None:
-                continue
-            lines.append(f"### {number}. {md_escape(group.title())}")
-            lines.append("")
-            if suggestion.failed:
-                lines += [f"No suggestion: {md_escape(suggestion.error or '')}", ""]
-                continue
-            model = f" ({md_escape(suggestion.model)})" if suggestion.model else ""
-            lines += [f"**Suggested change{model}:**", ""]
-            change = [line for line in md_lines(suggestion.change) if line]
-            lines += [f"> {line}\\" for line in change[:-1]]
-            lines += [f"> {line}" for line in change[-1:]]
-            lines += ["", f"**Why:** {md_escape(suggestion.rationale)}", ""]
-        if digest.note:
-            lines += [f"*{md_escape(digest.note)}*", ""]
-    while lines and not lines[-1]:
-        lines.pop()
-    return "\n".join(lines) + "\n"

@@ -1,0 +1,135 @@
+"""A run's summary: outcome counts, usage per role, metric summaries and repeat statistics. Pure data.
+
+:mod:`simulator.metrics` computes it once, when a run's results are stored (``metrics.run_summary``); the
+store keeps it with the run record; every report, comparison and digest reads it instead of adding up the
+results again. The definitions of every figure are those of :mod:`simulator.metrics`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from simulator.models._base import DataModel
+from simulator.models.scores import Outcome
+from simulator.models.transcript import Usage
+
+#: How a case behaves over repeated runs: every run passed, none did, or some did.
+RepeatLabel = Literal["stable", "flaky", "broken"]
+
+#: The version of what :class:`RunSummary` holds; 0 is a summary written before it held metric, case and suite
+#: summaries (counts, usage and duration only): a reader recomputes such a summary from the results.
+SUMMARY_VERSION = 1
+
+
+class Counts(DataModel):
+    """How many conversations had each outcome, and correctness = passed / total.
+
+    ``failed`` counts only ``fail``; errors are counted apart so they are never hidden, but correctness counts
+    them as not passed (as ``unsure``). ``total`` and ``correctness`` always follow from the four counts: a
+    stored value that disagrees with them (a file changed by hand) is replaced, so a reader can trust them.
+    """
+
+    total: int = 0
+    passed: int = Field(default=0, ge=0)
+    failed: int = Field(default=0, ge=0)
+    error: int = Field(default=0, ge=0)
+    unsure: int = Field(default=0, ge=0)
+    correctness: float | None = None
+
+    @model_validator(mode="after")
+    def _derived(self) -> Counts:
+        self.total = self.passed + self.failed + self.error + self.unsure
+        self.correctness = self.passed / self.total if self.total else None
+        return self
+
+    def count(self, outcome: Outcome) -> int:
+        """How many conversations had ``outcome``."""
+        return {"pass": self.passed, "fail": self.failed, "error": self.error, "unsure": self.unsure}[outcome]
+
+
+class MetricSummary(DataModel):
+    """Verdict counts and mean value of one metric over a run's scores (:func:`simulator.metrics.metric_summary`).
+
+    ``count`` = met + not_met + unsure + error + not_applicable (``not_applicable`` counts verdict ``"n/a"``);
+    ``mean`` is the mean of the scores' values where not None (None when no score has one); ``values`` is how
+    many values that mean is over.
+    """
+
+    metric: str
+    count: int = 0
+    met: int = 0
+    not_met: int = 0
+    unsure: int = 0
+    error: int = 0
+    not_applicable: int = 0
+    mean: float | None = None
+    values: int = 0
+
+
+class RepeatStats(DataModel):
+    """One case run k times (:func:`simulator.metrics.repeat_stats`): passes, pass rate, observed pass@k and
+    pass^k, the 95% Wilson interval and a label. Every field but ``k`` and ``passes`` is None when k = 0."""
+
+    k: int
+    passes: int
+    pass_rate: float | None = None
+    pass_at_k: float | None = None
+    pass_hat_k: float | None = None
+    wilson: tuple[float, float] | None = None
+    label: RepeatLabel | None = None
+
+
+class CaseSummary(DataModel):
+    """One case (suite index, case, persona) of a run over its repeats: outcomes in repeat order, statistics."""
+
+    suite: int
+    case: str
+    persona: str | None = None
+    outcomes: list[Outcome] = Field(default_factory=list)
+    stats: RepeatStats
+
+    @property
+    def key(self) -> tuple[int, str, str | None]:
+        """``(suite, case, persona)``: the case's identity in its run."""
+        return self.suite, self.case, self.persona
+
+
+class SuiteSummary(Counts):
+    """One suite of a run (by its index in the snapshot): its outcome counts and its conversations' seconds."""
+
+    suite: int
+    duration_s: float = 0.0
+
+
+class RunSummary(Counts):
+    """The run's figures, computed once when its results are stored: what every report reads in aggregate.
+
+    The counts are those of every stored conversation (every repeat); ``duration_s`` is the run's wall-clock
+    time (over every resume); ``usage`` is tokens, calls and cost per model role; ``metrics`` each metric's
+    summary in the order metrics are first met in plan order; ``cases`` every case's repeats, in plan order of
+    its first conversation; ``suites`` each suite's counts. A summary stored by an older version (``version``
+    0) has only the counts, duration and usage.
+    """
+
+    version: int = 0
+    duration_s: float = 0.0
+    conversations_s: float = Field(default=0.0, description="The conversations' own seconds, added up.")
+    usage: dict[str, Usage] = Field(default_factory=dict)
+    metrics: dict[str, MetricSummary] = Field(default_factory=dict)
+    cases: list[CaseSummary] = Field(default_factory=list)
+    suites: list[SuiteSummary] = Field(default_factory=list)
+
+    @property
+    def current(self) -> bool:
+        """Whether this summary holds everything this version computes (else recompute it from the results)."""
+        return self.version >= SUMMARY_VERSION
+
+    def by_case(self) -> dict[tuple[int, str, str | None], CaseSummary]:
+        """Every case's summary by ``(suite, case, persona)``."""
+        return {case.key: case for case in self.cases}
+
+    def suite(self, index: int) -> SuiteSummary | None:
+        """The summary of the run's ``index``-th suite, if it has results."""
+        return next((s for s in self.suites if s.suite == index), None)
