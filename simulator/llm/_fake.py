@@ -66,7 +66,7 @@ class FakeToolCall:
 #: What a fake reply can be, before any callable is called.
 StaticReply = str | list[FakeToolCall] | dict[str, Any] | BaseException
 #: A queued reply: text; tool calls; a dict sent as JSON text; an exception instance to raise; or a callable
-#: that receives the messages and returns one of these (or an awaitable of one, under ``acompletion``).
+#: that receives the messages and returns one of these (or an awaitable of one).
 FakeReply = StaticReply | Callable[[list[dict[str, Any]]], "StaticReply | Awaitable[StaticReply]"]
 
 
@@ -104,7 +104,7 @@ class FakeScript:
         self._queues: dict[str, deque[FakeReply]] = {}
         self.requests: list[FakeRequest] = []
         self._served = 0
-        # The sync `completion` path may be called from worker threads.
+        # Scripts may be shared with code that calls from worker threads (a sync agent run in a thread pool).
         self._lock = threading.Lock()
 
     def enqueue(self, model: str, *replies: FakeReply, times: int = 1) -> FakeScript:
