@@ -108,7 +108,8 @@ def test_plain_completion_accounts_usage_per_role() -> None:
             await client.complete("user", HELLO),
         ]
 
-    judged, first, second = run(go())
+    with metering() as meter:
+        judged, first, second = run(go())
 
     assert judged.content == "four words of reply"
     assert judged.raw_text == "four words of reply"
@@ -121,11 +122,11 @@ def test_plain_completion_accounts_usage_per_role() -> None:
     assert judged.cost is None
     assert (first.content, second.content) == ("ok", "fine then")
 
-    usage = client.usage_by_role()
+    usage = meter.by_role
     assert usage[Role.JUDGE] == Usage(prompt_tokens=4, completion_tokens=4, calls=1, cost=None)
     assert usage[Role.USER] == Usage(prompt_tokens=4, completion_tokens=3, calls=2, cost=None)
-    assert usage[Role.AGENT] == Usage()
-    assert client.total_usage().calls == 3
+    assert Role.AGENT not in usage
+    assert meter.total().calls == 3
     assert [request.role for request in script.requests] == [Role.JUDGE, Role.USER, Role.USER]
     assert script.requests[0].messages[0] == {"role": "system", "content": "be fair"}
     assert script.pending() == 0
@@ -198,8 +199,9 @@ def test_known_price_gives_a_cost_and_costs_add_up() -> None:
         await client.complete("judge", HELLO, **price)
         await client.complete("judge", HELLO, **price)
 
-    run(go())
-    usage = client.usage_by_role()[Role.JUDGE]
+    with metering() as meter:
+        run(go())
+    usage = meter.by_role[Role.JUDGE]
     # Per call: 2 prompt words * 0.001 + 2 reply words * 0.01.
     assert usage.cost == pytest.approx(2 * (2 * 0.001 + 2 * 0.01))
     assert usage.calls == 2
@@ -215,7 +217,9 @@ def test_usage_addition_keeps_unknown_costs_unknown() -> None:
 
 
 def test_offline_price_list_is_forced_before_litellm_is_imported() -> None:
-    run(make_client(FakeScript().enqueue("*", "ok")).complete("judge", HELLO))
+    # A litellm model (not the in-process fake), answered by litellm's own mock so nothing is sent.
+    client = LLMClient(ModelRoles(judge=ModelSettings(model="openai/gpt-4o-mini")))
+    run(client.complete("judge", HELLO, mock_response="ok"))
     assert os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "").lower() == "true"
 
 
@@ -281,14 +285,15 @@ def test_structured_malformed_json_then_good() -> None:
     script = FakeScript().enqueue("*", '{"score": 4, "reason": ', {"score": 4, "reason": "ok"})
     client = make_client(script)
 
-    verdict = run(client.structured("judge", HELLO, Verdict))
+    with metering() as meter:
+        verdict = run(client.structured("judge", HELLO, Verdict))
 
     assert verdict.score == 4
     retry = script.requests[1].messages
     assert retry[: len(HELLO)] == HELLO
     assert retry[-2] == {"role": "assistant", "content": '{"score": 4, "reason": '}
     assert "not valid JSON" in retry[-1]["content"]
-    assert client.usage_by_role()[Role.JUDGE].calls == 2
+    assert meter.by_role[Role.JUDGE].calls == 2
 
 
 def test_structured_schema_invalid_then_good() -> None:
@@ -325,13 +330,14 @@ def test_rate_limit_then_success_backs_off_exponentially() -> None:
     script = FakeScript().enqueue("*", fake_rate_limit(), times=3).enqueue("*", "finally")
     client = make_client(script, sleeps=sleeps, judge=ModelSettings(model="fake/judge", max_retries=3))
 
-    completion = run(client.complete("judge", HELLO))
+    with metering() as meter:
+        completion = run(client.complete("judge", HELLO))
 
     assert completion.content == "finally"
     assert len(script.requests) == 4
     assert sleeps.delays == [1.0, 2.0, 4.0]
     # Only the successful call is billed.
-    assert client.usage_by_role()[Role.JUDGE].calls == 1
+    assert meter.by_role[Role.JUDGE].calls == 1
 
 
 def test_backoff_uses_full_jitter_below_the_cap() -> None:
@@ -363,7 +369,7 @@ def test_server_error_exhausted_names_role_model_and_attempts() -> None:
     script = FakeScript().enqueue("*", fake_server_error(500), times=5)
     client = make_client(script, sleeps=sleeps, judge=ModelSettings(model="fake/judge", max_retries=2))
 
-    with pytest.raises(ModelError) as caught:
+    with metering() as meter, pytest.raises(ModelError) as caught:
         run(client.complete("judge", HELLO))
 
     message = str(caught.value)
@@ -372,7 +378,7 @@ def test_server_error_exhausted_names_role_model_and_attempts() -> None:
     assert "server error 500" in message
     assert len(script.requests) == 3
     assert sleeps.delays == [1.0, 2.0]
-    assert client.usage_by_role()[Role.JUDGE].calls == 0
+    assert Role.JUDGE not in meter.by_role
 
 
 @pytest.mark.parametrize(
@@ -551,19 +557,12 @@ def test_active_script_serves_a_client_without_its_own() -> None:
     assert FakeScript().requests == []  # a new script starts empty: nothing is shared
 
 
-def test_sync_completion_path_of_the_fake_provider() -> None:
-    import litellm
-
-    from simulator.llm import _ensure_fake_registered, _load_litellm
-
-    _load_litellm()
-    _ensure_fake_registered()
-    script = FakeScript().enqueue("*", [FakeToolCall("lookup_order", {"order_id": "B-2"})])
-    with script.active():
-        response = litellm.completion(model="fake/direct", messages=HELLO)
-    assert response.choices[0].finish_reason == "tool_calls"
-    assert script.requests[0].model == "direct"
-    assert script.requests[0].role is None
+def test_a_plain_exception_from_a_reply_is_a_connection_error() -> None:
+    # As litellm treats a plain exception raised inside a provider.
+    sleeps = Sleeps()
+    script = FakeScript().enqueue("*", OSError("network is down"), "recovered")
+    assert run(make_client(script, sleeps=sleeps).complete("judge", HELLO)).content == "recovered"
+    assert len(sleeps.delays) == 1
 
 
 # -- concurrency ------------------------------------------------------------------------------------------------
@@ -595,12 +594,13 @@ def test_per_role_concurrency_limit_is_respected() -> None:
         calls += [client.complete("user", HELLO) for _ in range(10)]
         return await asyncio.gather(*calls)
 
-    results = run(go())
+    with metering() as meter:
+        results = run(go())
 
     assert len(results) == 30
     # Exactly the limit: never above it, and the calls did run in parallel up to it.
     assert peak == {"judge": 3, "user": 5}
-    assert client.usage_by_role()[Role.JUDGE].calls == 20
+    assert meter.by_role[Role.JUDGE].calls == 20
 
 
 def test_client_can_be_reused_across_event_loops() -> None:
@@ -610,9 +610,10 @@ def test_client_can_be_reused_across_event_loops() -> None:
     async def two() -> None:
         await asyncio.gather(client.complete("judge", HELLO), client.complete("judge", HELLO))
 
-    run(two())
-    run(two())
-    assert client.usage_by_role()[Role.JUDGE].calls == 4
+    with metering() as meter:
+        run(two())
+        run(two())
+    assert meter.by_role[Role.JUDGE].calls == 4
 
 
 # -- import cost ------------------------------------------------------------------------------------------------
@@ -634,16 +635,16 @@ def test_importing_the_module_does_not_import_litellm() -> None:
 WARNINGS_PROBE = """
 import asyncio, warnings
 import litellm
-from simulator.llm import FakeScript, FakeToolCall, LLMClient
+from simulator.llm import LLMClient
 from simulator.models.settings import ModelRoles, ModelSettings
 
 warnings.simplefilter("error")
-script = FakeScript().enqueue("*", "hi", [FakeToolCall("f", {"a": 1})])
-client = LLMClient(ModelRoles(judge=ModelSettings(model="fake/judge")), fake_script=script)
+# A litellm model (the fake backend never reaches litellm), answered by litellm's own mock: nothing is sent.
+client = LLMClient(ModelRoles(judge=ModelSettings(model="openai/gpt-4o-mini")))
 
 async def main() -> None:
-    await client.complete("judge", [{"role": "user", "content": "hello"}])
-    await client.complete("judge", [{"role": "user", "content": "hello"}], tools=[])
+    await client.complete("judge", [{"role": "user", "content": "hello"}], mock_response="hi")
+    await client.complete("judge", [{"role": "user", "content": "hello"}], tools=[], mock_response="hi")
 
 asyncio.run(main())
 """
@@ -677,8 +678,167 @@ def test_metering_counts_each_conversation_apart() -> None:
     async def both() -> tuple[dict[Role, Usage], dict[Role, Usage]]:
         return await asyncio.gather(conversation(1), conversation(2))
 
-    first, second = run(both())
+    # The block around both (a run's) counts the calls of the blocks inside it too.
+    with metering() as whole:
+        first, second = run(both())
     assert first[Role.USER].calls == 1
     assert second[Role.USER].calls == 2
-    assert client.usage_by_role()[Role.USER].calls == 3
+    assert whole.by_role[Role.USER].calls == 3
     assert first[Role.USER].completion_tokens == 3
+
+
+# -- the fake backend needs no litellm -----------------------------------------------------------------------------
+
+# A whole offline session on fake models: text, tool calls, structured output, a retried rate limit, a fatal
+# error, and the preload a run does first. None of it may import litellm (seconds of import per process).
+FAKE_ONLY_PROBE = """
+import asyncio, sys
+from pydantic import BaseModel
+from simulator.llm import FakeScript, FakeToolCall, LLMClient, fake_auth_error, fake_rate_limit, metering, preload
+from simulator.errors import ModelError
+from simulator.models.settings import ModelRoles
+
+class Verdict(BaseModel):
+    score: int
+
+async def no_sleep(delay: float) -> None:
+    return None
+
+roles = ModelRoles.model_validate({"agent": "fake/agent", "user": "fake/user", "judge": "fake/judge"})
+preload(roles)
+script = FakeScript()
+script.enqueue("agent", [FakeToolCall("lookup", {"id": 1})], fake_rate_limit(retry_after=1), "done")
+script.enqueue("judge", {"score": 3}, fake_auth_error())
+client = LLMClient(roles, fake_script=script, sleep=no_sleep)
+hello = [{"role": "user", "content": "hello"}]
+
+async def main() -> None:
+    assert (await client.complete("agent", hello)).tool_calls[0].name == "lookup"
+    assert (await client.complete("agent", hello)).content == "done"
+    assert (await client.structured("judge", hello, Verdict)).score == 3
+    try:
+        await client.complete("judge", hello)
+    except ModelError as exc:
+        assert "refused the credentials" in str(exc), exc
+    else:
+        raise AssertionError("the auth error was not raised")
+
+with metering() as meter:
+    asyncio.run(main())
+assert meter.by_role["agent"].calls == 2, meter.by_role
+assert "litellm" not in sys.modules, "litellm was imported"
+"""
+
+
+def test_fake_models_never_import_litellm() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-c", FAKE_ONLY_PROBE],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_metering_blocks_nest() -> None:
+    script = FakeScript().enqueue("*", "one two", times=3)
+    client = make_client(script, user="fake/user", judge="fake/judge")
+    with metering() as run_meter:
+        run(client.complete(Role.USER, HELLO))
+        with metering() as inner:
+            run(client.complete(Role.JUDGE, HELLO))
+            run(client.complete(Role.JUDGE, HELLO))
+    assert inner.by_role == {Role.JUDGE: Usage(prompt_tokens=4, completion_tokens=4, calls=2, cost=None)}
+    assert run_meter.by_role[Role.USER].calls == 1
+    assert run_meter.by_role[Role.JUDGE].calls == 2
+    assert run_meter.total().calls == 3
+    assert inner.parent is run_meter
+
+
+# -- the litellm backend behaves as the fake one -------------------------------------------------------------------
+# Real model strings go through litellm. Its own `mock_response` answers them offline (a text, or an exception to
+# raise), so the same client code is exercised with litellm's reply and exception types.
+
+
+def litellm_errors() -> dict[str, tuple[Exception, Exception]]:
+    """Each failure kind as litellm raises it and as the fake backend does, with the same status and headers."""
+    import httpx
+    from litellm import exceptions
+
+    def response(status: int, retry_after: str | None = None) -> httpx.Response:
+        headers = {} if retry_after is None else {"retry-after": retry_after}
+        return httpx.Response(status, headers=headers, request=httpx.Request("POST", "http://provider.invalid"))
+
+    where: dict[str, Any] = {"llm_provider": "openai", "model": "gpt-4o-mini"}
+    return {
+        "429": (
+            exceptions.RateLimitError("slow", response=response(429, "7"), **where),
+            fake_rate_limit(retry_after=7),
+        ),
+        "500": (exceptions.InternalServerError("down", response=response(500), **where), fake_server_error(500)),
+        "502": (exceptions.BadGatewayError("down", response=response(502), **where), fake_server_error(502)),
+        "503": (
+            exceptions.ServiceUnavailableError("down", response=response(503, "12"), **where),
+            fake_server_error(503, retry_after=12),
+        ),
+        "timeout": (exceptions.Timeout("slow", **where), fake_timeout()),
+        "connection": (exceptions.APIConnectionError("refused", **where), fake_connection_error()),
+        "auth": (exceptions.AuthenticationError("bad key", **where), fake_auth_error()),
+        "not-found": (exceptions.NotFoundError("no such model", **where), fake_not_found()),
+        "bad-request": (exceptions.BadRequestError("no", **where), fake_bad_request()),
+    }
+
+
+KINDS = ["429", "500", "502", "503", "timeout", "connection", "auth", "not-found", "bad-request"]
+
+
+def outcome(client: LLMClient, error: Exception, **overrides: Any) -> tuple[str, list[float]]:
+    """The message a call failing with ``error`` ends with (model and provider's words cut out), and the waits."""
+    sleeps = Sleeps()
+    client.retry_policy = RetryPolicy(jitter=no_jitter, sleep=sleeps)
+    with pytest.raises(ModelError) as caught:
+        run(client.complete("judge", HELLO, **overrides))
+    message = str(caught.value).replace(str(error).strip(), "DETAIL")
+    return message.replace(f"model {client.settings('judge').model!r}", "model MODEL"), sleeps.delays
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_both_backends_fail_alike(kind: str) -> None:
+    litellm_error, fake_error = litellm_errors()[kind]
+
+    real = make_client(FakeScript(), judge=ModelSettings(model="openai/gpt-4o-mini", max_retries=2))
+    # litellm's mock raises the same exception on every attempt.
+    real_message, real_waits = outcome(real, litellm_error, mock_response=litellm_error)
+
+    script = FakeScript().enqueue("*", fake_error, times=3)
+    fake = make_client(script, judge=ModelSettings(model="fake/judge", max_retries=2))
+    fake_message, fake_waits = outcome(fake, fake_error)
+
+    assert "DETAIL" in real_message
+    assert real_message == fake_message
+    assert real_waits == fake_waits
+
+
+def test_the_litellm_backend_answers_with_usage_and_cost() -> None:
+    client = make_client(FakeScript(), judge="openai/gpt-4o-mini")
+    with metering() as meter:
+        completion = run(client.complete("judge", HELLO, mock_response="hi there"))
+    assert completion.content == "hi there"
+    assert completion.finish_reason == "stop"
+    assert completion.model == "openai/gpt-4o-mini"
+    # litellm's mock reports placeholder usage; the model's price is in litellm's bundled list.
+    assert completion.usage.calls == 1
+    assert completion.usage.total_tokens > 0
+    assert completion.cost is not None
+    assert completion.cost > 0
+    assert meter.by_role[Role.JUDGE] == completion.usage
+
+
+def test_structured_output_through_the_litellm_backend() -> None:
+    client = make_client(FakeScript(), judge="openai/gpt-4o-mini")
+    verdict = run(client.structured("judge", HELLO, Verdict, mock_response='{"score": 5, "reason": "good"}'))
+    assert verdict == Verdict(score=5, reason="good")

@@ -224,7 +224,7 @@ def test_a_hit_needs_no_api_key(tmp_path: Path) -> None:
 
 def test_the_agent_role_is_not_cached_by_default(tmp_path: Path) -> None:
     script = FakeScript().enqueue("agent", "one", "two")
-    with RequestCache(tmp_path / "cache.db") as cache:
+    with RequestCache(tmp_path / "cache.db") as cache, metering() as meter:
         client = make_client(script, cache)
         first = run(client.complete(Role.AGENT, HELLO))
         second = run(client.complete(Role.AGENT, HELLO))
@@ -232,12 +232,12 @@ def test_the_agent_role_is_not_cached_by_default(tmp_path: Path) -> None:
         assert (first.content, second.content) == ("one", "two")
         assert len(script.requests) == 2
         assert cache.stats() == (0, 0)
-        assert client.cache_hits_by_role()[Role.AGENT] == 0
+        assert meter.cache_hits == {}
 
 
 def test_the_agent_role_is_cached_when_asked(tmp_path: Path) -> None:
     script = FakeScript().enqueue("agent", "one", "two")
-    with RequestCache(tmp_path / "cache.db") as cache:
+    with RequestCache(tmp_path / "cache.db") as cache, metering() as meter:
         client = make_client(script, cache, cache_roles=(Role.AGENT,))
         first = run(client.complete(Role.AGENT, HELLO))
         second = run(client.complete(Role.AGENT, HELLO))
@@ -245,7 +245,7 @@ def test_the_agent_role_is_cached_when_asked(tmp_path: Path) -> None:
     assert (first.content, second.content) == ("one", "one")
     assert second.cached
     assert len(script.requests) == 1
-    assert client.cache_hits_by_role()[Role.AGENT] == 1
+    assert meter.cache_hits[Role.AGENT] == 1
 
 
 def test_cache_roles_may_be_strings(tmp_path: Path) -> None:
@@ -287,10 +287,11 @@ def test_a_reply_after_retries_is_cached_but_the_failures_are_not(tmp_path: Path
 def test_without_a_cache_nothing_is_replayed() -> None:
     script = FakeScript().enqueue("*", "one", "two")
     client = make_client(script, None)
-    run(client.complete(Role.JUDGE, HELLO))
-    assert run(client.complete(Role.JUDGE, HELLO)).content == "two"
+    with metering() as meter:
+        run(client.complete(Role.JUDGE, HELLO))
+        assert run(client.complete(Role.JUDGE, HELLO)).content == "two"
     assert client.cache is None
-    assert client.cache_hits_by_role() == {Role.AGENT: 0, Role.USER: 0, Role.JUDGE: 0}
+    assert meter.cache_hits == {}
 
 
 # -- accounting ---------------------------------------------------------------------------------------------
@@ -307,10 +308,11 @@ def test_hits_are_counted_per_role_as_free_calls(tmp_path: Path) -> None:
             for _ in range(2):
                 await client.complete(Role.USER, HELLO)
 
-        run(go())
+        with metering() as meter:
+            run(go())
 
-    assert client.cache_hits_by_role() == {Role.AGENT: 0, Role.USER: 1, Role.JUDGE: 2}
-    usage = client.usage_by_role()
+    assert meter.cache_hits == {Role.USER: 1, Role.JUDGE: 2}
+    usage = meter.by_role
     # Three judge calls: one made (unknown price for a fake model) and two hits with the same token counts.
     assert usage[Role.JUDGE].calls == 3
     assert usage[Role.JUDGE].prompt_tokens == 3 * 2
@@ -324,9 +326,10 @@ def test_a_run_served_only_from_the_cache_costs_zero(tmp_path: Path) -> None:
     with RequestCache(tmp_path / "cache.db") as cache:
         run(make_client(script, cache).complete(Role.JUDGE, HELLO))
         rerun = make_client(script, cache)
-        run(rerun.complete(Role.JUDGE, HELLO))
-    assert rerun.usage_by_role()[Role.JUDGE] == Usage(prompt_tokens=2, completion_tokens=2, calls=1, cost=0.0)
-    assert rerun.total_usage().cost == 0.0
+        with metering() as meter:
+            run(rerun.complete(Role.JUDGE, HELLO))
+    assert meter.by_role[Role.JUDGE] == Usage(prompt_tokens=2, completion_tokens=2, calls=1, cost=0.0)
+    assert meter.total().cost == 0.0
 
 
 def test_metering_counts_hits_per_conversation(tmp_path: Path) -> None:
@@ -365,9 +368,10 @@ def test_structured_caches_only_the_valid_reply_and_a_rerun_makes_no_request(tmp
         assert stored.content == '{"score": 4, "reason": "ok"}'
 
         rerun = make_client(script, cache)
-        assert run(rerun.structured(Role.JUDGE, HELLO, Verdict)) == verdict
+        with metering() as meter:
+            assert run(rerun.structured(Role.JUDGE, HELLO, Verdict)) == verdict
         assert len(script.requests) == 2
-        assert rerun.cache_hits_by_role()[Role.JUDGE] == 1
+        assert meter.cache_hits[Role.JUDGE] == 1
 
 
 def test_structured_never_caches_a_reply_that_stays_malformed(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 # httpx is not a new dependency: litellm depends on it, and this adapter needs only a plain async HTTP client.
-# Only litellm itself is fenced into simulator/llm.py.
+# Only litellm itself is fenced into simulator/llm/_litellm.py.
 import httpx
 
 from simulator.agents._base import AgentInput, AgentReply, Message, wire_messages

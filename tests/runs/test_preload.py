@@ -25,15 +25,15 @@ def respond(messages):
 """
 
 
-def test_a_run_with_a_model_imports_litellm_before_the_first_agent_call(tmp_path: Path) -> None:
+def litellm_loaded_at_first_agent_call(tmp_path: Path, judge: str) -> str:
     (tmp_path / ".git").mkdir()
     (tmp_path / "probe_agent.py").write_text(textwrap.dedent(AGENT), encoding="utf-8")
     (tmp_path / "agent.yaml").write_text("type: python\ncallable: probe_agent:respond\n", encoding="utf-8")
     (tmp_path / "suite.yaml").write_text(
         textwrap.dedent(
-            """\
+            f"""\
             name: probe
-            models: {judge: fake/judge}
+            models: {{judge: {judge}}}
             cases:
               - kind: simulation
                 name: hello
@@ -48,4 +48,15 @@ def test_a_run_with_a_model_imports_litellm_before_the_first_agent_call(tmp_path
         [sys.executable, "-m", "simulator", "run", "suite.yaml", "--db", "runs.db"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
-    assert (tmp_path / "litellm_loaded.txt").read_text() == "True"
+    return (tmp_path / "litellm_loaded.txt").read_text()
+
+
+def test_a_run_with_a_model_imports_litellm_before_the_first_agent_call(tmp_path: Path) -> None:
+    # A litellm model; its api_base is a closed local port, so nothing can leave this machine.
+    judge = "{model: openai/gpt-4o-mini, api_base: 'http://127.0.0.1:9', max_retries: 0}"
+    assert litellm_loaded_at_first_agent_call(tmp_path, judge) == "True"
+
+
+def test_a_run_on_fake_models_never_imports_litellm(tmp_path: Path) -> None:
+    # The offline fake is answered in process: such a run never pays for litellm's import.
+    assert litellm_loaded_at_first_agent_call(tmp_path, "fake/judge") == "False"

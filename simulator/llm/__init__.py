@@ -1,0 +1,64 @@
+"""One client for every model role (agent, simulated user, judge), its request cache, and the offline fake.
+
+* :class:`LLMClient` (``_client``): roles, the request cache, concurrency limits, retries, accounting
+  (:func:`metering`) and structured output, the same for every backend;
+* backends (``_backend``: the protocol): ``fake/...`` models are answered in process by a :class:`FakeScript`
+  (``_fake``, no litellm), every other model by litellm (``_litellm``: the only module that imports it, lazily,
+  since ``import litellm`` takes seconds);
+* :class:`RequestCache` (``_cache``): replies stored by request in SQLite, so re-runs are fast, free and
+  reproducible;
+* :class:`RetryPolicy` and :func:`retry_after_seconds` (``_retry``): the backoff shared with the agent adapters.
+"""
+
+from simulator.llm._cache import RequestCache, cache_scope, request_cache_key
+from simulator.llm._client import LLMClient, UsageMeter, metering, preload
+from simulator.llm._fake import (
+    FAKE_PROVIDER,
+    FakeProviderError,
+    FakeReply,
+    FakeRequest,
+    FakeScript,
+    FakeToolCall,
+    StaticReply,
+    fake_auth_error,
+    fake_bad_request,
+    fake_connection_error,
+    fake_not_found,
+    fake_rate_limit,
+    fake_server_error,
+    fake_timeout,
+)
+from simulator.llm._retry import RETRY_AFTER_CAP, RetryPolicy, retry_after_seconds
+from simulator.llm._types import Completion, Role, StructuredOutputError, ToolCallRequest, Usage
+
+__all__ = [
+    "FAKE_PROVIDER",
+    "RETRY_AFTER_CAP",
+    "Completion",
+    "FakeProviderError",
+    "FakeReply",
+    "FakeRequest",
+    "FakeScript",
+    "FakeToolCall",
+    "LLMClient",
+    "RequestCache",
+    "RetryPolicy",
+    "Role",
+    "StaticReply",
+    "StructuredOutputError",
+    "ToolCallRequest",
+    "Usage",
+    "UsageMeter",
+    "cache_scope",
+    "fake_auth_error",
+    "fake_bad_request",
+    "fake_connection_error",
+    "fake_not_found",
+    "fake_rate_limit",
+    "fake_server_error",
+    "fake_timeout",
+    "metering",
+    "preload",
+    "request_cache_key",
+    "retry_after_seconds",
+]

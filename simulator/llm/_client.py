@@ -1,0 +1,481 @@
+"""The client every model role calls through: roles, the request cache, limits, retries, accounting and
+structured output, the same whichever backend answers.
+
+What the client adds on top of a backend
+  * per-role settings (:class:`~simulator.models.settings.ModelSettings`): model, temperature, max tokens,
+    timeout, API base, and the API key read from the environment variable named by ``api_key_env``
+    (the key itself is never logged or put in an error message);
+  * a per-role concurrency limit (an :class:`asyncio.Semaphore` of ``concurrency`` slots);
+  * a timeout on the whole call (a provider's HTTP client only bounds each read);
+  * retries done here, not by litellm: exponential backoff with full jitter (:class:`RetryPolicy`, shared
+    with the agent adapters) on rate limits (429), server errors (5xx), timeouts and connection errors,
+    waiting at least as long as the provider's ``Retry-After`` asks (capped at 60 s); no retry on
+    authentication, bad request or unknown model errors, which fail at once with a
+    :class:`~simulator.errors.ModelError` that says what to fix;
+  * token and cost accounting per role, counted into the :func:`metering` blocks around the calls (one per
+    conversation: that is what a transcript's and a run's usage are made of); a cost is ``None`` when the
+    price of the model is unknown;
+  * :meth:`LLMClient.structured`: JSON output validated with pydantic, re-asked with the validation error.
+
+Backends: ``fake/...`` models are answered in process by the fake backend (:mod:`simulator.llm._fake`), any
+other model by litellm (:mod:`simulator.llm._litellm`, the only importer of litellm).
+
+The request cache (:class:`RequestCache`): the simulated user and the judge are cached by default, the agent
+under test only when asked (``cache_roles``), since it is what a run measures. A cache hit returns the stored
+reply without calling the model: that is what makes a re-run of an unchanged suite fast, free and reproducible.
+A request is only reproducible *live* when its temperature is 0 or the provider is deterministic; with a cache
+it is reproducible anyway, because the first reply is replayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+import re
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from simulator.errors import ModelError
+from simulator.llm._backend import Backend
+from simulator.llm._cache import RequestCache, cache_salt, request_cache_key
+from simulator.llm._fake import FakeBackend, FakeScript, is_fake_model
+from simulator.llm._litellm import LitellmBackend, load_litellm
+from simulator.llm._retry import Failure, RetryPolicy, full_jitter
+from simulator.llm._types import Completion, Role, StructuredOutputError, Usage
+from simulator.models.settings import ModelRoles, ModelSettings
+from simulator.safety import redact, register_secret
+
+__all__ = ["LLMClient", "UsageMeter", "metering", "preload"]
+
+T = TypeVar("T", bound=BaseModel)
+
+# Keyword arguments the client sets itself; letting a caller override them would bypass the role's
+# settings, its accounting or its retry policy.
+_RESERVED = frozenset({"model", "messages", "tools", "api_key", "stream", "num_retries", "max_retries"})
+
+_LITELLM = LitellmBackend()
+
+
+def preload(roles: ModelRoles) -> None:
+    """Import litellm now if any role of ``roles`` has a model litellm answers: a run calls this before its
+    conversations start, because the import takes seconds and, done inside the first model call, blocks the
+    event loop while the agent timeouts of every other conversation keep running (their agents then look as if
+    they never answered). Fake models need no litellm."""
+    if any(settings.model and not is_fake_model(settings.model) for settings in (roles.agent, roles.user, roles.judge)):
+        load_litellm()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Accounting
+
+
+class UsageMeter:
+    """Usage of the calls made inside one :func:`metering` block (one conversation, or a whole run), per role.
+
+    Replies served from the request cache count as calls (at cost 0.0) in ``by_role`` and also in ``cache_hits``.
+    A role appears once it made a call. ``parent`` is the meter of the enclosing block, which counts every call
+    of this one too.
+    """
+
+    def __init__(self, parent: UsageMeter | None = None) -> None:
+        self.by_role: dict[Role, Usage] = {}
+        self.cache_hits: dict[Role, int] = {}
+        self.parent = parent
+
+    def total(self) -> Usage:
+        """Tokens, calls and cost over all roles."""
+        total = Usage()
+        for usage in self.by_role.values():
+            total = total + usage
+        return total
+
+    def add(self, role: Role, usage: Usage, *, cached: bool = False) -> None:
+        """Count one call's usage (``cached``: it was a cache hit)."""
+        self.by_role[role] = self.by_role.get(role, Usage()) + usage
+        if cached:
+            self.cache_hits[role] = self.cache_hits.get(role, 0) + 1
+
+
+_METER: contextvars.ContextVar[UsageMeter | None] = contextvars.ContextVar("simulator_usage_meter", default=None)
+
+
+@contextmanager
+def metering() -> Iterator[UsageMeter]:
+    """Count the usage of every model call made in this block, and in tasks started from it.
+
+    Many conversations share one client; each runs its own block, so each knows its own tokens and cost. Blocks
+    nest: a call counts in its own block and in every block around it (a run's block sees all its conversations).
+    """
+    meter = UsageMeter(_METER.get())
+    token = _METER.set(meter)
+    try:
+        yield meter
+    finally:
+        _METER.reset(token)
+
+
+class LLMClient:
+    """Calls models for the agent, user and judge roles: ``fake/...`` models through the in-process fake backend,
+    every other model through litellm.
+
+    ``fake_script`` answers ``fake/...`` models in this client's calls (it overrides a script made active with
+    :meth:`FakeScript.active`). ``backoff_base`` and ``backoff_cap`` (seconds) shape the retry delays: before
+    retry *n* the client sleeps a random time between 0 and ``min(cap, base * 2**(n-1))`` ("full jitter", so
+    many clients hit by the same rate limit do not retry in lockstep), and at least as long as the provider's
+    ``Retry-After`` asked (at most :data:`RETRY_AFTER_CAP`). ``sleep`` and ``jitter`` are injectable so tests
+    do not wait; or pass a whole :class:`RetryPolicy` as ``retry`` (it then replaces those four). The policy is
+    :attr:`retry_policy`; the HTTP agent adapter waits by the same one. ``environ`` is where API keys are read
+    from (default ``os.environ``).
+
+    ``cache`` (a :class:`RequestCache`) is consulted before calling the model for the roles in ``cache_roles``:
+    by default the simulated user and the judge, not the agent, because the agent under test is what a run
+    measures (add :attr:`Role.AGENT` to replay it too). A hit makes no request (and needs no API key); it is
+    counted by :func:`metering` as a call with cost 0.0 and the stored reply's token counts, and separately in
+    :attr:`UsageMeter.cache_hits`. A miss calls the model and stores the reply if the call succeeded; errors are
+    never stored.
+
+    Usage is counted only by :func:`metering` blocks (there is no client-wide total: a client is shared by the
+    conversations of a run, and each needs its own account).
+    """
+
+    def __init__(
+        self,
+        roles: ModelRoles,
+        *,
+        fake_script: FakeScript | None = None,
+        backoff_base: float = 1.0,
+        backoff_cap: float = 30.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        jitter: Callable[[float], float] = full_jitter,
+        environ: Mapping[str, str] | None = None,
+        cache: RequestCache | None = None,
+        cache_roles: Collection[Role | str] = (Role.USER, Role.JUDGE),
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        if backoff_base < 0 or backoff_cap < 0:
+            raise ValueError("backoff_base and backoff_cap must not be negative")
+        #: The waits between attempts; the agent adapters use the same policy (see ``build_agent``).
+        self.retry_policy = retry or RetryPolicy(base=backoff_base, cap=backoff_cap, jitter=jitter, sleep=sleep)
+        self._cache = cache
+        # A single role given as a string is one role, not a collection of letters.
+        roles_to_cache: Collection[Role | str] = (cache_roles,) if isinstance(cache_roles, str) else cache_roles
+        self._cache_roles = frozenset(Role(role) for role in roles_to_cache)
+        self._roles = roles
+        self._fake = FakeBackend(fake_script)
+        self._environ: Mapping[str, str] = os.environ if environ is None else environ
+        # One semaphore per role and event loop: a semaphore binds to the loop it is first contended on, and a
+        # client may outlive one `asyncio.run`.
+        self._semaphores: dict[Role, tuple[asyncio.AbstractEventLoop, asyncio.Semaphore]] = {}
+
+    def settings(self, role: Role | str) -> ModelSettings:
+        """The settings of ``role``."""
+        settings: ModelSettings = getattr(self._roles, Role(role).value)
+        return settings
+
+    @property
+    def cache(self) -> RequestCache | None:
+        """The request cache, if the client has one."""
+        return self._cache
+
+    async def complete(
+        self,
+        role: Role | str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        retries: int | None = None,
+        **overrides: Any,
+    ) -> Completion:
+        """Send ``messages`` (OpenAI chat format) to the role's model and return its reply.
+
+        ``tools`` are OpenAI-style function tools. ``overrides`` are passed to the backend (for litellm models,
+        to ``litellm.acompletion``) and win
+        over the role's settings (for example ``temperature=0`` or ``response_format=...``); ``timeout`` also
+        bounds the whole call here (each attempt). ``retries`` replaces the role's ``max_retries`` for this call.
+        Raises :class:`ModelError` when no model is configured, on errors that a retry cannot fix, or when the
+        retries run out. With a cache, a cached role's request is looked up first
+        (see the class); the reply then has ``cached=True``.
+        """
+        completion, _ = await self._complete(
+            Role(role), messages, tools, overrides, read_cache=True, write_cache=True, retries=retries
+        )
+        return completion
+
+    async def _complete(
+        self,
+        role: Role,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        overrides: Mapping[str, Any],
+        *,
+        read_cache: bool,
+        write_cache: bool,
+        retries: int | None = None,
+    ) -> tuple[Completion, str | None]:
+        """:meth:`complete`, also returning the request's cache key (``None`` when the role is not cached)."""
+        settings = self.settings(role)
+        model = self._model(role, settings)
+        bad = _RESERVED.intersection(overrides)
+        if bad:
+            raise ValueError(f"complete() sets {', '.join(sorted(bad))} itself; these cannot be overridden")
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": [dict(message) for message in messages],
+            "timeout": settings.timeout,
+        }
+        if settings.temperature is not None:
+            request["temperature"] = settings.temperature
+        if settings.max_tokens is not None:
+            request["max_tokens"] = settings.max_tokens
+        if settings.api_base is not None:
+            request["api_base"] = settings.api_base
+        if tools:
+            request["tools"] = [dict(tool) for tool in tools]
+        request.update(overrides)
+        timeout = float(request["timeout"])
+
+        cache = self._cache_for(role)
+        key = None
+        if cache is not None:
+            salt = cache_salt()
+            key = request_cache_key({**request, "cache_salt": salt} if salt else request)
+        if cache is not None and key is not None and read_cache:
+            hit = cache.get(key)
+            if hit is not None:
+                # Looked up before the API key is read: a run served wholly from the cache needs no secrets.
+                return self._serve_hit(role, hit), key
+        api_key = self._api_key(role, settings, model)
+        if api_key is not None:
+            request["api_key"] = api_key
+
+        backend = self._backend(model)
+        if retries is not None and retries < 0:
+            raise ValueError("retries must not be negative")
+        attempts = (settings.max_retries if retries is None else retries) + 1
+        last: Failure | None = None
+        last_exc: BaseException | None = None
+        for attempt in range(1, attempts + 1):
+            try:
+                async with self._semaphore(role, settings):
+                    # A provider's HTTP client bounds each read, not the whole call; this bounds the whole call,
+                    # and also covers providers that ignore the timeout.
+                    completion = await asyncio.wait_for(backend.complete(request, role=role), timeout)
+            except Exception as exc:
+                failure = _timed_out(timeout) if isinstance(exc, TimeoutError) else backend.classify(exc)
+                if failure is None:
+                    raise  # not a provider failure: a bug, let it surface with its traceback
+                failure.detail = _scrub(failure.detail, api_key)
+                if not failure.retry:
+                    raise ModelError(_fatal_message(role, model, settings, failure)) from exc
+                last, last_exc = failure, exc
+                if attempt < attempts:
+                    # The slot is released while waiting, so a backing-off call does not hold up the others.
+                    await self.retry_policy.wait(attempt, failure.retry_after)
+                continue
+            self._account(role, completion.usage, cached=False)
+            if cache is not None and key is not None and write_cache:
+                cache.put(key, completion)
+            return completion, key
+        assert last is not None
+        raise ModelError(
+            f"{role.value} model {model!r} failed after {attempts} attempt{'s' if attempts != 1 else ''}; "
+            f"last error ({last.kind}): {last.detail}. {_retry_hint(role, last)}"
+        ) from last_exc
+
+    async def structured(
+        self,
+        role: Role | str,
+        messages: Sequence[Mapping[str, Any]],
+        schema: type[T],
+        *,
+        attempts: int = 3,
+        **overrides: Any,
+    ) -> T:
+        """Ask for a JSON object matching ``schema`` and return it validated.
+
+        The schema is passed as ``response_format`` (providers that support it constrain their output), but the
+        reply is always validated here: litellm does not. A reply wrapped in a Markdown code fence is unwrapped.
+        An empty, malformed or schema-invalid reply is answered with a follow-up message quoting the error, up to
+        ``attempts`` replies in all; then :class:`StructuredOutputError` (a :class:`ModelError`) is raised, with
+        the last reply's text in ``raw``.
+
+        With a cache, only a reply that passed validation is stored, and it is stored under the key of the
+        *first* request (the caller's messages), even when it took a correction to get it: a re-run then gets
+        the valid reply at once, with no request. A stored reply that no longer validates (the schema's
+        validators changed) is deleted and the same request is sent to the model.
+        """
+        if attempts < 1:
+            raise ValueError("attempts must be at least 1")
+        role = Role(role)
+        base = [dict(message) for message in messages]
+        conversation = base
+        raw, error = "", ""
+        if "response_format" in overrides:
+            raise TypeError("structured() sets response_format itself, from schema")
+        arguments = {**overrides, "response_format": schema}
+        cache = self._cache_for(role)
+        key: str | None = None
+        read_cache = True
+        attempt = 0
+        while attempt < attempts:
+            completion, request_key = await self._complete(
+                role, conversation, None, arguments, read_cache=read_cache and attempt == 0, write_cache=False
+            )
+            if attempt == 0:
+                key = request_key
+            raw = completion.raw_text
+            try:
+                value = _parse_structured(raw, schema)
+            except _InvalidReply as exc:
+                if completion.cached and cache is not None and key is not None:
+                    cache.delete(key)
+                    read_cache = False
+                    continue  # ask the model the same request; the stale entry does not use up an attempt
+                error = str(exc)
+            else:
+                if cache is not None and key is not None and not completion.cached:
+                    cache.put(key, completion)
+                return value
+            attempt += 1
+            # Only the latest failed reply is shown back, so the prompt does not grow with every attempt.
+            conversation = [
+                *base,
+                {"role": "assistant", "content": raw},
+                {
+                    "role": "user",
+                    "content": f"Your reply could not be used: {error}\n"
+                    f"Reply again with only a JSON object that matches the {schema.__name__} schema: "
+                    "no prose, no code fences.",
+                },
+            ]
+        model = self.settings(role).model
+        raise StructuredOutputError(
+            f"{role.value} model {model!r} gave no valid {schema.__name__} JSON in {attempts} "
+            f"attempt{'s' if attempts != 1 else ''}; last problem: {error}",
+            raw=raw,
+            error=error,
+        )
+
+    # -- helpers -------------------------------------------------------------------------------------------
+
+    def _cache_for(self, role: Role) -> RequestCache | None:
+        return self._cache if role in self._cache_roles else None
+
+    @staticmethod
+    def _account(role: Role, usage: Usage, *, cached: bool) -> None:
+        meter = _METER.get()
+        while meter is not None:
+            meter.add(role, usage, cached=cached)
+            meter = meter.parent
+
+    def _backend(self, model: str) -> Backend:
+        return self._fake if is_fake_model(model) else _LITELLM
+
+    def _serve_hit(self, role: Role, hit: Completion) -> Completion:
+        """A stored reply as this call's result: one call, the stored token counts, nothing spent."""
+        usage = Usage(
+            prompt_tokens=hit.usage.prompt_tokens, completion_tokens=hit.usage.completion_tokens, calls=1, cost=0.0
+        )
+        self._account(role, usage, cached=True)
+        return hit.model_copy(update={"usage": usage, "cost": 0.0, "cached": True})
+
+    @staticmethod
+    def _model(role: Role, settings: ModelSettings) -> str:
+        if not settings.model:
+            raise ModelError(
+                f"No model is configured for the {role.value} role. Set one in the suite "
+                f"(models: {{{role.value}: openai/gpt-4o-mini}}) or on the command line "
+                f"(--{role.value}-model openai/gpt-4o-mini)."
+            )
+        return settings.model
+
+    def _api_key(self, role: Role, settings: ModelSettings, model: str) -> str | None:
+        if settings.api_key_env is None:
+            return None  # litellm falls back to the provider's standard variable, e.g. OPENAI_API_KEY
+        key = self._environ.get(settings.api_key_env, "")
+        if not key:
+            raise ModelError(
+                f"{role.value} model {model!r}: models.{role.value}.api_key_env names "
+                f"{settings.api_key_env}, but that environment variable is not set. "
+                f"Set it (export {settings.api_key_env}=...) before running."
+            )
+        register_secret(settings.api_key_env, key)
+        return key
+
+    def _semaphore(self, role: Role, settings: ModelSettings) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        entry = self._semaphores.get(role)
+        if entry is None or entry[0] is not loop:
+            entry = (loop, asyncio.Semaphore(settings.concurrency))
+            self._semaphores[role] = entry
+        return entry[1]
+
+
+def _timed_out(timeout: float) -> Failure:
+    return Failure(retry=True, kind="timeout", detail=f"no reply within {timeout:g} s")
+
+
+def _retry_hint(role: Role, failure: Failure) -> str:
+    settings = f"models.{role.value}"
+    # A litellm agent's own `retries` and `timeout` (in its agent config) win over the role's.
+    retries = "the agent's `retries`" if role is Role.AGENT else f"{settings}.max_retries"
+    timeout = f"the agent's `timeout` and {settings}.timeout" if role is Role.AGENT else f"{settings}.timeout"
+    if failure.kind == "rate limited":
+        return f"Lower {settings}.concurrency or raise {retries}."
+    if failure.kind == "timeout":
+        return f"Raise {timeout} or {retries}, or check that the provider is up."
+    return f"Check that the provider (or {settings}.api_base) is up, or raise {retries}."
+
+
+def _fatal_message(role: Role, model: str, settings: ModelSettings, failure: Failure) -> str:
+    where = f"{role.value} model {model!r}"
+    if failure.kind == "authentication":
+        if settings.api_key_env:
+            fix = f"Check that {settings.api_key_env} holds a valid key for this provider and model."
+        else:
+            fix = (
+                "Set the provider's key variable (for example OPENAI_API_KEY), or name the variable that holds "
+                f"the key with models.{role.value}.api_key_env."
+            )
+        return f"{where}: the provider refused the credentials ({failure.detail}). {fix}"
+    if failure.kind == "not found":
+        return (
+            f"{where}: the provider does not know this model ({failure.detail}). Check models.{role.value} "
+            "(litellm syntax provider/model, for example openai/gpt-4o-mini) and api_base."
+        )
+    return f"{where}: the provider rejected the request ({failure.detail}). Retrying would not help."
+
+
+def _scrub(text: str, secret: str | None) -> str:
+    return redact(text.replace(secret, "***") if secret else text)
+
+
+class _InvalidReply(Exception):
+    """A structured reply that cannot be used; the message is shown to the model."""
+
+
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
+
+
+def _parse_structured(raw: str, schema: type[T]) -> T:
+    text = raw.strip()
+    fenced = _FENCE.search(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    if not text:
+        raise _InvalidReply("the reply was empty.")
+    try:
+        return schema.model_validate_json(text)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors(include_url=False):
+            if error["type"] == "json_invalid":
+                problems.append(f"it is not valid JSON ({error['msg']})")
+            else:
+                location = ".".join(str(part) for part in error["loc"]) or "(root)"
+                problems.append(f"{location}: {error['msg']}")
+        raise _InvalidReply("; ".join(problems) + ".") from exc

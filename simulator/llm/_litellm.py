@@ -1,0 +1,137 @@
+"""The litellm backend: every model string that is not the offline fake's goes through litellm.
+
+This is the only module of Simulator that imports litellm, and it imports it lazily, on the first model call
+(or in :func:`preload`): ``import litellm`` takes 3-4 s, and ``simulator --help``, ``validate``, ``report`` and
+every run on fake models never need it.
+
+Offline use
+  * ``LITELLM_OFFLINE_MODE=true`` makes litellm use its bundled price list and skip tokenizer downloads
+    (a tokenizer download blocked for 24 s on a machine without internet). Set it in tests, CI and any
+    air-gapped run. This module does not set it itself: whether a run may reach the network for litellm's
+    catalogs is the operator's choice (``tests/conftest.py`` sets it for the test suite).
+  * Before importing litellm this module sets ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (unless already set), so
+    the import never tries to download the price list; prices then come from the copy bundled with litellm.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from simulator.llm._retry import Failure, failure_detail, failure_for_status
+from simulator.llm._types import Completion, Role, ToolCallRequest, Usage
+
+if TYPE_CHECKING:
+    from litellm.types.utils import ModelResponse
+
+__all__ = ["LitellmBackend", "load_litellm"]
+
+# litellm installs a global "ignore" filter for this pydantic warning when it is imported, because its own
+# TypedDicts with ReadOnly items trigger it while pydantic builds schemas lazily (on the first request, not at
+# import). Anything that re-installs warning filters (pytest does so around every test, with
+# `filterwarnings = error` here) drops litellm's filter, and the warning then raises inside litellm, which
+# wraps it as a connection error. We re-assert exactly that one filter before each call: it is idempotent
+# (`filterwarnings` moves an existing identical entry to the front), and unlike `catch_warnings` it is safe when
+# many asyncio tasks call litellm at once.
+_READONLY_TYPEDDICT_WARNING = r".*on TypedDict class .* using the `ReadOnly` qualifier"
+
+
+def _silence_known_litellm_warnings() -> None:
+    warnings.filterwarnings(
+        "ignore",
+        message=_READONLY_TYPEDDICT_WARNING,
+        category=UserWarning,
+        module=r"pydantic\._internal\._generate_schema",
+    )
+
+
+@functools.cache
+def load_litellm() -> None:
+    """Import and configure litellm once per process."""
+    # The variable name and its "true" check are in litellm/litellm_core_utils/get_model_cost_map.py.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    _silence_known_litellm_warnings()
+    import litellm
+
+    litellm.suppress_debug_info = True
+
+
+class LitellmBackend:
+    """Sends requests with ``litellm.acompletion``; the client's retries replace litellm's and the SDK's own."""
+
+    async def complete(self, request: Mapping[str, Any], *, role: Role) -> Completion:
+        """One ``litellm.acompletion`` call, its reply as a :class:`Completion`."""
+        load_litellm()
+        import litellm
+        from litellm.types.utils import ModelResponse
+
+        _silence_known_litellm_warnings()
+        # Retries are done by the client, with its classification and backoff: litellm's num_retries would also
+        # retry plain exceptions it wraps as connection errors, and the OpenAI SDK retries twice by default.
+        response = await litellm.acompletion(**request, num_retries=0, max_retries=0)
+        if not isinstance(response, ModelResponse):
+            raise TypeError(f"expected a ModelResponse from litellm, got {type(response).__name__}")
+        return _to_completion(response, str(request["model"]))
+
+    def classify(self, exc: Exception) -> Failure | None:
+        """litellm's exception types as the client's failure kinds."""
+        from litellm.exceptions import APIConnectionError, Timeout
+
+        # Timeouts and connection errors first: litellm.Timeout is a subclass of the connection error, and a
+        # connection error carries status 500 without the server having answered.
+        if isinstance(exc, Timeout):
+            return Failure(retry=True, kind="timeout", detail=failure_detail(exc))
+        if isinstance(exc, APIConnectionError):
+            return Failure(retry=True, kind="connection error", detail=failure_detail(exc))
+        status = getattr(exc, "status_code", None)
+        # Without a status it was not the provider that failed: a bug, which the client lets surface.
+        return failure_for_status(status, exc) if isinstance(status, int) else None
+
+
+def _to_completion(response: ModelResponse, model: str) -> Completion:
+    from litellm.types.utils import ChatCompletionMessageToolCall, Choices
+
+    choice = response.choices[0] if response.choices else None
+    content: str | None = None
+    finish_reason: str | None = None
+    tool_calls: list[ToolCallRequest] = []
+    if isinstance(choice, Choices):
+        finish_reason = choice.finish_reason
+        message = choice.message
+        content = message.content if isinstance(message.content, str) else None
+        for call in message.tool_calls or []:
+            if isinstance(call, ChatCompletionMessageToolCall):
+                tool_calls.append(
+                    ToolCallRequest.parse(call.id or "", call.function.name or "", call.function.arguments)
+                )
+            else:
+                # A free-form ("custom") tool call carries text, not JSON arguments: keep it, flagged.
+                tool_calls.append(
+                    ToolCallRequest(
+                        id=call.id,
+                        name=call.custom.name,
+                        arguments={},
+                        raw_arguments=call.custom.input,
+                        arguments_error="free-form (custom) tool call: the input is text, not JSON arguments",
+                    )
+                )
+    usage_data = getattr(response, "usage", None)
+    cost = response._hidden_params.get("response_cost")
+    usage = Usage(
+        prompt_tokens=int(getattr(usage_data, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage_data, "completion_tokens", 0) or 0),
+        calls=1,
+        cost=float(cost) if isinstance(cost, int | float) else None,
+    )
+    return Completion(
+        content=content,
+        tool_calls=tool_calls,
+        finish_reason=finish_reason,
+        usage=usage,
+        model=model,
+        cost=usage.cost,
+        raw_text=content or "",
+    )

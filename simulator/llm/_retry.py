@@ -1,0 +1,188 @@
+"""Retries: the backoff policy shared by every model role and the agent adapters, ``Retry-After``, and the
+kinds of provider failure a backend sorts its exceptions into (what is retried, and what the error says)."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import math
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC
+from typing import Any
+
+__all__ = [
+    "RETRY_AFTER_CAP",
+    "Failure",
+    "RetryPolicy",
+    "exception_retry_after",
+    "failure_detail",
+    "failure_for_status",
+    "full_jitter",
+    "retry_after_seconds",
+]
+
+
+def full_jitter(ceiling: float) -> float:
+    """A random wait between 0 and ``ceiling`` seconds."""
+    return random.uniform(0.0, ceiling)
+
+
+#: The longest wait a server's ``Retry-After`` can ask for; a longer one is cut to this (and the call retried).
+RETRY_AFTER_CAP = 60.0
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long to wait before a retry; one policy for every model role and for the agent adapters.
+
+    Before retry *n* the wait is a random time between 0 and ``min(cap, base * 2**(n-1))`` seconds ("full
+    jitter", so many conversations hit by the same rate limit do not retry in lockstep). When the server said
+    how long to wait (``Retry-After``, see :func:`retry_after_seconds`), the wait is at least that, cut to
+    ``retry_after_cap``. ``sleep`` and ``jitter`` are injectable so tests do not wait.
+
+    What is retried is decided by each caller (the model client by :class:`Failure`, the HTTP agent
+    by status and transport errors): rate limits (429), server errors (5xx, 408), timeouts and connection
+    errors, never a request the server refused for good (401, 403, 404, other 4xx).
+    """
+
+    base: float = 1.0
+    cap: float = 30.0
+    retry_after_cap: float = RETRY_AFTER_CAP
+    jitter: Callable[[float], float] = full_jitter
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+    def __post_init__(self) -> None:
+        if self.base < 0 or self.cap < 0 or self.retry_after_cap < 0:
+            raise ValueError("retry delays must not be negative")
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait after failed attempt ``attempt`` (1 for the first), honouring ``retry_after``."""
+        ceiling = min(self.cap, self.base * 2 ** (attempt - 1))
+        wait = max(0.0, self.jitter(ceiling))
+        if retry_after is not None:
+            wait = max(wait, min(max(0.0, retry_after), self.retry_after_cap))
+        return wait
+
+    async def wait(self, attempt: int, retry_after: float | None = None) -> None:
+        """Sleep for :meth:`delay`."""
+        await self.sleep(self.delay(attempt, retry_after))
+
+    def longest_wait(self) -> float:
+        """The longest :meth:`delay` can be: a bound for callers that budget a whole series of attempts."""
+        return max(self.cap, self.retry_after_cap)
+
+
+def retry_after_seconds(headers: Any, *, now: float | None = None) -> float | None:
+    """The wait a server asked for in its response headers, in seconds, or ``None`` if it asked for none.
+
+    Reads ``retry-after-ms`` (milliseconds, sent by OpenAI) and ``Retry-After`` in both of its forms, seconds
+    (``"7"``, also ``"1.5"``) and an HTTP date (``"Wed, 21 Oct 2026 07:28:00 GMT"``, measured from ``now``,
+    default the clock). Header names are matched case-insensitively; a date in the past gives 0; a value that
+    is neither form is ignored. Callers cap the result (:attr:`RetryPolicy.retry_after_cap`).
+    """
+    if headers is None:
+        return None
+    try:
+        items = list(headers.items())
+    except (AttributeError, TypeError):
+        return None
+    values = {str(name).lower(): str(value).strip() for name, value in items}
+    milliseconds = _finite(values.get("retry-after-ms"))
+    if milliseconds is not None:
+        return max(0.0, milliseconds / 1000)
+    text = values.get("retry-after")
+    if not text:
+        return None
+    seconds = _finite(text)
+    if seconds is not None:
+        return max(0.0, seconds)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # an HTTP date is always GMT; a sloppy one without a zone is read as such
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _finite(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _exception_retry_after(exc: BaseException) -> float | None:
+    """The ``Retry-After`` of the response a litellm exception came from, if the server sent one.
+
+    litellm keeps the provider's response headers on the exception (``litellm_response_headers``, and on
+    ``response.headers`` for status errors); ``headers`` holds ones a litellm proxy attached explicitly.
+    """
+    for headers in (
+        getattr(exc, "headers", None),
+        getattr(exc, "litellm_response_headers", None),
+        getattr(getattr(exc, "response", None), "headers", None),
+    ):
+        seconds = retry_after_seconds(headers)
+        if seconds is not None:
+            return seconds
+    return None
+
+
+def exception_retry_after(exc: BaseException) -> float | None:
+    """The ``Retry-After`` of the response a provider exception came from, if the server sent one.
+
+    litellm keeps the provider's response headers on the exception (``litellm_response_headers``, and on
+    ``response.headers`` for status errors); ``headers`` holds ones a litellm proxy attached explicitly. The
+    fake backend's errors carry theirs the same way.
+    """
+    for headers in (
+        getattr(exc, "headers", None),
+        getattr(exc, "litellm_response_headers", None),
+        getattr(getattr(exc, "response", None), "headers", None),
+    ):
+        seconds = retry_after_seconds(headers)
+        if seconds is not None:
+            return seconds
+    return None
+
+
+@dataclass
+class Failure:
+    """A provider failure as the client sees it: whether a retry can help, its kind (named in error messages:
+    ``rate limited``, ``server error 503``, ``timeout``, ``connection error``, ``authentication``,
+    ``not found``, ``bad request 400``), the provider's words, and the wait the server asked for."""
+
+    retry: bool
+    kind: str
+    detail: str
+    retry_after: float | None = None
+
+
+_DETAIL_LIMIT = 500
+
+
+def failure_detail(exc: BaseException) -> str:
+    """The provider's words for a failure, cut to a length an error message can carry."""
+    detail = str(exc).strip() or type(exc).__name__
+    return detail[:_DETAIL_LIMIT] + "…" if len(detail) > _DETAIL_LIMIT else detail
+
+
+def failure_for_status(status: int, exc: BaseException) -> Failure:
+    """The failure an HTTP status from the provider means: 429, 5xx and 408 are retried, other codes are not."""
+    detail = failure_detail(exc)
+    if status == 429:
+        return Failure(retry=True, kind="rate limited", detail=detail, retry_after=exception_retry_after(exc))
+    if status >= 500 or status == 408:
+        return Failure(retry=True, kind=f"server error {status}", detail=detail, retry_after=exception_retry_after(exc))
+    if status in (401, 403):
+        return Failure(retry=False, kind="authentication", detail=detail)
+    if status == 404:
+        return Failure(retry=False, kind="not found", detail=detail)
+    return Failure(retry=False, kind=f"bad request {status}", detail=detail)
