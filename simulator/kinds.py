@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import JsonValue
 
 from simulator.models import Case, EventSpec, ExpectationSpec, GoldenCase, ScenarioCase, SimulationCase, Step
-from simulator.models.transcript import StopReason
+from simulator.models.transcript import AgentEvent, GoldenTurnRecord, StopReason
 
 __all__ = [
     "KINDS",
@@ -147,6 +147,14 @@ class Kind(ABC, Generic[C]):
         """What is checked after each agent reply in step ``index``."""
         raise NotImplementedError(f"a {self.name} case is not checked while it runs")
 
+    def replays_expected_history(self, case: C) -> bool:
+        """Whether the agent is shown the expected history instead of its own replies (golden ``stable``)."""
+        return False
+
+    def turn_record(self, case: C, index: int, last: AgentEvent | None) -> GoldenTurnRecord:
+        """What a kind that does not check replies records of turn ``index`` instead."""
+        raise NotImplementedError(f"a {self.name} case checks its replies; it records no turns")
+
     def has_open_goal(self, case: C) -> bool:
         """A goal with nothing the engine can check (the judge's goal satisfaction decides it)."""
         return False
@@ -234,6 +242,24 @@ class GoldenKind(Kind[GoldenCase]):
     def step_label(self, case: GoldenCase, index: int) -> str:
         """``turn N``."""
         return f"turn {index + 1}"
+
+    def replays_expected_history(self, case: GoldenCase) -> bool:
+        """``replay: stable``."""
+        return case.replay == "stable"
+
+    def turn_record(self, case: GoldenCase, index: int, last: AgentEvent | None) -> GoldenTurnRecord:
+        """The turn as written beside what the agent did in it (``last``: its reply)."""
+        turn = case.turns[index]
+        return GoldenTurnRecord(
+            index=index,
+            user=turn.user,
+            event=turn.event.name if turn.event else None,
+            expected_message=turn.expect.message if turn.expect else None,
+            expected_tools=[call.name for call in turn.expect.tool_calls] if turn.expect else [],
+            actual_messages=list(last.messages) if last else [],
+            actual_tools=[call.name for call in last.tool_calls] if last else [],
+            history="expected" if case.replay == "stable" else "actual",
+        )
 
     def expectation_scopes(self, case: GoldenCase) -> list[ExpectationScope]:
         """Each turn's ``expectations:``."""
