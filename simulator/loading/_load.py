@@ -21,6 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from simulator.code_refs import CodeRefError, code_folders, resolve, resolve_callable
 from simulator.errors import ConfigError, ConfigErrors
+from simulator.kinds import kind_of
 from simulator.loading._schema import SchemaChecker, closest, describe_value, did_you_mean
 from simulator.loading._yaml import DataPath, Located, format_path, parse_yaml, read_text
 from simulator.models import (
@@ -588,23 +589,14 @@ class _CrossCheck:
         texts = {normalize_reference(e.text): e.text for e in case.expectations if e.text}
         for index, expectation in enumerate(case.expectations):
             self._expectation_tools((*base, "expectations", index), expectation)
-        references: list[tuple[DataPath, str]] = []
-        if isinstance(case, SimulationCase):
-            for s, step in enumerate(case.steps):
-                references += [((*base, "steps", s, "expectations", i), ref) for i, ref in enumerate(step.expectations)]
-                for c, check in enumerate(step.checks):
-                    self._expectation_tools((*base, "steps", s, "checks", c), check)
-        elif isinstance(case, GoldenCase):
-            for t, turn in enumerate(case.turns):
-                references += [((*base, "turns", t, "expectations", i), ref) for i, ref in enumerate(turn.expectations)]
-                if turn.expect:
-                    for c, call in enumerate(turn.expect.tool_calls):
-                        self._tool_name((*base, "turns", t, "expect", "tool_calls", c, "name"), call.name)
-                    for variable in turn.expect.variables:
-                        self._variable_name((*base, "turns", t, "expect", "variables", variable), variable)
-        else:
-            for c, check in enumerate(case.checks):
-                self._expectation_tools((*base, "checks", c), check)
+        kind = kind_of(case)
+        for at, check in kind.checks_written(case):
+            self._expectation_tools((*base, *at), check)
+        for at, name in kind.tool_names_written(case):
+            self._tool_name((*base, *at), name)
+        for at, name in kind.variables_written(case):
+            self._variable_name((*base, *at), name)
+        references = [((*base, *at), ref) for at, ref in kind.references_written(case)]
         for where, ref in references:
             if normalize_reference(ref) in texts:
                 continue

@@ -17,10 +17,11 @@ from simulator.agents._base import free_agent_threads
 from simulator.engine import ConversationSetup, simulate
 from simulator.errors import AgentError, ConfigError, ConfigErrors
 from simulator.judges import StepJudge
+from simulator.kinds import kind_of
 from simulator.llm import LLMClient, metering
 from simulator.loading import LoadedSuite, config_error_at
 from simulator.loading._schema import did_you_mean
-from simulator.models import Case, GoldenCase, ModelRoles, Persona
+from simulator.models import Case, ModelRoles, Persona
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
 from simulator.tools import live_functions
@@ -96,7 +97,7 @@ def find_case(loaded: LoadedSuite, name: str) -> Case:
 def pick_persona(loaded: LoadedSuite, case: Case, name: str | None) -> Persona | None:
     """The persona asked for, else the case's first, else the suite's first, else none; none for a golden case
     (a replay of fixed turns has no simulated user to play a persona)."""
-    if isinstance(case, GoldenCase):
+    if not kind_of(case).plays_persona:
         return None
     wanted = (
         name

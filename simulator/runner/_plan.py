@@ -24,9 +24,10 @@ from pathlib import Path
 
 from simulator import __version__
 from simulator.errors import ConfigError, ConfigErrors
+from simulator.kinds import expectation_questions, kind_of
 from simulator.loading import LoadedSuite
 from simulator.loading._schema import did_you_mean
-from simulator.models import Case, ExpectationSpec, GoldenCase, Persona, ScenarioCase, SimulationCase
+from simulator.models import Case, Persona
 from simulator.models.run import PlanItem, RunRecord, RunSettings, SuiteSnapshot
 
 
@@ -74,7 +75,7 @@ def versions() -> dict[str, str]:
 
 
 def _personas_for(case: Case, loaded: LoadedSuite, settings: RunSettings, rng: random.Random) -> list[Persona | None]:
-    if isinstance(case, GoldenCase):
+    if not kind_of(case).plays_persona:
         return [None]  # a replay has no simulated user: eleven personas would be eleven identical runs
     available = loaded.personas
     choice = settings.persona
@@ -162,37 +163,9 @@ def new_record(
 def judge_questions(case: Case) -> list[str]:
     """What in ``case`` only a judge model can decide, in words (one entry per check): success criteria,
     expectations written in words, expected messages (semantic match) and reference answers."""
-    found: list[str] = []
-
-    def expectation(where: str, spec: ExpectationSpec) -> None:
-        deterministic = any(
-            getattr(spec, name) is not None
-            for name in ("must_contain", "must_not_contain", "tool_call", "variable", "handoff")
-        )
-        if spec.message is not None:
-            found.append(f"{where}: expected message (semantic match)")
-        elif not deterministic:
-            found.append(f"{where}: expectation in words")
-
-    if isinstance(case, SimulationCase):
-        for number, step in enumerate(case.steps, 1):
-            if step.success_criteria:
-                found.append(f"step {number}: success criteria")
-            for check in step.checks:
-                expectation(f"step {number}: check", check)
-    elif isinstance(case, ScenarioCase):
-        if case.success_criteria:
-            found.append("success criteria")
-        for check in case.checks:
-            expectation("check", check)
-    else:
-        for number, turn in enumerate(case.turns, 1):
-            if turn.expect is not None and turn.expect.message is not None:
-                found.append(f"turn {number}: expected message (semantic match)")
-            if turn.expect is not None and turn.expect.reference_answer is not None:
-                found.append(f"turn {number}: reference answer")
+    found = kind_of(case).judge_questions(case)
     for spec in case.expectations:
-        expectation("expectation", spec)
+        found += expectation_questions("expectation", spec)
     return found
 
 
@@ -207,7 +180,7 @@ def plan_notes(
         case.name
         for index, loaded in enumerate(suites)
         for case in loaded.suite.cases
-        if isinstance(case, GoldenCase) and (index, case.name) in planned
+        if not kind_of(case).plays_persona and (index, case.name) in planned
     ]
     if golden:
         notes.append(
