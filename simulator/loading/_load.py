@@ -22,6 +22,8 @@ from pydantic import TypeAdapter, ValidationError
 from simulator.code_refs import CodeRefError, code_folders, resolve, resolve_callable
 from simulator.errors import ConfigError, ConfigErrors
 from simulator.kinds import kind_of
+from simulator.loading._limits import ReadProblem
+from simulator.loading._limits import read_text as read_bounded_text
 from simulator.loading._schema import SchemaChecker, closest, describe_value, did_you_mean
 from simulator.loading._yaml import DataPath, Located, format_path, parse_yaml, read_text
 from simulator.models import (
@@ -69,6 +71,9 @@ class LoadedSuite:
     agent_path: Path | None = None
     personas: dict[str, Persona] = field(default_factory=dict)
     hosted_format: bool = False
+    #: The text of each judge prompt override the suite names (``judge_prompts``), read when it was loaded:
+    #: a run scores with these texts (kept in its snapshot), never with the files as they are later.
+    judge_prompts: dict[str, str] = field(default_factory=dict)
 
     @property
     def agent(self) -> AgentConfig | None:
@@ -386,7 +391,41 @@ class Loader:
         if suite is None:
             return None
         suite = suite.model_copy(update={"agent": agent})
-        return LoadedSuite(suite=suite, path=path, agent_path=agent_path, personas=personas, hosted_format=hosted)
+        prompts = self._judge_prompts(path, located, suite)
+        return LoadedSuite(
+            suite=suite,
+            path=path,
+            agent_path=agent_path,
+            personas=personas,
+            hosted_format=hosted,
+            judge_prompts=prompts,
+        )
+
+    def _judge_prompts(self, path: Path, located: Located | None, suite: Suite) -> dict[str, str]:
+        """The text of every judge prompt override, read now (bounded like every file a user gives); a file
+        that cannot be read is an error at the suite's key. What a prompt may say is checked by the judges."""
+        prompts: dict[str, str] = {}
+        for name, relative in suite.judge_prompts.items():
+            try:
+                # A named pipe or /dev/zero is refused, never read forever.
+                text = read_bounded_text((path.parent / relative).resolve(), "shorten the prompt", "text")
+            except ReadProblem as problem:
+                located_in_file = problem.line > 1 or problem.column > 1
+                place = f" (line {problem.line}, column {problem.column})" if located_in_file else ""
+                reason = problem.message.removeprefix("cannot read the file: ")
+                line, column = located.position(("judge_prompts", name)) if located is not None else (1, 1)
+                self.errors.append(
+                    ConfigError(
+                        path,
+                        line,
+                        column,
+                        format_path(("judge_prompts", name)),
+                        f"cannot read the prompt file {relative!r}{place}: {reason}",
+                    )
+                )
+                continue
+            prompts[name] = text.replace("\r\n", "\n").replace("\r", "\n")
+        return prompts
 
     def _resolve_agent(
         self, path: Path, located: Located, agent: AgentConfig | str | None
@@ -770,6 +809,19 @@ def load_suite(path: str | Path) -> LoadedSuite:
     if loader.errors or loaded is None:
         raise ConfigErrors(_unique(loader.errors))
     return loaded
+
+
+def read_judge_prompts(path: str | Path, suite: Suite) -> dict[str, str]:
+    """The text of the judge prompt overrides ``suite`` (loaded from ``path``) names, read from their files;
+    raises :class:`ConfigErrors` at the suite's keys for a file that cannot be read."""
+    loader = Loader()
+    resolved = Path(path).resolve()
+    text, _ = read_text(resolved)
+    located = parse_yaml(text, str(resolved))[0] if text is not None else None
+    prompts = loader._judge_prompts(resolved, located, suite)
+    if loader.errors:
+        raise ConfigErrors(_unique(loader.errors))
+    return prompts
 
 
 def config_error_at(path: str | Path, where: DataPath, message: str) -> ConfigError:

@@ -25,7 +25,7 @@ from pathlib import Path
 from simulator import __version__
 from simulator.errors import ConfigError, ConfigErrors
 from simulator.kinds import expectation_questions, kind_of
-from simulator.loading import LoadedSuite
+from simulator.loading import LoadedSuite, read_judge_prompts
 from simulator.loading._schema import did_you_mean
 from simulator.models import Case, Persona
 from simulator.models.run import PlanItem, RunRecord, RunSettings, SuiteSnapshot
@@ -34,31 +34,47 @@ from simulator.models.run import PlanItem, RunRecord, RunSettings, SuiteSnapshot
 def snapshot_of(loaded: LoadedSuite, path_as_given: str) -> SuiteSnapshot:
     """The suite as it is now, with its agent resolved and the personas it can use."""
     agent_path = str(loaded.agent_path.resolve()) if loaded.agent_path and loaded.agent_path != loaded.path else None
+    from simulator.runner._case import load_prompt_overrides
+
     return SuiteSnapshot(
         path=path_as_given,
         suite=loaded.suite,
         personas=dict(loaded.personas),
         hosted_format=loaded.hosted_format,
         agent_path=agent_path,
+        # Checked now, so a prompt that uses a placeholder its question does not fill fails before the run.
+        prompt_overrides=load_prompt_overrides(loaded),
     )
 
 
 def restore(snapshot: SuiteSnapshot) -> LoadedSuite:
     """A snapshot as a loaded suite again, to run exactly what the run recorded (not the files as they are now)."""
+    path = Path(snapshot.path).resolve()
+    prompts = dict(snapshot.prompt_overrides)
+    if set(snapshot.suite.judge_prompts) - set(prompts):
+        # A run stored before snapshots kept the prompts' text: its overrides can only be read from the files.
+        prompts = read_judge_prompts(path, snapshot.suite)
     return LoadedSuite(
         suite=snapshot.suite,
-        path=Path(snapshot.path).resolve(),
+        path=path,
         # The agent file's folder is searched for the code the agent names, as in the run it repeats.
         agent_path=Path(snapshot.agent_path) if snapshot.agent_path else None,
         personas=dict(snapshot.personas),
         hosted_format=snapshot.hosted_format,
+        judge_prompts=prompts,
     )
 
 
 def suite_hash(snapshots: Sequence[SuiteSnapshot]) -> str:
     """A short hash of what was run (suites, agents, personas), equal for equal content wherever it lives."""
+    # Without overrides the field is left out, so a run hashes as it did before snapshots kept prompt texts.
     canonical = json.dumps(
-        [s.model_dump(mode="json", exclude={"path"}) for s in snapshots], sort_keys=True, ensure_ascii=False
+        [
+            s.model_dump(mode="json", exclude={"path"} if s.prompt_overrides else {"path", "prompt_overrides"})
+            for s in snapshots
+        ],
+        sort_keys=True,
+        ensure_ascii=False,
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
