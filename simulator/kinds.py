@@ -92,6 +92,9 @@ class Kind(ABC, Generic[C]):
 
     #: The case's ``kind:`` as written in YAML and stored on transcripts.
     name: ClassVar[str]
+    #: When a case of this kind passes (DESIGN's table), made exact by the required scores of the scorers that
+    #: apply to the kind (``simulator.judges.scorers``) and the rules below (:meth:`has_open_goal`).
+    passes_when: ClassVar[str]
     #: Whether a simulated user plays a persona (a replay of fixed turns has none to play).
     plays_persona: ClassVar[bool] = True
     #: Whether the agent's replies are checked while the conversation runs (golden turns are scored after it).
@@ -227,6 +230,10 @@ class GoldenKind(Kind[GoldenCase]):
     """Fixed user turns replayed in order; every turn is scored after the conversation against its ``expect``."""
 
     name = "golden"
+    passes_when = (
+        "every turn meets its thresholds (semantic match, tool-call correctness, no hallucination) and no "
+        "unexpected tool call happened"
+    )
     plays_persona = False
     checks_replies = False
 
@@ -306,6 +313,10 @@ class ScenarioKind(Kind[ScenarioCase]):
     """One open goal, improvised by the simulated user, who may end it."""
 
     name = "scenario"
+    passes_when = (
+        "user goal satisfied AND no hallucination AND all expectations met; an open goal (no criteria, no "
+        "checks) is decided by the judge's goal satisfaction alone"
+    )
     user_can_end = True
     out_of_turns_stop = "max_turns"
     numbers_steps = False
@@ -382,6 +393,7 @@ class SimulationKind(Kind[SimulationCase]):
     """Ordered steps; the simulated user works on the current one; a failed step blocks the later ones."""
 
     name = "simulation"
+    passes_when = "every step completed, plus the scenario conditions"
 
     def initiator(self, case: SimulationCase) -> Literal["user", "agent"]:
         """As the case says."""
