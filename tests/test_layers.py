@@ -9,9 +9,10 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "simulator"
 
-#: What a module under simulator/reports/ may import from simulator: the data models, its own modules, and
-#: simulator.safety (escaping text for a terminal, and JSON that is safe to embed).
-REPORTS_MAY_IMPORT = ("simulator.models", "simulator.reports", "simulator.safety")
+#: What a module under simulator/reports/ may import from simulator: the data models, its own modules,
+#: simulator.safety (escaping text for a terminal, and JSON that is safe to embed) and simulator.kinds (how each
+#: kind of case is labelled and shown; it imports only models).
+REPORTS_MAY_IMPORT = ("simulator.models", "simulator.reports", "simulator.safety", "simulator.kinds")
 
 
 def _module_name(path: Path) -> str:

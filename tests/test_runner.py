@@ -128,9 +128,9 @@ def test_bad_prompt_overrides_are_errors_at_the_suite_key(tmp_path: Path, prompt
     from simulator.errors import ConfigErrors
     from simulator.runner import load_prompt_overrides
 
-    loaded = load_suite(_suite_with_prompt(tmp_path, prompt))
+    # A file that cannot be read is found when the suite is loaded; a bad template when it is checked.
     with pytest.raises(ConfigErrors) as caught:
-        load_prompt_overrides(loaded)
+        load_prompt_overrides(load_suite(_suite_with_prompt(tmp_path, prompt)))
     [error] = caught.value.errors
     assert (error.line, error.column, error.key_path) == (3, 16, "judge_prompts.expectation")
     assert message in error.message

@@ -1,10 +1,11 @@
-"""Adapters for the agent under test, chosen by the agent config's ``type:``."""
+"""Adapters for the agent under test, registered by the agent config's ``type:`` (:func:`agent_type`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from simulator.agents._base import (
     AgentAdapter,
@@ -21,16 +22,60 @@ from simulator.models import AgentConfig
 if TYPE_CHECKING:
     from simulator.llm import LLMClient
 
+F = TypeVar("F", bound=Callable[..., AgentAdapter])
+
 __all__ = [
     "AgentAdapter",
+    "AgentFactory",
     "AgentInput",
     "AgentReply",
     "Message",
+    "agent_type",
+    "agent_types",
     "build_agent",
     "event_message",
     "turn_timeout",
     "wire_messages",
 ]
+
+
+class AgentFactory(Protocol):
+    """Makes one conversation's adapter from its config (each adapter module registers one per ``type:``)."""
+
+    def __call__(
+        self, config: Any, /, *, llm: LLMClient | None, code_folders: Sequence[Path]
+    ) -> AgentAdapter:  # pragma: no cover - a protocol
+        """A fresh adapter for ``config``."""
+        ...
+
+
+_AGENT_TYPES: dict[str, AgentFactory] = {}
+#: The modules that register the built-in agent types, imported on first use (not every command needs them).
+_BUILTIN_MODULES = (
+    "simulator.agents.python_agent",
+    "simulator.agents.http_agent",
+    "simulator.agents.litellm_agent",
+    "simulator.agents.langgraph_agent",
+)
+
+
+def agent_type(name: str) -> Callable[[F], F]:
+    """Register the decorated factory as the adapter for agent configs with ``type: name`` (once per name)."""
+
+    def register(factory: F) -> F:
+        if name in _AGENT_TYPES:
+            raise ValueError(f"an adapter for agent type {name!r} is already registered")
+        _AGENT_TYPES[name] = factory
+        return factory
+
+    return register
+
+
+def agent_types() -> dict[str, AgentFactory]:
+    """Every registered agent type and its factory."""
+    for module in _BUILTIN_MODULES:
+        importlib.import_module(module)
+    return dict(_AGENT_TYPES)
 
 
 def build_agent(
@@ -41,26 +86,7 @@ def build_agent(
     ``code_folders`` (the suite's and the agent file's folders) are where a python agent's ``callable`` or a
     graph's module is looked for first.
     """
-    adapter: Any
-    if config.type == "python":
-        from simulator.agents.python_agent import PythonAdapter
-
-        adapter = PythonAdapter(config, code_folders=code_folders)
-    elif config.type == "http":
-        from simulator.agents.http_agent import HttpAdapter
-
-        # The same waits between retries as the model roles (a test's client may make them instant).
-        adapter = HttpAdapter(config, retry=llm.retry_policy if llm is not None else None)
-    elif config.type == "litellm":
-        if llm is None:
-            raise AgentError("a litellm agent needs the model client: pass llm= to build_agent")
-        from simulator.agents.litellm_agent import LitellmAdapter
-
-        adapter = LitellmAdapter(config, llm)
-    elif config.type == "langgraph":
-        from simulator.agents.langgraph_agent import LanggraphAdapter
-
-        adapter = LanggraphAdapter(config, code_folders=code_folders)
-    else:  # pragma: no cover - the config's discriminator makes this unreachable
+    factory = agent_types().get(config.type)
+    if factory is None:  # pragma: no cover - the config's discriminator makes this unreachable
         raise AgentError(f"unknown agent type {config.type!r}")
-    return adapter  # type: ignore[no-any-return]
+    return factory(config, llm=llm, code_folders=code_folders)

@@ -24,19 +24,24 @@ import functools
 import json
 import os
 import ssl
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 # httpx is not a new dependency: litellm depends on it, and this adapter needs only a plain async HTTP client.
 # Only litellm itself is fenced into simulator/llm/_litellm.py.
 import httpx
 
+from simulator.agents import agent_type
 from simulator.agents._base import AgentInput, AgentReply, Message, wire_messages
 from simulator.agents._chat import MAX_TOOL_ROUNDS, answer_tool_call, function_tools, session_text, text_of
 from simulator.errors import AgentError
 from simulator.llm import RetryPolicy, retry_after_seconds
 from simulator.models import HttpAgent
 from simulator.safety import register_secret
+
+if TYPE_CHECKING:
+    from simulator.llm import LLMClient
 
 _EXCERPT = 300
 
@@ -56,6 +61,12 @@ def _ssl_context() -> ssl.SSLContext:
     """One TLS context for every conversation: building one loads the CA bundle (about 20 ms of CPU), which
     a run of hundreds of conversations would otherwise pay each time."""
     return ssl.create_default_context()
+
+
+@agent_type("http")
+def _http(config: HttpAgent, *, llm: LLMClient | None = None, code_folders: Sequence[Path] = ()) -> HttpAdapter:
+    # The same waits between retries as the model roles (a test's client may make them instant).
+    return HttpAdapter(config, retry=llm.retry_policy if llm is not None else None)
 
 
 class HttpAdapter:

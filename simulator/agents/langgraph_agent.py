@@ -29,8 +29,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from simulator.agents import agent_type
 from simulator.agents._base import AgentInput, AgentReply
 from simulator.agents._chat import text_of
 from simulator.agents._graph_tools import (
@@ -51,6 +52,16 @@ from simulator.models.transcript import ToolCallRecord
 from simulator.tools import ToolRouter
 
 _SENT_ROLES = frozenset({"system", "user", "assistant"})
+
+if TYPE_CHECKING:
+    from simulator.llm import LLMClient
+
+
+@agent_type("langgraph")
+def _langgraph(
+    config: LanggraphAgent, *, llm: LLMClient | None = None, code_folders: Sequence[Path] = ()
+) -> LanggraphAdapter:
+    return LanggraphAdapter(config, code_folders=code_folders)
 
 
 class LanggraphAdapter:

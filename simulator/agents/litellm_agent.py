@@ -17,8 +17,11 @@ messages and the model is asked again, at most :data:`~simulator.agents.http_age
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from simulator.agents import agent_type
 from simulator.agents._base import AgentInput, AgentReply, Message, wire_messages
 from simulator.agents._chat import MAX_TOOL_ROUNDS, answer_tool_call, function_tools, session_text
 from simulator.errors import AgentError, ModelError
@@ -27,6 +30,15 @@ from simulator.models import LitellmAgent
 
 if TYPE_CHECKING:
     from simulator.llm import LLMClient
+
+
+@agent_type("litellm")
+def _litellm(
+    config: LitellmAgent, *, llm: LLMClient | None = None, code_folders: Sequence[Path] = ()
+) -> LitellmAdapter:
+    if llm is None:
+        raise AgentError("a litellm agent needs the model client: pass llm= to build_agent")
+    return LitellmAdapter(config, llm)
 
 
 class LitellmAdapter:

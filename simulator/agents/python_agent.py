@@ -17,14 +17,18 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from simulator.agents import agent_type
 from simulator.agents._base import AgentInput, AgentReply, in_agent_thread, normalize_reply
 from simulator.code_refs import CodeRefError, resolve
 from simulator.errors import AgentError
 from simulator.models import PythonAgent
 
 _OPTIONAL = ("session", "tools", "event", "turn", "options")
+
+if TYPE_CHECKING:
+    from simulator.llm import LLMClient
 
 
 def import_ref(ref: str, *, what: str, folders: Sequence[Path] = ()) -> Any:
@@ -34,6 +38,13 @@ def import_ref(ref: str, *, what: str, folders: Sequence[Path] = ()) -> Any:
         return resolve(ref, what=what, folders=folders)
     except CodeRefError as exc:
         raise AgentError(str(exc)) from None
+
+
+@agent_type("python")
+def _python(
+    config: PythonAgent, *, llm: LLMClient | None = None, code_folders: Sequence[Path] = ()
+) -> PythonAdapter:
+    return PythonAdapter(config, code_folders=code_folders)
 
 
 class PythonAdapter:

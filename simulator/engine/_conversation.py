@@ -14,17 +14,8 @@ from typing import Any, Literal, Protocol
 from pydantic import JsonValue
 
 from simulator.agents import AgentAdapter
-from simulator.models import (
-    AgentConfig,
-    Case,
-    ExpectationSpec,
-    GoldenCase,
-    Persona,
-    ScenarioCase,
-    SimulationCase,
-    Step,
-    ToolFake,
-)
+from simulator.kinds import Kind, kind_of
+from simulator.models import AgentConfig, Case, ExpectationSpec, Persona, Step, ToolFake
 from simulator.models.transcript import AgentEvent, StepVerdict, TranscriptEvent
 from simulator.tools import ToolHandle, ToolMode, ToolRouter
 from simulator.user import SimulatedUser
@@ -116,45 +107,31 @@ class Conversation:
             return self.setup.agent_timeout
         return self.setup.agent_config.timeout if self.setup.agent_config else 60.0
 
+    @property
+    def kind(self) -> Kind[Any]:
+        """How the case's kind behaves (``simulator.kinds``)."""
+        return kind_of(self.setup.case)
+
     def step_count(self) -> int:
         """Steps of a simulation, turns of a golden case, 1 for a scenario (its goal)."""
-        case = self.case
-        if isinstance(case, SimulationCase):
-            return len(case.steps)
-        if isinstance(case, GoldenCase):
-            return len(case.turns)
-        return 1
+        return self.kind.step_count(self.case)
 
     def initiator(self) -> Literal["user", "agent"]:
         """Who speaks first."""
-        case = self.case
-        return "user" if isinstance(case, GoldenCase) else case.initiator
+        return self.kind.initiator(self.case)
 
     def step(self, index: int) -> Step | None:
         """The simulation step at ``index`` (None for other kinds)."""
-        case = self.case
-        return case.steps[index] if isinstance(case, SimulationCase) and index < len(case.steps) else None
+        return self.kind.step(self.case, index)
 
     def step_label(self, index: int) -> str:
         """A step's goal or label, as reports and "blocked by" name it."""
-        case = self.case
-        if isinstance(case, SimulationCase):
-            return case.steps[index].label()
-        if isinstance(case, ScenarioCase):
-            return case.goal
-        return f"turn {index + 1}"
+        return self.kind.step_label(self.case, index)
 
     def max_turns(self, index: int) -> int:
         """User turns allowed for a step; a static utterance or event is sent once."""
-        case = self.case
-        if isinstance(case, ScenarioCase):
-            return case.max_turns
-        step = self.step(index)
-        if step is None:
-            return 1
-        return 1 if step.goal is None else step.max_turns
+        return self.kind.max_turns(self.case, index)
 
     def min_turns(self, index: int) -> int:
         """User turns before the step may be judged."""
-        step = self.step(index)
-        return step.min_turns if step is not None and step.goal is not None else 1
+        return self.kind.min_turns(self.case, index)

@@ -32,7 +32,7 @@ from simulator.agents import AgentInput, event_message, turn_timeout
 from simulator.engine._checkpoint import registered
 from simulator.engine._conversation import Conversation
 from simulator.errors import SimulatorError
-from simulator.models import EventSpec, GoldenCase, ScenarioCase, SimulationCase
+from simulator.models import EventSpec, GoldenCase
 from simulator.models.transcript import (
     AgentEvent,
     CheckEvent,
@@ -82,48 +82,42 @@ async def user_node(state: State, config: RunnableConfig) -> State:
     turn, index = state["turn"], state["step"]
     if turn >= conv.setup.turn_cap:
         return {"stop": "turn_cap"}
-    case = conv.case
+    case, kind = conv.case, conv.kind
     number = turn + 1
     event: EventSpec | None = None
     text: str | None = None
     source: Literal["llm", "scripted", "static", "golden"] = "golden"
-    if isinstance(case, GoldenCase):
-        golden_turn = case.turns[index]
-        text, event = golden_turn.user, golden_turn.event
+    scripted = kind.scripted_input(case, index)
+    if scripted is not None:
+        text, event, source = scripted.text, scripted.event, scripted.source
     else:
-        step = conv.step(index)
-        if step is not None and step.static_utterance is not None:
-            text, source = step.static_utterance, "static"
-        elif step is not None and step.event is not None:
-            event = step.event
-        else:
-            try:
-                reply = await conv.setup.user.next_message(_user_request(conv, state))
-            except SimulatorError as exc:
-                return _failure(state, "user", f"the simulated user failed: {exc}")
-            if (reply.done or reply.text is None) and not any(isinstance(e, AgentEvent) for e in state["events"]):
-                # Nothing happened that the agent could be held to: the simulated user failed, not the agent.
-                said = f" ({reply.reason})" if reply.reason else ""
-                message = f"the simulated user ended the conversation before the agent replied{said}"
-                return _failure(state, "user", message)
-            if reply.done or reply.text is None:
-                # The user's "done" ends the conversation; it never decides a step (only checks and the judge do).
-                ended: State = {"stop": "user_ended", "user_reason": reply.reason}
-                if reply.text:
-                    # A closing message ("Thanks, bye!") is part of the conversation, though no reply follows.
-                    ended["events"] = [
-                        UserEvent(turn=turn + 1, step=_step_number(case, index), text=reply.text, source=reply.source)
-                    ]
-                return ended
-            text, source = reply.text, reply.source
+        try:
+            reply = await conv.setup.user.next_message(_user_request(conv, state))
+        except SimulatorError as exc:
+            return _failure(state, "user", f"the simulated user failed: {exc}")
+        if (reply.done or reply.text is None) and not any(isinstance(e, AgentEvent) for e in state["events"]):
+            # Nothing happened that the agent could be held to: the simulated user failed, not the agent.
+            said = f" ({reply.reason})" if reply.reason else ""
+            message = f"the simulated user ended the conversation before the agent replied{said}"
+            return _failure(state, "user", message)
+        if reply.done or reply.text is None:
+            # The user's "done" ends the conversation; it never decides a step (only checks and the judge do).
+            ended: State = {"stop": "user_ended", "user_reason": reply.reason}
+            if reply.text:
+                # A closing message ("Thanks, bye!") is part of the conversation, though no reply follows.
+                ended["events"] = [
+                    UserEvent(turn=turn + 1, step=kind.step_number(index), text=reply.text, source=reply.source)
+                ]
+            return ended
+        text, source = reply.text, reply.source
     update: State = {"turn": number, "step_turns": state["step_turns"] + 1, "pending_event": event}
     if event is not None:
         update["events"] = [
-            InputEvent(turn=number, step=_step_number(case, index), name=event.name, payload=event.payload)
+            InputEvent(turn=number, step=kind.step_number(index), name=event.name, payload=event.payload)
         ]
     else:
         assert text is not None
-        update["events"] = [UserEvent(turn=number, step=_step_number(case, index), text=text, source=source)]
+        update["events"] = [UserEvent(turn=number, step=kind.step_number(index), text=text, source=source)]
     return update
 
 
@@ -167,7 +161,7 @@ async def agent_node(state: State, config: RunnableConfig) -> State:
     calls = conv.router.drain()
     event = AgentEvent(
         turn=state["turn"],
-        step=_step_number(conv.case, state["step"]),
+        step=conv.kind.step_number(state["step"]),
         messages=reply.messages,
         tool_calls=calls,
         handoff=reply.handoff,
@@ -192,14 +186,15 @@ async def check_node(state: State, config: RunnableConfig) -> State:
     (the conversation moves on: the agent did not demonstrably fail); a judge that fails is an error.
     """
     conv = _conversation(config)
-    case = conv.case
+    case, kind = conv.case, conv.kind
     index, step_turns, turn = state["step"], state["step_turns"], state["turn"]
-    if isinstance(case, GoldenCase):
+    if not kind.checks_replies:
         return _golden_record(conv, state)
     if step_turns < conv.min_turns(index):
         return {} if step_turns < conv.max_turns(index) else {"stop": "step_failed"}
-    goal, criteria, checks = _criteria(conv, index)
-    if isinstance(case, ScenarioCase) and criteria is None and not checks:
+    wanted = kind.criteria(case, index)
+    goal, criteria, checks = wanted.goal, wanted.criteria, list(wanted.checks)
+    if kind.has_open_goal(case):
         # An open goal with nothing to check: the turns run out (or the user ends it); the judge's goal
         # satisfaction decides it after the conversation.
         return {"stop": "max_turns"} if step_turns >= conv.max_turns(index) else {}
@@ -213,7 +208,7 @@ async def check_node(state: State, config: RunnableConfig) -> State:
         return _failure(state, "judge", f"the judge failed checking step {index + 1}: {type(exc).__name__}: {exc}")
     record = CheckEvent(
         turn=turn,
-        step=_step_number(case, index),
+        step=kind.step_number(index),
         verdict=verdict.verdict,
         rationale=verdict.rationale,
         details=verdict.details,
@@ -232,17 +227,16 @@ async def check_node(state: State, config: RunnableConfig) -> State:
             rationale=verdict.rationale if met else f"{_UNSURE_AT_MAX}: {verdict.rationale}",
         )
         update["outcomes"] = [outcome]
-        if isinstance(case, ScenarioCase):
-            update["stop"] = "completed" if met else "max_turns"
-        elif index + 1 >= conv.step_count():
-            update["stop"] = "completed"
+        stop = kind.stop_when_decided(case, index, met=met)
+        if stop is not None:
+            update["stop"] = stop
         else:
             update["step"] = index + 1
             update["step_turns"] = 0
             update["step_first_event"] = len(events) + 1  # after the check event this node adds
             update["last_verdict"] = None
     elif out_of_turns:
-        update["stop"] = "max_turns" if isinstance(case, ScenarioCase) else "step_failed"
+        update["stop"] = kind.out_of_turns_stop
     return update
 
 
@@ -253,9 +247,8 @@ async def finish_node(state: State, config: RunnableConfig) -> State:
     """Write the outcome of every step that has none yet, by :data:`STEP_RULES`: the step the conversation
     stopped in, then the later ones (blocked by a failed step, or not reached)."""
     conv = _conversation(config)
-    case = conv.case
-    if isinstance(case, GoldenCase):
-        return {}
+    if not conv.kind.checks_replies:
+        return {}  # a golden case's turns are recorded, and scored after the conversation
     done = {outcome.index for outcome in state.get("outcomes", [])}
     stop = state.get("stop") or "completed"
     index = state["step"]
@@ -368,22 +361,9 @@ def _build_graph() -> Any:
 # -- helpers ----------------------------------------------------------------------------------------------
 
 
-def _step_number(case: Any, index: int) -> int | None:
-    return index if isinstance(case, (SimulationCase, GoldenCase)) else None
-
-
 def _failure(state: State, where: Literal["agent", "user", "judge", "tool", "engine"], message: str) -> State:
     event = ErrorEvent(turn=state.get("turn", 0), step=state.get("step"), where=where, message=message)
     return {"events": [event], "stop": "error", "error": message}
-
-
-def _criteria(conv: Conversation, index: int) -> tuple[str | None, str | None, list[Any]]:
-    case = conv.case
-    if isinstance(case, ScenarioCase):
-        return case.goal, case.success_criteria, list(case.checks)
-    step = conv.step(index)
-    assert step is not None
-    return step.goal, step.success_criteria, list(step.checks)
 
 
 def _user_request(conv: Conversation, state: State) -> UserTurnRequest:
@@ -394,26 +374,20 @@ def _user_request(conv: Conversation, state: State) -> UserTurnRequest:
             conversation.append(("user", event.text))
         elif isinstance(event, AgentEvent):
             conversation.extend(("agent", message) for message in event.messages)
-    goal: str | None
-    if isinstance(case, ScenarioCase):
-        goal, guide, say = case.goal, case.response_guide, case.say
-    else:
-        step = conv.step(state["step"])
-        assert step is not None
-        goal, guide, say = step.goal, step.response_guide, step.say
+    brief = conv.kind.user_brief(case, state["step"])
     return UserTurnRequest(
         case_name=case.name,
         case_kind=case.kind,
-        goal=goal,
-        response_guide=guide,
-        say=list(say),
+        goal=brief.goal,
+        response_guide=brief.response_guide,
+        say=list(brief.say),
         turn_in_step=state["step_turns"],
         session=dict(conv.session),
         persona=conv.setup.persona,
         conversation=conversation,
         language=conv.setup.persona.language if conv.setup.persona else conv.setup.language,
         seed=conv.setup.seed,
-        can_end=isinstance(case, ScenarioCase),
+        can_end=conv.kind.user_can_end,
     )
 
 
@@ -432,7 +406,7 @@ def _history(events: list[TranscriptEvent]) -> list[dict[str, Any]]:
 
 
 def _is_stable(conv: Conversation) -> bool:
-    return isinstance(conv.case, GoldenCase) and conv.case.replay == "stable"
+    return conv.kind.replays_expected_history(conv.case)
 
 
 def _stable_history(conv: Conversation, state: State) -> list[dict[str, Any]]:
@@ -454,23 +428,10 @@ def _stable_history(conv: Conversation, state: State) -> list[dict[str, Any]]:
 
 
 def _golden_record(conv: Conversation, state: State) -> State:
-    case = conv.case
-    assert isinstance(case, GoldenCase)
     index = state["step"]
-    turn = case.turns[index]
     last = next((e for e in reversed(state["events"]) if isinstance(e, AgentEvent)), None)
-    record = GoldenTurnRecord(
-        index=index,
-        user=turn.user,
-        event=turn.event.name if turn.event else None,
-        expected_message=turn.expect.message if turn.expect else None,
-        expected_tools=[call.name for call in turn.expect.tool_calls] if turn.expect else [],
-        actual_messages=list(last.messages) if last else [],
-        actual_tools=[call.name for call in last.tool_calls] if last else [],
-        history="expected" if case.replay == "stable" else "actual",
-    )
-    update: State = {"golden": [record], "step": index + 1, "step_turns": 0}
-    if index + 1 >= len(case.turns):
+    update: State = {"golden": [conv.kind.turn_record(conv.case, index, last)], "step": index + 1, "step_turns": 0}
+    if index + 1 >= conv.step_count():
         update["stop"] = "completed"
     return update
 
@@ -500,14 +461,14 @@ def _unfinished(conv: Conversation, state: State, index: int, stop: StopReason) 
     if stop == "user_ended":
         said = state.get("user_reason")
         ended = "the simulated user ended the conversation" + (f" ({said})" if said else "")
-        if _open_goal(conv, index):
+        if conv.kind.has_open_goal(conv.case):
             return outcome("unsure", f"{ended}; {_OPEN_GOAL}")
         if verdict is None:
             return outcome("unsure", f"{ended} before this step was checked: nothing was met or failed")
         if verdict.verdict == "not_met":
             return outcome("incomplete", f"{ended}; {verdict.rationale}")
         return outcome("unsure", f"{ended}; {verdict.rationale}")
-    if stop == "max_turns" and _open_goal(conv, index):
+    if stop == "max_turns" and conv.kind.has_open_goal(conv.case):
         return outcome("unsure", _OPEN_GOAL)
     if stop in ("step_failed", "max_turns"):
         limit = conv.max_turns(index)
@@ -518,12 +479,6 @@ def _unfinished(conv: Conversation, state: State, index: int, stop: StopReason) 
 
 
 _OPEN_GOAL = "an open goal with nothing to check: the judge's goal satisfaction decides"
-
-
-def _open_goal(conv: Conversation, index: int) -> bool:
-    """A scenario goal with neither checks nor criteria: nothing the engine can decide."""
-    case = conv.case
-    return isinstance(case, ScenarioCase) and case.success_criteria is None and not case.checks
 
 
 def _waiting_for_approval(state: State) -> str:

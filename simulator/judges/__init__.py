@@ -1,5 +1,6 @@
-"""Judges: deterministic checks and the LLM judge. Verdicts always carry their evidence."""
+"""Judges: deterministic checks and the LLM judge, as scorers registered by name. Verdicts carry their evidence."""
 
+from simulator.judges._registry import RegisteredScorer, Scorer, ScoringInput, registered_scorers, scorer
 from simulator.judges.checks import (
     ArgumentComparison,
     ConversationView,
@@ -14,6 +15,9 @@ from simulator.judges.step import StepJudge, render_conversation
 __all__ = [
     "ArgumentComparison",
     "ConversationView",
+    "RegisteredScorer",
+    "Scorer",
+    "ScoringInput",
     "StepJudge",
     "check_expectation",
     "check_keywords",
@@ -21,5 +25,7 @@ __all__ = [
     "compare_arguments",
     "find_term",
     "normalize",
+    "registered_scorers",
     "render_conversation",
+    "scorer",
 ]

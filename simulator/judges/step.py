@@ -11,8 +11,11 @@ How a step is decided:
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Sequence
+from importlib import resources
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, JsonValue
@@ -89,7 +92,7 @@ class StepJudge:
         from simulator.llm import Role
 
         messages = [
-            {"role": "system", "content": _JUDGE_SYSTEM},
+            {"role": "system", "content": step_prompt()},
             {"role": "user", "content": _judge_request(criterion, goal, events)},
         ]
         # A judge that fails after the client's retries is not an "unsure" verdict: it propagates, and the
@@ -127,15 +130,17 @@ def _combine(deterministic: list[CheckDetail], judged: list[CheckDetail]) -> Ste
     )
 
 
-_JUDGE_SYSTEM = (
-    "You check one success criterion of a conversation between a user and a customer-facing AI agent. "
-    "Read the whole conversation, including the agent's tool calls and what the tools returned. "
-    "Answer met only if the conversation shows the criterion is fulfilled; not_met if it clearly is not (yet); "
-    "unsure if the conversation does not let you decide. Judge what happened, not what the agent claims: a claim "
-    "of data or of an action that no tool call supports does not fulfil a criterion. "
-    'Reply with JSON only: {"verdict": "met" | "not_met" | "unsure", "reason": "<one or two sentences quoting '
-    'the evidence>"}.'
-)
+#: The step judge's prompt (its system message), a file under ``prompts/`` like every judge question's.
+STEP_PROMPT = "step_criterion"
+_HEADER = re.compile(r"\A\s*<!--.*?-->\s*", re.DOTALL)
+
+
+@functools.cache
+def step_prompt() -> str:
+    """The step judge's system message: ``prompts/step_criterion.md`` without its header comment."""
+    text = resources.files("simulator.judges").joinpath("prompts", f"{STEP_PROMPT}.md").read_text(encoding="utf-8")
+    # A template without placeholders: formatting only turns the literal {{ }} back into braces.
+    return _HEADER.sub("", text, count=1).rstrip("\n").format()
 
 
 def render_conversation(events: Sequence[TranscriptEvent]) -> str:

@@ -10,6 +10,7 @@ from simulator.loading._load import (
     load_model_file,
     load_personas,
     load_suite,
+    read_judge_prompts,
     validate_paths,
 )
 from simulator.loading._schema import SCHEMA_FILES, load_schema
@@ -26,5 +27,6 @@ __all__ = [
     "load_personas",
     "load_schema",
     "load_suite",
+    "read_judge_prompts",
     "validate_paths",
 ]

@@ -21,6 +21,9 @@ from pydantic import TypeAdapter, ValidationError
 
 from simulator.code_refs import CodeRefError, code_folders, resolve, resolve_callable
 from simulator.errors import ConfigError, ConfigErrors
+from simulator.kinds import kind_of
+from simulator.loading._limits import ReadProblem
+from simulator.loading._limits import read_text as read_bounded_text
 from simulator.loading._schema import SchemaChecker, closest, describe_value, did_you_mean
 from simulator.loading._yaml import DataPath, Located, format_path, parse_yaml, read_text
 from simulator.models import (
@@ -68,6 +71,9 @@ class LoadedSuite:
     agent_path: Path | None = None
     personas: dict[str, Persona] = field(default_factory=dict)
     hosted_format: bool = False
+    #: The text of each judge prompt override the suite names (``judge_prompts``), read when it was loaded:
+    #: a run scores with these texts (kept in its snapshot), never with the files as they are later.
+    judge_prompts: dict[str, str] = field(default_factory=dict)
 
     @property
     def agent(self) -> AgentConfig | None:
@@ -385,7 +391,41 @@ class Loader:
         if suite is None:
             return None
         suite = suite.model_copy(update={"agent": agent})
-        return LoadedSuite(suite=suite, path=path, agent_path=agent_path, personas=personas, hosted_format=hosted)
+        prompts = self._judge_prompts(path, located, suite)
+        return LoadedSuite(
+            suite=suite,
+            path=path,
+            agent_path=agent_path,
+            personas=personas,
+            hosted_format=hosted,
+            judge_prompts=prompts,
+        )
+
+    def _judge_prompts(self, path: Path, located: Located | None, suite: Suite) -> dict[str, str]:
+        """The text of every judge prompt override, read now (bounded like every file a user gives); a file
+        that cannot be read is an error at the suite's key. What a prompt may say is checked by the judges."""
+        prompts: dict[str, str] = {}
+        for name, relative in suite.judge_prompts.items():
+            try:
+                # A named pipe or /dev/zero is refused, never read forever.
+                text = read_bounded_text((path.parent / relative).resolve(), "shorten the prompt", "text")
+            except ReadProblem as problem:
+                located_in_file = problem.line > 1 or problem.column > 1
+                place = f" (line {problem.line}, column {problem.column})" if located_in_file else ""
+                reason = problem.message.removeprefix("cannot read the file: ")
+                line, column = located.position(("judge_prompts", name)) if located is not None else (1, 1)
+                self.errors.append(
+                    ConfigError(
+                        path,
+                        line,
+                        column,
+                        format_path(("judge_prompts", name)),
+                        f"cannot read the prompt file {relative!r}{place}: {reason}",
+                    )
+                )
+                continue
+            prompts[name] = text.replace("\r\n", "\n").replace("\r", "\n")
+        return prompts
 
     def _resolve_agent(
         self, path: Path, located: Located, agent: AgentConfig | str | None
@@ -588,23 +628,14 @@ class _CrossCheck:
         texts = {normalize_reference(e.text): e.text for e in case.expectations if e.text}
         for index, expectation in enumerate(case.expectations):
             self._expectation_tools((*base, "expectations", index), expectation)
-        references: list[tuple[DataPath, str]] = []
-        if isinstance(case, SimulationCase):
-            for s, step in enumerate(case.steps):
-                references += [((*base, "steps", s, "expectations", i), ref) for i, ref in enumerate(step.expectations)]
-                for c, check in enumerate(step.checks):
-                    self._expectation_tools((*base, "steps", s, "checks", c), check)
-        elif isinstance(case, GoldenCase):
-            for t, turn in enumerate(case.turns):
-                references += [((*base, "turns", t, "expectations", i), ref) for i, ref in enumerate(turn.expectations)]
-                if turn.expect:
-                    for c, call in enumerate(turn.expect.tool_calls):
-                        self._tool_name((*base, "turns", t, "expect", "tool_calls", c, "name"), call.name)
-                    for variable in turn.expect.variables:
-                        self._variable_name((*base, "turns", t, "expect", "variables", variable), variable)
-        else:
-            for c, check in enumerate(case.checks):
-                self._expectation_tools((*base, "checks", c), check)
+        kind = kind_of(case)
+        for at, check in kind.checks_written(case):
+            self._expectation_tools((*base, *at), check)
+        for at, name in kind.tool_names_written(case):
+            self._tool_name((*base, *at), name)
+        for at, name in kind.variables_written(case):
+            self._variable_name((*base, *at), name)
+        references = [((*base, *at), ref) for at, ref in kind.references_written(case)]
         for where, ref in references:
             if normalize_reference(ref) in texts:
                 continue
@@ -778,6 +809,19 @@ def load_suite(path: str | Path) -> LoadedSuite:
     if loader.errors or loaded is None:
         raise ConfigErrors(_unique(loader.errors))
     return loaded
+
+
+def read_judge_prompts(path: str | Path, suite: Suite) -> dict[str, str]:
+    """The text of the judge prompt overrides ``suite`` (loaded from ``path``) names, read from their files;
+    raises :class:`ConfigErrors` at the suite's keys for a file that cannot be read."""
+    loader = Loader()
+    resolved = Path(path).resolve()
+    text, _ = read_text(resolved)
+    located = parse_yaml(text, str(resolved))[0] if text is not None else None
+    prompts = loader._judge_prompts(resolved, located, suite)
+    if loader.errors:
+        raise ConfigErrors(_unique(loader.errors))
+    return prompts
 
 
 def config_error_at(path: str | Path, where: DataPath, message: str) -> ConfigError:

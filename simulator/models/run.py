@@ -41,6 +41,12 @@ class SuiteSnapshot(DataModel):
         default=None,
         description="The agent file the suite's agent came from (its folder is searched for the code it names).",
     )
+    prompt_overrides: dict[str, str] = Field(
+        default_factory=dict,
+        description="The text of each judge prompt override the suite names (judge_prompts), by prompt name, as "
+        "read when the run was planned: repeating or resuming the run scores with these, not the files as they "
+        "are then. Runs stored before this field have none here (their overrides are read from the files).",
+    )
 
 
 class RunSettings(DataModel):

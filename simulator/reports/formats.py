@@ -1,54 +1,61 @@
-"""Every report format behind one name: ``render(fmt, record, results)``. Pure; the CLI writes the bytes."""
+"""Every report format behind one name: ``render(fmt, record, results)``. Pure; the CLI writes the bytes.
+
+Formats are registered by name (:data:`REGISTRY`): each with the file suffix its reports are written with and
+where its renderer lives, imported on first use (the Excel writer pulls in openpyxl, which a Markdown report
+does not need).
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
-from typing import Literal
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal, cast
 
 from simulator.models.run import RunRecord, StoredResult
 
 ReportFormat = Literal["md", "html", "json", "csv", "xlsx", "junit"]
-FORMATS: tuple[ReportFormat, ...] = ("md", "html", "json", "csv", "xlsx", "junit")
-EXTENSIONS: dict[ReportFormat, str] = {
-    "md": "md", "html": "html", "json": "json", "csv": "csv", "xlsx": "xlsx", "junit": "xml",
-}  # fmt: skip
+Renderer = Callable[[RunRecord, list[StoredResult]], str | bytes]
 
 
-def _renderer(fmt: ReportFormat) -> Callable[[RunRecord, list[StoredResult]], str | bytes]:
-    # Imported per format: the Excel writer pulls in openpyxl, which a Markdown report does not need.
-    if fmt == "md":
-        from simulator.reports.markdown import render_markdown
+@dataclass(frozen=True)
+class FormatSpec:
+    """One report format: its file suffix and its renderer (``module:function``, imported when used)."""
 
-        return render_markdown
-    if fmt == "html":
-        from simulator.reports.html import render_html
+    suffix: str
+    renderer: str
 
-        return render_html
-    if fmt == "json":
-        from simulator.reports.json_export import render_json
+    def load(self) -> Renderer:
+        """The renderer function."""
+        module, _, name = self.renderer.partition(":")
+        return cast(Renderer, getattr(importlib.import_module(module), name))
 
-        return render_json
-    if fmt == "csv":
-        from simulator.reports.tabular import render_csv
 
-        return render_csv
-    if fmt == "xlsx":
-        from simulator.reports.tabular import render_xlsx
-
-        return render_xlsx
-    from simulator.reports.junit import render_junit
-
-    return render_junit
+#: Every report format by name, in the order they are listed to a person.
+REGISTRY: MappingProxyType[ReportFormat, FormatSpec] = MappingProxyType(
+    {
+        "md": FormatSpec("md", "simulator.reports.markdown:render_markdown"),
+        "html": FormatSpec("html", "simulator.reports.html:render_html"),
+        "json": FormatSpec("json", "simulator.reports.json_export:render_json"),
+        "csv": FormatSpec("csv", "simulator.reports.tabular:render_csv"),
+        "xlsx": FormatSpec("xlsx", "simulator.reports.tabular:render_xlsx"),
+        "junit": FormatSpec("xml", "simulator.reports.junit:render_junit"),
+    }
+)
+FORMATS: tuple[ReportFormat, ...] = tuple(REGISTRY)
+EXTENSIONS: dict[ReportFormat, str] = {name: spec.suffix for name, spec in REGISTRY.items()}
 
 
 def render(fmt: ReportFormat, record: RunRecord, results: list[StoredResult]) -> bytes:
     """The report in ``fmt`` as bytes (UTF-8 for the text formats)."""
-    if fmt not in FORMATS:
+    spec = REGISTRY.get(fmt)
+    if spec is None:
         raise ValueError(f"unknown report format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    output = _renderer(fmt)(record, results)
+    output = spec.load()(record, results)
     return output.encode("utf-8") if isinstance(output, str) else output
 
 
 def default_filename(record: RunRecord, fmt: ReportFormat) -> str:
-    """``simulator-<run id>.<ext>``."""
-    return f"simulator-{record.id}.{EXTENSIONS[fmt]}"
+    """``simulator-<run id>.<suffix>``."""
+    return f"simulator-{record.id}.{REGISTRY[fmt].suffix}"

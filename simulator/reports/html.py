@@ -34,6 +34,7 @@ from importlib import resources
 
 from pydantic import JsonValue
 
+from simulator.kinds import kind_named, kind_of
 from simulator.models.case import GoldenCase, ScenarioCase, SimulationCase
 from simulator.models.run import RunRecord, StoredResult
 from simulator.models.scores import CaseResult, Outcome, Score
@@ -495,15 +496,11 @@ def _filters(record: RunRecord, items: Sequence[_Item]) -> str:
 
 
 def _step_label(step: StepOutcome, kind: str) -> str:
-    return "Goal" if kind == "scenario" else f"Step {step.index + 1}"
+    return kind_named(kind).report_label(step.index)
 
 
 def _criteria(definition: CaseDefinition | None, index: int) -> str | None:
-    if isinstance(definition, ScenarioCase):
-        return definition.success_criteria if index == 0 else None
-    if isinstance(definition, SimulationCase) and 0 <= index < len(definition.steps):
-        return definition.steps[index].success_criteria
-    return None
+    return kind_of(definition).report_criteria(definition, index) if definition is not None else None
 
 
 def _steps(item: _Item, transcript: Transcript) -> str:
@@ -764,8 +761,9 @@ def _case(item: _Item, *, expand: bool) -> str:
         body.append("<p>" + "".join(f"<span class='chip'>{_e(tag)}</span>" for tag in item.tags) + "</p>")
     if item.definition is not None and item.definition.description:
         body.append(f"<p class='muted'>{_e(item.definition.description)}</p>")
-    if isinstance(item.definition, ScenarioCase) and not steps:
-        body.append(f"<p>Goal: {_e(item.definition.goal)}</p>")
+    goal = kind_of(item.definition).report_goal(item.definition) if item.definition is not None else None
+    if goal is not None and not steps:
+        body.append(f"<p>Goal: {_e(goal)}</p>")
     body.append(_error_card(result))
     if result.reasons and outcome != "error":
         reasons = "".join(f"<li>{_e(reason)}</li>" for reason in result.reasons)

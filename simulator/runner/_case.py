@@ -17,10 +17,11 @@ from simulator.agents._base import free_agent_threads
 from simulator.engine import ConversationSetup, simulate
 from simulator.errors import AgentError, ConfigError, ConfigErrors
 from simulator.judges import StepJudge
+from simulator.kinds import kind_of
 from simulator.llm import LLMClient, metering
 from simulator.loading import LoadedSuite, config_error_at
 from simulator.loading._schema import did_you_mean
-from simulator.models import Case, GoldenCase, ModelRoles, Persona
+from simulator.models import Case, ModelRoles, Persona
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
 from simulator.tools import live_functions
@@ -106,7 +107,7 @@ def find_case(loaded: LoadedSuite, name: str) -> Case:
 def pick_persona(loaded: LoadedSuite, case: Case, name: str | None) -> Persona | None:
     """The persona asked for, else the case's first, else the suite's first, else none; none for a golden case
     (a replay of fixed turns has no simulated user to play a persona)."""
-    if isinstance(case, GoldenCase):
+    if not kind_of(case).plays_persona:
         return None
     wanted = (
         name
@@ -193,29 +194,21 @@ def _setup_failure(case: Case, persona: Persona | None, options: RunOptions, mes
 
 
 def load_prompt_overrides(loaded: LoadedSuite) -> dict[str, str]:
-    """The suite's judge prompt overrides, read from their files (paths relative to the suite) and checked:
-    a missing file, an unknown prompt name or an unknown placeholder is an error at the suite's key."""
+    """The suite's judge prompt overrides (their text, read when the suite was loaded, or kept in the run's
+    snapshot), checked: an unknown prompt name or a placeholder its question does not fill is an error at the
+    suite's key. The files are never read here: a repeated or resumed run scores with the text it ran with."""
     from simulator.errors import JudgeError
     from simulator.judges.llm_judges import check_prompt
-    from simulator.loading._limits import ReadProblem, read_text
 
-    prompts: dict[str, str] = {}
-    for name, relative in loaded.suite.judge_prompts.items():
-        where = ("judge_prompts", name)
-        path = (loaded.path.parent / relative).resolve()
+    errors: list[ConfigError] = []
+    for name, text in loaded.judge_prompts.items():
         try:
-            # Bounded like every file a user gives: a named pipe or /dev/zero is refused, never read forever.
-            text = read_text(path, "shorten the prompt", "text").replace("\r\n", "\n").replace("\r", "\n")
-            check_prompt(name, text, origin=relative)
-        except ReadProblem as problem:
-            place = f" (line {problem.line}, column {problem.column})" if problem.line > 1 or problem.column > 1 else ""
-            reason = problem.message.removeprefix("cannot read the file: ")
-            message = f"cannot read the prompt file {relative!r}{place}: {reason}"
-            raise ConfigErrors([config_error_at(loaded.path, where, message)]) from None
+            check_prompt(name, text, origin=loaded.suite.judge_prompts.get(name, "override"))
         except JudgeError as exc:
-            raise ConfigErrors([config_error_at(loaded.path, where, str(exc))]) from None
-        prompts[name] = text
-    return prompts
+            errors.append(config_error_at(loaded.path, ("judge_prompts", name), str(exc)))
+    if errors:
+        raise ConfigErrors(errors)
+    return dict(loaded.judge_prompts)
 
 
 async def score_case(

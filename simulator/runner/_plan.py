@@ -24,40 +24,57 @@ from pathlib import Path
 
 from simulator import __version__
 from simulator.errors import ConfigError, ConfigErrors
-from simulator.loading import LoadedSuite
+from simulator.kinds import expectation_questions, kind_of
+from simulator.loading import LoadedSuite, read_judge_prompts
 from simulator.loading._schema import did_you_mean
-from simulator.models import Case, ExpectationSpec, GoldenCase, Persona, ScenarioCase, SimulationCase
+from simulator.models import Case, Persona
 from simulator.models.run import PlanItem, RunRecord, RunSettings, SuiteSnapshot
 
 
 def snapshot_of(loaded: LoadedSuite, path_as_given: str) -> SuiteSnapshot:
     """The suite as it is now, with its agent resolved and the personas it can use."""
     agent_path = str(loaded.agent_path.resolve()) if loaded.agent_path and loaded.agent_path != loaded.path else None
+    from simulator.runner._case import load_prompt_overrides
+
     return SuiteSnapshot(
         path=path_as_given,
         suite=loaded.suite,
         personas=dict(loaded.personas),
         hosted_format=loaded.hosted_format,
         agent_path=agent_path,
+        # Checked now, so a prompt that uses a placeholder its question does not fill fails before the run.
+        prompt_overrides=load_prompt_overrides(loaded),
     )
 
 
 def restore(snapshot: SuiteSnapshot) -> LoadedSuite:
     """A snapshot as a loaded suite again, to run exactly what the run recorded (not the files as they are now)."""
+    path = Path(snapshot.path).resolve()
+    prompts = dict(snapshot.prompt_overrides)
+    if set(snapshot.suite.judge_prompts) - set(prompts):
+        # A run stored before snapshots kept the prompts' text: its overrides can only be read from the files.
+        prompts = read_judge_prompts(path, snapshot.suite)
     return LoadedSuite(
         suite=snapshot.suite,
-        path=Path(snapshot.path).resolve(),
+        path=path,
         # The agent file's folder is searched for the code the agent names, as in the run it repeats.
         agent_path=Path(snapshot.agent_path) if snapshot.agent_path else None,
         personas=dict(snapshot.personas),
         hosted_format=snapshot.hosted_format,
+        judge_prompts=prompts,
     )
 
 
 def suite_hash(snapshots: Sequence[SuiteSnapshot]) -> str:
     """A short hash of what was run (suites, agents, personas), equal for equal content wherever it lives."""
+    # Without overrides the field is left out, so a run hashes as it did before snapshots kept prompt texts.
     canonical = json.dumps(
-        [s.model_dump(mode="json", exclude={"path"}) for s in snapshots], sort_keys=True, ensure_ascii=False
+        [
+            s.model_dump(mode="json", exclude={"path"} if s.prompt_overrides else {"path", "prompt_overrides"})
+            for s in snapshots
+        ],
+        sort_keys=True,
+        ensure_ascii=False,
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
@@ -74,7 +91,7 @@ def versions() -> dict[str, str]:
 
 
 def _personas_for(case: Case, loaded: LoadedSuite, settings: RunSettings, rng: random.Random) -> list[Persona | None]:
-    if isinstance(case, GoldenCase):
+    if not kind_of(case).plays_persona:
         return [None]  # a replay has no simulated user: eleven personas would be eleven identical runs
     available = loaded.personas
     choice = settings.persona
@@ -162,37 +179,9 @@ def new_record(
 def judge_questions(case: Case) -> list[str]:
     """What in ``case`` only a judge model can decide, in words (one entry per check): success criteria,
     expectations written in words, expected messages (semantic match) and reference answers."""
-    found: list[str] = []
-
-    def expectation(where: str, spec: ExpectationSpec) -> None:
-        deterministic = any(
-            getattr(spec, name) is not None
-            for name in ("must_contain", "must_not_contain", "tool_call", "variable", "handoff")
-        )
-        if spec.message is not None:
-            found.append(f"{where}: expected message (semantic match)")
-        elif not deterministic:
-            found.append(f"{where}: expectation in words")
-
-    if isinstance(case, SimulationCase):
-        for number, step in enumerate(case.steps, 1):
-            if step.success_criteria:
-                found.append(f"step {number}: success criteria")
-            for check in step.checks:
-                expectation(f"step {number}: check", check)
-    elif isinstance(case, ScenarioCase):
-        if case.success_criteria:
-            found.append("success criteria")
-        for check in case.checks:
-            expectation("check", check)
-    else:
-        for number, turn in enumerate(case.turns, 1):
-            if turn.expect is not None and turn.expect.message is not None:
-                found.append(f"turn {number}: expected message (semantic match)")
-            if turn.expect is not None and turn.expect.reference_answer is not None:
-                found.append(f"turn {number}: reference answer")
+    found = kind_of(case).judge_questions(case)
     for spec in case.expectations:
-        expectation("expectation", spec)
+        found += expectation_questions("expectation", spec)
     return found
 
 
@@ -207,7 +196,7 @@ def plan_notes(
         case.name
         for index, loaded in enumerate(suites)
         for case in loaded.suite.cases
-        if isinstance(case, GoldenCase) and (index, case.name) in planned
+        if not kind_of(case).plays_persona and (index, case.name) in planned
     ]
     if golden:
         notes.append(

@@ -1,0 +1,149 @@
+"""Scorers behind one async protocol, registered by name with :func:`scorer`.
+
+A scorer takes a :class:`ScoringInput` (the case, its transcript, the judge and what scoring needs besides)
+and returns its scores. Registration says which kinds of case it applies to, whether it scores the whole
+conversation (``scope="case"``) or one golden turn (``scope="turn"``, called per turn by the golden-turn
+scorer with :attr:`ScoringInput.turn` set), and the judge prompts it asks (files under ``prompts/``).
+Scorers run in the order they are registered: that order is the order of the stored scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+
+from pydantic import JsonValue
+
+from simulator.judges.checks import ConversationView
+from simulator.models import Case, GoldenTurn, Thresholds
+from simulator.models.scores import Score
+from simulator.models.transcript import AgentEvent, Transcript
+
+if TYPE_CHECKING:
+    from simulator.judges.llm_judges import LLMJudge
+    from simulator.judges.scoring import ScoringContext
+
+__all__ = [
+    "ALL_KINDS",
+    "RegisteredScorer",
+    "Scorer",
+    "ScoringInput",
+    "TurnInput",
+    "registered_scorers",
+    "scorer",
+]
+
+ALL_KINDS: frozenset[str] = frozenset({"golden", "scenario", "simulation"})
+ScorerScope = Literal["case", "turn"]
+F = TypeVar("F", bound=Callable[[Any], Awaitable[list[Score]]])
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """The golden turn a turn scorer scores: its number (from 1), as written, and the agent's replies in it."""
+
+    number: int
+    turn: GoldenTurn
+    replies: list[AgentEvent]
+    conversation: str
+
+    @property
+    def prefix(self) -> str:
+        """How the turn's checks are prefixed."""
+        return f"turn {self.number}: "
+
+
+@dataclass(frozen=True)
+class ScoringInput:
+    """What every scorer reads: the case, its transcript, the judge, the suite's context and thresholds."""
+
+    case: Case
+    transcript: Transcript
+    context: ScoringContext
+    judge: LLMJudge
+    thresholds: Thresholds
+    replies: list[AgentEvent] = field(default_factory=list)
+    turn: TurnInput | None = None
+
+    def for_turn(self, turn: TurnInput) -> ScoringInput:
+        """The same input narrowed to one golden turn (for the turn scorers)."""
+        return replace(self, turn=turn)
+
+    def view(self, replies: list[AgentEvent], up_to_turn: int | None = None) -> ConversationView:
+        """``replies`` as deterministic checks read them, with the session variables set so far."""
+        variables: dict[str, JsonValue] = dict(self.transcript.session_parameters)
+        for reply in self.replies:
+            if up_to_turn is None or reply.turn <= up_to_turn:
+                variables.update(reply.variables)
+        return ConversationView(
+            replies=replies, all_replies=self.replies, variables=variables, language=self.context.language
+        )
+
+    def scope_events(self, *, step: int | None, turn: int | None) -> list[Any]:
+        """The events an expectation is judged on: its step's or turn's, else the whole conversation."""
+        events = self.transcript.events
+        if step is not None:
+            return [e for e in events if getattr(e, "step", None) == step]
+        if turn is not None:
+            return [e for e in events if getattr(e, "turn", None) == turn]
+        return list(events)
+
+
+class Scorer(Protocol):
+    """One named check or judge question: the scores it gives for one conversation (or golden turn)."""
+
+    def __call__(self, target: ScoringInput, /) -> Awaitable[list[Score]]:
+        """Score ``target``."""
+        ...
+
+
+@dataclass(frozen=True)
+class RegisteredScorer:
+    """A scorer with what it was registered with."""
+
+    name: str
+    run: Scorer
+    kinds: frozenset[str]
+    scope: ScorerScope
+    prompts: tuple[str, ...]
+
+    def applies_to(self, kind: str) -> bool:
+        """Whether cases of ``kind`` are scored by it."""
+        return kind in self.kinds
+
+
+_REGISTRY: dict[str, RegisteredScorer] = {}
+
+
+def scorer(
+    name: str,
+    *,
+    kinds: Collection[str] = ALL_KINDS,
+    scope: ScorerScope = "case",
+    prompts: Sequence[str] = (),
+) -> Callable[[F], F]:
+    """Register the decorated async function as the scorer ``name`` (a name is registered once)."""
+    unknown = set(kinds) - ALL_KINDS
+    if unknown:
+        raise ValueError(f"scorer {name!r}: unknown case kinds {sorted(unknown)}")
+
+    def register(function: F) -> F:
+        if name in _REGISTRY:
+            raise ValueError(f"a scorer named {name!r} is already registered")
+        _REGISTRY[name] = RegisteredScorer(name, function, frozenset(kinds), scope, tuple(prompts))
+        return function
+
+    return register
+
+
+def registered_scorers(*, scope: ScorerScope | None = None, kind: str | None = None) -> list[RegisteredScorer]:
+    """The registered scorers in registration order, optionally only those of ``scope`` applying to ``kind``."""
+    # The built-in scorers register on import; importing here keeps every caller from having to.
+    import simulator.judges.scorers  # noqa: F401
+
+    return [
+        entry
+        for entry in _REGISTRY.values()
+        if (scope is None or entry.scope == scope) and (kind is None or entry.applies_to(kind))
+    ]

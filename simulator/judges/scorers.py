@@ -1,0 +1,380 @@
+"""The built-in scorers, registered in the order their scores are stored (see ``scoring.py`` for what each
+kind of case is held to). Deterministic checks come from ``checks.py`` and ``claims.py``; the questions only a
+model can answer are the judge's (``llm_judges.py``), each with its prompt file under ``prompts/``.
+
+Case scorers: ``engine`` (step outcomes, turn cap, approval), ``expectations``, ``golden_turns`` (runs the
+turn scorers per golden turn), ``hallucination``, ``goal_satisfaction``.
+Turn scorers (golden): ``semantic_match``, ``reference_answer`` (with its side claims), ``keywords``,
+``tool_calls``, ``handoff``, ``variables``.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from simulator.judges._registry import ScoringInput, TurnInput, registered_scorers, scorer
+from simulator.judges.checks import (
+    check_expectation,
+    check_keywords,
+    check_tools_called,
+    describe_call,
+    tool_call_correctness,
+)
+from simulator.judges.claims import find_unsupported_claims
+from simulator.judges.step import NO_JUDGE, render_conversation
+from simulator.kinds import kind_of
+from simulator.models import ExpectationSpec, GoldenCase
+from simulator.models.case import normalize_reference
+from simulator.models.scores import Score, ScoreVerdict
+from simulator.models.transcript import AgentEvent, CheckDetail, Transcript
+
+# -- case scorers, in the order of the stored scores ------------------------------------------------------------
+
+
+@scorer("engine")
+async def engine_outcomes(target: ScoringInput) -> list[Score]:
+    """The engine's step outcomes (``goal_achievement``), and a conversation stopped by the turn cap or for
+    approval."""
+    transcript, case = target.transcript, target.case
+    kind = kind_of(case)
+    open_goal = kind.has_open_goal(case)
+    scores: list[Score] = []
+    for outcome in transcript.steps:
+        verdict = _STEP_VERDICT[outcome.status]
+        scores.append(
+            Score(
+                metric="goal_achievement",
+                check=f"{kind.outcome_label(outcome.index)}: {outcome.label}",
+                source="engine",
+                verdict=verdict,
+                # Undecided steps (unsure, not reached) have no value: they say nothing about the agent.
+                value={"met": 1.0, "not_met": 0.0}.get(verdict),
+                reason=outcome.rationale,
+                # An open goal has nothing the engine could check: goal satisfaction decides it.
+                required=not (open_goal and outcome.status != "complete" and verdict != "met"),
+                step=outcome.index,
+            )
+        )
+    if transcript.stop_reason == "turn_cap":
+        scores.append(
+            Score(
+                metric="run",
+                check="turn cap",
+                source="engine",
+                verdict="not_met",
+                reason=f"the conversation hit the cap of {transcript.turns} turns",
+            )
+        )
+    if transcript.stop_reason == "needs_approval":
+        waiting = [c.name for c in transcript.tool_calls() if c.status == "needs_approval"]
+        scores.append(
+            Score(
+                metric="run",
+                check="approval",
+                source="engine",
+                verdict="unsure",
+                reason=f"stopped for a person's approval of {', '.join(waiting)}: nothing after it was tested",
+            )
+        )
+    return scores
+
+
+@scorer("expectations", prompts=("semantic_match", "expectation"))
+async def expectations(target: ScoringInput) -> list[Score]:
+    """The case's expectations: those a step or golden turn refers to on that step's or turn's replies first,
+    then the others on the whole conversation."""
+    case = target.case
+    by_text = {normalize_reference(e.text): e for e in case.expectations if e.text}
+    used: set[int] = set()
+    scores: list[Score] = []
+    for scope in kind_of(case).expectation_scopes(case):
+        step, turn = scope.step, scope.turn
+        replies = [r for r in target.replies if (r.step == step if step is not None else r.turn == turn)]
+        for ref in scope.references:
+            expectation = by_text.get(normalize_reference(ref))
+            if expectation is None:
+                continue
+            used.add(id(expectation))
+            scores.append(await _expectation(target, expectation, replies, f"{scope.label}: ", step=step, turn=turn))
+    for expectation in case.expectations:
+        if id(expectation) not in used:
+            scores.append(await _expectation(target, expectation, target.replies, ""))
+    return scores
+
+
+async def _expectation(
+    target: ScoringInput,
+    expectation: ExpectationSpec,
+    replies: list[AgentEvent],
+    prefix: str,
+    *,
+    step: int | None = None,
+    turn: int | None = None,
+) -> Score:
+    view = target.view(replies)
+    detail = check_expectation(expectation, view)
+    if detail is not None:
+        return _from_detail("expectation", detail, prefix, step=step, turn=turn)
+    conversation = render_conversation(target.scope_events(step=step, turn=turn))
+    if expectation.message is not None:
+        threshold = expectation.threshold if expectation.threshold is not None else target.thresholds.semantic_match
+        score = await target.judge.semantic_match(
+            expected=expectation.message, actual=view.text(), context=conversation, threshold=threshold, turn=turn or 0
+        )
+    else:
+        score = await target.judge.expectation(text=expectation.text or "", conversation=conversation)
+    return score.model_copy(update={"check": prefix + score.check, "step": step, "turn": turn})
+
+
+@scorer("golden_turns", kinds={"golden"})
+async def golden_turns(target: ScoringInput) -> list[Score]:
+    """Every golden turn with an ``expect``: the turn scorers in order, or ``not_met`` for a turn never reached."""
+    case = cast(GoldenCase, target.case)  # registered for golden cases only
+    conversation = render_conversation(target.transcript.events)
+    turn_scorers = registered_scorers(scope="turn", kind="golden")
+    scores: list[Score] = []
+    for index, turn in enumerate(case.turns):
+        number = index + 1
+        if turn.expect is None:
+            continue
+        replies = [r for r in target.replies if r.turn == number]
+        if not replies:
+            scores.append(
+                Score(
+                    metric="golden_turn",
+                    check=f"turn {number}: reply",
+                    source="engine",
+                    verdict="not_met",
+                    reason="the conversation ended before this turn",
+                    turn=number,
+                )
+            )
+            continue
+        narrowed = target.for_turn(TurnInput(number, turn, replies, conversation))
+        for entry in turn_scorers:
+            scores.extend(await entry.run(narrowed))
+    return scores
+
+
+@scorer("hallucination", prompts=("hallucination",))
+async def hallucination(target: ScoringInput) -> list[Score]:
+    """Per agent turn with a message: a claim of tool use no call supports (deterministic), else the judge."""
+    required = target.thresholds.fail_on_hallucination
+    flagged = {f.turn: f for f in find_unsupported_claims(target.replies, target.context.declared_tools)}
+    scores: list[Score] = []
+    for reply in target.replies:
+        if not any(message.strip() for message in reply.messages):
+            continue
+        finding = flagged.get(reply.turn)
+        if finding is not None:
+            scores.append(
+                Score(
+                    metric="hallucination",
+                    check=f"turn {reply.turn}: hallucination",
+                    source="deterministic",
+                    verdict="not_met",
+                    value=1.0,
+                    reason=finding.reason,
+                    required=required,
+                    turn=reply.turn,
+                    step=reply.step,
+                )
+            )
+            continue
+        # The per-turn question is asked of every case automatically, so without a judge model it is
+        # reported (unsure, not judged) but does not hold the case: the deterministic claim check above
+        # still does. Checks the author wrote (expectations) stay required either way.
+        judged = required and target.judge.has_model
+        context = hallucination_context(target.transcript, reply, target.context.instructions)
+        scores.append(await target.judge.hallucination(turn=reply, context=context, required=judged))
+    return scores
+
+
+@scorer("goal_satisfaction", kinds={"scenario", "simulation"}, prompts=("goal_satisfaction",))
+async def goal_satisfaction(target: ScoringInput) -> list[Score]:
+    """Whether the user's goal was satisfied (judge model). Without one, the engine's step outcomes stand for
+    the goal; an open goal stays unsure unless the user reached it."""
+    case = target.case
+    kind = kind_of(case)
+    conversation = render_conversation(target.transcript.events)
+    score = await target.judge.goal_satisfaction(goal=kind.goal_description(case), conversation=conversation)
+    if score.verdict == "unsure" and score.reason == NO_JUDGE:
+        reached = any(o.status == "complete" for o in target.transcript.steps)
+        score = score.model_copy(update={"required": kind.has_open_goal(case) and not reached})
+    return [score]
+
+
+# -- turn scorers (golden), in the order of the stored scores per turn ---------------------------------------------
+
+
+def _turn(target: ScoringInput) -> TurnInput:
+    assert target.turn is not None, "a turn scorer runs on one golden turn"
+    return target.turn
+
+
+@scorer("semantic_match", kinds={"golden"}, scope="turn", prompts=("semantic_match",))
+async def semantic_match(target: ScoringInput) -> list[Score]:
+    """The turn's reply against its expected message (0-4, met at the threshold)."""
+    turn = _turn(target)
+    expect = turn.turn.expect
+    if expect is None or expect.message is None:
+        return []
+    score = await target.judge.semantic_match(
+        expected=expect.message,
+        actual=target.view(turn.replies).text(),
+        context=turn.conversation,
+        threshold=target.thresholds.semantic_match,
+        turn=turn.number,
+    )
+    return [score.model_copy(update={"check": turn.prefix + score.check, "turn": turn.number})]
+
+
+@scorer("reference_answer", kinds={"golden"}, scope="turn", prompts=("reference_answer", "side_claim"))
+async def reference_answer(target: ScoringInput) -> list[Score]:
+    """The turn's reply against its reference answer (0-100), then each ``must_not_state`` claim on its own."""
+    turn = _turn(target)
+    expect = turn.turn.expect
+    if expect is None or expect.reference_answer is None:
+        return []
+    question = turn.turn.user or (turn.turn.event.name if turn.turn.event else "")
+    scores = await target.judge.reference_answer(
+        question=question,
+        answer=target.view(turn.replies).text(),
+        reference=expect.reference_answer,
+        threshold=target.thresholds.reference_answer,
+        turn=turn.number,
+    )
+    return [score.model_copy(update={"check": turn.prefix + score.check, "turn": turn.number}) for score in scores]
+
+
+@scorer("keywords", kinds={"golden"}, scope="turn")
+async def keywords(target: ScoringInput) -> list[Score]:
+    """The turn's ``must_contain`` / ``must_not_contain`` terms."""
+    turn = _turn(target)
+    if turn.turn.expect is None:
+        return []
+    details = check_keywords(turn.turn.expect, target.view(turn.replies))
+    return [_from_detail("keywords", detail, turn.prefix, turn=turn.number) for detail in details]
+
+
+@scorer("tool_calls", kinds={"golden"}, scope="turn")
+async def tool_calls(target: ScoringInput) -> list[Score]:
+    """A golden turn's tool calls: tool-call correctness, the order check, and the calls no spec took.
+
+    Other calls are always reported (``unexpected_tool_call``, naming them). They fail the turn only where
+    it allows none, ``tool_order: exact`` (the hosted builders' golden rule: an unexpected call fails the
+    evaluation but does not lower tool-call correctness); with ``any`` or ``in_order`` they are allowed,
+    so the score is ``n/a`` and not required.
+    """
+    turn = _turn(target)
+    expect = turn.turn.expect
+    if expect is None:
+        return []
+    specs, order, prefix, number = expect.tool_calls, expect.tool_order, turn.prefix, turn.number
+    calls = target.view(turn.replies).calls()
+    correctness = tool_call_correctness(specs, calls)
+    threshold = target.thresholds.tool_call_correctness
+    scores: list[Score] = []
+    if correctness.value is not None:
+        scores.append(
+            Score(
+                metric="tool_call_correctness",
+                check=f"{prefix}tool-call correctness",
+                source="deterministic",
+                verdict="met" if correctness.value >= threshold else "not_met",
+                value=correctness.value,
+                threshold=threshold,
+                reason=correctness.describe(),
+                turn=number,
+            )
+        )
+    if specs or order == "exact":
+        scores.append(_from_detail("tool_order", check_tools_called(specs, order, calls), prefix, turn=number))
+    if not correctness.extra:
+        return scores
+    extra = ", ".join(describe_call(call) for call in correctness.extra)
+    strict = order == "exact"
+    scores.append(
+        Score(
+            metric="unexpected_tool_call",
+            check=f"{prefix}{'no unexpected tool call' if strict else 'other tool calls'}",
+            source="deterministic",
+            verdict="not_met" if strict else "n/a",
+            reason=f"called {extra}, which this turn does not expect (tool_order: exact allows no other call)"
+            if strict
+            else f"also called {extra}: allowed by tool_order: {order} (tool_order: exact would fail the turn)",
+            required=strict,
+            turn=number,
+        )
+    )
+    return scores
+
+
+@scorer("handoff", kinds={"golden"}, scope="turn")
+async def handoff(target: ScoringInput) -> list[Score]:
+    """The hand-off the turn expects."""
+    turn = _turn(target)
+    expect = turn.turn.expect
+    if expect is None or expect.handoff is None:
+        return []
+    detail = check_expectation(ExpectationSpec(handoff=expect.handoff), target.view(turn.replies))
+    assert detail is not None
+    return [_from_detail("handoff", detail, turn.prefix, turn=turn.number)]
+
+
+@scorer("variables", kinds={"golden"}, scope="turn")
+async def variables(target: ScoringInput) -> list[Score]:
+    """The session variables the agent must have set by the end of the turn."""
+    turn = _turn(target)
+    expect = turn.turn.expect
+    if expect is None:
+        return []
+    scores: list[Score] = []
+    for name, value in expect.variables.items():
+        spec = ExpectationSpec.model_validate({"variable": {"name": name, "value": value}})
+        detail = check_expectation(spec, target.view(turn.replies, up_to_turn=turn.number))
+        assert detail is not None
+        scores.append(_from_detail("variable", detail, turn.prefix, turn=turn.number))
+    return scores
+
+
+def hallucination_context(transcript: Transcript, reply: AgentEvent, instructions: str | None = None) -> str:
+    """What the agent knew when it wrote ``reply``: its instructions, the session variables, and the
+    conversation up to and including that turn (tool calls and their results included)."""
+    # Everything before the reply (its own user message included), never the reply itself: the claim under
+    # test must not count as its own support. The reply's own tool calls are shown with the turn.
+    position = next((i for i, event in enumerate(transcript.events) if event is reply), len(transcript.events))
+    earlier = transcript.events[:position]
+    lines = []
+    if instructions:
+        lines.append(f"AGENT INSTRUCTIONS: {instructions}")
+    if transcript.session_parameters:
+        lines.append(f"SESSION VARIABLES: {transcript.session_parameters}")
+    lines.append(render_conversation(earlier))
+    return "\n".join(lines)
+
+
+#: A step's status as the verdict of its goal-achievement score (DESIGN's four states): a step that is unsure
+#: or was never reached (the conversation stopped for approval, or ended) is not the agent's failure.
+_STEP_VERDICT: dict[str, ScoreVerdict] = {
+    "complete": "met",
+    "incomplete": "not_met",
+    "blocked": "not_met",
+    "unsure": "unsure",
+    "not_reached": "unsure",
+    "not_attempted": "unsure",
+}
+
+
+def _from_detail(
+    metric: str, detail: CheckDetail, prefix: str, *, step: int | None = None, turn: int | None = None
+) -> Score:
+    return Score(
+        metric=metric,
+        check=prefix + detail.check,
+        source="deterministic",
+        verdict=detail.verdict,
+        reason=detail.evidence,
+        step=step,
+        turn=turn,
+    )

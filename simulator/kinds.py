@@ -1,0 +1,498 @@
+"""One behaviour object per kind of case: everything that differs between golden, scenario and simulation.
+
+The engine, the scorer, the planner, the loader and the reports ask :func:`kind_of` instead of testing the
+case's class, so how a kind speaks, is checked, counted, labelled, scored and shown reads in one class here:
+
+* :class:`GoldenKind`: fixed user turns replayed in order; nothing is checked while it runs (each turn is
+  recorded), every turn is scored afterwards against its ``expect``; no persona, no simulated user;
+* :class:`ScenarioKind`: one open goal (one "step", labelled ``goal``); the simulated user may end it; a goal
+  with neither ``success_criteria`` nor ``checks`` is *open*: the engine cannot decide it, the judge's goal
+  satisfaction does;
+* :class:`SimulationKind`: ordered steps; the simulated user works on the current step only; a step not met
+  within its turns stops the conversation (later steps are blocked by it).
+
+Imports only ``simulator.models`` (DESIGN: the ``kinds`` row), so every layer may use it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, Literal, TypeVar
+
+from pydantic import JsonValue
+
+from simulator.models import Case, EventSpec, ExpectationSpec, GoldenCase, ScenarioCase, SimulationCase, Step
+from simulator.models.transcript import AgentEvent, GoldenTurnRecord, StopReason
+
+__all__ = [
+    "KINDS",
+    "ExpectationScope",
+    "GoldenKind",
+    "Kind",
+    "ScenarioKind",
+    "ScriptedInput",
+    "SimulationKind",
+    "StepCriteria",
+    "UserBrief",
+    "expectation_questions",
+    "kind_named",
+    "kind_of",
+]
+
+C = TypeVar("C", GoldenCase, ScenarioCase, SimulationCase)
+#: A place in a case as written (keys and list indexes), for errors the loader locates in the YAML file.
+Where = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class ScriptedInput:
+    """What the user side sends without a simulated user: a fixed text, or a named event."""
+
+    text: str | None = None
+    event: EventSpec | None = None
+    source: Literal["golden", "static"] = "static"
+
+
+@dataclass(frozen=True)
+class UserBrief:
+    """What the simulated user is told for the current step: never its success criteria (DESIGN)."""
+
+    goal: str | None
+    response_guide: str | dict[str, JsonValue] | None
+    say: Sequence[str]
+
+
+@dataclass(frozen=True)
+class StepCriteria:
+    """What decides the current step after an agent reply: its goal, criteria in words and checks."""
+
+    goal: str | None
+    criteria: str | None
+    checks: Sequence[ExpectationSpec]
+
+
+@dataclass(frozen=True)
+class ExpectationScope:
+    """Expectations a step or golden turn refers to (by text), checked on that step's or turn's replies only."""
+
+    step: int | None
+    turn: int | None
+    references: Sequence[str]
+
+    @property
+    def label(self) -> str:
+        """``step N`` or ``turn N``, as the scores' checks are prefixed."""
+        return f"step {self.step + 1}" if self.step is not None else f"turn {self.turn}"
+
+
+class Kind(ABC, Generic[C]):
+    """How one kind of case behaves; one instance per kind, found with :func:`kind_of`."""
+
+    #: The case's ``kind:`` as written in YAML and stored on transcripts.
+    name: ClassVar[str]
+    #: When a case of this kind passes (DESIGN's table), made exact by the required scores of the scorers that
+    #: apply to the kind (``simulator.judges.scorers``) and the rules below (:meth:`has_open_goal`).
+    passes_when: ClassVar[str]
+    #: Whether a simulated user plays a persona (a replay of fixed turns has none to play).
+    plays_persona: ClassVar[bool] = True
+    #: Whether the agent's replies are checked while the conversation runs (golden turns are scored after it).
+    checks_replies: ClassVar[bool] = True
+    #: Whether the simulated user's "done" signal may end the conversation (it never decides a step).
+    user_can_end: ClassVar[bool] = False
+    #: Why the conversation stops when the current step is not met within its turns.
+    out_of_turns_stop: ClassVar[StopReason] = "step_failed"
+    #: Whether events carry the step index (a scenario's single goal is not numbered).
+    numbers_steps: ClassVar[bool] = True
+
+    # -- the user side ----------------------------------------------------------------------------------
+
+    def initiator(self, case: C) -> Literal["user", "agent"]:
+        """Who speaks first."""
+        return "user"
+
+    @abstractmethod
+    def scripted_input(self, case: C, index: int) -> ScriptedInput | None:
+        """What the user side sends in step ``index`` without a simulated user, or None: the simulated user speaks."""
+
+    def user_brief(self, case: C, index: int) -> UserBrief:
+        """What the simulated user works on in step ``index`` (only asked when :meth:`scripted_input` is None)."""
+        raise NotImplementedError(f"a {self.name} case has no simulated user")
+
+    # -- steps: counted, labelled, checked ---------------------------------------------------------------
+
+    @abstractmethod
+    def step_count(self, case: C) -> int:
+        """Steps of a simulation, turns of a golden case, 1 for a scenario (its goal)."""
+
+    @abstractmethod
+    def step_label(self, case: C, index: int) -> str:
+        """A step's goal or label, as reports and "blocked by" name it."""
+
+    def step(self, case: C, index: int) -> Step | None:
+        """The simulation step at ``index`` (None for other kinds)."""
+        return None
+
+    def step_number(self, index: int) -> int | None:
+        """The step index recorded on the conversation's events."""
+        return index if self.numbers_steps else None
+
+    def max_turns(self, case: C, index: int) -> int:
+        """User turns allowed for a step; a golden turn, static utterance or event is sent once."""
+        return 1
+
+    def min_turns(self, case: C, index: int) -> int:
+        """User turns before the step may be judged."""
+        return 1
+
+    def criteria(self, case: C, index: int) -> StepCriteria:
+        """What is checked after each agent reply in step ``index``."""
+        raise NotImplementedError(f"a {self.name} case is not checked while it runs")
+
+    def replays_expected_history(self, case: C) -> bool:
+        """Whether the agent is shown the expected history instead of its own replies (golden ``stable``)."""
+        return False
+
+    def turn_record(self, case: C, index: int, last: AgentEvent | None) -> GoldenTurnRecord:
+        """What a kind that does not check replies records of turn ``index`` instead."""
+        raise NotImplementedError(f"a {self.name} case checks its replies; it records no turns")
+
+    def has_open_goal(self, case: C) -> bool:
+        """A goal with nothing the engine can check (the judge's goal satisfaction decides it)."""
+        return False
+
+    def stop_when_decided(self, case: C, index: int, *, met: bool) -> StopReason | None:
+        """The stop reason once step ``index`` is decided (met, or unsure at its max turns); None: next step."""
+        return "completed" if index + 1 >= self.step_count(case) else None
+
+    # -- scoring: what is scored and what must pass -------------------------------------------------------
+
+    def outcome_label(self, index: int) -> str:
+        """How a step's goal-achievement score names it: ``step N`` (``goal`` for a scenario)."""
+        return f"step {index + 1}"
+
+    def expectation_scopes(self, case: C) -> list[ExpectationScope]:
+        """The steps or turns that refer to expectations, in order."""
+        return []
+
+    def goal_description(self, case: C) -> str | None:
+        """The user's goal as the goal-satisfaction judge reads it (None: the kind has no user goal)."""
+        return None
+
+    def judge_questions(self, case: C) -> list[str]:
+        """What only a judge model can decide in this kind's own fields (the case's expectations aside)."""
+        return []
+
+    # -- loading and reports -----------------------------------------------------------------------------
+
+    def checks_written(self, case: C) -> list[tuple[Where, ExpectationSpec]]:
+        """Every deterministic check written in the kind's own fields, with where it is written."""
+        return []
+
+    def references_written(self, case: C) -> list[tuple[Where, str]]:
+        """Every reference to an expectation's text, with where it is written."""
+        return []
+
+    def tool_names_written(self, case: C) -> list[tuple[Where, str]]:
+        """Tool names the kind's own fields expect the agent to call, with where they are written."""
+        return []
+
+    def variables_written(self, case: C) -> list[tuple[Where, str]]:
+        """Session variable names the kind's own fields expect the agent to set, with where they are written."""
+        return []
+
+    def report_label(self, index: int) -> str:
+        """A step's heading in a report."""
+        return f"Step {index + 1}"
+
+    def report_criteria(self, case: C, index: int) -> str | None:
+        """The success criteria a report shows beside step ``index``."""
+        return None
+
+    def report_goal(self, case: C) -> str | None:
+        """The goal a report shows when the conversation recorded no step."""
+        return None
+
+
+def expectation_questions(where: str, spec: ExpectationSpec) -> list[str]:
+    """What in one expectation only a judge model can decide: its expected message, or its words."""
+    deterministic = any(
+        getattr(spec, name) is not None
+        for name in ("must_contain", "must_not_contain", "tool_call", "variable", "handoff")
+    )
+    if spec.message is not None:
+        return [f"{where}: expected message (semantic match)"]
+    return [] if deterministic else [f"{where}: expectation in words"]
+
+
+class GoldenKind(Kind[GoldenCase]):
+    """Fixed user turns replayed in order; every turn is scored after the conversation against its ``expect``."""
+
+    name = "golden"
+    passes_when = (
+        "every turn meets its thresholds (semantic match, tool-call correctness, no hallucination) and no "
+        "unexpected tool call happened"
+    )
+    plays_persona = False
+    checks_replies = False
+
+    def scripted_input(self, case: GoldenCase, index: int) -> ScriptedInput:
+        """The golden turn's message or event."""
+        turn = case.turns[index]
+        return ScriptedInput(text=turn.user, event=turn.event, source="golden")
+
+    def step_count(self, case: GoldenCase) -> int:
+        """Its turns."""
+        return len(case.turns)
+
+    def step_label(self, case: GoldenCase, index: int) -> str:
+        """``turn N``."""
+        return f"turn {index + 1}"
+
+    def replays_expected_history(self, case: GoldenCase) -> bool:
+        """``replay: stable``."""
+        return case.replay == "stable"
+
+    def turn_record(self, case: GoldenCase, index: int, last: AgentEvent | None) -> GoldenTurnRecord:
+        """The turn as written beside what the agent did in it (``last``: its reply)."""
+        turn = case.turns[index]
+        return GoldenTurnRecord(
+            index=index,
+            user=turn.user,
+            event=turn.event.name if turn.event else None,
+            expected_message=turn.expect.message if turn.expect else None,
+            expected_tools=[call.name for call in turn.expect.tool_calls] if turn.expect else [],
+            actual_messages=list(last.messages) if last else [],
+            actual_tools=[call.name for call in last.tool_calls] if last else [],
+            history="expected" if case.replay == "stable" else "actual",
+        )
+
+    def expectation_scopes(self, case: GoldenCase) -> list[ExpectationScope]:
+        """Each turn's ``expectations:``."""
+        return [ExpectationScope(None, i + 1, turn.expectations) for i, turn in enumerate(case.turns)]
+
+    def judge_questions(self, case: GoldenCase) -> list[str]:
+        """Expected messages (semantic match) and reference answers of the turns."""
+        found: list[str] = []
+        for number, turn in enumerate(case.turns, 1):
+            if turn.expect is not None and turn.expect.message is not None:
+                found.append(f"turn {number}: expected message (semantic match)")
+            if turn.expect is not None and turn.expect.reference_answer is not None:
+                found.append(f"turn {number}: reference answer")
+        return found
+
+    def references_written(self, case: GoldenCase) -> list[tuple[Where, str]]:
+        """``turns[t].expectations[i]``."""
+        return [
+            (("turns", t, "expectations", i), ref)
+            for t, turn in enumerate(case.turns)
+            for i, ref in enumerate(turn.expectations)
+        ]
+
+    def tool_names_written(self, case: GoldenCase) -> list[tuple[Where, str]]:
+        """``turns[t].expect.tool_calls[c].name``."""
+        return [
+            (("turns", t, "expect", "tool_calls", c, "name"), call.name)
+            for t, turn in enumerate(case.turns)
+            if turn.expect
+            for c, call in enumerate(turn.expect.tool_calls)
+        ]
+
+    def variables_written(self, case: GoldenCase) -> list[tuple[Where, str]]:
+        """``turns[t].expect.variables.<name>``."""
+        return [
+            (("turns", t, "expect", "variables", name), name)
+            for t, turn in enumerate(case.turns)
+            if turn.expect
+            for name in turn.expect.variables
+        ]
+
+
+class ScenarioKind(Kind[ScenarioCase]):
+    """One open goal, improvised by the simulated user, who may end it."""
+
+    name = "scenario"
+    passes_when = (
+        "user goal satisfied AND no hallucination AND all expectations met; an open goal (no criteria, no "
+        "checks) is decided by the judge's goal satisfaction alone"
+    )
+    user_can_end = True
+    out_of_turns_stop = "max_turns"
+    numbers_steps = False
+
+    def initiator(self, case: ScenarioCase) -> Literal["user", "agent"]:
+        """As the case says."""
+        return case.initiator
+
+    def scripted_input(self, case: ScenarioCase, index: int) -> ScriptedInput | None:
+        """The simulated user always speaks."""
+        return None
+
+    def user_brief(self, case: ScenarioCase, index: int) -> UserBrief:
+        """The case's goal, response guide and lines."""
+        return UserBrief(case.goal, case.response_guide, case.say)
+
+    def step_count(self, case: ScenarioCase) -> int:
+        """One: the goal."""
+        return 1
+
+    def step_label(self, case: ScenarioCase, index: int) -> str:
+        """The goal."""
+        return case.goal
+
+    def max_turns(self, case: ScenarioCase, index: int) -> int:
+        """The case's ``max_turns``."""
+        return case.max_turns
+
+    def criteria(self, case: ScenarioCase, index: int) -> StepCriteria:
+        """The case's goal, success criteria and checks."""
+        return StepCriteria(case.goal, case.success_criteria, list(case.checks))
+
+    def has_open_goal(self, case: ScenarioCase) -> bool:
+        """Neither success criteria nor checks."""
+        return case.success_criteria is None and not case.checks
+
+    def stop_when_decided(self, case: ScenarioCase, index: int, *, met: bool) -> StopReason:
+        """The goal is the whole conversation: it ends either way."""
+        return "completed" if met else "max_turns"
+
+    def outcome_label(self, index: int) -> str:
+        """``goal``."""
+        return "goal"
+
+    def goal_description(self, case: ScenarioCase) -> str:
+        """The goal, with the success criteria that define it."""
+        return _goal_text([(case.goal, case.success_criteria)])
+
+    def judge_questions(self, case: ScenarioCase) -> list[str]:
+        """Its success criteria and checks in words."""
+        found = ["success criteria"] if case.success_criteria else []
+        for check in case.checks:
+            found += expectation_questions("check", check)
+        return found
+
+    def checks_written(self, case: ScenarioCase) -> list[tuple[Where, ExpectationSpec]]:
+        """``checks[c]``."""
+        return [(("checks", c), check) for c, check in enumerate(case.checks)]
+
+    def report_label(self, index: int) -> str:
+        """``Goal``."""
+        return "Goal"
+
+    def report_criteria(self, case: ScenarioCase, index: int) -> str | None:
+        """The goal's success criteria."""
+        return case.success_criteria if index == 0 else None
+
+    def report_goal(self, case: ScenarioCase) -> str:
+        """The goal."""
+        return case.goal
+
+
+class SimulationKind(Kind[SimulationCase]):
+    """Ordered steps; the simulated user works on the current one; a failed step blocks the later ones."""
+
+    name = "simulation"
+    passes_when = "every step completed, plus the scenario conditions"
+
+    def initiator(self, case: SimulationCase) -> Literal["user", "agent"]:
+        """As the case says."""
+        return case.initiator
+
+    def scripted_input(self, case: SimulationCase, index: int) -> ScriptedInput | None:
+        """A static utterance or an event step; a goal step is the simulated user's."""
+        step = self.step(case, index)
+        if step is not None and step.static_utterance is not None:
+            return ScriptedInput(text=step.static_utterance, source="static")
+        if step is not None and step.event is not None:
+            return ScriptedInput(event=step.event, source="static")
+        return None
+
+    def user_brief(self, case: SimulationCase, index: int) -> UserBrief:
+        """The current step's goal, response guide and lines (never its success criteria)."""
+        step = case.steps[index]
+        return UserBrief(step.goal, step.response_guide, step.say)
+
+    def step_count(self, case: SimulationCase) -> int:
+        """Its steps."""
+        return len(case.steps)
+
+    def step(self, case: SimulationCase, index: int) -> Step | None:
+        """The step at ``index``, None past the last."""
+        return case.steps[index] if index < len(case.steps) else None
+
+    def step_label(self, case: SimulationCase, index: int) -> str:
+        """The step's name, goal, utterance or event."""
+        return case.steps[index].label()
+
+    def max_turns(self, case: SimulationCase, index: int) -> int:
+        """A goal step's ``max_turns``; a static utterance or event is sent once."""
+        step = self.step(case, index)
+        return 1 if step is None or step.goal is None else step.max_turns
+
+    def min_turns(self, case: SimulationCase, index: int) -> int:
+        """A goal step's ``min_turns``."""
+        step = self.step(case, index)
+        return step.min_turns if step is not None and step.goal is not None else 1
+
+    def criteria(self, case: SimulationCase, index: int) -> StepCriteria:
+        """The step's goal, success criteria and checks."""
+        step = case.steps[index]
+        return StepCriteria(step.goal, step.success_criteria, list(step.checks))
+
+    def expectation_scopes(self, case: SimulationCase) -> list[ExpectationScope]:
+        """Each step's ``expectations:``."""
+        return [ExpectationScope(i, None, step.expectations) for i, step in enumerate(case.steps)]
+
+    def goal_description(self, case: SimulationCase) -> str | None:
+        """Every goal step's goal, with its success criteria."""
+        return _goal_text([(step.goal, step.success_criteria) for step in case.steps if step.goal]) or None
+
+    def judge_questions(self, case: SimulationCase) -> list[str]:
+        """Each step's success criteria and checks in words."""
+        found: list[str] = []
+        for number, step in enumerate(case.steps, 1):
+            if step.success_criteria:
+                found.append(f"step {number}: success criteria")
+            for check in step.checks:
+                found += expectation_questions(f"step {number}: check", check)
+        return found
+
+    def checks_written(self, case: SimulationCase) -> list[tuple[Where, ExpectationSpec]]:
+        """``steps[s].checks[c]``."""
+        return [
+            (("steps", s, "checks", c), check)
+            for s, step in enumerate(case.steps)
+            for c, check in enumerate(step.checks)
+        ]
+
+    def references_written(self, case: SimulationCase) -> list[tuple[Where, str]]:
+        """``steps[s].expectations[i]``."""
+        return [
+            (("steps", s, "expectations", i), ref)
+            for s, step in enumerate(case.steps)
+            for i, ref in enumerate(step.expectations)
+        ]
+
+    def report_criteria(self, case: SimulationCase, index: int) -> str | None:
+        """The step's success criteria."""
+        return case.steps[index].success_criteria if 0 <= index < len(case.steps) else None
+
+
+def _goal_text(parts: Sequence[tuple[str | None, str | None]]) -> str:
+    # A red-team user "wins" when the agent refuses as the criteria say: the judge needs the criteria too.
+    return "; ".join((goal or "") + (f" (satisfied when: {criteria})" if criteria else "") for goal, criteria in parts)
+
+
+#: Every kind by its ``kind:`` name.
+KINDS: dict[str, Kind[Any]] = {kind.name: kind for kind in (GoldenKind(), ScenarioKind(), SimulationKind())}
+
+
+def kind_of(case: Case) -> Kind[Any]:
+    """The behaviour of ``case``'s kind."""
+    return KINDS[case.kind]
+
+
+def kind_named(name: str) -> Kind[Any]:
+    """The behaviour of the kind called ``name`` (as stored on a transcript)."""
+    return KINDS[name]
