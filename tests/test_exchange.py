@@ -34,7 +34,7 @@ from simulator.models import GoldenCase, Suite
 from simulator.models.run import PlanItem, RunRecord, RunSettings, StoredResult, SuiteSnapshot
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import AgentEvent, InputEvent, ToolCallRecord, Transcript, UserEvent
-from simulator.runner import RunOptions, find_case, model_roles, run_case, score_case
+from simulator.runner import find_case, model_roles, run_case, score_case
 from simulator.runner._execute import execute
 from simulator.runner._plan import build_plan, new_record, snapshot_of
 from simulator.store import RunStore
@@ -395,7 +395,7 @@ def test_a_recorded_golden_case_passes_its_deterministic_checks_when_replayed(
     path.write_text(golden_from_run(*demo_run, SIMULATION_CASE), encoding="utf-8")
     loaded = load_suite(path)
     case = find_case(loaded, f"{SIMULATION_CASE}_golden")
-    options = RunOptions()
+    options = RunSettings()
 
     async def replay() -> CaseResult:
         llm = LLMClient(model_roles(loaded, options))

@@ -18,8 +18,9 @@ import pytest
 from simulator.code_refs import PRIVATE_ROOT, CodeRefError, resolve, resolve_callable
 from simulator.llm import LLMClient
 from simulator.loading import load_suite, validate_paths
+from simulator.models.run import RunSettings
 from simulator.models.transcript import ToolCallRecord, Transcript
-from simulator.runner import RunOptions, find_case, model_roles, run_case
+from simulator.runner import find_case, model_roles, run_case
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "suites" / "examples" / "live_tools" / "holidays.yaml"
@@ -37,7 +38,7 @@ def write(root: Path, files: Mapping[str, str]) -> Path:
 
 def run_live(suite: Path, case: str, *, live: bool = True) -> Transcript:
     loaded = load_suite(suite)
-    options = RunOptions(live=live)
+    options = RunSettings(live=live)
     llm = LLMClient(model_roles(loaded, options))
     return asyncio.run(run_case(loaded, find_case(loaded, case), persona=None, llm=llm, options=options))
 

@@ -14,7 +14,7 @@ from simulator.errors import ConfigErrors
 from simulator.llm import FakeScript, LLMClient
 from simulator.loading import load_suite, validate_paths
 from simulator.models.run import RunRecord, RunSettings, SuiteSnapshot
-from simulator.runner import RunOptions, model_roles
+from simulator.runner import model_roles
 from simulator.runner._execute import execute
 from simulator.runner._plan import build_plan, new_record, restore, snapshot_of, suite_hash
 from simulator.store import RunStore
@@ -47,7 +47,7 @@ def _run(store: RunStore, record: RunRecord) -> list[str]:
     """Execute what is left of ``record`` with a fresh fake judge; the texts the judge was sent."""
     script = _script()
     loaded = restore(record.snapshot[0])
-    llm = LLMClient(model_roles(loaded, RunOptions(judge_model="fake/judge")), fake_script=script)
+    llm = LLMClient(model_roles(loaded, RunSettings(judge_model="fake/judge")), fake_script=script)
     asyncio.run(execute(store, record, clients={0: llm}, checkpoints=False))
     return [str(request.messages[-1]["content"]) for request in script.requests]
 

@@ -10,19 +10,20 @@ import pytest
 
 from simulator.llm import FakeScript, LLMClient
 from simulator.loading import load_suite
+from simulator.models.run import RunSettings
 from simulator.models.transcript import Transcript, UserEvent
 from simulator.reports import goals
-from simulator.runner import RunOptions, find_case, model_roles, pick_persona, run_case
+from simulator.runner import find_case, model_roles, pick_persona, run_case
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = sorted(p for p in (ROOT / "suites").rglob("*.yaml") if p.name != "agent.yaml")
 
 
 def simulate_case(
-    path: Path, name: str, options: RunOptions | None = None, script: FakeScript | None = None
+    path: Path, name: str, options: RunSettings | None = None, script: FakeScript | None = None
 ) -> Transcript:
     loaded = load_suite(path)
-    options = options or RunOptions()
+    options = options or RunSettings()
     case = find_case(loaded, name)
     llm = LLMClient(model_roles(loaded, options), fake_script=script)
     return asyncio.run(run_case(loaded, case, persona=pick_persona(loaded, case, None), llm=llm, options=options))
@@ -63,7 +64,7 @@ def test_an_llm_user_runs_the_same_case_through_the_fake_provider(monkeypatch: p
     transcript = simulate_case(
         ROOT / "suites" / "demo" / "simulations.yaml",
         "order_status_needs_the_order_number",
-        RunOptions(user_model="fake/user"),
+        RunSettings(user_model="fake/user"),
         script,
     )
     assert transcript.stop_reason == "completed", transcript.steps
@@ -88,7 +89,7 @@ def test_a_judge_model_decides_the_criteria_through_the_fake_provider(monkeypatc
     transcript = simulate_case(
         ROOT / "suites" / "demo" / "simulations.yaml",
         "order_status_needs_the_order_number",
-        RunOptions(judge_model="fake/judge"),
+        RunSettings(judge_model="fake/judge"),
         script,
     )
     # Step 2's checks pass, but the judge says its criteria are not met: the step fails on the judge's reason.
@@ -142,7 +143,7 @@ def test_a_prompt_override_is_what_the_judge_is_asked(tmp_path: Path) -> None:
     suite = _suite_with_prompt(tmp_path, "HOUSE RULES. Does this hold: {expectation}\n{conversation}\nJSON only.")
     loaded = load_suite(suite)
     case = loaded.suite.cases[0]
-    options = RunOptions(judge_model="fake/judge")
+    options = RunSettings(judge_model="fake/judge")
     script = FakeScript().enqueue("judge", {"verdict": "met", "reason": "greeted"}, times=10)
     script.enqueue("judge", {"verdict": "supported", "claim": "", "reason": "ok"}, times=10)
     llm = LLMClient(model_roles(loaded, options), fake_script=script)

@@ -27,7 +27,6 @@ from simulator.runner._api import (
     simulate_async,
 )
 from simulator.runner._case import (
-    RunOptions,
     check_environment,
     find_case,
     load_prompt_overrides,
@@ -42,7 +41,6 @@ __all__ = [
     "PlannedRun",
     "Progress",
     "RunEvent",
-    "RunOptions",
     "RunOutcome",
     "RunStarted",
     "SimulationPlan",

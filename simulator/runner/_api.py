@@ -27,7 +27,7 @@ from simulator.loading import LoadedSuite, validate_paths
 from simulator.models import Case, ModelRoles, Persona
 from simulator.models.run import PlanItem, RunRecord, RunSettings, StoredResult, SuiteSnapshot
 from simulator.models.scores import CaseResult
-from simulator.runner._case import RunOptions, check_environment, find_case, model_roles, pick_persona
+from simulator.runner._case import check_environment, find_case, model_roles, pick_persona
 from simulator.runner._execute import Progress, check_live, execute
 from simulator.runner._plan import build_plan, new_record, plan_notes, restore, snapshot_of, unknown_case_filters
 from simulator.store import RunStore, default_db_path
@@ -176,19 +176,7 @@ def _path_as_given(loaded: LoadedSuite) -> str:
 
 
 def _has_judge(settings: RunSettings) -> Callable[[LoadedSuite], bool]:
-    options = options_of(settings)
-    return lambda loaded: bool(model_roles(loaded, options).judge.model)
-
-
-def options_of(settings: RunSettings, *, live: bool | None = None) -> RunOptions:
-    """What a conversation needs of the run's settings."""
-    return RunOptions(
-        live=settings.live if live is None else live,
-        user_model=settings.user_model,
-        judge_model=settings.judge_model,
-        seed=settings.seed,
-        models=settings.models,
-    )
+    return lambda loaded: bool(model_roles(loaded, settings).judge.model)
 
 
 def plan(suites: Suites, settings: RunSettings | None = None, **options: Any) -> PlannedRun:
@@ -399,7 +387,7 @@ class SimulationPlan:
 
     suite: LoadedSuite
     cases: list[tuple[Case, Persona | None]]
-    options: RunOptions
+    options: RunSettings
     notes: list[str]
     has_judge: bool
 
@@ -423,7 +411,7 @@ def plan_simulation(
     settings = RunSettings(
         live=live, user_model=user_model, judge_model=judge_model, seed=seed, models=role_overrides(models or {})
     )
-    options = options_of(settings)
+    options = settings
     chosen = [find_case(loaded, name) for name in cases] if cases else list(loaded.suite.cases)
     pairs = [(case, pick_persona(loaded, case, persona)) for case in chosen]
     notes = plan_notes([loaded], {(0, case.name) for case in chosen}, _has_judge(settings))

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from simulator.agents import build_agent
 from simulator.agents._base import free_agent_threads
@@ -22,24 +21,14 @@ from simulator.llm import LLMClient, metering
 from simulator.loading import LoadedSuite, config_error_at
 from simulator.loading._schema import did_you_mean
 from simulator.models import Case, ModelRoles, Persona
+from simulator.models.run import RunSettings
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
 from simulator.tools import live_functions
 from simulator.user import LLMUser, ScriptedUser, SimulatedUser
 
 
-@dataclass
-class RunOptions:
-    """What the command line can change about how cases run."""
-
-    live: bool = False
-    user_model: str | None = None
-    judge_model: str | None = None
-    seed: int = 0
-    models: Mapping[Literal["agent", "user", "judge"], Mapping[str, Any]] = field(default_factory=dict)
-
-
-def model_roles(loaded: LoadedSuite, options: RunOptions) -> ModelRoles:
+def model_roles(loaded: LoadedSuite, options: RunSettings) -> ModelRoles:
     """The suite's model settings with the command line's overrides (per-role settings first, then
     ``--user-model`` / ``--judge-model``); a litellm agent's model fills the agent role."""
     roles = loaded.suite.models
@@ -134,7 +123,7 @@ async def run_case(
     *,
     persona: Persona | None,
     llm: LLMClient,
-    options: RunOptions,
+    options: RunSettings,
     checkpointer: Any = None,
     thread_id: str | None = None,
 ) -> Transcript:
@@ -178,7 +167,7 @@ async def run_case(
     return await simulate(setup)
 
 
-def _setup_failure(case: Case, persona: Persona | None, options: RunOptions, message: str) -> Transcript:
+def _setup_failure(case: Case, persona: Persona | None, options: RunSettings, message: str) -> Transcript:
     now = utc_now()
     return Transcript(
         case=case.name,
@@ -217,7 +206,7 @@ async def score_case(
     transcript: Transcript,
     *,
     llm: LLMClient,
-    options: RunOptions,
+    options: RunSettings,
     repeat: int = 0,
 ) -> CaseResult:
     """Score one transcript and decide the case's outcome (see ``simulator.judges.scoring`` and ``metrics``)."""

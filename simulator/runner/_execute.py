@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from simulator.models import Case, Persona
 from simulator.models.run import PlanItem, RunRecord, RunStatus, StoredResult
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
-from simulator.runner._case import RunOptions, find_case, model_roles, run_case, score_case
+from simulator.runner._case import find_case, model_roles, run_case, score_case
 from simulator.runner._plan import restore
 from simulator.store import Lease, RunStore
 
@@ -116,10 +115,7 @@ async def execute(
     check_live(record, live)
     suites: list[LoadedSuite] = [restore(snapshot) for snapshot in record.snapshot]
     settings = record.settings
-    base = RunOptions(
-        live=live, user_model=settings.user_model, judge_model=settings.judge_model, seed=settings.seed,
-        models=settings.models,
-    )  # fmt: skip
+    base = settings.model_copy(update={"live": live})  # what this command says, never what the run stored
     models = dict(clients or {})
 
     def client(index: int) -> LLMClient:
@@ -147,7 +143,7 @@ async def execute(
             loaded = suites[item.suite]
             case = find_case(loaded, item.case)
             persona: Persona | None = loaded.personas.get(item.persona) if item.persona else None
-            options = dataclasses.replace(base, seed=item.seed)
+            options = base.model_copy(update={"seed": item.seed})
             began = time.monotonic()
             try:
                 with cache_scope(f"repeat {item.repeat}"):

@@ -25,6 +25,7 @@ from simulator.agents import AgentInput, AgentReply
 from simulator.agents.langgraph_agent import LanggraphAdapter
 from simulator.errors import AgentError
 from simulator.models import LanggraphAgent, ToolDeclaration, ToolFake
+from simulator.models.run import RunSettings
 from simulator.tools import NOT_EXECUTED, ToolHandle, ToolMode, ToolRouter
 
 R = TypeVar("R")
@@ -462,14 +463,14 @@ cases:
 def run_refund_suite(folder: Path, *, live: bool, approval: bool) -> Any:
     from simulator.llm import LLMClient
     from simulator.loading import load_suite
-    from simulator.runner import RunOptions, find_case, model_roles, run_case
+    from simulator.runner import find_case, model_roles, run_case
 
     (folder / ".git").mkdir(parents=True, exist_ok=True)
     (folder / "refund_graph.py").write_text(REFUND_GRAPH_PY, encoding="utf-8")
     (folder / "agent.yaml").write_text(REFUND_AGENT_YAML.format(approval=str(approval).lower()), encoding="utf-8")
     (folder / "suite.yaml").write_text(REFUND_SUITE_YAML, encoding="utf-8")
     loaded = load_suite(folder / "suite.yaml")
-    options = RunOptions(live=live)
+    options = RunSettings(live=live)
     llm = LLMClient(model_roles(loaded, options))
     return asyncio.run(run_case(loaded, find_case(loaded, "refund"), persona=None, llm=llm, options=options))
 

@@ -142,9 +142,8 @@ def test_model_overrides_from_the_command_line_reach_the_stored_settings(project
     }
     planned = simulator.plan("suite.yaml", models=stored)
     from simulator.runner import model_roles
-    from simulator.runner._api import options_of
 
-    roles = model_roles(planned.suites[0], options_of(planned.settings))
+    roles = model_roles(planned.suites[0], planned.settings)
     assert (roles.judge.model, roles.judge.api_base, roles.judge.timeout) == (
         "openai/gpt-4o-mini", "http://127.0.0.1:9/v1", 5.0,
     )  # fmt: skip

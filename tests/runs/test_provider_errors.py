@@ -15,7 +15,7 @@ from simulator.llm import (
 )
 from simulator.loading import validate_paths
 from simulator.models.run import RunSettings
-from simulator.runner._case import RunOptions, model_roles
+from simulator.runner._case import model_roles
 from simulator.runner._execute import execute
 from simulator.runner._plan import build_plan, new_record, snapshot_of
 from simulator.store import RunStore
@@ -49,7 +49,7 @@ def test_retries_and_errors_through_the_fake_provider(tmp_path: Path) -> None:
     script.enqueue("user", fake_timeout(), move("Where is ORD-10042?"))  # c: retried, then fine
     script.enqueue("user", "not json", "still not json", "{}")  # d: malformed three times
     client = LLMClient(
-        model_roles(report.suites[0], RunOptions(user_model="fake/user")), fake_script=script, sleep=_no_wait
+        model_roles(report.suites[0], RunSettings(user_model="fake/user")), fake_script=script, sleep=_no_wait
     )
     with RunStore(tmp_path / "runs.db") as store:
         record = new_record(store.new_run_id(), [snapshot_of(report.suites[0], "suite.yaml")], settings, plan)
