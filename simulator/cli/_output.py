@@ -75,9 +75,16 @@ def _print_document(text: str, kind: Literal["json", "text"] = "text") -> None:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _print_config_errors(errors: list[ConfigError]) -> None:
+def _print_json(payload: Any) -> None:
+    """Write ``payload`` as the one JSON document a ``--json`` command prints (through :func:`_print_document`)."""
+    import json
+
+    _print_document(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "json")
+
+
+def _print_config_errors(errors: list[ConfigError], console: SafeConsole | None = None) -> None:
     for error in errors:
-        out.print(error.render(), markup=False)
+        (console or out).print(error.render(), markup=False)
 
 
 def _handles_errors(command: F) -> F:
@@ -85,15 +92,17 @@ def _handles_errors(command: F) -> F:
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        # With --json stdout holds the one JSON document or nothing: the errors go to stderr.
+        where = err if kwargs.get("as_json") else out
         try:
             return command(*args, **kwargs)
         except ConfigErrors as exc:
-            _print_config_errors(exc.errors)
+            _print_config_errors(exc.errors, where)
             count = len(exc.errors)
             err.print(f"{count} error{'s' if count != 1 else ''}: fix the places above and run again.", markup=False)
             raise typer.Exit(EXIT_INVALID) from None
         except ConfigError as exc:
-            out.print(exc.render(), markup=False)
+            where.print(exc.render(), markup=False)
             raise typer.Exit(EXIT_INVALID) from None
         except InputError as exc:
             err.print(f"error: {exc}", markup=False)
@@ -118,6 +127,12 @@ def _handles_errors(command: F) -> F:
             raise typer.Exit(EXIT_INTERNAL) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document (nothing else on stdout).")]
+VerboseOption = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Show every check with its full reasoning and every repeated line.")
+]
 
 
 def _plural(count: int, word: str) -> str:

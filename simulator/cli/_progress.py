@@ -40,11 +40,16 @@ def _resume_command(record: Any, store_path: Path, db: Path | None) -> str:
 
 
 def _run_with_progress(
-    start: Callable[[Callable[[Any], None]], Any], *, db: Path | None, on_start: Callable[[Any], None] | None = None
+    start: Callable[[Callable[[Any], None]], Any],
+    *,
+    db: Path | None,
+    on_start: Callable[[Any], None] | None = None,
+    lines_to: SafeConsole | None = None,
 ) -> Any:
     """Run the coroutine ``start(on_event)`` (a public API call) with a progress bar on a terminal (plain lines
-    otherwise). Ctrl-C and SIGTERM both stop it cleanly: the run is marked interrupted, the command to resume it
-    is printed, and the exit code is 130 (Ctrl-C) or 143 (SIGTERM). A second SIGTERM ends the process at once."""
+    on ``lines_to``, stdout by default, otherwise). Ctrl-C and SIGTERM both stop it cleanly: the run is marked
+    interrupted, the command to resume it is printed, and the exit code is 130 (Ctrl-C) or 143 (SIGTERM). A
+    second SIGTERM ends the process at once."""
     import asyncio
     import contextlib
     import signal
@@ -69,7 +74,7 @@ def _run_with_progress(
         bar.update(task, completed=event.done, description=f"{event.item.case}")
         if not console.is_terminal:
             persona = f" ({event.item.persona})" if event.item.persona else ""
-            out.print(
+            (lines_to or out).print(
                 f"[{event.done}/{event.total}] {event.result.outcome:<6} {event.item.case}{persona} "
                 f"#{event.item.repeat + 1} {event.duration_s:.1f}s",
                 markup=False,
@@ -119,15 +124,24 @@ def _run_with_progress(
         raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
 
 
-def _print_run(outcome: Any) -> None:
+def _print_run(outcome: Any, *, verbose: bool = False) -> None:
     from simulator.store import RunStore
 
     with RunStore(outcome.store_path) as store:
-        _print_run_record(store, outcome.record)
+        _print_run_record(store, outcome.record, verbose=verbose)
 
 
-def _print_run_record(store: Any, record: Any) -> None:
-    from simulator.reports.run_text import CASE_COLUMNS, case_rows, repeat_lines, run_header, totals_lines
+def _print_run_record(store: Any, record: Any, *, verbose: bool = False) -> None:
+    """The run's header, one row per conversation (failures first), the totals; by default each reason whole
+    and the "no judge model" advice once at the end, with ``verbose`` every reason of every row."""
+    from simulator.reports.run_text import (
+        CASE_COLUMNS,
+        case_rows,
+        judge_advice,
+        repeat_lines,
+        run_header,
+        totals_lines,
+    )
 
     results = store.results(record.id)
     for line in run_header(record):
@@ -139,11 +153,14 @@ def _print_run_record(store: Any, record: Any) -> None:
     for column in CASE_COLUMNS:
         table.add_column(column, overflow="fold")
     styles = {"pass": "green", "fail": "red", "error": "bold red", "unsure": "yellow"}
-    for row in case_rows(results):
+    for row in case_rows(results, verbose=verbose):
         table.add_row(*row, style=styles.get(row[3]))
     out.print(table)
     for line in [*repeat_lines(results), *totals_lines(record)]:
         out.print(line, markup=False)
+    advice = None if verbose else judge_advice(results)
+    if advice:
+        out.print(advice, markup=False)
 
 
 def _exit_for(outcome: Any, fail_under: float | None) -> None:

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from simulator.cli._choices import ExchangeFormat
 from simulator.cli._output import (
     EXIT_INVALID,
     DbOption,
@@ -20,13 +21,7 @@ from simulator.cli._output import (
 )
 from simulator.cli.suites import _import_suite_from
 
-FormatOption = Annotated[str, typer.Option("--format", "-f", help="json or yaml.")]
-
-
-def _check_exchange_format(fmt: str) -> None:
-    if fmt not in ("json", "yaml"):
-        err.print(f"unknown format {fmt!r}: choose json or yaml", markup=False)
-        raise typer.Exit(EXIT_INVALID)
+FormatOption = Annotated[ExchangeFormat, typer.Option("--format", "-f", help="The export's format.")]
 
 
 def _emit(text: str, output: Path | None, force: bool, fmt: str) -> None:
@@ -64,7 +59,7 @@ def export_cases_command(
 @_handles_errors
 def export_run_command(
     run_ref: Annotated[str, typer.Argument(metavar="RUN")],
-    fmt: FormatOption = "json",
+    fmt: FormatOption = ExchangeFormat.json,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite the output file.")] = False,
     db: DbOption = None,
@@ -72,17 +67,16 @@ def export_run_command(
     """Export a stored run (record and results) to move it to another store."""
     from simulator.exchange import export_run
 
-    _check_exchange_format(fmt)
     with _store(db) as store:
         record = store.get_run(run_ref)
-        text = export_run(record, store.results(record.id), fmt)  # type: ignore[arg-type]
+        text = export_run(record, store.results(record.id), "json" if fmt is ExchangeFormat.json else "yaml")
     _emit(text, output, force, fmt)
 
 
 @_handles_errors
 def export_results_command(
     run_ref: Annotated[str, typer.Argument(metavar="RUN")],
-    fmt: FormatOption = "json",
+    fmt: FormatOption = ExchangeFormat.json,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite the output file.")] = False,
     db: DbOption = None,
@@ -90,10 +84,9 @@ def export_results_command(
     """Export the results of a stored run."""
     from simulator.exchange import export_results
 
-    _check_exchange_format(fmt)
     with _store(db) as store:
         record = store.get_run(run_ref)
-        text = export_results(store.results(record.id), fmt)  # type: ignore[arg-type]
+        text = export_results(store.results(record.id), "json" if fmt is ExchangeFormat.json else "yaml")
     _emit(text, output, force, fmt)
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from simulator.cli._output import EXIT_INVALID, _handles_errors, _print_document, err, out
+from simulator.cli._output import EXIT_INVALID, _handles_errors, _print_json, err, out
 
 
 @_handles_errors
@@ -22,7 +22,6 @@ def judge_check_command(
     """Score labelled transcripts with the judge model and report its agreement with the person who labelled
     them: accuracy and Cohen's kappa per question, and every disagreement with the judge's reason."""
     import asyncio
-    import json
     from dataclasses import asdict
 
     from simulator.errors import JudgeError
@@ -42,7 +41,7 @@ def judge_check_command(
             "by_question": {kind: _agreement_dict(a) for kind, a in report.by_question.items()},
             "judgements": [asdict(j) for j in report.judgements],
         }
-        _print_document(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "json")
+        _print_json(payload)
         return
     table = Table(title=f"Judge agreement with the labels in {file}", title_justify="left")
     for column in ("question", "n", "accuracy", "Cohen's kappa"):

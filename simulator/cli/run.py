@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from simulator.cli._choices import ReportFormatChoice
 from simulator.cli._output import (
     _STYLES,
     EXIT_BELOW_BAR,
-    EXIT_INVALID,
     AgentApiBaseOption,
     DbOption,
     JudgeApiBaseOption,
     ModelsFileOption,
+    SafeConsole,
     UserApiBaseOption,
+    VerboseOption,
     _api,
     _handles_errors,
-    _print_document,
+    _print_json,
     err,
     out,
 )
@@ -68,15 +70,16 @@ def simulate(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document: counts and every scored result.")
     ] = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Run and score cases of a suite one by one, storing nothing: each conversation, its step outcomes, every
     score and the case's outcome with the reasons. Offline by default (scripted user, deterministic checks).
-    With --json, one JSON document: the counts and every scored result."""
+    Each fact is said once (-v: every check with its full reasoning); with --json, one JSON document: the counts
+    and every scored result."""
     import asyncio
-    import json
 
     from simulator.metrics import Breakdown
-    from simulator.reports import result_lines, transcript_lines
+    from simulator.reports.transcript_text import case_lines, not_judged
 
     planned = _api().plan_simulation(
         suite, cases=case or [], persona=persona, live=live, user_model=user_model, judge_model=judge_model,
@@ -89,7 +92,7 @@ def simulate(
     def show(result: Any) -> None:
         if as_json:
             return
-        for line in [*transcript_lines(result.transcript, result), *result_lines(result)]:
+        for line in case_lines(result, verbose=verbose):
             out.print(line.text, style=_STYLES[line.style] or None, markup=False)
         out.print("")
 
@@ -100,20 +103,21 @@ def simulate(
         "error": breakdown.error, "unsure": breakdown.unsure,
     }  # fmt: skip
     if as_json:
-        document = {**counts, "results": [result.model_dump(mode="json") for result in results]}
-        _print_document(json.dumps(document, indent=2, ensure_ascii=False) + "\n", "json")
+        _print_json({**counts, "results": [result.model_dump(mode="json") for result in results]})
     else:
         out.print(
             f"{breakdown.total} case(s): {breakdown.passed} passed, {breakdown.failed} failed, "
             f"{breakdown.error} error, {breakdown.unsure} unsure.",
             markup=False,
         )
+        advice = "Pass --judge-model (any litellm model) or set models.judge in the suite to judge them."
         if breakdown.unsure and not planned.has_judge:
             out.print(
-                "Unsure cases have checks only a judge model can decide; they were not guessed. "
-                "Pass --judge-model (any litellm model) to judge them.",
+                f"Unsure cases have checks only a judge model can decide; they were not guessed. {advice}",
                 markup=False,
             )
+        elif not verbose and any(not_judged(result) for result in results):
+            out.print(f"Some checks were not judged: no judge model is configured. {advice}", markup=False)
     if breakdown.failed or breakdown.error:
         raise typer.Exit(EXIT_BELOW_BAR)
 
@@ -152,12 +156,21 @@ def run(
         ),
     ] = True,
     report_formats: Annotated[
-        list[str] | None,
-        typer.Option("--report", help="Also write a report: md, html, json, csv, xlsx or junit (repeatable)."),
+        list[ReportFormatChoice] | None,
+        typer.Option("--report", help="Also write a report in this format (repeatable)."),
     ] = None,
     report_dir: Annotated[Path, typer.Option("--report-dir", help="Folder for --report files.")] = Path(
         ".simulator/reports"
     ),
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print one JSON document: the run, its counts and one row per conversation (case, persona, "
+            "repeat, outcome, reasons); progress and notes go to stderr.",
+        ),
+    ] = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Run suites: cases x personas x repeats, concurrently; every result is stored as it finishes.
 
@@ -167,7 +180,9 @@ def run(
     """
     from simulator.runner import plan
 
-    formats = _check_report_formats(report_formats or [])  # before anything runs: not after an hour of it
+    # Typer checked the formats before anything runs: not after an hour of it.
+    formats = [report_format(choice) for choice in report_formats or []]
+    talk = err if as_json else out  # with --json, stdout holds the document alone
     planned = plan(
         paths, persona=persona, repeat=repeat, tags=tag or [], cases=case or [], live=live, user_model=user_model,
         judge_model=judge_model, models=_model_overrides(models_file, judge_api_base, user_api_base, agent_api_base),
@@ -179,7 +194,7 @@ def run(
             f"estimated {event.estimate_s:.0f} s from earlier runs of these suites"
             if event.estimate_s else "no estimate yet (first run of these suites)"
         )  # fmt: skip
-        out.print(
+        talk.print(
             f"Run {event.record.id}: {len(planned.items)} conversation(s) of {planned.cases} case(s) from "
             f"{len(planned.snapshots)} suite(s), concurrency {concurrency}; {guess}.",
             markup=False,
@@ -191,27 +206,62 @@ def run(
         lambda on_event: _api().run_async(
             planned, db=db, agent_version=agent_version, note=note, cache_size_mb=cache_size, on_event=on_event
         ),
-        db=db, on_start=started,
+        db=db, on_start=started, lines_to=talk,
     )  # fmt: skip
-    _print_run(outcome)
-    if report_formats:
-        _write_reports(outcome, formats, report_dir)
+    if as_json:
+        _print_json(_run_document(outcome))
+    else:
+        _print_run(outcome, verbose=verbose)
+    if formats:
+        _write_reports(outcome, formats, report_dir, talk)
     _exit_for(outcome, fail_under)
 
 
-def _check_report_formats(formats: list[str]) -> list[ReportFormat]:
-    """``formats`` as report formats; exit 2 naming the first that is not one, before anything runs or is read."""
-    from simulator.reports.formats import FORMATS
-
-    for fmt in formats:
-        if fmt not in FORMATS:
-            err.print(f"unknown report format {fmt!r}: choose one of {', '.join(FORMATS)}", markup=False)
-            raise typer.Exit(EXIT_INVALID)
-    return cast("list[ReportFormat]", formats)
+def report_format(choice: ReportFormatChoice) -> ReportFormat:
+    """The report format a ``--report`` / ``--format`` choice names."""
+    return choice.value
 
 
-def _write_reports(outcome: Any, formats: list[ReportFormat], directory: Path) -> None:
-    """Write the run's reports; the formats were checked before the run (:func:`_check_report_formats`)."""
+def _run_document(outcome: Any) -> dict[str, Any]:
+    """``run --json``: the run (id, status, suites, labels, store), its counts and one row per conversation."""
+    record = outcome.record
+    totals = record.totals
+    return {
+        "run": {
+            "id": record.id,
+            "status": record.status,
+            "created": record.created.isoformat(),
+            "suites": [{"name": s.suite.name, "path": s.path} for s in record.snapshot],
+            "suite_hash": record.suite_hash,
+            "agent_version": record.agent_version,
+            "note": record.note,
+            "seed": record.settings.seed,
+            "store": str(outcome.store_path),
+        },
+        "counts": {
+            "planned": len(record.plan),
+            **(
+                totals.model_dump(mode="json", include={"total", "passed", "failed", "error", "unsure"})
+                if totals
+                else {}
+            ),
+        },
+        "correctness": totals.correctness if totals else None,
+        "results": [
+            {
+                "case": stored.case,
+                "persona": stored.persona,
+                "repeat": stored.repeat + 1,
+                "outcome": stored.outcome,
+                "reasons": stored.result.reasons,
+            }
+            for stored in outcome.results()
+        ],
+    }
+
+
+def _write_reports(outcome: Any, formats: list[ReportFormat], directory: Path, talk: SafeConsole) -> None:
+    """Write the run's reports (formats checked before the run) and say where, on ``talk``."""
     from simulator.reports.formats import default_filename, render
 
     results = outcome.results()
@@ -219,4 +269,4 @@ def _write_reports(outcome: Any, formats: list[ReportFormat], directory: Path) -
     for fmt in formats:
         path = directory / default_filename(outcome.record, fmt)
         path.write_bytes(render(fmt, outcome.record, results))
-        out.print(f"report: {path}", markup=False)
+        talk.print(f"report: {path}", markup=False)

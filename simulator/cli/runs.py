@@ -12,10 +12,11 @@ from simulator.cli._output import (
     EXIT_OK,
     DbOption,
     LiveOption,
+    VerboseOption,
     YesOption,
     _api,
     _handles_errors,
-    _print_document,
+    _print_json,
     _store,
     err,
     out,
@@ -30,8 +31,6 @@ def runs_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List stored runs, newest first."""
-    import json
-
     with _store(db) as store:
         records = store.list_runs(limit=limit)
     if as_json:
@@ -41,7 +40,7 @@ def runs_list(
              "totals": r.totals.model_dump(mode="json") if r.totals else None}
             for r in records
         ]  # fmt: skip
-        _print_document(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "json")
+        _print_json(payload)
         return
     table = Table(title="Runs", title_justify="left")
     for column in ("id", "created", "status", "suites", "version", "correctness", "P/F/E/U", "note"):
@@ -62,10 +61,10 @@ def runs_show(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, a unique prefix, latest or latest~N.")],
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run record and its results as JSON.")] = False,
+    verbose: VerboseOption = False,
 ) -> None:
-    """Show a run: header, one row per conversation, totals."""
-    import json
-
+    """Show a run: header, one row per conversation (failures first, each with its first reason whole; -v:
+    every reason), totals."""
     with _store(db) as store:
         record = store.get_run(run_ref)
         if as_json:
@@ -82,9 +81,9 @@ def runs_show(
                 },
                 "results": [r.model_dump(mode="json") for r in store.results(record.id)],
             }
-            _print_document(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "json")
+            _print_json(payload)
             return
-        _print_run_record(store, record)
+        _print_run_record(store, record, verbose=verbose)
 
 
 @_handles_errors

@@ -10,11 +10,14 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from simulator.cli._choices import SchemaKind
 from simulator.cli._output import (
     EXIT_INVALID,
+    JsonOption,
     _handles_errors,
     _plural,
     _print_config_errors,
+    _print_json,
     _print_warnings,
     err,
     out,
@@ -24,13 +27,33 @@ from simulator.cli._output import (
 @_handles_errors
 def validate(
     paths: Annotated[list[Path], typer.Argument(help="Suite files, persona files or folders holding them.")],
+    as_json: JsonOption = False,
 ) -> None:
-    """Check suites, hosted evals files, agent files and personas; report every problem with its place."""
+    """Check suites, hosted evals files, agent files and personas; report every problem with its place.
+    With --json, one JSON document: the counts and every error with its file, line, column and key."""
     from simulator.loading import validate_paths
 
     report = validate_paths(paths)
-    _print_config_errors(report.errors)
     counts = report.case_counts()
+    if as_json:
+        _print_json(
+            {
+                "valid": not report.errors,
+                "files": [str(path) for path in report.files],
+                "suites": len(report.suites),
+                "cases": counts,
+                "personas": len(report.personas),
+                "agent_files": len(report.agents),
+                "errors": [
+                    {"file": e.file, "line": e.line, "column": e.column, "key": e.key_path, "message": e.message}
+                    for e in report.errors
+                ],
+            }
+        )
+        if report.errors:
+            raise typer.Exit(EXIT_INVALID)
+        return
+    _print_config_errors(report.errors)
     kinds = ", ".join(f"{kind} {n}" for kind, n in counts.items())
     summary = (
         f"Checked {_plural(len(report.files), 'file')}: {_plural(len(report.suites), 'suite')} with "
@@ -47,7 +70,7 @@ def validate(
 
 @_handles_errors
 def schema(
-    kind: Annotated[str, typer.Argument(help="suite, evals, agent, persona or personas.")] = "suite",
+    kind: Annotated[SchemaKind, typer.Argument(help="The kind of file.")] = SchemaKind.suite,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
 ) -> None:
     """Print the JSON Schema of a kind of file, for editors (see the README on yaml-language-server)."""
@@ -55,9 +78,6 @@ def schema(
 
     from simulator.loading import SCHEMA_FILES
 
-    if kind not in SCHEMA_FILES:
-        err.print(f"unknown schema {kind!r}: choose one of {', '.join(SCHEMA_FILES)}", markup=False)
-        raise typer.Exit(EXIT_INVALID)
     text = resources.files("simulator.schemas").joinpath(SCHEMA_FILES[kind]).read_text(encoding="utf-8")
     if output is None:
         sys.stdout.write(text)
@@ -73,6 +93,7 @@ def personas_list(
         Path | None,
         typer.Option("--dir", help="Folder of persona files (default: the nearest personas/ folder)."),
     ] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """List the personas with their language and description."""
     from simulator.loading import find_upwards, load_personas
@@ -86,6 +107,9 @@ def personas_list(
         err.print(f"{directory}: no such folder", markup=False)
         raise typer.Exit(EXIT_INVALID)
     personas = load_personas(directory)
+    if as_json:
+        _print_json([{"name": name} | personas[name].model_dump(mode="json") for name in sorted(personas)])
+        return
     table = Table(title=f"Personas in {directory}", title_justify="left")
     table.add_column("name", no_wrap=True)
     table.add_column("language")
