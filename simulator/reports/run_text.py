@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from simulator.models.run import RunRecord, StoredResult
 from simulator.reports._states import goals_count
+from simulator.reports.transcript_text import brief_text, not_judged
 
 CASE_COLUMNS = ("case", "persona", "repeat", "outcome", "goals", "turns", "seconds", "why")
 
@@ -34,13 +35,23 @@ def run_header(record: RunRecord) -> list[str]:
     return lines
 
 
-def case_rows(results: list[StoredResult]) -> list[tuple[str, ...]]:
-    """One row per conversation, failures and errors first, then unsure, then passes."""
+def _why(reasons: list[str], verbose: bool) -> str:
+    if verbose:
+        return "\n".join(reasons)
+    if not reasons:
+        return ""
+    more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
+    return brief_text(reasons[0]) + more
+
+
+def case_rows(results: list[StoredResult], *, verbose: bool = False) -> list[tuple[str, ...]]:
+    """One row per conversation, failures and errors first, then unsure, then passes. The "why" column holds
+    the first reason whole (the table wraps it) and how many more there are, without the "no judge model"
+    advice (:func:`judge_advice` says it once); ``verbose``: every reason as it is stored."""
     order = {"error": 0, "fail": 1, "unsure": 2, "pass": 3}
     rows: list[tuple[str, ...]] = []
     for stored in sorted(results, key=lambda r: (order[r.outcome], r.case, r.persona or "", r.repeat)):
         total = len(stored.result.transcript.steps)
-        why = stored.result.reasons[0] if stored.result.reasons else ""
         rows.append(
             (
                 stored.case,
@@ -50,7 +61,7 @@ def case_rows(results: list[StoredResult]) -> list[tuple[str, ...]]:
                 goals_count(stored.result.transcript.steps) if total else "-",
                 str(stored.result.transcript.turns),
                 f"{stored.duration_s:.1f}",
-                why if len(why) <= 100 else why[:99] + "…",
+                _why(stored.result.reasons, verbose),
             )
         )
     return rows
@@ -91,3 +102,14 @@ def repeat_lines(record: RunRecord) -> list[str]:
             f"pass@k {stats.pass_at_k:g}, 95% interval {low:.2f}-{high:.2f}: {stats.label}"
         )
     return (["Repeats:", *lines]) if lines else []
+
+
+def judge_advice(results: list[StoredResult]) -> str | None:
+    """The "no judge model" advice, once for the whole run, when some check was not judged for want of one."""
+    count = sum(1 for stored in results if not_judged(stored.result))
+    if not count:
+        return None
+    return (
+        f"Not judged in {count} conversation(s): no judge model is configured. Set models.judge in the suite or "
+        "pass --judge-model (any litellm model) to judge those checks."
+    )

@@ -1,11 +1,18 @@
-"""A transcript as lines of text for the terminal: the conversation, then each step's outcome and why."""
+"""A transcript as lines of text for the terminal: the conversation, then each step's outcome and why.
+
+:func:`transcript_lines` and :func:`result_lines` write every fact where it arises (a step's rationale in the
+check that decided it, in the step's outcome and in its score): the full record, for ``--verbose`` and JUnit.
+:func:`case_lines` is what a person reads by default: each fact once, a reason shared by several checks on one
+line with a count (``× 3``), and the "no judge model" advice left for the caller to say once at the end.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from typing import Literal, NamedTuple
 
-from simulator.models.scores import CaseResult
+from simulator.models.scores import CaseResult, Score
 from simulator.models.transcript import (
     AgentEvent,
     CheckEvent,
@@ -81,10 +88,13 @@ def _outcome_line(step: StepOutcome, kind: str) -> Line:
     return Line(_STATE_STYLE[state], text)
 
 
-def transcript_lines(transcript: Transcript, result: CaseResult | None = None) -> list[Line]:
+def transcript_lines(transcript: Transcript, result: CaseResult | None = None, *, brief: bool = False) -> list[Line]:
     """The conversation turn by turn (tool calls with how they were answered), then the steps' outcomes, each
     marked ✓ complete, ✗ not complete, ? unsure or ⊘ blocked / not reached; a golden case's turns marked
-    likewise from ``result``'s scores when it is given."""
+    likewise from ``result``'s scores when it is given. ``brief``: a check's rationale only where it says
+    something new (not its step's final rationale, not the previous check's words again), and no "no judge
+    model" advice."""
+    said = _Said(transcript) if brief else None
     total = len(transcript.steps)
     head = f"{transcript.case} ({transcript.kind})"
     if transcript.persona:
@@ -110,7 +120,9 @@ def transcript_lines(transcript: Transcript, result: CaseResult | None = None) -
             style: Style = "check_met" if event.verdict == "met" else "check_other"
             step = f"step {event.step + 1}" if event.step is not None else "goal"
             mark = MARK[event.verdict]
-            lines.append(Line(style, f"      {mark} check {step}: {event.verdict} — {event.rationale}"))
+            text = f"      {mark} check {step}: {event.verdict}"
+            rationale = event.rationale if said is None else said.check(event)
+            lines.append(Line(style, f"{text} — {rationale}" if rationale else text))
         elif isinstance(event, ErrorEvent):
             lines.append(Line("error", f"  error ({event.where}): {event.message}"))
     if transcript.steps:
@@ -118,7 +130,9 @@ def transcript_lines(transcript: Transcript, result: CaseResult | None = None) -
         for outcome in transcript.steps:
             lines.append(_outcome_line(outcome, transcript.kind))
             if outcome.rationale:
-                lines.append(Line("plain", f"      {outcome.rationale}"))
+                lines.append(
+                    Line("plain", f"      {outcome.rationale if said is None else brief_text(outcome.rationale)}")
+                )
     states = golden_turn_states(transcript.golden_turns, result.scores) if result is not None else {}
     for record in transcript.golden_turns:
         expected = record.expected_message or "(no expected message)"
@@ -150,4 +164,113 @@ def result_lines(result: CaseResult, *, all_scores: bool = True) -> list[Line]:
         lines.append(Line(score_style, f"  {mark} [{score.source}] {score.check}{value}{info}"))
         if score.reason:
             lines.append(Line("plain", f"      {score.reason}"))
+    return lines
+
+
+#: The advice every "not judged" text carries; said once at the end by default (:func:`not_judged`).
+NO_JUDGE_ADVICE = " (set models.judge in the suite or pass --judge-model)"
+
+
+def brief_text(text: str) -> str:
+    """``text`` without the "no judge model" advice (said once, at the end, instead of on every line)."""
+    return text.replace(NO_JUDGE_ADVICE, "")
+
+
+def not_judged(result: CaseResult) -> bool:
+    """Whether some check of ``result`` was not judged for want of a judge model (its advice is due)."""
+    texts = [*result.reasons, *(score.reason for score in result.scores)]
+    texts += [step.rationale for step in result.transcript.steps]
+    return any(NO_JUDGE_ADVICE in text for text in texts)
+
+
+class _Said:
+    """What the brief view has already said about each step, so a check repeats none of it."""
+
+    def __init__(self, transcript: Transcript) -> None:
+        self.final: dict[int | None, str] = {step.index: brief_text(step.rationale) for step in transcript.steps}
+        self.first = transcript.steps[0].index if transcript.steps else None
+        self.last: dict[int | None, str] = {}
+
+    def check(self, event: CheckEvent) -> str:
+        """The check's rationale when it is news, else nothing."""
+        key = event.step if event.step is not None else self.first
+        rationale = brief_text(event.rationale)
+        if not rationale or rationale == self.last.get(key) or rationale in self.final.get(key, ""):
+            return ""
+        self.last[key] = rationale
+        return rationale
+
+
+def _counted(text: str, count: int) -> str:
+    return f"{text} × {count}" if count > 1 else text
+
+
+def _score_head(score: Score, checks: list[str]) -> str:
+    value = f" = {score.value:g}" if score.value is not None else ""
+    info = "" if score.required else " (not required)"
+    return f"  {score_mark(score)} [{score.source}] {'; '.join(checks)}{value}{info}"
+
+
+def _grouped(items: Iterable[tuple[tuple[object, ...], Score]]) -> Iterator[list[Score]]:
+    """Scores with the same key together, in the order each key first appears."""
+    groups: dict[tuple[object, ...], list[Score]] = {}
+    for key, score in items:
+        groups.setdefault(key, []).append(score)
+    yield from groups.values()
+
+
+def case_lines(result: CaseResult, *, verbose: bool = False) -> list[Line]:
+    """A scored case for a person: the conversation and steps (:func:`transcript_lines`, brief), the outcome
+    with each reason once (reasons sharing their words on one line, counted), then the scores not already
+    said, those sharing a reason on one line with its count. ``verbose``: everything, as
+    :func:`transcript_lines` and :func:`result_lines` write it."""
+    transcript = result.transcript
+    if verbose:
+        return [*transcript_lines(transcript, result), *result_lines(result)]
+    lines = transcript_lines(transcript, result, brief=True)
+    said = {brief_text(step.rationale) for step in transcript.steps if step.rationale}
+    style: Style = {"pass": "pass", "fail": "fail", "error": "error"}.get(result.outcome, "check_other")  # type: ignore[assignment]
+    lines.append(Line(style, f"Outcome: {result.outcome}"))
+    cited: set[int] = set()
+    by_reason = {
+        ": ".join(part for part in (score.check, prefix, score.reason) if part): (index, score, prefix)
+        for index, score in enumerate(result.scores)
+        for prefix in ("", "judge error")
+    }
+    whys: dict[str, list[str]] = {}
+    for reason in result.reasons:
+        found = by_reason.get(reason)
+        if found is None:
+            whys.setdefault(brief_text(reason), [])
+            continue
+        index, score, prefix = found
+        cited.add(index)
+        head = ": ".join(part for part in (score.check, prefix) if part)
+        tail = brief_text(score.reason)
+        if tail in said:
+            whys.setdefault(f"{head} (see above)", [])
+        else:
+            whys.setdefault(tail, []).append(head)
+    for tail, heads in whys.items():
+        text = f"{'; '.join(heads)}: {tail}" if heads else tail
+        lines.append(Line("plain", f"  why: {_counted(text, len(heads))}"))
+    rest = [
+        score
+        for index, score in enumerate(result.scores)
+        if index not in cited and not (score.reason and brief_text(score.reason) in said)
+    ]
+    if rest:
+        lines.append(Line("header", "Scores:"))
+    keyed = (
+        ((score_mark(score), score.source, brief_text(score.reason), score.required, score.value), score)
+        if score.reason
+        else ((id(score),), score)
+        for score in rest
+    )
+    for group in _grouped(keyed):
+        first = group[0]
+        score_style: Style = "check_met" if score_state(first) in ("met", "n/a") else "check_other"
+        lines.append(Line(score_style, _score_head(first, [score.check for score in group])))
+        if first.reason:
+            lines.append(Line("plain", f"      {_counted(brief_text(first.reason), len(group))}"))
     return lines

@@ -1,0 +1,53 @@
+"""The fixed sets of strings options take, as enums: typer lists them in ``--help`` and refuses any other value
+up front (exit 2, naming the choices), before a file is read or anything runs.
+
+They mirror sets owned elsewhere (report formats, schema kinds); ``tests/cli/test_choices.py`` keeps them equal,
+so the lists here stay literal and ``--help`` never imports the modules that own them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ReportFormatChoice(StrEnum):
+    """A run report's format (``simulator.reports.formats.FORMATS``)."""
+
+    md = "md"
+    html = "html"
+    json = "json"
+    csv = "csv"
+    xlsx = "xlsx"
+    junit = "junit"
+
+
+class ExchangeFormat(StrEnum):
+    """The format of an exported run or its results."""
+
+    json = "json"
+    yaml = "yaml"
+
+
+class CompareFormat(StrEnum):
+    """The format of a comparison of two runs (``--json`` for JSON)."""
+
+    text = "text"
+    md = "md"
+    html = "html"
+
+
+class DigestFormat(StrEnum):
+    """The format of a digest (``--json`` for JSON)."""
+
+    text = "text"
+    md = "md"
+
+
+class SchemaKind(StrEnum):
+    """A kind of file whose JSON Schema ``simulator schema`` prints (``simulator.loading.SCHEMA_FILES``)."""
+
+    suite = "suite"
+    evals = "evals"
+    agent = "agent"
+    persona = "persona"
+    personas = "personas"

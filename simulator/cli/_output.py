@@ -1,0 +1,210 @@
+"""What every command shares: the consoles (everything printed is redacted and escaped), documents on
+stdout, the mapping of Simulator's errors to exit codes, and the typer option aliases used by several commands."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+import typer
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
+from rich.text import Text
+
+from simulator.errors import ConfigError, ConfigErrors, InputError, SimulatorError
+from simulator.safety import json_safe, redact, terminal_safe
+
+EXIT_OK = 0
+EXIT_BELOW_BAR = 1
+EXIT_INVALID = 2
+EXIT_INCOMPLETE = 3
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, what process supervisors (systemd, Kubernetes, CI runners) expect
+
+
+class SafeConsole(Console):
+    """The only kind of console the CLI prints with: no secret, and no text that drives the terminal.
+
+    Every text printed (arguments, table cells, titles) has the secrets the process knows redacted and its
+    control characters escaped (``simulator.safety``) before rich lays it out; then every segment rich renders
+    is checked again, so text that reaches rich another way (a progress bar's description) is escaped too.
+    Rich's own styles and cursor movements are added outside the text and stay. Markup, emoji codes and
+    highlighting are off: a case named ``[/]`` or ``:boom:`` is shown as written.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(markup=False, emoji=False, highlight=False, **options)
+
+    def render_str(self, text: str, *args: Any, **kwargs: Any) -> Text:
+        return super().render_str(terminal_safe(redact(text)), *args, **kwargs)
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control or terminal_safe(segment.text) is segment.text:
+                yield segment
+            else:
+                yield Segment(terminal_safe(segment.text), segment.style)
+
+
+# Off a terminal (CI logs, pipes) rich would wrap tables at 80 columns; logs are read wide.
+out = SafeConsole(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+err = SafeConsole(stderr=True, soft_wrap=True)
+
+
+def _print_document(text: str, kind: Literal["json", "text"] = "text") -> None:
+    """Write a document (JSON, a report, an export) to stdout as the console would: secrets redacted, control
+    characters escaped. In JSON they become ``\\u`` escapes, so the document still parses to the same values;
+    in YAML exports (whose strings holding them are double-quoted) ``\\x1b`` and ``\\u202e`` are escapes too."""
+    text = redact(text)
+    text = json_safe(text) if kind == "json" else terminal_safe(text)
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(text)
+        return
+    # As UTF-8 bytes, whatever the terminal's encoding, and without newline translation (CSV ends lines in CR LF).
+    sys.stdout.flush()
+    buffer.write(text.encode("utf-8"))
+    buffer.flush()
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _print_json(payload: Any) -> None:
+    """Write ``payload`` as the one JSON document a ``--json`` command prints (through :func:`_print_document`)."""
+    import json
+
+    _print_document(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "json")
+
+
+def _print_config_errors(errors: list[ConfigError], console: SafeConsole | None = None) -> None:
+    for error in errors:
+        (console or out).print(error.render(), markup=False)
+
+
+def _handles_errors(command: F) -> F:
+    """Turn Simulator's errors into messages and exit codes; a traceback only for real bugs, on request."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        # With --json stdout holds the one JSON document or nothing: the errors go to stderr.
+        where = err if kwargs.get("as_json") else out
+        try:
+            return command(*args, **kwargs)
+        except ConfigErrors as exc:
+            _print_config_errors(exc.errors, where)
+            count = len(exc.errors)
+            err.print(f"{count} error{'s' if count != 1 else ''}: fix the places above and run again.", markup=False)
+            raise typer.Exit(EXIT_INVALID) from None
+        except ConfigError as exc:
+            where.print(exc.render(), markup=False)
+            raise typer.Exit(EXIT_INVALID) from None
+        except InputError as exc:
+            err.print(f"error: {exc}", markup=False)
+            raise typer.Exit(EXIT_INVALID) from None
+        except SimulatorError as exc:
+            err.print(f"error: {exc}", markup=False)
+            raise typer.Exit(EXIT_INCOMPLETE) from None
+        except KeyboardInterrupt:
+            err.print("interrupted", markup=False)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except (typer.Exit, typer.Abort):
+            raise
+        except Exception as exc:
+            if os.environ.get("SIMULATOR_DEBUG"):
+                raise
+            err.print(
+                f"internal error: {type(exc).__name__}: {exc}\n"
+                "This is a bug in Simulator, not in your files. Run again with SIMULATOR_DEBUG=1 to see the "
+                "traceback, and please report it.",
+                markup=False,
+            )
+            raise typer.Exit(EXIT_INTERNAL) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document (nothing else on stdout).")]
+VerboseOption = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Show every check with its full reasoning and every repeated line.")
+]
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _print_warnings(warnings: list[Any]) -> None:
+    for warning in warnings:
+        err.print(f"warning: {warning}", markup=False, soft_wrap=True)
+
+
+_STYLES = {
+    "header": "bold",
+    "user": "cyan",
+    "agent": "green",
+    "tool": "dim",
+    "tool_warning": "yellow",
+    "check_met": "green",
+    "check_other": "yellow",
+    "error": "bold red",
+    "pass": "green",
+    "fail": "red",
+    "blocked": "magenta",
+    "plain": "",
+}
+
+
+ModelsFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--models",
+        help="YAML file of model settings per role, like a suite's `models:` (agent/user/judge: model, api_base, "
+        "api_key_env, timeout, ...); what it sets overrides the suite.",
+    ),
+]
+JudgeApiBaseOption = Annotated[
+    str | None, typer.Option("--judge-api-base", help="Base URL of the judge model's endpoint.")
+]
+UserApiBaseOption = Annotated[
+    str | None, typer.Option("--user-api-base", help="Base URL of the simulated user's model endpoint.")
+]
+AgentApiBaseOption = Annotated[
+    str | None, typer.Option("--agent-api-base", help="Base URL of a litellm agent's model endpoint.")
+]
+
+
+DbOption = Annotated[
+    Path | None, typer.Option("--db", help="Run store (default: $SIMULATOR_DB or .simulator/runs.db).")
+]
+
+
+def _store(db: Path | None) -> Any:
+    from simulator.store import RunStore, default_db_path
+
+    return RunStore(db or default_db_path())
+
+
+def _api() -> Any:
+    """The public run API (imported when a command runs, not for --help)."""
+    import simulator.runner
+
+    return simulator.runner
+
+
+LiveOption = Annotated[
+    bool,
+    typer.Option(
+        "--live",
+        help="Run real tool functions instead of fakes. Never carried over from the stored run: only this flag, "
+        "given to this command, turns them on.",
+    ),
+]
+YesOption = Annotated[
+    bool, typer.Option("--yes", help="Run the code an imported run names (it is listed first) without asking.")
+]

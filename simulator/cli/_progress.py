@@ -1,0 +1,174 @@
+"""Running a run from the command line: the progress bar, Ctrl-C and SIGTERM, and the run as a table."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from simulator.cli._output import (
+    EXIT_BELOW_BAR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    SafeConsole,
+    err,
+    out,
+)
+
+
+def _resume_command(record: Any, store_path: Path, db: Path | None) -> str:
+    """The command that continues ``record``: with the store it is in when one was chosen (``--db`` or
+    ``$SIMULATOR_DB``: another shell may not have it set), ``--live`` for a live run, ``--yes`` for an
+    imported one."""
+    import shlex
+
+    from simulator.store import DB_ENV
+
+    words = ["simulator", "runs", "resume", record.id]
+    if db is not None or os.environ.get(DB_ENV, "").strip():
+        words += ["--db", str(store_path)]
+    if record.settings.live:
+        words.append("--live")
+    if record.imported_from:
+        words.append("--yes")
+    return shlex.join(words)
+
+
+def _run_with_progress(
+    start: Callable[[Callable[[Any], None]], Any],
+    *,
+    db: Path | None,
+    on_start: Callable[[Any], None] | None = None,
+    lines_to: SafeConsole | None = None,
+) -> Any:
+    """Run the coroutine ``start(on_event)`` (a public API call) with a progress bar on a terminal (plain lines
+    on ``lines_to``, stdout by default, otherwise). Ctrl-C and SIGTERM both stop it cleanly: the run is marked
+    interrupted, the command to resume it is printed, and the exit code is 130 (Ctrl-C) or 143 (SIGTERM). A
+    second SIGTERM ends the process at once."""
+    import asyncio
+    import contextlib
+    import signal
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = SafeConsole(stderr=True, soft_wrap=True)
+    bar = Progress(
+        TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, disable=not console.is_terminal, transient=True,
+    )  # fmt: skip
+    task = bar.add_task("running", total=None)
+    begun: list[Any] = []
+
+    def on_event(event: Any) -> None:
+        if hasattr(event, "already_done"):  # RunStarted
+            begun.append(event)
+            bar.update(task, total=len(event.record.plan), completed=event.already_done)
+            if on_start is not None:
+                on_start(event)
+            return
+        bar.update(task, completed=event.done, description=f"{event.item.case}")
+        if not console.is_terminal:
+            persona = f" ({event.item.persona})" if event.item.persona else ""
+            (lines_to or out).print(
+                f"[{event.done}/{event.total}] {event.result.outcome:<6} {event.item.case}{persona} "
+                f"#{event.item.repeat + 1} {event.duration_s:.1f}s",
+                markup=False,
+            )
+
+    terminated = False
+
+    async def main() -> Any:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+
+        def on_sigterm() -> None:
+            nonlocal terminated
+            terminated = True
+            loop.remove_signal_handler(signal.SIGTERM)  # a second SIGTERM ends the process at once
+            if task is not None:
+                task.cancel()  # as Ctrl-C does: the run is marked interrupted on the way out
+
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
+            loop.add_signal_handler(signal.SIGTERM, on_sigterm)  # not on Windows, nor off the main thread
+        try:
+            return await start(on_event)
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
+                loop.remove_signal_handler(signal.SIGTERM)
+
+    try:
+        with bar:
+            return asyncio.run(main())
+    except (KeyboardInterrupt, asyncio.CancelledError) as exc:
+        if isinstance(exc, asyncio.CancelledError) and not terminated:
+            raise
+        what = "terminated (SIGTERM)" if terminated else "interrupted"
+        if not begun:
+            err.print(what, markup=False)
+        else:
+            from simulator.store import RunStore
+
+            record, path = begun[0].record, begun[0].store_path
+            with RunStore(path) as store:
+                stored = len(store.completed_keys(record.id))
+            err.print(
+                f"{what}: {stored} of {len(record.plan)} conversation(s) stored; "
+                f"continue with: {_resume_command(record, path, db)}",
+                markup=False,
+            )
+        raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
+
+
+def _print_run(outcome: Any, *, verbose: bool = False) -> None:
+    from simulator.store import RunStore
+
+    with RunStore(outcome.store_path) as store:
+        _print_run_record(store, outcome.record, verbose=verbose)
+
+
+def _print_run_record(store: Any, record: Any, *, verbose: bool = False) -> None:
+    """The run's header, one row per conversation (failures first), the totals; by default each reason whole
+    and the "no judge model" advice once at the end, with ``verbose`` every reason of every row."""
+    from simulator.metrics import summarized
+    from simulator.reports.run_text import (
+        CASE_COLUMNS,
+        case_rows,
+        judge_advice,
+        repeat_lines,
+        run_header,
+        totals_lines,
+    )
+
+    results = store.results(record.id)
+    record = summarized(record, results)  # a run stored by an older version, or still running
+    for line in run_header(record):
+        out.print(line, markup=False)
+    owner = store.owner(record.id) if record.status == "running" else None
+    if owner is not None:
+        out.print(f"Running now: {owner.describe()}.", markup=False)
+    table = Table(title_justify="left")
+    for column in CASE_COLUMNS:
+        table.add_column(column, overflow="fold")
+    styles = {"pass": "green", "fail": "red", "error": "bold red", "unsure": "yellow"}
+    for row in case_rows(results, verbose=verbose):
+        table.add_row(*row, style=styles.get(row[3]))
+    out.print(table)
+    for line in [*repeat_lines(record), *totals_lines(record)]:
+        out.print(line, markup=False)
+    advice = None if verbose else judge_advice(results)
+    if advice:
+        out.print(advice, markup=False)
+
+
+def _exit_for(outcome: Any, fail_under: float | None) -> None:
+    code = outcome.exit_code(fail_under)
+    if code == EXIT_BELOW_BAR and fail_under is not None:
+        correctness = (outcome.correctness or 0.0) * 100
+        err.print(f"correctness {correctness:.1f}% is below --fail-under {fail_under:g}%", markup=False)
+    if code != EXIT_OK:
+        raise typer.Exit(code)

@@ -1,0 +1,72 @@
+"""judge-check: how well the judge model agrees with labelled transcripts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from simulator.cli._output import EXIT_INVALID, _handles_errors, _print_json, err, out
+
+
+@_handles_errors
+def judge_check_command(
+    file: Annotated[Path, typer.Argument(help="YAML file of labelled transcripts (see judge_labels/demo.yaml).")],
+    judge_model: Annotated[
+        str | None, typer.Option("--judge-model", help="litellm model to check (default: the suite's judge).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Score labelled transcripts with the judge model and report its agreement with the person who labelled
+    them: accuracy and Cohen's kappa per question, and every disagreement with the judge's reason."""
+    import asyncio
+    from dataclasses import asdict
+
+    from simulator.analysis.judge_check import judge_check
+    from simulator.errors import JudgeError
+
+    if not file.is_file():
+        err.print(f"{file}: no such file", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    try:
+        report = asyncio.run(judge_check(file, judge_model=judge_model))
+    except JudgeError as exc:
+        err.print(f"error: {exc}", markup=False)
+        raise typer.Exit(EXIT_INVALID) from None
+    if as_json:
+        payload = {
+            "overall": _agreement_dict(report.overall),
+            "by_question": {kind: _agreement_dict(a) for kind, a in report.by_question.items()},
+            "judgements": [asdict(j) for j in report.judgements],
+        }
+        _print_json(payload)
+        return
+    table = Table(title=f"Judge agreement with the labels in {file}", title_justify="left")
+    for column in ("question", "n", "accuracy", "Cohen's kappa"):
+        table.add_column(column)
+    rows = [*report.by_question.items(), ("all", report.overall)]
+    for kind, result in rows:
+        if result is None:
+            continue
+        table.add_row(kind, str(result.n), _fraction(result.accuracy), _fraction(result.cohen_kappa))
+    out.print(table)
+    disagreements = report.disagreements
+    out.print(f"{len(disagreements)} disagreement(s):", markup=False)
+    for judgement in disagreements:
+        out.print(
+            f"  item {judgement.item + 1} ({judgement.transcript}), {judgement.question}: "
+            f"person {judgement.human}, judge {judgement.judge} — {judgement.reason}",
+            markup=False,
+        )
+
+
+def _fraction(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def _agreement_dict(result: Any) -> dict[str, Any] | None:
+    if result is None:
+        return None
+    return {"n": result.n, "accuracy": result.accuracy, "cohen_kappa": result.cohen_kappa}

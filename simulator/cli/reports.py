@@ -1,0 +1,153 @@
+"""Commands that read stored runs into documents: report, compare (``runs compare`` is its hidden alias), digest.
+
+Compare and digest are imported in one place each (:func:`_comparison`, :func:`_digest_of`), so the module that
+owns them can move without touching the commands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from simulator.cli._choices import CompareFormat, DigestFormat, ReportFormatChoice
+from simulator.cli._output import (
+    EXIT_BELOW_BAR,
+    DbOption,
+    JsonOption,
+    _handles_errors,
+    _print_document,
+    _store,
+    out,
+)
+from simulator.cli.run import report_format
+from simulator.errors import InputError
+
+if TYPE_CHECKING:
+    from simulator.analysis.compare import Comparison
+    from simulator.analysis.digest import Digest
+
+
+@_handles_errors
+def report(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, a unique prefix, latest or latest~N.")],
+    fmt: Annotated[
+        ReportFormatChoice, typer.Option("--format", "-f", help="The report's format.")
+    ] = ReportFormatChoice.md,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
+    db: DbOption = None,
+) -> None:
+    """Write a stored run as a report: Markdown, self-contained HTML, JSON, CSV, Excel or JUnit XML."""
+    from simulator.metrics import summarized
+    from simulator.reports.formats import default_filename, render
+
+    with _store(db) as store:
+        record = store.get_run(run_ref)
+        results = store.results(record.id)
+        data = render(report_format(fmt), summarized(record, results), results)
+    if output is None and fmt is ReportFormatChoice.xlsx:
+        output = Path(default_filename(record, "xlsx"))
+    if output is None:
+        _print_document(data.decode("utf-8"), "json" if fmt is ReportFormatChoice.json else "text")
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_bytes(data)
+    out.print(f"wrote {output}", markup=False)
+
+
+def _comparison(run_a: str, run_b: str, db: Path | None) -> Comparison:
+    from simulator.analysis.compare import compare_runs
+
+    with _store(db) as store:
+        a, b = store.get_run(run_a), store.get_run(run_b)
+        return compare_runs(a, store.results(a.id), b, store.results(b.id))
+
+
+def _comparison_text(comparison: Comparison, fmt: CompareFormat) -> str:
+    if fmt is CompareFormat.md:
+        from simulator.reports.compare_report import render_compare_markdown
+
+        return render_compare_markdown(comparison)
+    if fmt is CompareFormat.html:
+        from simulator.reports.compare_report import render_compare_html
+
+        return render_compare_html(comparison)
+    from simulator.reports.compare_text import render_comparison_text
+
+    return "\n".join(render_comparison_text(comparison)) + "\n"
+
+
+@_handles_errors
+def compare_command(
+    run_a: Annotated[str, typer.Argument(metavar="RUN_A", help="The baseline run.")],
+    run_b: Annotated[str, typer.Argument(metavar="RUN_B", help="The new run.")],
+    fmt: Annotated[
+        CompareFormat | None, typer.Option("--format", "-f", help="The comparison's format (default: text).")
+    ] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+    fail_on_regression: Annotated[
+        bool, typer.Option("--fail-on-regression", help="Exit 1 when a case or step regressed.")
+    ] = False,
+) -> None:
+    """Compare two runs case by case and step by step: regressed first, then improved, new, removed; with
+    --format md or html, a report side by side per step; with --json, one JSON document."""
+    if as_json and fmt is not None:
+        raise InputError(f"--json and --format {fmt} ask for two formats: give one of them")
+    comparison = _comparison(run_a, run_b, db)
+    if as_json:
+        text = comparison.model_dump_json(indent=2) + "\n"
+    else:
+        text = _comparison_text(comparison, fmt or CompareFormat.text)
+    if output is None:
+        _print_document(text, "json" if as_json else "text")
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+        out.print(f"wrote {output}", markup=False)
+    if fail_on_regression and comparison.has_regressions:
+        raise typer.Exit(EXIT_BELOW_BAR)
+
+
+def _digest_of(run_ref: str, judge_model: str | None, db: Path | None) -> Digest:
+    import asyncio
+
+    from simulator.analysis.digest import build_digest, suggest_fixes
+    from simulator.llm import LLMClient
+    from simulator.models import ModelRoles
+
+    with _store(db) as store:
+        record = store.get_run(run_ref)
+        results = store.results(record.id)
+    found = build_digest(results)
+    agent = record.snapshot[0].suite.agent if record.snapshot else None
+    instructions = getattr(agent, "instructions", None)
+    model = judge_model or record.settings.judge_model
+    llm = LLMClient(ModelRoles.model_validate({"judge": model})) if model else None
+    return asyncio.run(suggest_fixes(found, llm, instructions=instructions))
+
+
+@_handles_errors
+def digest(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN")],
+    judge_model: Annotated[
+        str | None, typer.Option("--judge-model", help="Model that suggests instruction changes (optional).")
+    ] = None,
+    fmt: Annotated[DigestFormat, typer.Option("--format", "-f", help="The digest's format.")] = DigestFormat.text,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Failures grouped by step, criterion and check, most common first, with example turns; with a judge
+    model, suggested changes to the agent's instructions (clearly labelled as model suggestions)."""
+    from simulator.reports.digest_report import render_digest_markdown, render_digest_text
+
+    found = _digest_of(run_ref, judge_model, db)
+    if as_json:
+        _print_document(found.model_dump_json(indent=2) + "\n", "json")
+    elif fmt is DigestFormat.md:
+        _print_document(render_digest_markdown(found))
+    else:
+        for line in render_digest_text(found):
+            out.print(line, markup=False)

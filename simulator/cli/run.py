@@ -1,0 +1,270 @@
+"""Commands that run suites: run (stored) and simulate (one by one, stored nowhere)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from simulator.cli._choices import ReportFormatChoice
+from simulator.cli._output import (
+    _STYLES,
+    EXIT_BELOW_BAR,
+    AgentApiBaseOption,
+    DbOption,
+    JudgeApiBaseOption,
+    ModelsFileOption,
+    SafeConsole,
+    UserApiBaseOption,
+    VerboseOption,
+    _api,
+    _handles_errors,
+    _print_json,
+    err,
+    out,
+)
+from simulator.cli._progress import _exit_for, _print_run, _run_with_progress
+
+if TYPE_CHECKING:
+    from simulator.reports.formats import ReportFormat
+
+
+def _model_overrides(
+    models_file: Path | None, judge_api_base: str | None, user_api_base: str | None, agent_api_base: str | None
+) -> dict[str, dict[str, Any]]:
+    """Per-role model settings from ``--models FILE`` (the suite's ``models:`` mapping, as YAML) and the
+    ``--*-api-base`` options (which win over the file)."""
+    overrides: dict[str, dict[str, Any]] = {}
+    if models_file is not None:
+        from simulator.loading import load_model_file
+        from simulator.models import ModelRoles
+
+        roles = load_model_file(models_file, ModelRoles)
+        for role in sorted(roles.model_fields_set):
+            chosen = getattr(roles, role)
+            overrides[role] = {name: getattr(chosen, name) for name in chosen.model_fields_set}
+    for role, base in (("judge", judge_api_base), ("user", user_api_base), ("agent", agent_api_base)):
+        if base is not None:
+            overrides.setdefault(role, {})["api_base"] = base
+    return overrides
+
+
+@_handles_errors
+def simulate(
+    suite: Annotated[Path, typer.Argument(help="The suite (or hosted evals) file.")],
+    case: Annotated[
+        list[str] | None, typer.Option("--case", "-c", help="Case to run (repeatable; default: all).")
+    ] = None,
+    persona: Annotated[str | None, typer.Option("--persona", help="Persona name (default: the case's first).")] = None,
+    live: Annotated[bool, typer.Option("--live", help="Run real tool functions instead of fakes.")] = False,
+    user_model: Annotated[
+        str | None, typer.Option("--user-model", help="litellm model for the simulated user.")
+    ] = None,
+    judge_model: Annotated[str | None, typer.Option("--judge-model", help="litellm model for the judge.")] = None,
+    models_file: ModelsFileOption = None,
+    judge_api_base: JudgeApiBaseOption = None,
+    user_api_base: UserApiBaseOption = None,
+    agent_api_base: AgentApiBaseOption = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for the scripted user's perturbations.")] = 0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document: counts and every scored result.")
+    ] = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Run and score cases of a suite one by one, storing nothing: each conversation, its step outcomes, every
+    score and the case's outcome with the reasons. Offline by default (scripted user, deterministic checks).
+    Each fact is said once (-v: every check with its full reasoning); with --json, one JSON document: the counts
+    and every scored result."""
+    import asyncio
+
+    from simulator.metrics import counts
+    from simulator.reports.transcript_text import case_lines, not_judged
+
+    planned = _api().plan_simulation(
+        suite, cases=case or [], persona=persona, live=live, user_model=user_model, judge_model=judge_model,
+        models=_model_overrides(models_file, judge_api_base, user_api_base, agent_api_base), seed=seed,
+    )  # fmt: skip
+    if not as_json:
+        for note in planned.notes:
+            err.print(f"note: {note}", markup=False, soft_wrap=True)
+
+    def show(result: Any) -> None:
+        if as_json:
+            return
+        for line in case_lines(result, verbose=verbose):
+            out.print(line.text, style=_STYLES[line.style] or None, markup=False)
+        out.print("")
+
+    results = asyncio.run(_api().simulate_async(planned, on_result=show))
+    breakdown = counts(r.outcome for r in results)
+    if as_json:
+        _print_json({**breakdown.model_dump(mode="json"), "results": [r.model_dump(mode="json") for r in results]})
+    else:
+        out.print(
+            f"{breakdown.total} case(s): {breakdown.passed} passed, {breakdown.failed} failed, "
+            f"{breakdown.error} error, {breakdown.unsure} unsure.",
+            markup=False,
+        )
+        advice = "Pass --judge-model (any litellm model) or set models.judge in the suite to judge them."
+        if breakdown.unsure and not planned.has_judge:
+            out.print(
+                f"Unsure cases have checks only a judge model can decide; they were not guessed. {advice}",
+                markup=False,
+            )
+        elif not verbose and any(not_judged(result) for result in results):
+            out.print(f"Some checks were not judged: no judge model is configured. {advice}", markup=False)
+    if breakdown.failed or breakdown.error:
+        raise typer.Exit(EXIT_BELOW_BAR)
+
+
+@_handles_errors
+def run(
+    paths: Annotated[list[Path], typer.Argument(help="Suite files or folders.")],
+    persona: Annotated[str | None, typer.Option("--persona", help="A persona name, all, or random.")] = None,
+    repeat: Annotated[int, typer.Option("--repeat", min=1, help="Run each case K times.")] = 1,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Only cases with this tag (repeatable).")] = None,
+    case: Annotated[list[str] | None, typer.Option("--case", help="Only this case (repeatable).")] = None,
+    agent_version: Annotated[str | None, typer.Option("--agent-version", help="Label of the agent version.")] = None,
+    note: Annotated[str, typer.Option("--note", help="A note kept with the run (editable later).")] = "",
+    live: Annotated[bool, typer.Option("--live", help="Run real tool functions instead of fakes.")] = False,
+    user_model: Annotated[
+        str | None, typer.Option("--user-model", help="litellm model for the simulated user.")
+    ] = None,
+    judge_model: Annotated[str | None, typer.Option("--judge-model", help="litellm model for the judge.")] = None,
+    models_file: ModelsFileOption = None,
+    judge_api_base: JudgeApiBaseOption = None,
+    user_api_base: UserApiBaseOption = None,
+    agent_api_base: AgentApiBaseOption = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Conversations in flight at once.")] = 8,
+    fail_under: Annotated[
+        float | None, typer.Option("--fail-under", help="Exit 1 only when correctness (%) is below this.")
+    ] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed for persona choice and the scripted user.")] = None,
+    db: DbOption = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the model request cache.")] = False,
+    cache_size: Annotated[int, typer.Option("--cache-size", min=1, help="Request cache limit in MB.")] = 200,
+    checkpoints: Annotated[
+        bool,
+        typer.Option(
+            "--checkpoints/--no-checkpoints",
+            help="Checkpoint every step so a resumed run continues conversations mid-way (costs ~1 ms a turn).",
+        ),
+    ] = True,
+    report_formats: Annotated[
+        list[ReportFormatChoice] | None,
+        typer.Option("--report", help="Also write a report in this format (repeatable)."),
+    ] = None,
+    report_dir: Annotated[Path, typer.Option("--report-dir", help="Folder for --report files.")] = Path(
+        ".simulator/reports"
+    ),
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print one JSON document: the run, its counts and one row per conversation (case, persona, "
+            "repeat, outcome, reasons); progress and notes go to stderr.",
+        ),
+    ] = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Run suites: cases x personas x repeats, concurrently; every result is stored as it finishes.
+
+    Exit 0 when every case passed (or correctness is at least --fail-under), 1 below it, 2 for invalid input,
+    3 when the run could not complete, 130 when interrupted by Ctrl-C and 143 by SIGTERM (the run can be
+    resumed). A suite names code that runs: its python agent, langgraph graph and, with --live, tool functions.
+    """
+    from simulator.runner import plan
+
+    # Typer checked the formats before anything runs: not after an hour of it.
+    formats = [report_format(choice) for choice in report_formats or []]
+    talk = err if as_json else out  # with --json, stdout holds the document alone
+    planned = plan(
+        paths, persona=persona, repeat=repeat, tags=tag or [], cases=case or [], live=live, user_model=user_model,
+        judge_model=judge_model, models=_model_overrides(models_file, judge_api_base, user_api_base, agent_api_base),
+        concurrency=concurrency, fail_under=fail_under, seed=seed, cache=not no_cache, checkpoints=checkpoints,
+    )  # fmt: skip
+
+    def started(event: Any) -> None:
+        guess = (
+            f"estimated {event.estimate_s:.0f} s from earlier runs of these suites"
+            if event.estimate_s else "no estimate yet (first run of these suites)"
+        )  # fmt: skip
+        talk.print(
+            f"Run {event.record.id}: {len(planned.items)} conversation(s) of {planned.cases} case(s) from "
+            f"{len(planned.snapshots)} suite(s), concurrency {concurrency}; {guess}.",
+            markup=False,
+        )
+        for note_text in planned.notes:
+            err.print(f"note: {note_text}", markup=False, soft_wrap=True)
+
+    outcome = _run_with_progress(
+        lambda on_event: _api().run_async(
+            planned, db=db, agent_version=agent_version, note=note, cache_size_mb=cache_size, on_event=on_event
+        ),
+        db=db, on_start=started, lines_to=talk,
+    )  # fmt: skip
+    if as_json:
+        _print_json(_run_document(outcome))
+    else:
+        _print_run(outcome, verbose=verbose)
+    if formats:
+        _write_reports(outcome, formats, report_dir, talk)
+    _exit_for(outcome, fail_under)
+
+
+def report_format(choice: ReportFormatChoice) -> ReportFormat:
+    """The report format a ``--report`` / ``--format`` choice names."""
+    return choice.value
+
+
+def _run_document(outcome: Any) -> dict[str, Any]:
+    """``run --json``: the run (id, status, suites, labels, store), its counts and one row per conversation."""
+    record = outcome.record
+    totals = record.totals
+    return {
+        "run": {
+            "id": record.id,
+            "status": record.status,
+            "created": record.created.isoformat(),
+            "suites": [{"name": s.suite.name, "path": s.path} for s in record.snapshot],
+            "suite_hash": record.suite_hash,
+            "agent_version": record.agent_version,
+            "note": record.note,
+            "seed": record.settings.seed,
+            "store": str(outcome.store_path),
+        },
+        "counts": {
+            "planned": len(record.plan),
+            **(
+                totals.model_dump(mode="json", include={"total", "passed", "failed", "error", "unsure"})
+                if totals
+                else {}
+            ),
+        },
+        "correctness": totals.correctness if totals else None,
+        "results": [
+            {
+                "case": stored.case,
+                "persona": stored.persona,
+                "repeat": stored.repeat + 1,
+                "outcome": stored.outcome,
+                "reasons": stored.result.reasons,
+            }
+            for stored in outcome.results()
+        ],
+    }
+
+
+def _write_reports(outcome: Any, formats: list[ReportFormat], directory: Path, talk: SafeConsole) -> None:
+    """Write the run's reports (formats checked before the run) and say where, on ``talk``."""
+    from simulator.metrics import summarized
+    from simulator.reports.formats import default_filename, render
+
+    results = outcome.results()
+    record = summarized(outcome.record, results)
+    directory.mkdir(parents=True, exist_ok=True)
+    for fmt in formats:
+        path = directory / default_filename(record, fmt)
+        path.write_bytes(render(fmt, record, results))
+        talk.print(f"report: {path}", markup=False)

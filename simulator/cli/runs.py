@@ -1,0 +1,210 @@
+"""Commands on stored runs: runs list, show, note, delete, resume, repeat."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from simulator.cli._output import (
+    EXIT_INVALID,
+    EXIT_OK,
+    DbOption,
+    LiveOption,
+    VerboseOption,
+    YesOption,
+    _api,
+    _handles_errors,
+    _print_json,
+    _store,
+    err,
+    out,
+)
+from simulator.cli._progress import _exit_for, _print_run, _print_run_record, _run_with_progress
+
+
+@_handles_errors
+def runs_list(
+    db: DbOption = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="How many runs, newest first.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List stored runs, newest first."""
+    with _store(db) as store:
+        records = store.list_runs(limit=limit)
+    if as_json:
+        payload = [
+            {"id": r.id, "created": r.created.isoformat(), "status": r.status, "agent_version": r.agent_version,
+             "note": r.note, "suite_hash": r.suite_hash, "planned": len(r.plan),
+             "totals": r.totals.model_dump(mode="json") if r.totals else None}
+            for r in records
+        ]  # fmt: skip
+        _print_json(payload)
+        return
+    table = Table(title="Runs", title_justify="left")
+    for column in ("id", "created", "status", "suites", "version", "correctness", "P/F/E/U", "note"):
+        table.add_column(column, overflow="fold")
+    for r in records:
+        t = r.totals
+        correctness = "-" if t is None or t.correctness is None else f"{t.correctness * 100:.1f}%"
+        counts = "-" if t is None else f"{t.passed}/{t.failed}/{t.error}/{t.unsure}"
+        table.add_row(
+            r.id, f"{r.created:%Y-%m-%d %H:%M}", r.status, ", ".join(s.suite.name for s in r.snapshot),
+            r.agent_version or "", correctness, counts, r.note,
+        )  # fmt: skip
+    out.print(table)
+
+
+@_handles_errors
+def runs_show(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, a unique prefix, latest or latest~N.")],
+    db: DbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run record and its results as JSON.")] = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Show a run: header, one row per conversation (failures first, each with its first reason whole; -v:
+    every reason), totals."""
+    with _store(db) as store:
+        record = store.get_run(run_ref)
+        if as_json:
+            owner = store.owner(record.id) if record.status == "running" else None
+            payload = {
+                "run": record.model_dump(mode="json"),
+                "owner": None
+                if owner is None
+                else {
+                    "pid": owner.pid,
+                    "host": owner.host,
+                    "started": owner.started.isoformat(),
+                    "heartbeat": owner.heartbeat.isoformat(),
+                },
+                "results": [r.model_dump(mode="json") for r in store.results(record.id)],
+            }
+            _print_json(payload)
+            return
+        _print_run_record(store, record, verbose=verbose)
+
+
+@_handles_errors
+def runs_note(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN")],
+    text: Annotated[str, typer.Argument(help="The new note.")],
+    db: DbOption = None,
+) -> None:
+    """Replace a run's note (the suite, version and settings of a run never change)."""
+    with _store(db) as store:
+        record = store.get_run(run_ref)
+        store.set_note(record.id, text)
+    out.print(f"note of {record.id} set", markup=False)
+
+
+@_handles_errors
+def runs_delete(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN")],
+    db: DbOption = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete a run and its results."""
+    with _store(db) as store:
+        record = store.get_run(run_ref)
+        if not yes and not typer.confirm(f"Delete run {record.id} and its {len(record.plan)} planned results?"):
+            raise typer.Exit(EXIT_OK)
+        store.delete_run(record.id)
+        from simulator.runner._execute import forget_checkpoints
+
+        forget_checkpoints(store.path, record.id)
+    out.print(f"deleted {record.id}", markup=False)
+
+
+def _confirm_imported(record: Any, yes: bool, live: bool, doing: str) -> None:
+    """An imported run names code that did not come from this machine's files: say what it runs, and go on
+    only with --yes."""
+    if not record.imported_from:
+        return
+    from simulator.runner import code_it_runs
+    from simulator.runner._api import _visible
+
+    lines = code_it_runs(record, live)
+    err.print(
+        f"Run {record.id} came from `simulator import run` (run {_visible(record.imported_from)} elsewhere). "
+        f"{doing.capitalize()} it runs what its snapshot names, on this machine, as you:",
+        markup=False,
+    )
+    for line in lines or ["no agent code of its own"]:
+        err.print(f"  - {line}", markup=False)
+    if not yes:
+        err.print(f"Read the export and trust that code first; then {doing} it with --yes.", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+
+
+@_handles_errors
+def runs_resume(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN")],
+    db: DbOption = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the model request cache.")] = False,
+    live: LiveOption = False,
+    yes: YesOption = False,
+) -> None:
+    """Finish an interrupted or failed run: finished cases are not run again; unfinished conversations continue
+    where they stopped (for agents without state of their own). A run another live process runs is refused
+    (exit 3). A run started with --live continues only with --live. Exits like `run` (its --fail-under)."""
+    from simulator.runner._execute import check_live
+
+    with _store(db) as store:
+        store.require_writable("resume a run")
+        record = store.get_run(run_ref)
+        store.check_free(record.id, "resumed")
+        missing = len(record.plan) - len(store.completed_keys(record.id))
+        if missing == 0 and record.status == "completed":
+            out.print(f"run {record.id} is complete: nothing to resume", markup=False)
+            _print_run_record(store, record)
+            _exit_for(_api().RunOutcome(record=record, store_path=store.path), record.settings.fail_under)
+            return
+        check_live(record, live)
+        _confirm_imported(record, yes, live, "resuming")
+    out.print(f"Resuming {record.id}: {missing} of {len(record.plan)} conversation(s) left.", markup=False)
+    outcome = _run_with_progress(
+        lambda on_event: _api().resume_async(
+            record.id, db=db, live=live, trust_imported=yes, cache=not no_cache, on_event=on_event
+        ),
+        db=db,
+    )
+    _print_run(outcome)
+    _exit_for(outcome, outcome.record.settings.fail_under)
+
+
+@_handles_errors
+def runs_repeat(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN")],
+    db: DbOption = None,
+    note: Annotated[str | None, typer.Option("--note", help="Note of the new run.")] = None,
+    agent_version: Annotated[str | None, typer.Option("--agent-version", help="Label of the agent version.")] = None,
+    live: LiveOption = False,
+    yes: YesOption = False,
+) -> None:
+    """Run again exactly what a stored run ran (its suite snapshot and settings) as a new run; tools in test
+    mode unless this command says --live."""
+    with _store(db) as store:
+        store.require_writable("repeat a run")
+        old = store.get_run(run_ref)
+        store.check_free(old.id, "repeated")
+        _confirm_imported(old, yes, live, "repeating")
+    if old.settings.live and not live:
+        err.print(
+            f"note: {old.id} ran with --live; this repeat runs its tools in test mode (fakes): pass --live to "
+            "run the real tool functions",
+            markup=False,
+        )
+
+    def started(event: Any) -> None:
+        out.print(f"Run {event.record.id} repeats {old.id}: {len(event.record.plan)} conversation(s).", markup=False)
+
+    outcome = _run_with_progress(
+        lambda on_event: _api().repeat_async(
+            old.id, db=db, live=live, trust_imported=yes, note=note, agent_version=agent_version, on_event=on_event
+        ),
+        db=db, on_start=started,
+    )  # fmt: skip
+    _print_run(outcome)
+    _exit_for(outcome, outcome.record.settings.fail_under)

@@ -1,0 +1,155 @@
+"""Commands on suite files: validate, schema, personas list, import csv."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from simulator.cli._choices import SchemaKind
+from simulator.cli._output import (
+    EXIT_INVALID,
+    JsonOption,
+    _handles_errors,
+    _plural,
+    _print_config_errors,
+    _print_json,
+    _print_warnings,
+    err,
+    out,
+)
+
+
+@_handles_errors
+def validate(
+    paths: Annotated[list[Path], typer.Argument(help="Suite files, persona files or folders holding them.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Check suites, hosted evals files, agent files and personas; report every problem with its place.
+    With --json, one JSON document: the counts and every error with its file, line, column and key."""
+    from simulator.loading import validate_paths
+
+    report = validate_paths(paths)
+    counts = report.case_counts()
+    if as_json:
+        _print_json(
+            {
+                "valid": not report.errors,
+                "files": [str(path) for path in report.files],
+                "suites": len(report.suites),
+                "cases": counts,
+                "personas": len(report.personas),
+                "agent_files": len(report.agents),
+                "errors": [
+                    {"file": e.file, "line": e.line, "column": e.column, "key": e.key_path, "message": e.message}
+                    for e in report.errors
+                ],
+            }
+        )
+        if report.errors:
+            raise typer.Exit(EXIT_INVALID)
+        return
+    _print_config_errors(report.errors)
+    kinds = ", ".join(f"{kind} {n}" for kind, n in counts.items())
+    summary = (
+        f"Checked {_plural(len(report.files), 'file')}: {_plural(len(report.suites), 'suite')} with "
+        f"{_plural(sum(counts.values()), 'case')} ({kinds}), {_plural(len(report.personas), 'persona')}, "
+        f"{_plural(len(report.agents), 'agent file')}."
+    )
+    out.print(summary, markup=False)
+    if report.errors:
+        bad_files = len({e.file for e in report.errors})
+        out.print(f"Found {_plural(len(report.errors), 'error')} in {_plural(bad_files, 'file')}.", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    out.print("All valid.", markup=False)
+
+
+@_handles_errors
+def schema(
+    kind: Annotated[SchemaKind, typer.Argument(help="The kind of file.")] = SchemaKind.suite,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
+) -> None:
+    """Print the JSON Schema of a kind of file, for editors (see the README on yaml-language-server)."""
+    from importlib import resources
+
+    from simulator.loading import SCHEMA_FILES
+
+    text = resources.files("simulator.schemas").joinpath(SCHEMA_FILES[kind]).read_text(encoding="utf-8")
+    if output is None:
+        sys.stdout.write(text)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    out.print(f"wrote {output}", markup=False)
+
+
+@_handles_errors
+def personas_list(
+    directory: Annotated[
+        Path | None,
+        typer.Option("--dir", help="Folder of persona files (default: the nearest personas/ folder)."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the personas with their language and description."""
+    from simulator.loading import find_upwards, load_personas
+
+    if directory is None:
+        directory = find_upwards(Path.cwd(), "personas", want_dir=True)
+        if directory is None:
+            err.print("no personas/ folder here or above: pass --dir FOLDER", markup=False)
+            raise typer.Exit(EXIT_INVALID)
+    elif not directory.is_dir():
+        err.print(f"{directory}: no such folder", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    personas = load_personas(directory)
+    if as_json:
+        _print_json([{"name": name} | personas[name].model_dump(mode="json") for name in sorted(personas)])
+        return
+    table = Table(title=f"Personas in {directory}", title_justify="left")
+    table.add_column("name", no_wrap=True)
+    table.add_column("language")
+    table.add_column("style")
+    table.add_column("description")
+    for name in sorted(personas):
+        persona = personas[name]
+        table.add_row(
+            name, persona.language, persona.style.verbosity, persona.description or persona.personality.split(".")[0]
+        )
+    out.print(table)
+    out.print(f"{_plural(len(personas), 'persona')}.", markup=False)
+
+
+@_handles_errors
+def import_csv_command(
+    file: Annotated[Path, typer.Argument(help="CSV file: columns prompt, must_contain, must_not_contain, ...")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Suite file to write, e.g. suites/faq.yaml.")],
+    name: Annotated[str | None, typer.Option("--name", help="Suite name (default: the CSV file's name).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the output file if it exists.")] = False,
+) -> None:
+    """Import a CSV of single-turn tests as golden cases (one per row)."""
+    from simulator.loading.csv_import import import_csv
+
+    warnings: list[Any] = []
+    _import_suite_from(file, output, force, lambda: import_csv(file, suite_name=name, warnings=warnings))
+    _print_warnings(warnings)
+
+
+def _import_suite_from(file: Path, output: Path, force: bool, read: Callable[[], dict[str, Any]]) -> None:
+    """Write the suite ``read`` makes of ``file`` to ``output``, never overwriting without --force."""
+    from simulator.loading.csv_import import dump_suite_yaml
+
+    if not file.exists():  # a named pipe or a device is refused by the importer, saying what it is
+        err.print(f"{file}: no such file", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    if output.exists() and not force:
+        err.print(f"{output} exists: choose another --output, or pass --force to overwrite it", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    data = read()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(dump_suite_yaml(data), encoding="utf-8")
+    out.print(f"wrote {output}: {_plural(len(data['cases']), 'golden case')}", markup=False)
