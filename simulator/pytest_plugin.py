@@ -146,7 +146,11 @@ class SuiteFile(pytest.File):
         for item in self.planned.items:
             case = cases[item.case]
             name = f"{item.case}[{item.persona}-#{item.repeat + 1}]" if item.persona else f"{item.case}[#{item.repeat + 1}]"  # noqa: E501
-            node = SuiteCase.from_parent(self, name=name, plan_item=item, line=lines.get(item.case, 0))
+            # Given as text, so pytest parses the `[...]` as parameters, as it does for a parametrized test's
+            # id: that is the form --lf finds again in its cache (pytest 9 compares parsed ids).
+            node = SuiteCase.from_parent(
+                self, name=name, nodeid=f"{self.nodeid}::{name}", plan_item=item, line=lines.get(item.case, 0)
+            )
             node.add_marker(MARKER)
             for tag in case.tags:
                 self.config.addinivalue_line("markers", f"{tag}: Simulator case tag")
