@@ -200,3 +200,27 @@ def test_combine_runs_plans_of_several_files_as_one(monkeypatch: pytest.MonkeyPa
     assert [snapshot.path for snapshot in combined.snapshots] == combined.settings.paths
     with pytest.raises(InputError, match="different settings"):
         combine([golden, simulator.plan("suites/demo/scenarios.yaml", seed=4)])
+
+
+def test_an_error_names_the_role_that_failed() -> None:
+    from datetime import UTC, datetime
+
+    from simulator.models.run import StoredResult
+    from simulator.models.scores import CaseResult
+    from simulator.models.transcript import ErrorEvent, Transcript
+    from simulator.pytest_plugin import failure_lines
+
+    now = datetime.now(UTC)
+    transcript = Transcript(
+        case="refund", kind="scenario", persona="terse", seed=1, stop_reason="error", error="judge down",
+        events=[ErrorEvent(turn=2, where="judge", message="no answer after 3 tries")], started_at=now, finished_at=now,
+    )  # fmt: skip
+    result = CaseResult(
+        case="refund", kind="scenario", persona="terse", outcome="error", reasons=["judge down"], transcript=transcript
+    )
+    stored = StoredResult(run_id="r1", key="0:refund:terse:0", suite=0, case="refund", persona="terse",
+                          outcome="error", finished=now, result=result)  # fmt: skip
+    lines = failure_lines(stored, "simulator report r1")
+    assert "error: the judge failed: no answer after 3 tries" in lines
+    assert "Outcome: error" in lines
+    assert lines[-1].endswith("simulator report r1")
