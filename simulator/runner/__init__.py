@@ -13,6 +13,7 @@ from simulator.runner._api import (
     RunStarted,
     SimulationPlan,
     code_it_runs,
+    combine,
     get_run,
     plan,
     plan_simulation,
@@ -25,6 +26,7 @@ from simulator.runner._api import (
     run_async,
     simulate,
     simulate_async,
+    yaml_kind,
 )
 from simulator.runner._case import (
     check_environment,
@@ -46,6 +48,7 @@ __all__ = [
     "SimulationPlan",
     "check_environment",
     "code_it_runs",
+    "combine",
     "find_case",
     "get_run",
     "load_prompt_overrides",
@@ -64,4 +67,5 @@ __all__ = [
     "score_case",
     "simulate",
     "simulate_async",
+    "yaml_kind",
 ]

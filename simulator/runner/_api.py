@@ -205,6 +205,56 @@ def plan(suites: Suites, settings: RunSettings | None = None, **options: Any) ->
     return PlannedRun(suites=loaded, settings=chosen, items=items, snapshots=snapshots, notes=notes)
 
 
+def combine(plans: Sequence[PlannedRun]) -> PlannedRun:
+    """Plans made one suite file at a time, as one run (one record, one id): suites, snapshots and notes side by
+    side, each item's suite index moved past the suites of the plans before it. Each item keeps the seed its own
+    plan gave it, so every conversation is the one :func:`plan` showed for its file. The plans must differ in
+    their paths only (the pytest plugin plans each collected file with the same options); narrow a plan first
+    with ``dataclasses.replace(planned, items=[...])`` to run part of it."""
+    if not plans:
+        raise InputError("nothing to run: no plan given")
+    first = plans[0].settings.model_copy(update={"paths": []})
+    for other in plans[1:]:
+        if other.settings.model_copy(update={"paths": []}) != first:
+            raise InputError(
+                "plans made with different settings cannot run as one run: plan them with the same options"
+            )
+    suites: list[LoadedSuite] = []
+    snapshots: list[SuiteSnapshot] = []
+    items: list[PlanItem] = []
+    notes: list[str] = []
+    for planned in plans:
+        offset = len(suites)
+        for item in planned.items:
+            # A key begins with its suite index (build_plan), which is unique only within its own plan.
+            _, _, rest = item.key.partition(":")
+            index = item.suite + offset
+            items.append(item.model_copy(update={"suite": index, "key": f"{index}:{rest}"}))
+        suites.extend(planned.suites)
+        snapshots.extend(planned.snapshots)
+        notes.extend(note for note in planned.notes if note not in notes)
+    paths = [path for planned in plans for path in planned.settings.paths]
+    settings = plans[0].settings.model_copy(update={"paths": paths})
+    return PlannedRun(suites=suites, settings=settings, items=items, snapshots=snapshots, notes=notes)
+
+
+def yaml_kind(path: PathLike) -> str:
+    """What a YAML file holds, told as ``simulator validate`` tells it (``suite``, ``evals``, ``agent``,
+    ``persona``, ``personas`` or ``unknown``), or ``unreadable`` when it cannot be read or parsed (loading it
+    says why). Reads the file with the loader's limits on size, depth and aliases."""
+    from simulator.loading import classify
+    from simulator.loading._yaml import parse_yaml, read_text
+
+    file = Path(path)
+    text, _ = read_text(file)
+    if text is None:
+        return "unreadable"
+    located, _ = parse_yaml(text, str(file))
+    if located is None:
+        return "unreadable"
+    return classify(file, located.data)
+
+
 def _cache(store_path: Path, enabled: bool, size_mb: int) -> Any:
     if not enabled:
         return None
