@@ -11,8 +11,8 @@ Python as the command line does::
         print(stored.case, stored.persona, stored.outcome, stored.result.reasons)
 
 The run API (:func:`run`, :func:`resume`, :func:`repeat`, :func:`simulate`, their ``*_async`` twins,
-:func:`plan`, :func:`get_run`) is imported on first use: ``import simulator`` stays light (no model or graph
-library), so the command line's ``--help`` and ``validate`` stay fast.
+:func:`plan`, :func:`get_run`, :func:`delete_run`) is imported on first use: ``import simulator`` stays light
+(no model or graph library), so the command line's ``--help`` and ``validate`` stay fast.
 """
 
 import typing as _typing
@@ -47,6 +47,7 @@ if _typing.TYPE_CHECKING:
         Progress,
         RunOutcome,
         RunStarted,
+        delete_run,
         get_run,
         plan,
         repeat,
@@ -67,6 +68,7 @@ _LAZY = {
     "Progress": "simulator.runner",
     "RunOutcome": "simulator.runner",
     "RunStarted": "simulator.runner",
+    "delete_run": "simulator.runner",
     "get_run": "simulator.runner",
     "plan": "simulator.runner",
     "repeat": "simulator.runner",
@@ -125,6 +127,7 @@ __all__ = [
     "Suite",
     "ValidationReport",
     "__version__",
+    "delete_run",
     "get_run",
     "load_personas",
     "load_suite",

@@ -11,9 +11,9 @@ PUBLIC_NAMES = [
     "AgentError", "Case", "CaseResult", "ConfigError", "ConfigErrors", "GoldenCase", "InputError", "JudgeError",
     "LoadedSuite", "ModelError", "Persona", "PlanItem", "PlannedRun", "Progress", "RunOutcome", "RunRecord",
     "RunSettings", "RunStarted", "ScenarioCase", "SimulationCase", "SimulatorError", "Step", "StoreError",
-    "StoredResult", "Suite", "ValidationReport", "__version__", "get_run", "load_personas", "load_suite", "plan",
-    "render_report", "repeat", "repeat_async", "resume", "resume_async", "run", "run_async", "simulate",
-    "simulate_async", "validate_paths",
+    "StoredResult", "Suite", "ValidationReport", "__version__", "delete_run", "get_run", "load_personas",
+    "load_suite", "plan", "render_report", "repeat", "repeat_async", "resume", "resume_async", "run", "run_async",
+    "simulate", "simulate_async", "validate_paths",
 ]  # fmt: skip
 
 

@@ -110,10 +110,7 @@ def runs_delete(
         record = store.get_run(run_ref)
         if not yes and not typer.confirm(f"Delete run {record.id} and its {len(record.plan)} planned results?"):
             raise typer.Exit(EXIT_OK)
-        store.delete_run(record.id)
-        from simulator.runner._execute import forget_checkpoints
-
-        forget_checkpoints(store.path, record.id)
+    _api().delete_run(record.id, db=db)
     out.print(f"deleted {record.id}", markup=False)
 
 
@@ -122,12 +119,11 @@ def _confirm_imported(record: Any, yes: bool, live: bool, doing: str) -> None:
     only with --yes."""
     if not record.imported_from:
         return
-    from simulator.runner import code_it_runs
-    from simulator.runner._api import _visible
+    from simulator.runner import code_it_runs, printable
 
     lines = code_it_runs(record, live)
     err.print(
-        f"Run {record.id} came from `simulator import run` (run {_visible(record.imported_from)} elsewhere). "
+        f"Run {record.id} came from `simulator import run` (run {printable(record.imported_from)} elsewhere). "
         f"{doing.capitalize()} it runs what its snapshot names, on this machine, as you:",
         markup=False,
     )

@@ -28,7 +28,7 @@ from simulator.models import Case, ModelRoles, Persona
 from simulator.models.run import PlanItem, RunRecord, RunSettings, StoredResult, SuiteSnapshot
 from simulator.models.scores import CaseResult
 from simulator.runner._case import check_environment, find_case, model_roles, pick_persona
-from simulator.runner._execute import Progress, check_live, execute
+from simulator.runner._execute import Progress, check_live, execute, forget_checkpoints
 from simulator.runner._plan import build_plan, new_record, plan_notes, restore, snapshot_of, unknown_case_filters
 from simulator.store import RunStore, default_db_path
 
@@ -327,20 +327,20 @@ def code_it_runs(record: RunRecord, live: bool) -> list[str]:
     lines: list[str] = []
     for snapshot in record.snapshot:
         suite = snapshot.suite
-        where = f"suite '{_visible(suite.name)}'"
+        where = f"suite '{printable(suite.name)}'"
         agent = suite.agent
         if isinstance(agent, PythonAgent):
             lines.append(f"python agent {agent.callable} ({where}): its module is imported and called")
         elif isinstance(agent, LanggraphAgent):
             lines.append(f"langgraph graph {agent.graph} ({where}): its module is imported and the graph run")
         elif isinstance(agent, HttpAgent):
-            lines.append(f"http agent at {_visible(agent.base_url)} ({where}): every conversation is sent there")
+            lines.append(f"http agent at {printable(agent.base_url)} ({where}): every conversation is sent there")
         elif isinstance(agent, LitellmAgent):
             lines.append(
-                f"litellm agent on model {_visible(agent.model)} ({where}): conversations are sent to that model"
+                f"litellm agent on model {printable(agent.model)} ({where}): conversations are sent to that model"
             )
         elif agent is not None:
-            lines.append(f"agent file {_visible(agent)} ({where})")
+            lines.append(f"agent file {printable(agent)} ({where})")
         for tool in getattr(agent, "tools", None) or []:
             if tool.function is None:
                 continue
@@ -351,7 +351,7 @@ def code_it_runs(record: RunRecord, live: bool) -> list[str]:
     return lines
 
 
-def _visible(text: str) -> str:
+def printable(text: str) -> str:
     """Text from an imported file, with every control or invisible character written as an escape."""
     return "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in str(text))
 
@@ -359,7 +359,7 @@ def _visible(text: str) -> str:
 def _trust(record: RunRecord, trust_imported: bool, doing: str) -> None:
     if record.imported_from and not trust_imported:
         raise InputError(
-            f"run {record.id} came from `simulator import run` (run {_visible(record.imported_from)} elsewhere); "
+            f"run {record.id} came from `simulator import run` (run {printable(record.imported_from)} elsewhere); "
             f"{doing} it runs the code its snapshot names on this machine: read the export, then pass "
             "trust_imported=True (--yes on the command line)"
         )
@@ -494,6 +494,15 @@ async def simulate_async(
         if on_result is not None:
             on_result(result)
     return results
+
+
+def delete_run(run_ref: str, *, db: PathLike | None = None) -> str:
+    """Delete a stored run, its results and its conversation checkpoints; returns its id."""
+    with RunStore(Path(db) if db is not None else default_db_path()) as store:
+        record = store.get_run(run_ref)
+        store.delete_run(record.id)
+        forget_checkpoints(store.path, record.id)
+    return record.id
 
 
 def get_run(run_ref: str, *, db: PathLike | None = None) -> RunOutcome:
