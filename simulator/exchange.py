@@ -30,6 +30,7 @@ from pydantic import TypeAdapter, ValidationError
 from simulator.errors import InputError, StoreError
 from simulator.loading import _limits
 from simulator.loading._json import json_position, parse_json
+from simulator.loading._schema import tool_parameter_problems
 from simulator.loading._yaml import DataPath, format_path, parse_yaml
 from simulator.loading._yaml_out import export_yaml
 from simulator.models import GoldenCase, Persona, Suite
@@ -323,14 +324,33 @@ def _validate(model: type[_Export], parsed: _Parsed, expected: str) -> _Export:
                 f"{EXPORT_VERSION}: upgrade Simulator",
             )
         )
+    problems: list[tuple[DataPath, str]] = []
     try:
-        return model.model_validate(data)
+        export = model.model_validate(data)
     except ValidationError as exc:
         problems = [
             (_where(detail["loc"], data, detail["type"]), str(detail["msg"]))
             for detail in exc.errors(include_url=False)
         ]
-        raise ExchangeError(_located_problems(parsed, problems)) from None
+    problems += _tool_problems(data)
+    if problems:
+        raise ExchangeError(_located_problems(parsed, problems))
+    return export
+
+
+def _tool_problems(data: dict[str, Any]) -> list[tuple[DataPath, str]]:
+    """The tool parameters of the agents in a run's snapshot that are not an object's JSON Schema: a run
+    imported here can be repeated, and its agent must be one the loader would have accepted."""
+    run = data.get("run")
+    snapshots = run.get("snapshot") if isinstance(run, dict) else None
+    return [
+        problem
+        for index, snapshot in enumerate(snapshots if isinstance(snapshots, list) else [])
+        if isinstance(snapshot, dict) and isinstance(snapshot.get("suite"), dict)
+        for problem in tool_parameter_problems(
+            snapshot["suite"].get("agent"), ("run", "snapshot", index, "suite", "agent")
+        )
+    ]
 
 
 def _located_problems(parsed: _Parsed, problems: Sequence[tuple[DataPath, str]]) -> str:
