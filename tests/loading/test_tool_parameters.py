@@ -15,7 +15,7 @@ from simulator.cli import app
 from simulator.errors import ConfigErrors
 from simulator.exchange import ExchangeError, export_run, import_run
 from simulator.loading import load_suite, validate_paths
-from tests.test_exchange import _run_with_an_error_fake
+from tests.factories import make_run
 
 NOT_A_SCHEMA = "not a valid JSON Schema: 7 is not valid under any of the given schemas"
 NOT_AN_OBJECT = "tool parameters must be an object schema (type: object)"
@@ -122,7 +122,7 @@ def test_an_object_schema_and_the_default_are_accepted(tmp_path: Path, monkeypat
     ("parameters", "message"), [({"type": 7}, NOT_A_SCHEMA), ({"type": "string"}, NOT_AN_OBJECT)]
 )
 def test_a_run_import_names_the_tool_of_the_snapshot(parameters: dict[str, Any], message: str) -> None:
-    data = json.loads(export_run(*_run_with_an_error_fake()))
+    data = json.loads(export_run(make_run("20261129-232501-ab12cd", "shop"), []))
     agent = {"type": "python", "callable": "bot:respond", "tools": [{"name": "ok"}, {"name": "t"}]}
     agent["tools"][1]["parameters"] = parameters  # type: ignore[index]
     data["run"]["snapshot"][0]["suite"]["agent"] = agent
