@@ -25,18 +25,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
-import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from simulator.errors import InputError, StoreError
 from simulator.loading import _limits
 from simulator.loading._json import json_position, parse_json
+from simulator.loading._schema import tool_parameter_problems
 from simulator.loading._yaml import DataPath, format_path, parse_yaml
+from simulator.loading._yaml_out import export_yaml
 from simulator.models import GoldenCase, Persona, Suite
 from simulator.models._base import DataModel
 from simulator.models.run import RunRecord, StoredResult, SuiteSnapshot
 from simulator.models.transcript import AgentEvent, InputEvent, Transcript, UserEvent
-from simulator.safety import json_safe, redact, terminal_safe
+from simulator.safety import json_safe, redact
 
 if TYPE_CHECKING:
     from simulator.loading import LoadedSuite
@@ -56,8 +57,6 @@ PERSONAS_FOLDER: Final = "personas"
 _FORMATS: Final = ("json", "yaml")
 _ERRORS_SHOWN: Final = 10
 _TOO_LARGE_ADVICE: Final = "export fewer results (a run's results can be exported apart) to import it"
-# Larger than any line, so that a long message is never folded over several lines.
-_NO_WRAP: Final = 1_000_000_000
 
 _SNAPSHOTS: Final = TypeAdapter(list[SuiteSnapshot])
 _GOLDEN: Final = TypeAdapter(GoldenCase)
@@ -70,33 +69,11 @@ class ExchangeError(InputError, ValueError):
 # --- text formats -----------------------------------------------------------------------------------------
 
 
-class _Dumper(yaml.SafeDumper):
-    """``yaml.safe_dump``'s dumper, with Unicode line breaks and control characters in strings written
-    double-quoted (escaped)."""
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    # PyYAML writes U+0085 raw into a single-quoted scalar and reading it back folds it into a space. A string
-    # a terminal would obey (bidi overrides: PyYAML writes them raw) is double-quoted, so that _yaml_text can
-    # write those characters as escapes that read back the same.
-    unsafe = any(char in value for char in "\x85\u2028\u2029") or terminal_safe(value) is not value
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"' if unsafe else None)
-
-
-_Dumper.add_representer(str, _represent_str)
-
-
-def _yaml_text(data: Any, header: Sequence[str] = ()) -> str:
-    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=_NO_WRAP)
-    comments = "".join(f"# {line}\n" if line else "#\n" for line in header)
-    return terminal_safe(comments + body)  # \u202e in a double-quoted scalar is U+202E again when read
-
-
 def _text(data: Any, fmt: ExportFormat, header: Sequence[str] = ()) -> str:
     if fmt == "json":
         return json_safe(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
     if fmt == "yaml":
-        return _yaml_text(data, header)
+        return export_yaml(data, header=header)
     raise ExchangeError(f"unknown export format {fmt!r}: use one of {', '.join(_FORMATS)}")
 
 
@@ -125,7 +102,7 @@ def export_cases(loaded_suites: Iterable[LoadedSuite], *, include_personas: bool
         header = [
             f"Exported by Simulator from {loaded.path.name}: the agent is inline, personas in {PERSONAS_FOLDER}/."
         ]
-        files[name] = _yaml_text(data, header)
+        files[name] = export_yaml(data, header=header)
         if include_personas:
             for persona_name in _named_personas(loaded.suite):
                 persona = loaded.personas.get(persona_name)
@@ -139,7 +116,7 @@ def export_cases(loaded_suites: Iterable[LoadedSuite], *, include_personas: bool
                     )
     for persona_name in sorted(personas):
         data = personas[persona_name].model_dump(mode="json", exclude_unset=True)
-        files[f"{PERSONAS_FOLDER}/{persona_name}.yaml"] = _yaml_text(data)
+        files[f"{PERSONAS_FOLDER}/{persona_name}.yaml"] = export_yaml(data)
     return files
 
 
@@ -347,14 +324,33 @@ def _validate(model: type[_Export], parsed: _Parsed, expected: str) -> _Export:
                 f"{EXPORT_VERSION}: upgrade Simulator",
             )
         )
+    problems: list[tuple[DataPath, str]] = []
     try:
-        return model.model_validate(data)
+        export = model.model_validate(data)
     except ValidationError as exc:
         problems = [
             (_where(detail["loc"], data, detail["type"]), str(detail["msg"]))
             for detail in exc.errors(include_url=False)
         ]
-        raise ExchangeError(_located_problems(parsed, problems)) from None
+    problems += _tool_problems(data)
+    if problems:
+        raise ExchangeError(_located_problems(parsed, problems))
+    return export
+
+
+def _tool_problems(data: dict[str, Any]) -> list[tuple[DataPath, str]]:
+    """The tool parameters of the agents in a run's snapshot that are not an object's JSON Schema: a run
+    imported here can be repeated, and its agent must be one the loader would have accepted."""
+    run = data.get("run")
+    snapshots = run.get("snapshot") if isinstance(run, dict) else None
+    return [
+        problem
+        for index, snapshot in enumerate(snapshots if isinstance(snapshots, list) else [])
+        if isinstance(snapshot, dict) and isinstance(snapshot.get("suite"), dict)
+        for problem in tool_parameter_problems(
+            snapshot["suite"].get("agent"), ("run", "snapshot", index, "suite", "agent")
+        )
+    ]
 
 
 def _located_problems(parsed: _Parsed, problems: Sequence[tuple[DataPath, str]]) -> str:
@@ -621,7 +617,7 @@ def golden_from_run(
         f"{chosen.repeat}, outcome {chosen.outcome}).",
         "Each turn expects what the agent did then: review the expectations before relying on them.",
     ]
-    return _yaml_text(data, header)
+    return export_yaml(data, header=header)
 
 
 def _pick_result(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 import pytest
 
@@ -13,64 +12,12 @@ from simulator.analysis.compare import (
     compare_runs,
     mcnemar_exact,
 )
-from simulator.models import Suite
-from simulator.models.run import RunRecord, RunSettings, StoredResult, SuiteSnapshot
-from simulator.models.scores import CaseResult, Outcome
-from simulator.models.transcript import StepOutcome, StepStatus, Transcript
+from simulator.models.run import RunRecord, StoredResult
+from simulator.models.scores import Outcome
+from simulator.models.transcript import StepStatus
 from simulator.reports.compare_text import render_comparison_text
-
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def make_run(run_id: str, *suites: str) -> RunRecord:
-    snapshot = [
-        SuiteSnapshot(
-            path=f"{name}.yaml",
-            suite=Suite.model_validate(
-                {"name": name, "cases": [{"name": "placeholder", "kind": "scenario", "goal": "say hello"}]}
-            ),
-        )
-        for name in suites
-    ]
-    return RunRecord(id=run_id, created=T0, suite_hash="hash", snapshot=snapshot, settings=RunSettings())
-
-
-def step(index: int, label: str, status: StepStatus, rationale: str = "") -> StepOutcome:
-    return StepOutcome(index=index, label=label, status=status, rationale=rationale)
-
-
-def make_result(
-    run: RunRecord,
-    suite: str,
-    case: str,
-    outcome: Outcome,
-    *,
-    persona: str | None = None,
-    repeat: int = 0,
-    steps: Sequence[StepOutcome] = (),
-    reasons: Sequence[str] = (),
-) -> StoredResult:
-    index = next(i for i, snap in enumerate(run.snapshot) if snap.suite.name == suite)
-    transcript = Transcript(case=case, kind="simulation", persona=persona, steps=list(steps))
-    return StoredResult(
-        run_id=run.id,
-        key=f"{index}:{case}:{persona}:{repeat}",
-        suite=index,
-        case=case,
-        persona=persona,
-        repeat=repeat,
-        outcome=outcome,
-        finished=T0,
-        result=CaseResult(
-            case=case,
-            kind="simulation",
-            persona=persona,
-            repeat=repeat,
-            outcome=outcome,
-            reasons=list(reasons),
-            transcript=transcript,
-        ),
-    )
+from tests.factories import make_result, make_run
+from tests.factories import make_step as step
 
 
 def repeats(

@@ -30,11 +30,11 @@ from simulator.loading import load_suite, validate_paths
 from simulator.loading._limits import MAX_FILE_BYTES
 from simulator.loading.csv_import import dump_suite_yaml, import_csv
 from simulator.loading.csv_multiturn import import_multiturn_csv
-from simulator.models import Suite
-from simulator.models.run import RunRecord, RunSettings, StoredResult, SuiteSnapshot
-from simulator.models.scores import CaseResult
+from simulator.models.run import RunRecord, StoredResult, SuiteSnapshot
+from simulator.models.scores import Outcome
 from simulator.models.summary import RunSummary
 from simulator.models.transcript import Transcript, UserEvent
+from tests.factories import make_result, make_run, scenario_suite
 
 #: Where each reader finds its file, relative to a fresh folder.
 FILES = {
@@ -421,35 +421,29 @@ def test_the_suite_is_dumped_a_chunk_of_cases_at_a_time_to_the_same_text(tmp_pat
 # --- run imports: numbers are checked, totals are computed ------------------------------------------------
 
 
-def _run(outcomes: tuple[str, ...] = ("pass", "fail", "error")) -> tuple[RunRecord, list[StoredResult]]:
-    suite = Suite.model_validate({"name": "Shop", "cases": [{"kind": "scenario", "name": "c", "goal": "Get a refund"}]})
-    record = RunRecord(
-        id="20261129-232501-ab12cd",
+def _run(outcomes: tuple[Outcome, ...] = ("pass", "fail", "error")) -> tuple[RunRecord, list[StoredResult]]:
+    record = make_run(
+        "20261129-232501-ab12cd",
+        SuiteSnapshot(path="suites/shop.yaml", suite=scenario_suite("Shop", "c", "Get a refund")),
         created=datetime(2026, 11, 29, 23, 25, 1, tzinfo=UTC),
         status="completed",
         suite_hash="h1",
-        snapshot=[SuiteSnapshot(path="suites/shop.yaml", suite=suite)],
-        settings=RunSettings(),
         totals=RunSummary(total=3, passed=1, failed=1, error=1, correctness=1 / 3, duration_s=12.5),
     )
-    results = []
-    for repeat, outcome in enumerate(outcomes):
-        transcript = Transcript(case="c", kind="scenario", events=[UserEvent(turn=1, text="Hi", source="llm")])
-        result = CaseResult(case="c", kind="scenario", outcome=outcome, repeat=repeat, transcript=transcript)
-        finished = datetime(2026, 11, 29, 23, 26, tzinfo=UTC)
-        results.append(
-            StoredResult(
-                run_id=record.id,
-                key=f"0:c:-:{repeat}",
-                suite=0,
-                case="c",
-                repeat=repeat,
-                outcome=outcome,
-                duration_s=1.5,
-                finished=finished,
-                result=result,
-            )
+    results = [
+        make_result(
+            record,
+            0,
+            "c",
+            outcome,
+            kind="scenario",
+            repeat=repeat,
+            transcript=Transcript(case="c", kind="scenario", events=[UserEvent(turn=1, text="Hi", source="llm")]),
+            finished=datetime(2026, 11, 29, 23, 26, tzinfo=UTC),
+            duration_s=1.5,
         )
+        for repeat, outcome in enumerate(outcomes)
+    ]
     return record, results
 
 

@@ -1,4 +1,9 @@
-"""Import layers of DESIGN's module table that the code must keep, checked on the source (AST), not by importing."""
+"""Import layers of DESIGN's module table that the code must keep, checked on the source (AST), not by importing.
+
+The table as a whole is checked by import-linter (``lint-imports``, contracts in pyproject.toml). Here: what
+reports/ may import, as an allow-list (a contract can only forbid what it names), and that every module of the
+package has a place in the layers contract.
+"""
 
 from __future__ import annotations
 
@@ -80,3 +85,26 @@ def test_the_check_sees_imports_in_functions_relative_and_from_the_package() -> 
     names = [name for _, name in _imports_of(source, "simulator.reports")]
     assert names == ["simulator.llm", "simulator.store", "simulator.metrics", "simulator.engine", "simulator.reports"]
     assert [name for name in names if not _within(name, REPORTS_MAY_IMPORT)] == names[:4]
+
+
+#: Top-level parts of the package that are no layer: the package's own entry points, the demo agent (named by
+#: suites as code to run, imported by nothing) and the shipped JSON Schema files.
+OUTSIDE_THE_LAYERS = {"__init__", "__main__", "demo", "schemas"}
+
+
+def test_every_module_of_the_package_has_a_place_in_the_layers_contract() -> None:
+    # import-linter checks only the modules a contract names: a new module left out would import anything.
+    import tomllib
+
+    config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    (layers,) = [contract["layers"] for contract in contracts if contract["type"] == "layers"]
+    placed = {name.strip().removeprefix("simulator.") for layer in layers for name in layer.split("|")}
+    present = {
+        path.stem if path.is_file() else path.name
+        for path in PACKAGE.iterdir()
+        if (path.suffix == ".py" or (path / "__init__.py").is_file())
+    }
+    missing = sorted(present - placed - OUTSIDE_THE_LAYERS)
+    assert not missing, f"add {missing} to the layers contract in pyproject.toml ([tool.importlinter])"
+    assert not placed - present, "the layers contract names modules that do not exist"

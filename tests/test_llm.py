@@ -8,7 +8,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -35,8 +35,8 @@ from simulator.llm import (
     retry_after_seconds,
 )
 from simulator.models.settings import ModelRoles, ModelSettings
+from tests.factories import run
 
-R = TypeVar("R")
 ROOT = Path(__file__).resolve().parents[1]
 HELLO = [{"role": "user", "content": "hello there"}]
 TOOLS = [
@@ -49,11 +49,6 @@ TOOLS = [
         },
     }
 ]
-
-
-def run(coro: Coroutine[Any, Any, R]) -> R:
-    """pytest-asyncio is not a dependency: each test runs its own event loop."""
-    return asyncio.run(coro)
 
 
 class Sleeps:

@@ -5,15 +5,13 @@ Everything runs offline on ``fake/...`` models; a hit is proven by the fake scri
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -34,8 +32,8 @@ from simulator.llm import (
     request_cache_key,
 )
 from simulator.models.settings import ModelRoles, ModelSettings
+from tests.factories import no_sleep, run
 
-R = TypeVar("R")
 HELLO = [{"role": "user", "content": "hello there"}]
 TOOLS = [
     {
@@ -47,14 +45,6 @@ TOOLS = [
         },
     }
 ]
-
-
-def run(coro: Coroutine[Any, Any, R]) -> R:
-    return asyncio.run(coro)
-
-
-async def no_sleep(delay: float) -> None:
-    return None
 
 
 def make_client(

@@ -27,7 +27,7 @@ from simulator.models.run import (
     StoredResult,
     SuiteSnapshot,
 )
-from simulator.models.scores import CaseResult, Score
+from simulator.models.scores import CaseResult, Outcome, Score
 from simulator.models.summary import RunSummary
 from simulator.models.transcript import AgentEvent, ToolCallRecord, Transcript, Usage, UserEvent
 from simulator.store import (
@@ -41,6 +41,7 @@ from simulator.store import (
     migration_name,
     new_run_id,
 )
+from tests import factories
 
 T0 = datetime(2026, 11, 29, 23, 25, 1, tzinfo=UTC)
 _SNAPSHOTS = TypeAdapter(list[SuiteSnapshot])
@@ -65,20 +66,20 @@ def make_run(
     suite_hash: str = "h1",
     status: RunStatus = "interrupted",
 ) -> RunRecord:
-    return RunRecord(
-        id=run_id,
+    return factories.make_run(
+        run_id,
+        SuiteSnapshot(path="suites/shop.yaml", suite=make_suite()),
         created=created,
+        suite_hash=suite_hash,
         status=status,
         agent_version="v1.2",
-        suite_hash=suite_hash,
-        snapshot=[SuiteSnapshot(path="suites/shop.yaml", suite=make_suite())],
         settings=RunSettings(paths=["suites/shop.yaml"], repeat=3, seed=7),
         versions={"simulator": "0.1.0", "python": "3.11"},
         plan=[PlanItem(key=key, suite=0, case="refund", repeat=n, seed=n) for n, key in enumerate(KEYS)],
     )
 
 
-def make_result(run_id: str, key: str, *, outcome: str = "pass", duration_s: float = 2.0) -> StoredResult:
+def make_result(run_id: str, key: str, *, outcome: Outcome = "pass", duration_s: float = 2.0) -> StoredResult:
     repeat = KEYS.index(key) if key in KEYS else 0
     transcript = Transcript(
         case="refund",
@@ -102,18 +103,16 @@ def make_result(run_id: str, key: str, *, outcome: str = "pass", duration_s: flo
         scores=[Score(metric="goal", check="user goal", source="judge", verdict="met", value=1.0)],
         metrics={"goals": 1.0, "hallucinations": None},
     )
-    return StoredResult.model_validate(
-        {
-            "run_id": run_id,
-            "key": key,
-            "suite": 0,
-            "case": "refund",
-            "repeat": repeat,
-            "outcome": outcome,
-            "duration_s": duration_s,
-            "finished": T0 + timedelta(seconds=repeat),
-            "result": result,
-        }
+    return factories.make_result(
+        run_id,
+        0,
+        "refund",
+        outcome,
+        repeat=repeat,
+        key=key,
+        result=result,
+        finished=T0 + timedelta(seconds=repeat),
+        duration_s=duration_s,
     )
 
 

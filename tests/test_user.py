@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 import re
-from collections.abc import Coroutine
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import pytest
 from pydantic import JsonValue
@@ -24,16 +22,11 @@ from simulator.user import (
     UserTurnRequest,
     apply_style,
 )
+from tests.factories import run
 
-R = TypeVar("R")
 Conversation = list[tuple[Literal["user", "agent"], str]]
 
 GOAL = "Greet the agent and ask for a refund for product_id."
-
-
-def run(coro: Coroutine[Any, Any, R]) -> R:
-    """pytest-asyncio is not a dependency: each test runs its own event loop."""
-    return asyncio.run(coro)
 
 
 def request(

@@ -24,7 +24,7 @@ from simulator.errors import ConfigError, ConfigErrors
 from simulator.kinds import kind_of
 from simulator.loading._limits import ReadProblem
 from simulator.loading._limits import read_text as read_bounded_text
-from simulator.loading._schema import SchemaChecker, closest, describe_value, did_you_mean
+from simulator.loading._schema import SchemaChecker, closest, describe_value, did_you_mean, tool_parameter_problems
 from simulator.loading._yaml import DataPath, Located, format_path, parse_yaml, read_text
 from simulator.models import (
     AgentConfig,
@@ -156,6 +156,16 @@ def _union_type_noise(detail: Any, data: Any) -> bool:
     return False
 
 
+def _tool_problems(kind: str | None, data: Any) -> list[tuple[DataPath, str]]:
+    """The tool parameters of the agent a file of ``kind`` writes out (an agent file, a suite's inline agent)
+    that are not an object's JSON Schema."""
+    if kind == "agent":
+        return tool_parameter_problems(data)
+    if kind == "suite" and isinstance(data, dict):
+        return tool_parameter_problems(data.get("agent"), ("agent",))
+    return []
+
+
 def _overlaps(path: DataPath, others: Iterable[DataPath]) -> bool:
     for other in others:
         shorter = min(len(path), len(other))
@@ -217,12 +227,17 @@ class Loader:
             )
         except ValidationError as exc:
             failure = exc
-        if failure is None and not located.has_nulls:
+        tool_problems = _tool_problems(kind, located.data)
+        if failure is None and not tool_problems and not located.has_nulls:
             return built
         checked = SchemaChecker(kind).check(located, file) if kind is not None else []
         schema_found = [(p, e) for p, e in checked if not located.is_flagged(p)]
         self.errors.extend(error for _, error in schema_found)
         bad_paths = [p for p, _ in schema_found] + list(located.flagged)
+        for where, message in tool_problems:
+            if not _overlaps(where, bad_paths):
+                position = located.position(where)
+                self.errors.append(ConfigError(file, position.line, position.column, format_path(where), message))
         if failure is not None:
             for detail in failure.errors(include_url=False):
                 # With schema errors found, only the models' own cross-key rules add anything: the structural
@@ -240,7 +255,7 @@ class Loader:
                     position = located.position(where)
                 self.errors.append(ConfigError(file, position.line, position.column, format_path(where), message))
             return None
-        return built
+        return None if tool_problems else built
 
     # -- agents ------------------------------------------------------------------------------------
 
@@ -481,7 +496,10 @@ class _SuiteParts:
         raw_fakes = data.get("tool_fakes")
         raw_personas = data.get("personas")
         return cls(
-            agent=_try(_adapter("agent_or_path"), data["agent"]) if data.get("agent") is not None else None,
+            # An inline agent with broken tool parameters is not salvaged, as one the models reject is not.
+            agent=_try(_adapter("agent_or_path"), data["agent"])
+            if data.get("agent") is not None and not tool_parameter_problems(data["agent"])
+            else None,
             personas=[p for p in raw_personas if isinstance(p, str)] if isinstance(raw_personas, list) else [],
             tool_fakes=[
                 (i, fake)

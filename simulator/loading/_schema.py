@@ -327,3 +327,32 @@ def _infer_kind(prop: str, instance: dict[str, Any]) -> str:
 
 def _yaml_text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def tool_parameter_problems(agent: Any, base: DataPath = ()) -> list[tuple[DataPath, str]]:
+    """Where (under ``base``, the place of ``agent``) and why each tool of an agent as written has
+    ``parameters`` that are not the JSON Schema of an object, which function-calling APIs require.
+
+    ``agent`` is the agent's data as read from the file, valid or not: what is not a mapping of tools is the
+    models' and the schema's to report, so one report holds every problem of the file.
+    """
+    tools = agent.get("tools") if isinstance(agent, dict) else None
+    problems: list[tuple[DataPath, str]] = []
+    for index, tool in enumerate(tools if isinstance(tools, list) else []):
+        parameters = tool.get("parameters") if isinstance(tool, dict) else None
+        if isinstance(parameters, dict) and (message := _parameters_problem(parameters)) is not None:
+            problems.append(((*base, "tools", index, "parameters"), message))
+    return problems
+
+
+def _parameters_problem(parameters: dict[str, Any]) -> str | None:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(parameters)
+    except SchemaError as exc:
+        return f"not a valid JSON Schema: {exc.message}"
+    if parameters.get("type", "object") != "object":
+        return "tool parameters must be an object schema (type: object)"
+    return None

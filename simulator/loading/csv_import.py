@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from simulator.errors import ConfigError, ConfigErrors
 from simulator.loading import _limits
 from simulator.loading._schema import closest, did_you_mean
+from simulator.loading._yaml_out import suite_yaml
 from simulator.models.case import GoldenCase
 
 PROMPT = "prompt"
@@ -51,10 +51,6 @@ _CASE_NAME_MAX = 200
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _LINE_BREAK_BYTES = re.compile(rb"\r\n|\r|\n")
 _SEP_LINE = re.compile(r"^sep=(.)$", re.IGNORECASE)
-# Larger than any line, so that safe_dump never folds a long prompt over several lines.
-_NO_WRAP = 1_000_000_000
-# Cases dumped per call: the node tree of one call stays small, whatever the number of cases.
-_DUMP_CHUNK = 500
 _TOO_LARGE_ADVICE = "split the CSV into several files"
 
 _case_adapter: TypeAdapter[GoldenCase] = TypeAdapter(GoldenCase)
@@ -95,31 +91,17 @@ def dump_suite_yaml(data: dict[str, Any], *, source: str | Path | None = None) -
             if isinstance(description, str) and description.startswith(_IMPORTED_FROM)
             else "a CSV file"
         )
-    text = (
-        f"# Imported from {origin}: one golden case per CSV row.\n"
-        "# Edit this file from now on; changes are not written back to the CSV.\n"
-        f"{_dump(data)}"
+    header = (
+        f"Imported from {origin}: one golden case per CSV row.",
+        "Edit this file from now on; changes are not written back to the CSV.",
     )
+    text = suite_yaml(data, header=header)
     size = len(text.encode("utf-8"))
     if size > _limits.MAX_FILE_BYTES:
         # `validate` refuses a suite file over the limit: never write one.
         message = _limits.too_large(size, _TOO_LARGE_ADVICE, what="the suite to write")
         raise ConfigErrors([ConfigError(source if source is not None else origin, 1, 1, "(root)", message)])
     return text
-
-
-def _dump(data: dict[str, Any]) -> str:
-    """``yaml.dump`` of the suite, the cases a chunk at a time (the same text, in bounded memory)."""
-    cases = data.get("cases")
-    if not isinstance(cases, list) or not cases or list(data)[-1] != "cases":
-        return yaml.dump(data, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=_NO_WRAP)
-    head = {key: value for key, value in data.items() if key != "cases"}
-    parts = [yaml.dump(head, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=_NO_WRAP)] if head else []
-    parts.append("cases:\n")
-    for start in range(0, len(cases), _DUMP_CHUNK):
-        chunk = cases[start : start + _DUMP_CHUNK]
-        parts.append(yaml.dump(chunk, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=_NO_WRAP))
-    return "".join(parts)
 
 
 def yaml_size_at_least(value: Any) -> tuple[int, int]:
@@ -135,24 +117,6 @@ def yaml_size_at_least(value: Any) -> tuple[int, int]:
         sizes = [yaml_size_at_least(item) for item in value]
         return sum(2 + size for size, _ in sizes) or 3, 1 + sum(count for _, count in sizes)
     return len(str(value)) + 1, 1
-
-
-class _SuiteDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """``yaml.safe_dump``'s dumper (libyaml's emitter when available), except for strings with Unicode line
-    breaks (see ``_represent_str``); shared values are written out, never as anchors and aliases."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    # PyYAML writes U+0085 (NEL) raw into a single-quoted scalar, and reading it back folds it into a space;
-    # double quotes escape it (\N). U+2028/U+2029 survive today but are line breaks to YAML too.
-    style = '"' if any(char in value for char in "\x85\u2028\u2029") else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_SuiteDumper.add_representer(str, _represent_str)
 
 
 class _TermError(ValueError):

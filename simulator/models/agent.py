@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, JsonValue, field_validator, model_validator
+from pydantic import Field, JsonValue, model_validator
 
 from simulator.models._base import Identifier, ImportRef, PositiveSeconds, StrictModel, Text, located_error
 
@@ -49,6 +49,8 @@ class ToolDeclaration(StrictModel):
 
     name: Identifier
     description: str = ""
+    # That it is a JSON Schema of an object is checked where files are read (simulator.loading owns jsonschema),
+    # so the error is located in the file.
     parameters: dict[str, JsonValue] = Field(
         default_factory=_empty_object_schema,
         description="JSON Schema of the arguments (an object schema).",
@@ -57,20 +59,6 @@ class ToolDeclaration(StrictModel):
         default=False, description="In live mode, a call to this tool stops the case with status needs_approval."
     )
     function: ImportRef | None = Field(default=None, description="module:callable that runs the tool in live mode.")
-
-    @field_validator("parameters")
-    @classmethod
-    def _parameters_are_a_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
-        from jsonschema import Draft202012Validator
-        from jsonschema.exceptions import SchemaError
-
-        try:
-            Draft202012Validator.check_schema(value)
-        except SchemaError as exc:
-            raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
-        if value.get("type", "object") != "object":
-            raise ValueError("tool parameters must be an object schema (type: object)")
-        return value
 
 
 class ToolFake(StrictModel):

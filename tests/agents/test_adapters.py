@@ -11,10 +11,10 @@ import asyncio
 import contextlib
 import json
 import socket
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -36,8 +36,9 @@ from simulator.llm import FakeScript, FakeToolCall, LLMClient, RetryPolicy, fake
 from simulator.models import EventSpec, HttpAgent, LanggraphAgent, LitellmAgent, PythonAgent, ToolDeclaration, ToolFake
 from simulator.models.settings import ModelRoles
 from simulator.tools import NOT_EXECUTED, ToolHandle, ToolRouter
+from tests.factories import no_sleep as no_wait
+from tests.factories import run
 
-R = TypeVar("R")
 HERE = "tests.agents.test_adapters"
 ROOT = Path(__file__).resolve().parent.parent.parent
 LOOKUP = ToolDeclaration(
@@ -47,11 +48,6 @@ LOOKUP = ToolDeclaration(
 )
 SHIPPED = ToolFake(tool="lookup_order", arguments={"order_id": "A1"}, result={"status": "shipped"})
 HELLO = [{"role": "user", "content": "Where is my order A1?"}]
-
-
-def run(coro: Coroutine[Any, Any, R]) -> R:
-    """pytest-asyncio is not a dependency: each test runs its own event loop."""
-    return asyncio.run(coro)
 
 
 def make_router(*fakes: ToolFake) -> ToolRouter:
@@ -403,10 +399,6 @@ class ChatServer:
 
 def http_config(url: str, **values: Any) -> HttpAgent:
     return HttpAgent.model_validate({"type": "http", "base_url": url, "model": "shop-bot", **values})
-
-
-async def no_wait(delay: float) -> None:
-    return None
 
 
 #: Retries without waiting, for tests that are not about the waits.

@@ -31,14 +31,14 @@ from tests.agents.test_adapters import (
     http_config,
     make_input,
     make_router,
-    no_wait,
     respond_once,
-    run,
     shop_agent,
     talk_http,
     text_reply,
     tool_reply,
 )
+from tests.factories import no_sleep as no_wait
+from tests.factories import run
 
 CASE: TypeAdapter[Any] = TypeAdapter(Case)
 AGENT: TypeAdapter[Any] = TypeAdapter(AgentConfig)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
@@ -27,8 +27,8 @@ from simulator.errors import AgentError
 from simulator.models import LanggraphAgent, ToolDeclaration, ToolFake
 from simulator.models.run import RunSettings
 from simulator.tools import NOT_EXECUTED, ToolHandle, ToolMode, ToolRouter
+from tests.factories import run
 
-R = TypeVar("R")
 HERE = "tests.agents.test_graph_tools"
 HELLO = [{"role": "user", "content": "Refund order A1, please."}]
 
@@ -200,10 +200,6 @@ NESTED_CALL_GRAPH = _graph(_runs_a_subgraph)
 
 
 # --------------------------------------------------------------------------------------------------------------
-
-
-def run(coro: Coroutine[Any, Any, R]) -> R:
-    return asyncio.run(coro)
 
 
 REFUND = ToolDeclaration(name="refund", description="Refund an order.")

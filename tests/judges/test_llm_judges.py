@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 import string
-from collections.abc import Coroutine
 from importlib import resources
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -25,8 +23,8 @@ from simulator.llm import FakeScript, LLMClient, StaticReply, fake_auth_error
 from simulator.models import ModelRoles, ReferenceAnswerSpec
 from simulator.models.scores import Score
 from simulator.models.transcript import AgentEvent, ToolCallRecord
-
-T = TypeVar("T")
+from tests.factories import no_sleep as no_wait
+from tests.factories import run
 
 QUESTION = "When will order A1 arrive, and can I return it?"
 ANSWER = "Order A1 arrives on 5 May. You can return it within 90 days, and shipping is free."
@@ -44,14 +42,6 @@ TURN = AgentEvent(
     variables={"order_status": "shipped"},
 )
 CONVERSATION = "USER: Where is A1?\nAGENT: It arrives on 5 May."
-
-
-async def no_wait(delay: float) -> None:
-    return None
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
 
 
 def client(script: FakeScript) -> LLMClient:

@@ -3,65 +3,32 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
-from datetime import UTC, datetime
 from html.parser import HTMLParser
+from typing import Any
 
 import pytest
 
 from simulator.analysis.compare import Comparison, compare_runs
-from simulator.models import Suite
-from simulator.models.run import RunRecord, RunSettings, StoredResult, SuiteSnapshot
-from simulator.models.scores import CaseResult, Outcome
-from simulator.models.transcript import StepOutcome, StepStatus, Transcript
+from simulator.models.run import RunRecord, StoredResult
+from simulator.models.scores import Outcome
 from simulator.reports.compare_report import CONTENT_SECURITY_POLICY, render_compare_html, render_compare_markdown
+from tests.factories import make_result, make_run, scenario_suite
+from tests.factories import make_step as step
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 XSS = "<script>alert(1)</script>"
 XSS_IMG = "<img src=x onerror=alert(2)>"
 
 
-def make_run(run_id: str) -> RunRecord:
-    suite = Suite.model_validate({"name": "billing", "cases": [{"name": "p", "kind": "scenario", "goal": "hi"}]})
-    return RunRecord(
-        id=run_id,
-        created=T0,
-        suite_hash="hash",
-        snapshot=[SuiteSnapshot(path="billing.yaml", suite=suite)],
-        settings=RunSettings(),
-    )
+def result(run: RunRecord, case: str, outcome: Outcome, **fields: Any) -> StoredResult:
+    """A result in the one suite of the runs here."""
+    return make_result(run, 0, case, outcome, **fields)
 
 
-def step(index: int, label: str, status: StepStatus, rationale: str = "") -> StepOutcome:
-    return StepOutcome(index=index, label=label, status=status, rationale=rationale)
+SUITE = scenario_suite("billing", "p", "hi")
 
 
-def result(
-    run: RunRecord,
-    case: str,
-    outcome: Outcome,
-    *,
-    repeat: int = 0,
-    steps: Sequence[StepOutcome] = (),
-    reasons: Sequence[str] = (),
-) -> StoredResult:
-    transcript = Transcript(case=case, kind="simulation", steps=list(steps))
-    return StoredResult(
-        run_id=run.id,
-        key=f"0:{case}:{repeat}",
-        suite=0,
-        case=case,
-        repeat=repeat,
-        outcome=outcome,
-        finished=T0,
-        result=CaseResult(
-            case=case, kind="simulation", repeat=repeat, outcome=outcome, reasons=list(reasons), transcript=transcript
-        ),
-    )
-
-
-RUN_A = make_run("run-a")
-RUN_B = make_run("run-b")
+RUN_A = make_run("run-a", SUITE)
+RUN_B = make_run("run-b", SUITE)
 RESET_A: tuple[Outcome, ...] = ("fail", "fail", "pass")
 RESET_B: tuple[Outcome, ...] = ("pass", "fail", "pass")
 
@@ -290,7 +257,7 @@ def test_html_escapes_a_script_in_a_rationale(comparison: Comparison) -> None:
 
 
 def test_html_escapes_run_ids() -> None:
-    run_a, run_b = make_run("a'\"<b>"), make_run("b&<i>")
+    run_a, run_b = make_run("a'\"<b>", SUITE), make_run("b&<i>", SUITE)
     page = render_compare_html(compare_runs(run_a, [], run_b, []))
     assert "<b>" not in page
     assert "<i>" not in page

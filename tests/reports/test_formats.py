@@ -73,6 +73,7 @@ from simulator.reports.json_export import (
 from simulator.reports.junit import render_junit
 from simulator.reports.markdown import escape, escape_lines, render_markdown
 from simulator.reports.tabular import case_table, neutralise, render_csv, render_xlsx, step_table
+from tests import factories
 
 HERE = Path(__file__).resolve().parent
 SNAPSHOTS = HERE / "snapshots"
@@ -211,14 +212,14 @@ class Conversation:
             scores=self.scores,
             metrics=case_metrics(transcript, self.scores),
         )
-        return StoredResult(
-            run_id=RUN_ID,
-            key=self.key,
-            suite=self.suite,
-            case=self.case,
+        return factories.make_result(
+            RUN_ID,
+            self.suite,
+            self.case,
+            outcome,
             persona=self.persona,
             repeat=self.repeat,
-            outcome=outcome,
+            key=self.key,
             duration_s=self.duration,
             finished=at(finished),
             result=result,
@@ -574,18 +575,16 @@ def make_run() -> tuple[RunRecord, list[StoredResult]]:
         PlanItem(key=c.key, suite=c.suite, case=c.case, persona=c.persona, repeat=c.repeat, seed=1000 + c.repeat)
         for c in CONVERSATIONS
     ]
-    record = RunRecord(
-        id=RUN_ID,
+    record = factories.make_run(
+        RUN_ID,
+        SuiteSnapshot(path="suites/shop.yaml", suite=SHOP, personas={"angry-customer": ANGRY}),
+        SuiteSnapshot(path="suites/support.yaml", suite=SUPPORT),
         created=T0,
         finished=at(95),
         status="completed",
         agent_version="shop-bot 1.4.2",
         note="nightly | <b>check</b> the refund flow",
         suite_hash="sha256:0123456789abcdef",
-        snapshot=[
-            SuiteSnapshot(path="suites/shop.yaml", suite=SHOP, personas={"angry-customer": ANGRY}),
-            SuiteSnapshot(path="suites/support.yaml", suite=SUPPORT),
-        ],
         settings=RunSettings(paths=["suites/shop.yaml", "suites/support.yaml"], seed=7),
         versions={"simulator": "0.1.0", "python": "3.11.9", "pydantic": "2.9.2"},
         plan=plan,

@@ -46,6 +46,7 @@ from simulator.models.transcript import (
     UserEvent,
 )
 from simulator.reports.html import CONTENT_SECURITY_POLICY, OPEN_LIMIT, OUTCOME_ORDER, render_html
+from tests.factories import make_result, make_run
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
@@ -193,14 +194,13 @@ def stored(run_id: str, c: Case) -> StoredResult:
             "started_at": T0,
         }
     )
-    return StoredResult(
-        run_id=run_id,
-        key=f"{c.suite}:{c.name}:{c.persona}:{c.repeat}",
-        suite=c.suite,
-        case=c.name,
+    return make_result(
+        run_id,
+        c.suite,
+        c.name,
+        c.outcome,
         persona=c.persona,
         repeat=c.repeat,
-        outcome=c.outcome,
         duration_s=1.5,
         finished=T0 + timedelta(minutes=2),
         result=CaseResult.model_validate(
@@ -370,18 +370,16 @@ def fixture_cases() -> list[Case]:
 
 
 def make_record(run_id: str, results: Sequence[StoredResult], *, totals: bool = True) -> RunRecord:
-    return RunRecord(
-        id=run_id,
+    return make_run(
+        run_id,
+        SuiteSnapshot(path="suites/billing.yaml", suite=BILLING),
+        SuiteSnapshot(path="suites/support.yaml", suite=SUPPORT),
         created=T0,
         finished=T0 + timedelta(minutes=3),
         status="completed",
         agent_version="v1.2.3",
         note=f"nightly {XSS_SCRIPT}",
         suite_hash="abc123",
-        snapshot=[
-            SuiteSnapshot(path="suites/billing.yaml", suite=BILLING),
-            SuiteSnapshot(path="suites/support.yaml", suite=SUPPORT),
-        ],
         settings=RunSettings(paths=["suites"], repeat=3, seed=42, user_model="openai/gpt-4o-mini"),
         versions={"simulator": "0.1.0", "python": "3.11.7", "litellm": "1.70.0"},
         plan=[PlanItem(key=r.key, suite=r.suite, case=r.case, persona=r.persona, repeat=r.repeat) for r in results],

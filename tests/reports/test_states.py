@@ -48,6 +48,7 @@ from simulator.reports.markdown import render_markdown
 from simulator.reports.run_text import case_rows
 from simulator.reports.tabular import render_xlsx, step_table
 from simulator.reports.transcript_text import transcript_lines
+from tests import factories
 
 T0 = datetime(2026, 5, 4, 8, 0, tzinfo=UTC)
 NOT_JUDGED = "not judged: no judge model is configured (set models.judge in the suite or pass --judge-model)"
@@ -124,9 +125,7 @@ def _stored(
     result = CaseResult(
         case=case, kind=transcript.kind, outcome=outcome, reasons=reasons, transcript=transcript, scores=scores
     )
-    return StoredResult(
-        run_id="states-run", key=f"0:{case}:-:0", suite=0, case=case, outcome=outcome, finished=T0, result=result
-    )
+    return factories.make_result("states-run", 0, case, outcome, result=result, finished=T0)
 
 
 def make_run() -> tuple[RunRecord, list[StoredResult]]:
@@ -200,13 +199,13 @@ def make_run() -> tuple[RunRecord, list[StoredResult]]:
         ],
     )
     results = [four, cut, golden]
-    record = RunRecord(
-        id="states-run",
+    record = factories.make_run(
+        "states-run",
+        SuiteSnapshot(path="suites/states.yaml", suite=SUITE),
         created=T0,
         finished=T0,
         status="completed",
         suite_hash="h",
-        snapshot=[SuiteSnapshot(path="suites/states.yaml", suite=SUITE)],
         settings=RunSettings(paths=["suites/states.yaml"]),
         plan=[PlanItem(key=r.key, suite=0, case=r.case, repeat=0, seed=0) for r in results],
     )
