@@ -135,8 +135,7 @@ def _raised(ref: str, module_name: str, what: str, exc: BaseException) -> str:
     if isinstance(exc, ModuleNotFoundError):
         hint = " (install it where simulator is installed, or fix the import)"
     return (
-        f"cannot import {what} {ref!r}: loading module {module_name!r} raised {type(exc).__name__}{place}: "
-        f"{text}{hint}"
+        f"cannot import {what} {ref!r}: loading module {module_name!r} raised {type(exc).__name__}{place}: {text}{hint}"
     )
 
 

@@ -47,9 +47,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )  # fmt: skip
     group.addoption("--sim-judge-model", default=None, metavar="MODEL", help="litellm model for the judge.")
     group.addoption("--sim-user-model", default=None, metavar="MODEL", help="litellm model for the simulated user.")
-    group.addoption(
-        "--sim-live", action="store_true", default=False, help="Run real tool functions instead of fakes."
-    )
+    group.addoption("--sim-live", action="store_true", default=False, help="Run real tool functions instead of fakes.")
     group.addoption("--sim-repeat", type=int, default=1, metavar="K", help="Run each case K times.")
     group.addoption(
         "--sim-db", default=None, metavar="PATH",
@@ -60,9 +58,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--sim-seed", type=int, default=0, metavar="N",
         help="Seed for persona choice and the scripted user (default 0, so item ids are stable).",
     )  # fmt: skip
-    group.addoption(
-        "--sim-concurrency", type=int, default=8, metavar="N", help="Conversations in flight at once."
-    )
+    group.addoption("--sim-concurrency", type=int, default=8, metavar="N", help="Conversations in flight at once.")
     parser.addini(
         "simulator_suites",
         "Suite files or folders pytest collects as Simulator suites, also when run without arguments.",
@@ -145,7 +141,11 @@ class SuiteFile(pytest.File):
         lines = case_lines(self.path.read_text(encoding="utf-8-sig", errors="replace"), cases)
         for item in self.planned.items:
             case = cases[item.case]
-            name = f"{item.case}[{item.persona}-#{item.repeat + 1}]" if item.persona else f"{item.case}[#{item.repeat + 1}]"  # noqa: E501
+            name = (
+                f"{item.case}[{item.persona}-#{item.repeat + 1}]"
+                if item.persona
+                else f"{item.case}[#{item.repeat + 1}]"
+            )
             # Given as text, so pytest parses the `[...]` as parameters, as it does for a parametrized test's
             # id: that is the form --lf finds again in its cache (pytest 9 compares parsed ids).
             node = SuiteCase.from_parent(
@@ -158,9 +158,7 @@ class SuiteFile(pytest.File):
             node.extra_keyword_matches.add(case.kind)
             yield node
 
-    def repr_failure(
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
-    ) -> str | Any:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
         """A suite's own problems as ``file:line:col: key: message`` lines, without a traceback."""
         from simulator.errors import ConfigErrors, SimulatorError
 
@@ -204,9 +202,7 @@ class SuiteCase(pytest.Item):
             assert state.outcome is not None
             raise CaseFailed(stored, state.report_command(state.outcome.id))
 
-    def repr_failure(
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
-    ) -> str | Any:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
         """A failed case goal by goal, with the last turns; a run that could not run, in one line."""
         if isinstance(excinfo.value, CaseFailed):
             return _safe("\n".join(failure_lines(excinfo.value.stored, excinfo.value.report_command)))

@@ -239,8 +239,11 @@ def test_refund_of_an_order_not_yet_delivered_is_not_made() -> None:
     [
         ([*FAKES[:3], ToolFake(tool="refund_order", error="policy_violation")], "test", "could not be completed"),
         (FAKES[:3], "test", "could not be completed"),  # not executed in test mode
-        ([*FAKES[:3], ToolFake(tool="refund_order", result={"refund_id": "RF-7001", "status": "pending_approval"})],
-         "test", "passed on for approval (reference RF-7001)"),
+        (
+            [*FAKES[:3], ToolFake(tool="refund_order", result={"refund_id": "RF-7001", "status": "pending_approval"})],
+            "test",
+            "passed on for approval (reference RF-7001)",
+        ),
         ([], "live", "on to a colleague for approval"),  # live mode: requires_approval stops the call
     ],
     ids=["tool error", "not executed", "pending approval", "needs approval"],
@@ -250,7 +253,9 @@ def test_refund_that_did_not_happen_is_not_confirmed(fakes: list[ToolFake], mode
         return {"order_id": order_id, "status": "delivered", "delivered_on": "2026-11-20"}
 
     reply, records = _run(
-        [_user("Refund ORD-40051, it arrived damaged")], fakes=fakes, mode=mode,
+        [_user("Refund ORD-40051, it arrived damaged")],
+        fakes=fakes,
+        mode=mode,
         functions={"lookup_order": lookup_order},
     )
     assert [name for name, _ in _calls(records)] == ["lookup_order", "refund_order"]

@@ -39,9 +39,7 @@ def test_all_is_sorted_and_complete() -> None:
     assert simulator.__all__ == sorted(simulator.__all__)
     # Submodules become attributes once imported anywhere; only non-module names are API.
     public = {
-        name
-        for name, value in vars(simulator).items()
-        if not name.startswith("_") and not inspect.ismodule(value)
+        name for name, value in vars(simulator).items() if not name.startswith("_") and not inspect.ismodule(value)
     }
     assert public <= set(simulator.__all__)
 

@@ -161,9 +161,7 @@ def test_csv_cells_and_quoted_file_content_reach_the_terminal_escaped(
     (root / "tests.csv").write_text(
         f"name,prompt,must_contain,tags\ncsv{cell},Hello{cell},Reply,t{cell}\n", encoding="utf-8"
     )
-    (root / "suites" / "broken.yaml").write_text(
-        f'name: broken\n"ca{YAML_PAYLOAD}ses": []\n', encoding="utf-8"
-    )
+    (root / "suites" / "broken.yaml").write_text(f'name: broken\n"ca{YAML_PAYLOAD}ses": []\n', encoding="utf-8")
     outputs: dict[str, str] = {}
     imported = False
     for args in (

@@ -79,9 +79,7 @@ class DaemonThreadExecutor(concurrent.futures.ThreadPoolExecutor):
         self._count = 0
         self._shut = False
 
-    def submit(
-        self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
-    ) -> concurrent.futures.Future[Any]:
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
         """Start ``fn(*args, **kwargs)`` in a new daemon thread; its future."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         with self._lock:
@@ -95,9 +93,7 @@ class DaemonThreadExecutor(concurrent.futures.ThreadPoolExecutor):
         thread.start()
         return future
 
-    def _work(
-        self, future: concurrent.futures.Future[Any], fn: Callable[..., Any], args: Any, kwargs: Any
-    ) -> None:
+    def _work(self, future: concurrent.futures.Future[Any], fn: Callable[..., Any], args: Any, kwargs: Any) -> None:
         try:
             if not future.set_running_or_notify_cancel():
                 return

@@ -41,9 +41,7 @@ def import_ref(ref: str, *, what: str, folders: Sequence[Path] = ()) -> Any:
 
 
 @agent_type("python")
-def _python(
-    config: PythonAgent, *, llm: LLMClient | None = None, code_folders: Sequence[Path] = ()
-) -> PythonAdapter:
+def _python(config: PythonAgent, *, llm: LLMClient | None = None, code_folders: Sequence[Path] = ()) -> PythonAdapter:
     return PythonAdapter(config, code_folders=code_folders)
 
 

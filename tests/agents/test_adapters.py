@@ -426,8 +426,13 @@ def test_http_plain_reply_sends_auth_headers_session_and_tools(monkeypatch: pyte
         return http_config(url, api_key_env="SHOP_KEY", headers_from_env={"X-Tenant": "SHOP_TENANT"}, tools=[LOOKUP])
 
     reply, server = run(
-        talk_http([Scripted(text_reply("Hello Ana"))], make_router(), make, messages=[*HELLO, event],
-                  session={"customer": "Ana", "tier": 2})
+        talk_http(
+            [Scripted(text_reply("Hello Ana"))],
+            make_router(),
+            make,
+            messages=[*HELLO, event],
+            session={"customer": "Ana", "tier": 2},
+        )
     )
     assert reply == AgentReply(messages=["Hello Ana"])
     assert server.headers[0]["Authorization"] == "Bearer sk-test-123"
@@ -457,11 +462,13 @@ def test_http_without_session_or_tools_sends_neither() -> None:
 def test_http_tool_calls_are_routed_and_sent_back() -> None:
     router = make_router(SHIPPED)
     script = [
-        Scripted(tool_reply(
-            ("c1", "lookup_order", '{"order_id": "A1"}'),
-            ("c2", "refund", '{"order_id": "A1"}'),
-            ("c3", "lookup_order", '{"order_id": '),
-        )),
+        Scripted(
+            tool_reply(
+                ("c1", "lookup_order", '{"order_id": "A1"}'),
+                ("c2", "refund", '{"order_id": "A1"}'),
+                ("c3", "lookup_order", '{"order_id": '),
+            )
+        ),
         Scripted(text_reply("Your order A1 has shipped.")),
     ]
     reply, server = run(talk_http(script, router))
@@ -549,17 +556,24 @@ def test_http_unreachable_agent_is_an_agent_error() -> None:
         adapter = HttpAdapter(http_config(f"http://127.0.0.1:{port}/v1"), retry=INSTANT)
         return await respond_once(adapter, make_input(make_router()))
 
-    with pytest.raises(AgentError, match=rf"cannot reach the HTTP agent at http://127.0.0.1:{port}/v1/chat/completions"):
+    with pytest.raises(
+        AgentError, match=rf"cannot reach the HTTP agent at http://127.0.0.1:{port}/v1/chat/completions"
+    ):
         run(main())
 
 
 @pytest.mark.parametrize(
     ("values", "error"),
     [
-        ({"api_key_env": "SIMULATOR_TEST_UNSET_KEY"}, r"`api_key_env` names the environment variable "
-                                                      r"SIMULATOR_TEST_UNSET_KEY, but it is not set"),
-        ({"headers_from_env": {"X-Tenant": "SIMULATOR_TEST_UNSET_TENANT"}},
-         r"`headers_from_env.X-Tenant` names the environment variable SIMULATOR_TEST_UNSET_TENANT"),
+        (
+            {"api_key_env": "SIMULATOR_TEST_UNSET_KEY"},
+            r"`api_key_env` names the environment variable "
+            r"SIMULATOR_TEST_UNSET_KEY, but it is not set",
+        ),
+        (
+            {"headers_from_env": {"X-Tenant": "SIMULATOR_TEST_UNSET_TENANT"}},
+            r"`headers_from_env.X-Tenant` names the environment variable SIMULATOR_TEST_UNSET_TENANT",
+        ),
     ],
 )
 def test_http_missing_environment_variables(
@@ -577,8 +591,13 @@ def test_http_missing_environment_variables(
 
 def shop_agent(**values: Any) -> LitellmAgent:
     return LitellmAgent.model_validate(
-        {"type": "litellm", "model": "fake/shop", "instructions": "You are a shop assistant.", "tools": [LOOKUP],
-         **values}
+        {
+            "type": "litellm",
+            "model": "fake/shop",
+            "instructions": "You are a shop assistant.",
+            "tools": [LOOKUP],
+            **values,
+        }
     )
 
 
@@ -638,9 +657,7 @@ def test_litellm_malformed_arguments_are_recorded_and_reported_back() -> None:
 
 
 def test_litellm_agent_that_keeps_calling_tools_is_stopped() -> None:
-    script = FakeScript().enqueue(
-        "shop", [FakeToolCall("lookup_order", {"order_id": "A1"})], times=MAX_TOOL_ROUNDS + 1
-    )
+    script = FakeScript().enqueue("shop", [FakeToolCall("lookup_order", {"order_id": "A1"})], times=MAX_TOOL_ROUNDS + 1)
     router = make_router(SHIPPED)
     with pytest.raises(AgentError, match="agent kept calling tools"):
         talk_litellm(shop_agent(), script, router)
@@ -658,8 +675,11 @@ def test_litellm_model_error_is_an_agent_error() -> None:
 @pytest.mark.parametrize("role_model", ["fake/other", None])
 def test_litellm_agent_refuses_a_different_role_model(role_model: str | None) -> None:
     llm = LLMClient(ModelRoles.model_validate({"agent": {"model": role_model}}), fake_script=FakeScript())
-    with pytest.raises(AgentError, match=rf"defined with model 'fake/shop', but the agent model role is set to "
-                                         rf"{role_model!r}.*models.agent.model"):
+    with pytest.raises(
+        AgentError,
+        match=rf"defined with model 'fake/shop', but the agent model role is set to "
+        rf"{role_model!r}.*models.agent.model",
+    ):
         LitellmAdapter(shop_agent(), llm)
 
 
@@ -751,8 +771,12 @@ def test_langgraph_agent_replies_and_its_tools_are_recorded(ref: str) -> None:
         adapter = graph_agent(ref)
         session: dict[str, JsonValue] = {"customer": "Ana"}
         first = await adapter.respond(make_input(router, session=session))
-        history = [*HELLO, {"role": "assistant", "content": first.messages[0]},
-                   {"role": "user", "content": "Thanks!"}, event_message(EventSpec(name="hang_up"))]
+        history = [
+            *HELLO,
+            {"role": "assistant", "content": first.messages[0]},
+            {"role": "user", "content": "Thanks!"},
+            event_message(EventSpec(name="hang_up")),
+        ]
         second = await adapter.respond(make_input(router, messages=history, session=session))
         await adapter.aclose()
         return first, second
@@ -910,8 +934,9 @@ def test_a_result_that_is_not_json_fails_the_call_and_the_conversation_goes_on(
     assert (record.status, record.result) == ("failed", None)
     assert record.error is not None
     assert record.error.startswith(f"the tool returned {type_name}, which is not JSON (")
-    assert record.error.endswith("return a str (given to the agent as it is) or JSON data (a dict, list, number, "
-                                 "bool or None)")
+    assert record.error.endswith(
+        "return a str (given to the agent as it is) or JSON data (a dict, list, number, bool or None)"
+    )
     assert [json.loads(content) for content in contents] == [{"error": record.error, "status": "failed"}]
     assert reply.messages == ["done"]
 

@@ -287,7 +287,11 @@ def test_semantic_match_holds_the_score_to_the_threshold(value: int, verdict: st
     script = FakeScript().enqueue("judge", {"score": value, "reason": "compared"})
     score = semantic(judge(script), "Your order arrives on 5 May.", "It will be there on May 5th.")
     assert (score.metric, score.source, score.verdict, score.value, score.threshold) == (
-        "semantic_match", "judge", verdict, value, 3,
+        "semantic_match",
+        "judge",
+        verdict,
+        value,
+        3,
     )
     prompt = prompt_of(script)
     assert "Your order arrives on 5 May." in prompt
@@ -357,7 +361,11 @@ def test_hallucination(reply: dict[str, Any], verdict: str, value: int | None, r
     script = FakeScript().enqueue("judge", reply)
     score = run(judge(script).hallucination(turn=TURN, context="SESSION: customer_id=7"))
     assert (score.metric, score.source, score.verdict, score.value, score.reason) == (
-        "hallucination", "judge", verdict, value, reason,
+        "hallucination",
+        "judge",
+        verdict,
+        value,
+        reason,
     )
     assert (score.turn, score.step, score.required) == (2, 1, True)
     prompt = prompt_of(script)
@@ -414,7 +422,11 @@ def test_expectation(verdict: str) -> None:
     script = FakeScript().enqueue("judge", {"verdict": verdict, "reason": "because"})
     score = run(judge(script).expectation(text="The agent offers a refund.", conversation=CONVERSATION, step=2))
     assert (score.metric, score.source, score.verdict, score.reason, score.step) == (
-        "expectation", "judge", verdict, "because", 2,
+        "expectation",
+        "judge",
+        verdict,
+        "because",
+        2,
     )
     assert score.check == "expectation: The agent offers a refund."
     assert "The agent offers a refund." in prompt_of(script)

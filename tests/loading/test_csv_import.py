@@ -20,7 +20,6 @@ def _an_agent_beside_written_suites(tmp_path: Path) -> None:
     (tmp_path / "agent.yaml").write_text("type: http\nbase_url: http://127.0.0.1:9/v1\n", encoding="utf-8")
 
 
-
 def _write(tmp_path: Path, content: str | bytes, name: str = "tests.csv") -> Path:
     path = tmp_path / name
     # Bytes as given: newline translation or an encoder would hide what a real export contains.

@@ -20,7 +20,6 @@ def _an_agent_beside_written_suites(tmp_path: Path) -> None:
     (tmp_path / "agent.yaml").write_text("type: http\nbase_url: http://127.0.0.1:9/v1\n", encoding="utf-8")
 
 
-
 def _write(tmp_path: Path, content: str | bytes, name: str = "dialogs.csv") -> Path:
     path = tmp_path / name
     path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))

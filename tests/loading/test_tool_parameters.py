@@ -118,9 +118,7 @@ def test_an_object_schema_and_the_default_are_accepted(tmp_path: Path, monkeypat
     assert validate_paths([Path(".")]).errors == []
 
 
-@pytest.mark.parametrize(
-    ("parameters", "message"), [({"type": 7}, NOT_A_SCHEMA), ({"type": "string"}, NOT_AN_OBJECT)]
-)
+@pytest.mark.parametrize(("parameters", "message"), [({"type": 7}, NOT_A_SCHEMA), ({"type": "string"}, NOT_AN_OBJECT)])
 def test_a_run_import_names_the_tool_of_the_snapshot(parameters: dict[str, Any], message: str) -> None:
     data = json.loads(export_run(make_run("20261129-232501-ab12cd", "shop"), []))
     agent = {"type": "python", "callable": "bot:respond", "tools": [{"name": "ok"}, {"name": "t"}]}

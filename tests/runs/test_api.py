@@ -136,7 +136,10 @@ def test_model_overrides_from_the_command_line_reach_the_stored_settings(project
     stored = simulator.get_run("latest", db=project / "runs.db").record.settings.models
     assert stored == {
         "judge": {
-            "model": "openai/gpt-4o-mini", "timeout": 5.0, "max_retries": 0, "api_base": "http://127.0.0.1:9/v1",
+            "model": "openai/gpt-4o-mini",
+            "timeout": 5.0,
+            "max_retries": 0,
+            "api_base": "http://127.0.0.1:9/v1",
         },
         "user": {"api_base": "http://127.0.0.1:8/v1"},
     }
