@@ -1,6 +1,13 @@
 """Judges: deterministic checks and the LLM judge, as scorers registered by name. Verdicts carry their evidence."""
 
-from simulator.judges._registry import RegisteredScorer, Scorer, ScoringInput, registered_scorers, scorer
+from simulator.judges._registry import (
+    RegisteredScorer,
+    Scorer,
+    ScoringInput,
+    gather_in_order,
+    registered_scorers,
+    scorer,
+)
 from simulator.judges.checks import (
     ArgumentComparison,
     ConversationView,
@@ -24,6 +31,7 @@ __all__ = [
     "check_tool_call",
     "compare_arguments",
     "find_term",
+    "gather_in_order",
     "normalize",
     "registered_scorers",
     "render_conversation",

@@ -4,12 +4,14 @@ A scorer takes a :class:`ScoringInput` (the case, its transcript, the judge and 
 and returns its scores. Registration says which kinds of case it applies to, whether it scores the whole
 conversation (``scope="case"``) or one golden turn (``scope="turn"``, called per turn by the golden-turn
 scorer with :attr:`ScoringInput.turn` set), and the judge prompts it asks (files under ``prompts/``).
-Scorers run in the order they are registered: that order is the order of the stored scores.
+Scorers run concurrently (so do the judge questions inside one), and their scores are stored in the order
+they are registered (:func:`gather_in_order`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
@@ -30,6 +32,7 @@ __all__ = [
     "Scorer",
     "ScoringInput",
     "TurnInput",
+    "gather_in_order",
     "registered_scorers",
     "scorer",
 ]
@@ -37,6 +40,25 @@ __all__ = [
 ALL_KINDS: frozenset[str] = frozenset({"golden", "scenario", "simulation"})
 ScorerScope = Literal["case", "turn"]
 F = TypeVar("F", bound=Callable[[Any], Awaitable[list[Score]]])
+T = TypeVar("T")
+
+
+async def gather_in_order(awaitables: Iterable[Awaitable[T]]) -> list[T]:
+    """Await ``awaitables`` concurrently; their results in the order given.
+
+    The judge questions of one conversation do not depend on each other, so they are in flight at once (the
+    judge role's concurrency limit still holds). The first exception propagates as it is, as it would have
+    from one call after another; the others still running are cancelled first, so none outlives the scoring
+    that started it.
+    """
+    tasks = [asyncio.ensure_future(awaitable) for awaitable in awaitables]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,11 @@ Design
     reference answer is its own request naming exactly that claim, and its own ``side_claim`` score.
   * Contradictions are ``unsure``. A reference judge that says "pass" with a score below the pass mark (or
     "fail" with a score at or above it) contradicted itself; neither half is trusted, and the score says so.
+  * One request for the turns of a conversation. The per-turn hallucination question is asked about every
+    turn of a conversation in one request (:meth:`LLMJudge.hallucinations`, prompt ``hallucination_batch``):
+    the shared context and the conversation are sent once, each turn to judge is marked, and the reply gives a
+    verdict per turn. Each verdict becomes the same Score the per-turn question gives (:meth:`hallucination`);
+    a turn the reply leaves out, or gives contradicting verdicts for, is ``unsure``, never passed.
   * Quotes are evidence, so they are checked. A quote the judge gives of the judged text (a side claim's
     ``quote``, a hallucination's ``claim``) must occur in that text, ignoring case, whitespace and the kind of
     quotation marks, with an ellipsis standing for left-out words (:func:`quote_in`); otherwise the verdict
@@ -42,7 +47,7 @@ import re
 import string
 import types
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Literal, TypeVar
@@ -54,13 +59,15 @@ from simulator.judges.step import NO_JUDGE, render_conversation
 from simulator.llm import LLMClient, Role, StructuredOutputError
 from simulator.models.case import ReferenceAnswerSpec
 from simulator.models.scores import Score, ScoreSource, ScoreVerdict
-from simulator.models.transcript import AgentEvent
+from simulator.models.transcript import AgentEvent, TranscriptEvent
 
 __all__ = [
     "PROMPT_PLACEHOLDERS",
     "ExpectationReply",
     "GoalSatisfactionReply",
+    "HallucinationBatchReply",
     "HallucinationReply",
+    "HallucinationTurnReply",
     "LLMJudge",
     "ReferenceAnswerReply",
     "SemanticMatchReply",
@@ -77,6 +84,7 @@ PROMPT_PLACEHOLDERS: Mapping[str, frozenset[str]] = types.MappingProxyType(
         "side_claim": frozenset({"question", "answer", "claim"}),
         "semantic_match": frozenset({"expected", "actual", "context"}),
         "hallucination": frozenset({"turn", "context"}),
+        "hallucination_batch": frozenset({"context", "conversation", "turns"}),
         "goal_satisfaction": frozenset({"goal", "conversation"}),
         "expectation": frozenset({"expectation", "conversation"}),
     }
@@ -130,6 +138,28 @@ class HallucinationReply(BaseModel):
         if self.verdict == "unsupported" and not self.claim.strip():
             raise ValueError('claim must quote the unsupported claim when verdict is "unsupported"')
         return self
+
+
+class HallucinationTurnReply(BaseModel):
+    """One turn's verdict in a batched hallucination reply: the turn's number, then what
+    :class:`HallucinationReply` holds for one turn."""
+
+    turn: int
+    verdict: Literal["unsupported", "supported", "no_claim"]
+    claim: str
+    reason: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _claim_when_unsupported(self) -> HallucinationTurnReply:
+        if self.verdict == "unsupported" and not self.claim.strip():
+            raise ValueError(f'turn {self.turn}: claim must quote the unsupported claim when verdict is "unsupported"')
+        return self
+
+
+class HallucinationBatchReply(BaseModel):
+    """A verdict per judged turn of one conversation (a turn left out is not judged: ``unsure``)."""
+
+    turns: list[HallucinationTurnReply]
 
 
 class GoalSatisfactionReply(BaseModel):
@@ -250,6 +280,10 @@ class LLMJudge:
         """Whether a judge model is configured (without one, every question is ``unsure``)."""
         return self._llm is not None and self._llm.settings(Role.JUDGE).model is not None
 
+    def overrides(self, name: str) -> bool:
+        """Whether the suite replaced the built-in prompt ``name``."""
+        return name in self._overrides
+
     def prompt(self, name: str) -> str:
         """The template used for question ``name``: the override if one was given, else the built-in one."""
         if name in self._overrides:
@@ -313,22 +347,47 @@ class LLMJudge:
         """Whether ``turn`` claims something ``context`` and its own tool results do not support: value 1
         (``not_met``), 0 (``met``), or ``n/a`` when it makes no factual claim. ``required`` is the suite's
         ``fail_on_hallucination``."""
-        check = f"turn {turn.turn}: hallucination"
-        q = _Question("hallucination", check, turn=turn.turn, step=turn.step, required=required)
+        q = _hallucination_question(turn, required)
         if not turn.text.strip():
-            return q.score("n/a", "the turn has no message to the user, so it makes no claim", source="deterministic")
+            return _no_message(q)
         if not self.has_model:
             return q.unjudged()
         reply = await self._ask("hallucination", {"turn": _render_turn(turn), "context": context}, HallucinationReply)
-        if isinstance(reply, _Failed):
-            return q.failed(reply)
-        if not quote_in(reply.claim, turn.text):
-            return _misquoted(q, reply.claim, reply.verdict, reply.reason, reply)
-        if reply.verdict == "unsupported":
-            return q.score("not_met", f"unsupported claim: “{reply.claim.strip()}”: {reply.reason}", value=1)
-        if reply.verdict == "supported":
-            return q.score("met", reply.reason, value=0)
-        return q.score("n/a", reply.reason)
+        return _hallucination_score(q, reply, turn.text)
+
+    async def hallucinations(
+        self,
+        *,
+        turns: Sequence[AgentEvent],
+        events: Sequence[TranscriptEvent],
+        context: str,
+        required: bool = True,
+    ) -> list[Score]:
+        """The per-turn hallucination question about every turn of ``turns`` in one request: the same Score
+        per turn, in the order of ``turns``, that :meth:`hallucination` gives.
+
+        ``events`` is the conversation the turns are part of (by identity), from its start to at least the
+        last of them; ``context`` is what the agent knew from the start (instructions, session variables). A
+        turn the reply leaves out, or gives two different verdicts for, is ``unsure``; a failed request makes
+        every turn ``error``, as failed per-turn requests would. Turn numbers must be unique."""
+        if len({turn.turn for turn in turns}) != len(turns):
+            raise ValueError("the turns of a batched hallucination question must have distinct numbers")
+        questions = [_hallucination_question(turn, required) for turn in turns]
+        pending = [turn for turn in turns if turn.text.strip()]
+        if not pending or not self.has_model:
+            return [
+                q.unjudged() if turn.text.strip() else _no_message(q) for q, turn in zip(questions, turns, strict=True)
+            ]
+        values = {
+            "context": context,
+            "conversation": _render_marked(pending, events),
+            "turns": ", ".join(str(turn.turn) for turn in pending),
+        }
+        reply = await self._ask("hallucination_batch", values, HallucinationBatchReply)
+        return [
+            _hallucination_score(q, _verdict_of(reply, turn.turn), turn.text) if turn.text.strip() else _no_message(q)
+            for q, turn in zip(questions, turns, strict=True)
+        ]
 
     async def goal_satisfaction(self, *, goal: str | None, conversation: str) -> Score:
         """Whether the conversation satisfied the user's ``goal``: 1 (``met``) or 0 (``not_met``); -1 and
@@ -464,6 +523,56 @@ def _side_claim_score(q: _Question, reply: SideClaimReply | _Failed, answer: str
     return q.score("unsure", reply.reason)
 
 
+def _hallucination_question(turn: AgentEvent, required: bool) -> _Question:
+    check = f"turn {turn.turn}: hallucination"
+    return _Question("hallucination", check, turn=turn.turn, step=turn.step, required=required)
+
+
+def _no_message(q: _Question) -> Score:
+    return q.score("n/a", "the turn has no message to the user, so it makes no claim", source="deterministic")
+
+
+def _hallucination_score(
+    q: _Question, reply: HallucinationReply | HallucinationTurnReply | _Failed | _Unjudged, text: str
+) -> Score:
+    if isinstance(reply, _Failed):
+        return q.failed(reply)
+    if isinstance(reply, _Unjudged):
+        return q.score("unsure", reply.reason, raw=reply.raw)
+    if not quote_in(reply.claim, text):
+        return _misquoted(q, reply.claim, reply.verdict, reply.reason, reply)
+    if reply.verdict == "unsupported":
+        return q.score("not_met", f"unsupported claim: “{reply.claim.strip()}”: {reply.reason}", value=1)
+    if reply.verdict == "supported":
+        return q.score("met", reply.reason, value=0)
+    return q.score("n/a", reply.reason)
+
+
+LEFT_OUT = "the judge's reply gave no verdict for this turn (not judged)"
+
+
+@dataclass(frozen=True)
+class _Unjudged:
+    """The judge answered, but gave no usable verdict for one turn of a batched question."""
+
+    reason: str
+    raw: str
+
+
+def _verdict_of(reply: HallucinationBatchReply | _Failed, number: int) -> HallucinationTurnReply | _Failed | _Unjudged:
+    """Turn ``number``'s verdict in a batched reply: left out, or given twice with different verdicts, it is
+    not judged (a contradiction is not evidence either way)."""
+    if isinstance(reply, _Failed):
+        return reply
+    given = [verdict for verdict in reply.turns if verdict.turn == number]
+    if not given:
+        return _Unjudged(LEFT_OUT, reply.model_dump_json())
+    if any((other.verdict, other.claim.strip()) != (given[0].verdict, given[0].claim.strip()) for other in given[1:]):
+        said = "; ".join(f"{v.verdict} (“{_short(v.claim, 80)}”)" for v in given)
+        return _Unjudged(f"the judge gave this turn contradicting verdicts: {said}", reply.model_dump_json())
+    return given[0]
+
+
 MISQUOTED = "the judge quoted text that is not in the answer"
 
 
@@ -511,6 +620,24 @@ def _render_turn(turn: AgentEvent) -> str:
     if turn.variables:
         text += f"\nAGENT SETS VARIABLES: {json.dumps(turn.variables, ensure_ascii=False)}"
     return text
+
+
+def _render_marked(turns: Sequence[AgentEvent], events: Sequence[TranscriptEvent]) -> str:
+    """The conversation up to the last of ``turns``, each of them marked with its number and shown as
+    :func:`_render_turn` shows it (the per-turn question's view); every other event as the conversation shows
+    it. Later events are left out: nothing said after a turn is evidence for it."""
+    marked = {id(turn) for turn in turns}
+    last = max((i for i, event in enumerate(events) if id(event) in marked), default=len(events) - 1)
+    parts: list[str] = []
+    for event in events[: last + 1]:
+        if id(event) in marked:
+            assert isinstance(event, AgentEvent)
+            parts.append(f'<agent_turn number="{event.turn}">\n{_render_turn(event)}\n</agent_turn>')
+        else:
+            rendered = render_conversation([event])
+            if rendered:
+                parts.append(rendered)
+    return "\n".join(parts)
 
 
 def _normalise(text: str) -> str:

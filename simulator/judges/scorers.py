@@ -6,13 +6,16 @@ Case scorers: ``engine`` (step outcomes, turn cap, approval), ``expectations``, 
 turn scorers per golden turn), ``hallucination``, ``goal_satisfaction``.
 Turn scorers (golden): ``semantic_match``, ``reference_answer`` (with its side claims), ``keywords``,
 ``tool_calls``, ``handoff``, ``variables``.
+
+The judge questions a scorer asks run concurrently (:func:`gather_in_order`), its scores in the order above.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import cast
 
-from simulator.judges._registry import ScoringInput, TurnInput, registered_scorers, scorer
+from simulator.judges._registry import ScoringInput, TurnInput, gather_in_order, registered_scorers, scorer
 from simulator.judges.checks import (
     check_expectation,
     check_keywords,
@@ -86,7 +89,7 @@ async def expectations(target: ScoringInput) -> list[Score]:
     case = target.case
     by_text = {normalize_reference(e.text): e for e in case.expectations if e.text}
     used: set[int] = set()
-    scores: list[Score] = []
+    questions: list[Awaitable[Score]] = []
     for scope in kind_of(case).expectation_scopes(case):
         step, turn = scope.step, scope.turn
         replies = [r for r in target.replies if (r.step == step if step is not None else r.turn == turn)]
@@ -95,11 +98,11 @@ async def expectations(target: ScoringInput) -> list[Score]:
             if expectation is None:
                 continue
             used.add(id(expectation))
-            scores.append(await _expectation(target, expectation, replies, f"{scope.label}: ", step=step, turn=turn))
+            questions.append(_expectation(target, expectation, replies, f"{scope.label}: ", step=step, turn=turn))
     for expectation in case.expectations:
         if id(expectation) not in used:
-            scores.append(await _expectation(target, expectation, target.replies, ""))
-    return scores
+            questions.append(_expectation(target, expectation, target.replies, ""))
+    return await gather_in_order(questions)
 
 
 async def _expectation(
@@ -132,41 +135,49 @@ async def golden_turns(target: ScoringInput) -> list[Score]:
     case = cast(GoldenCase, target.case)  # registered for golden cases only
     conversation = render_conversation(target.transcript.events)
     turn_scorers = registered_scorers(scope="turn", kind="golden")
-    scores: list[Score] = []
+    parts: list[Awaitable[list[Score]]] = []
     for index, turn in enumerate(case.turns):
         number = index + 1
         if turn.expect is None:
             continue
         replies = [r for r in target.replies if r.turn == number]
         if not replies:
-            scores.append(
-                Score(
-                    metric="golden_turn",
-                    check=f"turn {number}: reply",
-                    source="engine",
-                    verdict="not_met",
-                    reason="the conversation ended before this turn",
-                    turn=number,
-                )
+            not_reached = Score(
+                metric="golden_turn",
+                check=f"turn {number}: reply",
+                source="engine",
+                verdict="not_met",
+                reason="the conversation ended before this turn",
+                turn=number,
             )
+            parts.append(_ready([not_reached]))
             continue
         narrowed = target.for_turn(TurnInput(number, turn, replies, conversation))
-        for entry in turn_scorers:
-            scores.extend(await entry.run(narrowed))
+        parts.extend(entry.run(narrowed) for entry in turn_scorers)
+    return [score for scores in await gather_in_order(parts) for score in scores]
+
+
+async def _ready(scores: list[Score]) -> list[Score]:
     return scores
 
 
-@scorer("hallucination", prompts=("hallucination",))
+@scorer("hallucination", prompts=("hallucination", "hallucination_batch"))
 async def hallucination(target: ScoringInput) -> list[Score]:
-    """Per agent turn with a message: a claim of tool use no call supports (deterministic), else the judge."""
+    """Per agent turn with a message: a claim of tool use no call supports (deterministic), else the judge:
+    the turns left for it in one request (``hallucination_batch``), or one request per turn when the suite
+    says ``judging: {batch: false}`` (see :func:`_batched`). One score per turn either way, in turn order."""
     required = target.thresholds.fail_on_hallucination
     flagged = {f.turn: f for f in find_unsupported_claims(target.replies, target.context.declared_tools)}
-    scores: list[Score] = []
+    scores: list[Score | None] = []
+    asked: list[AgentEvent] = []
     for reply in target.replies:
         if not any(message.strip() for message in reply.messages):
             continue
         finding = flagged.get(reply.turn)
-        if finding is not None:
+        if finding is None:
+            asked.append(reply)
+            scores.append(None)  # the judge's verdict, filled in below
+        else:
             scores.append(
                 Score(
                     metric="hallucination",
@@ -180,14 +191,42 @@ async def hallucination(target: ScoringInput) -> list[Score]:
                     step=reply.step,
                 )
             )
-            continue
-        # The per-turn question is asked of every case automatically, so without a judge model it is
-        # reported (unsure, not judged) but does not hold the case: the deterministic claim check above
-        # still does. Checks the author wrote (expectations) stay required either way.
-        judged = required and target.judge.has_model
-        context = hallucination_context(target.transcript, reply, target.context.instructions)
-        scores.append(await target.judge.hallucination(turn=reply, context=context, required=judged))
-    return scores
+    # The per-turn question is asked of every case automatically, so without a judge model it is
+    # reported (unsure, not judged) but does not hold the case: the deterministic claim check above
+    # still does. Checks the author wrote (expectations) stay required either way.
+    judged = required and target.judge.has_model
+    transcript, instructions = target.transcript, target.context.instructions
+    if _batched(target, asked):
+        verdicts = await target.judge.hallucinations(
+            turns=asked,
+            events=transcript.events,
+            context=_known_from_start(transcript, instructions),
+            required=judged,
+        )
+    else:
+        verdicts = await gather_in_order(
+            target.judge.hallucination(
+                turn=reply, context=hallucination_context(transcript, reply, instructions), required=judged
+            )
+            for reply in asked
+        )
+    answers = iter(verdicts)
+    return [score if score is not None else next(answers) for score in scores]
+
+
+def _batched(target: ScoringInput, asked: list[AgentEvent]) -> bool:
+    """Whether the turns ``asked`` go to the judge in one request: unless the suite says
+    ``judging: {batch: false}``; not for a single turn (one request either way, and the per-turn question
+    is the simpler one); not when the suite replaced the per-turn prompt but not the batched one (its own
+    wording is then used, per turn); and not for turns that share a number (an imported transcript)."""
+    judge = target.judge
+    return (
+        target.context.judging.batch
+        and len(asked) > 1
+        and judge.has_model
+        and (judge.overrides("hallucination_batch") or not judge.overrides("hallucination"))
+        and len({reply.turn for reply in asked}) == len(asked)
+    )
 
 
 @scorer("goal_satisfaction", kinds={"scenario", "simulation"}, prompts=("goal_satisfaction",))
@@ -345,12 +384,19 @@ def hallucination_context(transcript: Transcript, reply: AgentEvent, instruction
     # test must not count as its own support. The reply's own tool calls are shown with the turn.
     position = next((i for i, event in enumerate(transcript.events) if event is reply), len(transcript.events))
     earlier = transcript.events[:position]
+    lines = [_known_from_start(transcript, instructions)] if instructions or transcript.session_parameters else []
+    lines.append(render_conversation(earlier))
+    return "\n".join(lines)
+
+
+def _known_from_start(transcript: Transcript, instructions: str | None) -> str:
+    """What the agent knew before the conversation: its instructions and the session variables (the part of
+    :func:`hallucination_context` every turn shares, sent once by the batched question)."""
     lines = []
     if instructions:
         lines.append(f"AGENT INSTRUCTIONS: {instructions}")
     if transcript.session_parameters:
         lines.append(f"SESSION VARIABLES: {transcript.session_parameters}")
-    lines.append(render_conversation(earlier))
     return "\n".join(lines)
 
 

@@ -26,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from simulator.judges._registry import ScoringInput, registered_scorers
+from simulator.judges._registry import ScoringInput, gather_in_order, registered_scorers
 from simulator.judges.llm_judges import LLMJudge
 from simulator.judges.scorers import hallucination_context
 from simulator.kinds import kind_of
-from simulator.models import Case, Thresholds
+from simulator.models import Case, JudgingSettings, Thresholds
 from simulator.models.scores import Score
 from simulator.models.transcript import Transcript
 
@@ -45,10 +45,14 @@ class ScoringContext:
     language: str = "en"
     instructions: str | None = None
     declared_tools: Sequence[str] = ()
+    #: The suite's ``judging`` block: whether the per-turn hallucination question is batched.
+    judging: JudgingSettings = field(default_factory=JudgingSettings)
 
 
 async def score_transcript(case: Case, transcript: Transcript, context: ScoringContext, judge: LLMJudge) -> list[Score]:
-    """Every score of one conversation, in a stable order: steps, expectations, golden turns, hallucination, goal."""
+    """Every score of one conversation, in a stable order: steps, expectations, golden turns, hallucination, goal.
+
+    The judge questions are asked concurrently; a judge error raised by one propagates as it is."""
     return await _Scorer(case, transcript, context, judge).run()
 
 
@@ -64,10 +68,10 @@ class _Scorer:
         )
 
     async def run(self) -> list[Score]:
-        scores: list[Score] = []
-        for entry in registered_scorers(scope="case", kind=self.target.case.kind):
-            scores.extend(await entry.run(self.target))
-        return scores
+        entries = registered_scorers(scope="case", kind=self.target.case.kind)
+        # The scorers ask the judge independent questions: all at once, stored in registration order.
+        results = await gather_in_order(entry.run(self.target) for entry in entries)
+        return [score for scores in results for score in scores]
 
 
 def merged_thresholds(suite: Thresholds, case: Thresholds | None) -> Thresholds:

@@ -29,7 +29,7 @@ from simulator.models.case import (
     normalize_reference,
 )
 from simulator.models.persona import Persona, PersonaBackground, PersonaFile, PersonaStyle
-from simulator.models.settings import ModelRoles, ModelSettings, Thresholds
+from simulator.models.settings import JudgingSettings, ModelRoles, ModelSettings, Thresholds
 from simulator.models.suite import HostedEvalsFile, Suite
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "Handoff",
     "HostedEvalsFile",
     "HttpAgent",
+    "JudgingSettings",
     "KeywordTerm",
     "LanggraphAgent",
     "LitellmAgent",

@@ -1,4 +1,4 @@
-"""Settings a suite can set: model per role and pass thresholds."""
+"""Settings a suite can set: model per role, pass thresholds and how the judge model is asked."""
 
 from __future__ import annotations
 
@@ -53,3 +53,13 @@ class Thresholds(StrictModel):
     tool_call_correctness: float = Field(default=1.0, ge=0, le=1, description="Share of expected arguments matched.")
     reference_answer: int = Field(default=70, ge=0, le=100, description="Reference-answer judge score, 0-100.")
     fail_on_hallucination: bool = Field(default=True, description="A hallucinated claim fails the case.")
+
+
+class JudgingSettings(StrictModel):
+    """How the judge model is asked about a conversation."""
+
+    batch: bool = Field(
+        default=True,
+        description="Ask the per-turn hallucination question of a conversation in one request that returns a "
+        "verdict per turn; false sends one request per agent turn. The stored scores are the same either way.",
+    )

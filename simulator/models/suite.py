@@ -7,7 +7,7 @@ from pydantic import Field, JsonValue
 from simulator.models._base import Slug, StrictModel, Text
 from simulator.models.agent import AgentConfig, ToolFake
 from simulator.models.case import Case, SimulationCase
-from simulator.models.settings import ModelRoles, Thresholds
+from simulator.models.settings import JudgingSettings, ModelRoles, Thresholds
 
 
 class Suite(StrictModel):
@@ -27,6 +27,10 @@ class Suite(StrictModel):
     agent: AgentConfig | Text | None = Field(default=None, description="Agent config, or path to an agent YAML file.")
     models: ModelRoles = Field(default_factory=ModelRoles)
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    judging: JudgingSettings = Field(
+        default_factory=JudgingSettings,
+        description="How the judge model is asked (batch: one request per turn or not).",
+    )
     personas: list[Slug] = Field(default_factory=list, description="Personas for cases that name none.")
     repeats: int = Field(default=1, ge=1, le=1000, description="Runs of each case.")
     seed: int | None = Field(default=None, description="Seed for persona choice and scripted-user perturbations.")

@@ -222,6 +222,7 @@ async def score_case(
         language=loaded.suite.language,
         instructions=agent.instructions if agent is not None and agent.type == "litellm" else None,
         declared_tools=[tool.name for tool in agent.tools] if agent is not None else [],
+        judging=loaded.suite.judging,
     )
     with metering() as meter:
         scores = await score_transcript(case, transcript, context, judge)

@@ -20,7 +20,7 @@ from simulator.judges.scoring import ScoringContext, goal_description, hallucina
 from simulator.judges.step import NO_JUDGE
 from simulator.llm import FakeScript, LLMClient, StaticReply
 from simulator.metrics import case_outcome
-from simulator.models import Case, ModelRoles, Thresholds
+from simulator.models import Case, JudgingSettings, ModelRoles, Thresholds
 from simulator.models.scores import Score
 from simulator.models.transcript import (
     AgentEvent,
@@ -112,6 +112,7 @@ QUESTIONS = {
     "You check one expectation": "expectation",
     "You decide whether a conversation": "goal_satisfaction",
     "You check one turn": "hallucination",
+    "You check the turns": "hallucination_batch",
     "You grade one answer": "reference_answer",
     "You compare the message": "semantic_match",
     "You check an answer": "side_claim",
@@ -132,11 +133,24 @@ class FakeJudge:
         prompt: str = messages[0]["content"]
         question = next(name for start, name in QUESTIONS.items() if prompt.startswith(start))
         self.asked.append((question, prompt))
+        if question == "hallucination_batch":
+            return {"turns": [{"turn": n, **self._per_turn(body)} for n, body in marked_turns(prompt)]}
         answer = self.answers[question]
         return answer(prompt) if callable(answer) else answer
 
+    def _per_turn(self, body: str) -> Any:
+        """The batched question answered turn by turn, as the per-turn question would be: the same verdicts."""
+        answer = self.answers["hallucination"]
+        return answer(f"<agent_turn>\n{body}\n</agent_turn>") if callable(answer) else answer
+
     def prompts(self, question: str) -> list[str]:
         return [prompt for name, prompt in self.asked if name == question]
+
+
+def marked_turns(prompt: str) -> list[tuple[int, str]]:
+    """The turns a batched hallucination prompt marks for judging: their numbers and how they are shown."""
+    found = re.findall(r'<agent_turn number="(\d+)">\n(.*?)\n</agent_turn>', prompt, re.DOTALL)
+    return [(int(number), body) for number, body in found]
 
 
 def section(prompt: str, tag: str) -> str:
@@ -146,6 +160,7 @@ def section(prompt: str, tag: str) -> str:
     return match.group(1)
 
 
+PER_TURN = JudgingSettings(batch=False)
 SUPPORTED: StaticReply = {"verdict": "supported", "claim": "", "reason": "The lookup shows it."}
 SATISFIED: StaticReply = {"satisfied": True, "reason": "The user got the date."}
 
@@ -477,7 +492,8 @@ def test_hallucination_verdicts_map_to_1_0_and_n_a() -> None:
 
 def test_the_hallucination_judge_sees_instructions_session_variables_and_tool_results() -> None:
     fake = FakeJudge(hallucination=SUPPORTED, goal_satisfaction=SATISFIED)
-    context = ScoringContext(instructions="You are the shop's order assistant.")
+    # Reads the per-turn prompts on purpose: asked one request per turn (the batched prompt is tested below).
+    context = ScoringContext(instructions="You are the shop's order assistant.", judging=PER_TURN)
     t = simulation(session_parameters={"customer_id": 7})
     score(SIMULATION, t, fake, context)
     first, second = fake.prompts("hallucination")

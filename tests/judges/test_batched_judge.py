@@ -1,0 +1,327 @@
+"""The per-turn hallucination question in one request per conversation, and the judge calls of a conversation
+at once: the requests the fake judge receives, the scores (the same as one request per turn), the rules for a
+turn the reply leaves out or misquotes, failures, and ``judging: {batch: false}``."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simulator.errors import JudgeError
+from simulator.judges import gather_in_order
+from simulator.judges.llm_judges import LEFT_OUT, MISQUOTED, LLMJudge
+from simulator.judges.scoring import ScoringContext, score_transcript
+from simulator.llm import FakeScript, LLMClient, Role, StaticReply, fake_auth_error
+from simulator.loading import load_suite
+from simulator.metrics import case_outcome
+from simulator.models import JudgingSettings, ModelRoles
+from simulator.models.run import RunSettings
+from simulator.models.scores import Score
+from simulator.models.transcript import AgentEvent, ToolCallRecord, Transcript, TranscriptEvent, UserEvent
+from simulator.runner import find_case, model_roles, run_case, score_case
+from tests.judges.test_scoring import case
+
+TURNS = 6
+BATCH = JudgingSettings()
+PER_TURN = JudgingSettings(batch=False)
+SATISFIED = {"satisfied": True, "reason": "The user got the date."}
+SCENARIO = {"kind": "scenario", "name": "order status", "goal": "Find out when order A1 arrives.", "max_turns": TURNS}
+
+
+async def no_wait(delay: float) -> None:
+    return None
+
+
+def said(turn: int) -> str:
+    return f"Turn {turn}: your order A1 arrives on {turn} May."
+
+
+def conversation(turns: int = TURNS) -> Transcript:
+    events: list[TranscriptEvent] = []
+    for number in range(1, turns + 1):
+        events.append(UserEvent(turn=number, text=f"question {number}", source="scripted"))
+        calls = [ToolCallRecord(id=f"c{number}", name="lookup_order", status="faked", result={"eta": "5 May"})]
+        events.append(AgentEvent(turn=number, messages=[said(number)], tool_calls=calls if number == 1 else []))
+    return Transcript(case="order status", kind="scenario", events=events, turns=turns, stop_reason="completed")
+
+
+#: The fake verdict for each turn: supported, unsupported (quoting the turn) or no claim, by turn number.
+def verdict(turn: int) -> dict[str, Any]:
+    if turn % 3 == 0:
+        return {"verdict": "unsupported", "claim": said(turn), "reason": f"nothing says {turn} May"}
+    if turn % 3 == 1:
+        return {"verdict": "supported", "claim": "", "reason": "the lookup shows it"}
+    return {"verdict": "no_claim", "claim": "", "reason": "nothing factual"}
+
+
+def per_turn_number(prompt: str) -> int:
+    match = re.search(r"<agent_turn>\n.*?AGENT: Turn (\d+):", prompt, re.DOTALL)
+    assert match is not None, prompt
+    return int(match.group(1))
+
+
+def batch_numbers(prompt: str) -> list[int]:
+    return [int(n) for n in re.findall(r'<agent_turn number="(\d+)">', prompt)]
+
+
+class Judge:
+    """The fake judge model: answers each question by its prompt, counting the requests per question."""
+
+    def __init__(self, *, batch: Any = None, delay: float = 0.0) -> None:
+        self.script = FakeScript().enqueue("judge", self._reply, times=100)
+        self.asked: list[tuple[str, str]] = []
+        self.batch = batch or (lambda numbers: {"turns": [{"turn": n, **verdict(n)} for n in numbers]})
+        self.delay = delay
+        self.in_flight = 0
+        self.most_in_flight = 0
+        roles = ModelRoles.model_validate({"judge": "fake/judge"})
+        self.client = LLMClient(roles, fake_script=self.script, sleep=no_wait)
+        self.judge = LLMJudge(self.client)
+
+    async def _reply(self, messages: list[dict[str, Any]]) -> StaticReply:
+        prompt: str = messages[0]["content"]
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(self.delay)
+        finally:
+            self.in_flight -= 1
+        if prompt.startswith("You check the turns"):
+            self.asked.append(("hallucination_batch", prompt))
+            answer: StaticReply = self.batch(batch_numbers(prompt))
+            return answer
+        if prompt.startswith("You check one turn"):
+            self.asked.append(("hallucination", prompt))
+            return verdict(per_turn_number(prompt))
+        self.asked.append(("goal_satisfaction", prompt))
+        return SATISFIED
+
+    def count(self, question: str) -> int:
+        return sum(1 for name, _ in self.asked if name == question)
+
+    def prompts(self, question: str) -> list[str]:
+        return [prompt for name, prompt in self.asked if name == question]
+
+
+def score(judge: Judge, judging: JudgingSettings = BATCH, transcript: Transcript | None = None) -> list[Score]:
+    context = ScoringContext(judging=judging)
+    return asyncio.run(score_transcript(case(SCENARIO), transcript or conversation(), context, judge.judge))
+
+
+def hallucinations(scores: list[Score]) -> list[Score]:
+    return [s for s in scores if s.metric == "hallucination"]
+
+
+# -- how many requests ------------------------------------------------------------------------------------------
+
+
+def test_one_hallucination_request_per_conversation_and_one_per_turn_with_the_switch_off() -> None:
+    batched, separate = Judge(), Judge()
+    score(batched)
+    score(separate, PER_TURN)
+    assert (batched.count("hallucination_batch"), batched.count("hallucination")) == (1, 0)
+    assert (separate.count("hallucination_batch"), separate.count("hallucination")) == (0, TURNS)
+    assert batched.count("goal_satisfaction") == separate.count("goal_satisfaction") == 1
+    assert len(batched.script.requests) == 2
+    assert len(separate.script.requests) == TURNS + 1
+
+
+def test_the_scores_are_the_same_in_both_modes() -> None:
+    batched, separate = score(Judge()), score(Judge(), PER_TURN)
+    assert [s.model_dump() for s in batched] == [s.model_dump() for s in separate]
+    assert [(s.check, s.verdict, s.value) for s in hallucinations(batched)] == [
+        ("turn 1: hallucination", "met", 0),
+        ("turn 2: hallucination", "n/a", None),
+        ("turn 3: hallucination", "not_met", 1),
+        ("turn 4: hallucination", "met", 0),
+        ("turn 5: hallucination", "n/a", None),
+        ("turn 6: hallucination", "not_met", 1),
+    ]
+
+
+def test_a_six_turn_simulation_sends_fourteen_requests(tmp_path: Path) -> None:
+    """The issue's workload through the runner: LLM user 6, agent 6, one hallucination request, one goal."""
+    (tmp_path / ".git").mkdir()
+    agent = "agent:\n  type: litellm\n  model: fake/agent\n  instructions: You answer order questions.\n"
+    cases = "".join(
+        f"  - {key}: {value}\n" if key == "kind" else f"    {key}: {value}\n" for key, value in SCENARIO.items()
+    )
+    for batch in (True, False):
+        suite = tmp_path / f"suite_{batch}.yaml"
+        judging = "" if batch else "judging:\n  batch: false\n"
+        suite.write_text(f"name: s\n{agent}{judging}cases:\n{cases}", encoding="utf-8")
+        loaded = load_suite(suite)
+        options = RunSettings(user_model="fake/user", judge_model="fake/judge", cache=False)
+        judge = Judge()
+        judge.script.enqueue("user", {"message": "When does A1 arrive?", "done": False, "reason": "asking"}, times=9)
+        judge.script.enqueue("agent", *[said(n) for n in range(1, TURNS + 1)])
+        llm = LLMClient(model_roles(loaded, options), fake_script=judge.script, sleep=no_wait)
+        found = find_case(loaded, str(SCENARIO["name"]))
+
+        async def go() -> Any:
+            transcript = await run_case(loaded, found, persona=None, llm=llm, options=options)  # noqa: B023
+            return await score_case(loaded, found, transcript, llm=llm, options=options)  # noqa: B023
+
+        result = asyncio.run(go())
+        by_role = {role: sum(1 for r in judge.script.requests if r.role == role) for role in Role}
+        judged = 1 if batch else TURNS
+        assert by_role == {Role.USER: TURNS, Role.AGENT: TURNS, Role.JUDGE: judged + 1}, batch
+        assert len(hallucinations(result.scores)) == TURNS
+
+
+# -- the batched question ---------------------------------------------------------------------------------------
+
+
+def test_the_batched_prompt_sends_the_shared_context_once_and_marks_the_turns() -> None:
+    judge = Judge()
+    transcript = conversation(3).model_copy(update={"session_parameters": {"customer_id": 7}})
+    transcript.events.append(UserEvent(turn=4, text="a later message", source="scripted"))
+    context = ScoringContext(instructions="You are the shop's order assistant.")
+    asyncio.run(score_transcript(case(SCENARIO), transcript, context, judge.judge))
+    (prompt,) = judge.prompts("hallucination_batch")
+    assert prompt.count("AGENT INSTRUCTIONS: You are the shop's order assistant.") == 1
+    assert prompt.count("SESSION VARIABLES: {'customer_id': 7}") == 1
+    assert prompt.count("USER: question 1") == 1
+    assert batch_numbers(prompt) == [1, 2, 3]
+    assert "The turns to judge: 1, 2, 3." in prompt
+    assert '<agent_turn number="1">\nTOOL CALL lookup_order({}) [faked] -> {"eta": "5 May"}\nAGENT: Turn 1:' in prompt
+    assert "a later message" not in prompt  # nothing after the last judged turn is evidence
+
+
+def test_a_turn_flagged_without_a_model_is_not_sent_and_keeps_its_place() -> None:
+    judge = Judge()
+    events = conversation(3).events
+    events[3] = AgentEvent(turn=2, messages=["I've checked your order: it is on its way."])
+    scores = hallucinations(score(judge, transcript=conversation(3).model_copy(update={"events": events})))
+    assert [(s.turn, s.source) for s in scores] == [(1, "judge"), (2, "deterministic"), (3, "judge")]
+    (prompt,) = judge.prompts("hallucination_batch")
+    assert batch_numbers(prompt) == [1, 3]
+    assert "AGENT: I've checked your order" in prompt  # still part of the conversation, not judged
+
+
+def test_a_turn_the_reply_leaves_out_is_unsure() -> None:
+    judge = Judge(batch=lambda numbers: {"turns": [{"turn": n, **verdict(n)} for n in numbers if n != 4]})
+    scores = hallucinations(score(judge))
+    left_out = scores[3]
+    assert (left_out.turn, left_out.verdict, left_out.reason, left_out.required) == (4, "unsure", LEFT_OUT, True)
+    assert [s.verdict for s in scores] == ["met", "n/a", "not_met", "unsure", "n/a", "not_met"]
+    assert case_outcome(conversation(), score(judge))[0] == "fail"  # turns 3 and 6 still fail it
+
+
+def test_contradicting_verdicts_for_one_turn_are_unsure() -> None:
+    def twice(numbers: list[int]) -> dict[str, Any]:
+        verdicts = [{"turn": n, **verdict(n)} for n in numbers]
+        return {"turns": [*verdicts, {"turn": 1, **verdict(3), "claim": said(1)}]}
+
+    scores = hallucinations(score(Judge(batch=twice)))
+    assert scores[0].verdict == "unsure"
+    assert scores[0].reason.startswith("the judge gave this turn contradicting verdicts: supported")
+    assert [s.verdict for s in scores[1:]] == ["n/a", "not_met", "met", "n/a", "not_met"]
+
+
+def test_a_quote_from_another_turn_makes_only_that_turn_unsure() -> None:
+    def misquoted(numbers: list[int]) -> dict[str, Any]:
+        verdicts = [{"turn": n, **verdict(n)} for n in numbers]
+        verdicts[2]["claim"] = said(6)  # turn 3's verdict quotes turn 6
+        return {"turns": verdicts}
+
+    scores = hallucinations(score(Judge(batch=misquoted)))
+    assert scores[2].verdict == "unsure"
+    assert scores[2].reason.startswith(MISQUOTED)
+    assert scores[2].raw is not None
+    assert [s.verdict for i, s in enumerate(scores) if i != 2] == ["met", "n/a", "met", "n/a", "not_met"]
+
+
+def test_a_failing_judge_is_an_error_on_every_turn_and_the_case_is_error() -> None:
+    roles = ModelRoles.model_validate({"judge": "fake/judge"})
+    outcomes = []
+    for judging in (BATCH, PER_TURN):
+        script = FakeScript().enqueue("judge", fake_auth_error(), times=TURNS + 1)
+        judge = LLMJudge(LLMClient(roles, fake_script=script, sleep=no_wait))
+        context = ScoringContext(judging=judging)
+        scores = asyncio.run(score_transcript(case(SCENARIO), conversation(), context, judge))
+        assert {(s.verdict, s.reason.startswith("the judge model failed")) for s in hallucinations(scores)} == {
+            ("error", True)
+        }
+        outcome, reasons = case_outcome(conversation(), scores)
+        outcomes.append((outcome, [reason.split(":")[0] for reason in reasons][:1]))
+        assert len(script.requests) == (2 if judging.batch else TURNS + 1)
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0] == "error"
+
+
+def test_a_malformed_batched_reply_is_asked_again() -> None:
+    replies = iter([{"turns": [{"turn": 1, "verdict": "unsupported", "claim": "", "reason": "r"}]}])
+
+    def first_bad(numbers: list[int]) -> dict[str, Any]:
+        return next(replies, {"turns": [{"turn": n, **verdict(n)} for n in numbers]})
+
+    judge = Judge(batch=first_bad)
+    scores = hallucinations(score(judge))
+    assert judge.count("hallucination_batch") == 2
+    assert [s.verdict for s in scores] == ["met", "n/a", "not_met", "met", "n/a", "not_met"]
+
+
+def test_one_turn_is_asked_with_the_per_turn_question() -> None:
+    judge = Judge()
+    score(judge, transcript=conversation(1))
+    assert (judge.count("hallucination_batch"), judge.count("hallucination")) == (0, 1)
+
+
+def test_an_override_of_the_per_turn_prompt_alone_keeps_one_request_per_turn() -> None:
+    judge = Judge()
+    override = "You check one turn (house rules).\n{context}\n<agent_turn>\n{turn}\n</agent_turn>"
+    judge.judge = LLMJudge(judge.client, prompts={"hallucination": override})
+    scores = score(judge)
+    assert judge.count("hallucination") == TURNS
+    assert all("(house rules)" in prompt for prompt in judge.prompts("hallucination"))
+    assert [s.model_dump() for s in scores] == [s.model_dump() for s in score(Judge())]
+
+
+def test_without_a_judge_model_nothing_is_asked() -> None:
+    scores = asyncio.run(score_transcript(case(SCENARIO), conversation(), ScoringContext(), LLMJudge(None)))
+    assert {(s.verdict, s.required) for s in hallucinations(scores)} == {("unsure", False)}
+
+
+# -- at once ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("judging", [BATCH, PER_TURN], ids=["batch", "per-turn"])
+def test_the_judge_calls_of_a_conversation_are_in_flight_at_once(judging: JudgingSettings) -> None:
+    judge = Judge(delay=0.02)
+    scores = score(judge, judging)
+    assert judge.most_in_flight >= 2  # the hallucination question(s) and the goal together
+    assert [s.metric for s in scores][-1] == "goal_satisfaction"  # stored in the same order as before
+    assert [s.turn for s in hallucinations(scores)] == list(range(1, TURNS + 1))
+
+
+def test_a_raised_judge_error_propagates_as_it_is_and_cancels_the_rest() -> None:
+    cancelled: list[str] = []
+
+    async def slow() -> str:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.append("slow")
+            raise
+        return "never"
+
+    async def fails() -> str:
+        await asyncio.sleep(0)
+        raise JudgeError("judge prompt 'x' could not be filled")
+
+    with pytest.raises(JudgeError, match="could not be filled"):
+        asyncio.run(gather_in_order([slow(), fails()]))
+    assert cancelled == ["slow"]
+
+
+def test_gather_in_order_keeps_the_order_given() -> None:
+    async def after(delay: float, value: int) -> int:
+        await asyncio.sleep(delay)
+        return value
+
+    assert asyncio.run(gather_in_order([after(0.02, 1), after(0.0, 2), after(0.01, 3)])) == [1, 2, 3]
