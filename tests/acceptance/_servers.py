@@ -53,8 +53,8 @@ that name ``openai/stub-user`` / ``openai/stub-judge`` with ``api_base`` pointin
   ``AGENT:`` line (``not_met`` otherwise, ``unsure`` when the criterion says ``UNSICHER``); goal satisfaction
   likewise over the goal text (satisfied unless that says ``not_met``); a reference answer
   scores 90 (pass) when each date and amount of the reference is in the answer, else 20 (fail); hallucination
-  is ``supported`` when the turn shows a tool call, else ``no_claim``; side claims are never stated; semantic
-  match is 4 when the dates and amounts agree, else 1.
+  is ``supported`` when the turn shows a tool call, else ``no_claim`` (per marked turn when batched); side
+  claims are never stated; semantic match is 4 when the dates and amounts agree, else 1.
 
 Every request is recorded (``agent_requests``, ``user_requests``, ``judge_requests``) so tests can check what
 each side saw. Each server answers at most :data:`MAX_REQUESTS` requests and then only HTTP 503, so a runaway
@@ -240,6 +240,7 @@ def _schema_name(body: dict[str, Any], prompt: str) -> str:
         if isinstance(schema, dict) and isinstance(schema.get("name"), str):
             return str(schema["name"])
     markers = [
+        ("<agent_turn number=", "HallucinationBatchReply"),
         ("Criterion:", "CriterionVerdict"),
         ("<expectation>", "ExpectationReply"),
         ("<user_goal>", "GoalSatisfactionReply"),
@@ -298,6 +299,19 @@ def judge_reply(body: dict[str, Any]) -> str:
         expected, actual = _section(prompt, "expected_message"), _section(prompt, "actual_message")
         same = set(_FACTS.findall(expected)) == set(_FACTS.findall(actual))
         return json.dumps({"score": 4 if same else 1, "reason": reason})
+    if schema == "HallucinationBatchReply":
+        # The batched question: the same rule per marked turn.
+        turns = re.findall(r'<agent_turn number="(\d+)">\n(.*?)\n</agent_turn>', prompt, re.DOTALL)
+        verdicts = [
+            {
+                "turn": int(n),
+                "verdict": "supported" if "TOOL CALL" in body else "no_claim",
+                "claim": "",
+                "reason": reason,
+            }
+            for n, body in turns
+        ]
+        return json.dumps({"turns": verdicts})
     verdict = "supported" if "TOOL CALL" in _section(prompt, "agent_turn") else "no_claim"
     return json.dumps({"verdict": verdict, "claim": "", "reason": reason})
 

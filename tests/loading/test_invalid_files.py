@@ -94,7 +94,7 @@ CANNOT_TELL = (
     "agent.yaml, and a persona file lies in a personas/ folder"
 )
 SUITE_KEYS = (
-    "name, description, language, agent, models, thresholds, personas, repeats, seed, tool_fakes, metadata, "
+    "name, description, language, agent, models, thresholds, judging, personas, repeats, seed, tool_fakes, metadata, "
     "judge_prompts, cases"
 )
 ALIAS_BOMB = (
