@@ -4,8 +4,9 @@
 ``response_format`` with a JSON schema, a JSON object that fits the schema (see :func:`fill`). Requests are
 counted per role: the role is the request's ``model`` with any ``provider/`` and ``peer-`` / ``fake-`` prefix
 taken off (``openai/peer-user`` reaches the server as ``peer-user``: role ``user``), so give each role its own
-model name. ``GET /stats`` returns the counts since the last ``/stats``, the most requests in flight at once
-(overall and per role) and the wall-clock time (``time.time()``) of the first request, and resets them.
+model name. ``GET /stats`` returns the counts since the last ``/stats`` (per role, and per role and schema name
+of structured requests), the most requests in flight at once (overall and per role; at 0 latency a request
+is never in flight while another is) and the wall-clock time (``time.time()``) of the first request, and resets them.
 
     python bench/_server.py --port P --latency S
 
@@ -85,6 +86,13 @@ def structured_content(response_format: Any) -> str:
     return json.dumps(fill(schema))
 
 
+def schema_name(response_format: Any) -> str:
+    """The name a structured request gives its schema (``json_object`` when it gives none)."""
+    if isinstance(response_format, dict):
+        return str((response_format.get("json_schema") or {}).get("name") or response_format.get("type"))
+    return "unknown"
+
+
 def role_of(model: str) -> str:
     """``openai/peer-user`` / ``peer-user`` / ``fake-user`` -> ``user``."""
     name = model.rsplit("/", 1)[-1]
@@ -96,6 +104,7 @@ def role_of(model: str) -> str:
 class _Counts:
     def __init__(self) -> None:
         self.requests: dict[str, int] = {}
+        self.schemas: dict[str, int] = {}
         self.in_flight: dict[str, int] = {}
         self.max_in_flight_role: dict[str, int] = {}
         self.total_in_flight = 0
@@ -106,6 +115,7 @@ class _Counts:
     def snapshot(self) -> dict[str, Any]:
         return {
             "requests": dict(self.requests),
+            "schemas": dict(self.schemas),
             "total": sum(self.requests.values()),
             "max_in_flight": self.max_in_flight,
             "max_in_flight_by_role": dict(self.max_in_flight_role),
@@ -113,7 +123,7 @@ class _Counts:
         }
 
     def reset(self) -> None:
-        self.requests, self.max_in_flight_role = {}, {}
+        self.requests, self.schemas, self.max_in_flight_role = {}, {}, {}
         self.max_in_flight = self.total_in_flight
         self.first_request = None
 
@@ -140,6 +150,9 @@ def build_app(latency: float) -> Any:
             if latency > 0:
                 await asyncio.sleep(latency)
             form = body.get("response_format")
+            if form:
+                kind = f"{role}:{schema_name(form)}"
+                counts.schemas[kind] = counts.schemas.get(kind, 0) + 1
             content = structured_content(form) if form else AGENT_REPLY
         finally:
             counts.total_in_flight -= 1
