@@ -26,7 +26,10 @@ only the wall ratio to ``bare`` and CPU per request mean anything there.
 and tokenizers; requests to ``api_base`` (the fake server) go out as usual.
 
     python bench/peers.py [--sizes 40x6,500x6] [--latencies 0.2,0] [--concurrency 20] [--full]
-        [--role-concurrency K] [--keep DIR]
+        [--role-concurrency K] [--keep DIR] [--sittings S]
+
+With ``--sittings S`` every workload runs S times (the sittings one after another, so a burst of load on a
+shared machine hits one sitting, not one system) and the tables and the BENCH line give the medians.
 
 Ends with one line for the 40x6 200 ms workload (the ``_0ms`` fields from 40x6 at 0 ms, and fields suffixed
 ``_NxT_Lms`` for any other workload run):
@@ -40,6 +43,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -243,11 +247,13 @@ def _ratio(value: float, ideal: float) -> str:
     return f"{value / ideal:.2f}" if ideal > 0 else "n/a"
 
 
-def _print_table(conversations: int, turns: int, latency: float, concurrency: int, rows: list[Measured]) -> None:
+def _print_table(
+    conversations: int, turns: int, latency: float, concurrency: int, rows: list[Measured], *, title: str = ""
+) -> None:
     chain = 2 * turns + 1
     ideal = chain * latency * conversations / concurrency
     print(
-        f"\n{conversations} conversations x {turns} user turns, latency {latency * 1000:.0f} ms, concurrency "
+        f"\n{title}{conversations} conversations x {turns} user turns, latency {latency * 1000:.0f} ms, concurrency "
         f"{concurrency}: ideal ({chain}-request chain) {ideal:.2f} s"
     )
     header = (
@@ -293,6 +299,9 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="Add the 500x6 workload.")
     parser.add_argument("--role-concurrency", type=int, default=None, help="Set the suite's user/judge limits.")
     parser.add_argument("--keep", type=Path, default=None, help="Keep the suites, stores and outputs here.")
+    parser.add_argument(
+        "--sittings", type=int, default=1, help="Run every workload this many times, interleaved; report medians."
+    )
     args = parser.parse_args()
     sizes = [_size(s) for s in args.sizes.split(",") if s.strip()]
     if args.full and (500, 6) not in sizes:
@@ -302,19 +311,53 @@ def main() -> None:
     # Warm the page cache, so the first system measured does not pay the cold imports alone.
     warm = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_OFFLINE_MODE="true")
     subprocess.run([sys.executable, "-c", "import openai, litellm, simulator.runner"], check=True, env=warm)
-    results: dict[tuple[int, int, float], list[Measured]] = {}
+    sittings: dict[tuple[int, int, float], list[list[Measured]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        root = args.keep or Path(tmp)
-        root.mkdir(parents=True, exist_ok=True)
-        for conversations, turns in sizes:
-            for latency in latencies:
-                rows = _workload(
-                    conversations, turns, latency,
-                    concurrency=args.concurrency, role_concurrency=args.role_concurrency, root=root,
-                )  # fmt: skip
-                results[(conversations, turns, latency)] = rows
-                _print_table(conversations, turns, latency, args.concurrency, rows)
+        for sitting in range(args.sittings):
+            root = (args.keep or Path(tmp)) / f"sitting{sitting + 1}"
+            root.mkdir(parents=True, exist_ok=True)
+            for conversations, turns in sizes:
+                for latency in latencies:
+                    rows = _workload(
+                        conversations, turns, latency,
+                        concurrency=args.concurrency, role_concurrency=args.role_concurrency, root=root,
+                    )  # fmt: skip
+                    sittings.setdefault((conversations, turns, latency), []).append(rows)
+                    title = f"sitting {sitting + 1} of {args.sittings}: " if args.sittings > 1 else ""
+                    _print_table(conversations, turns, latency, args.concurrency, rows, title=title)
+    results = {key: [_median([rows[i] for rows in runs]) for i in range(3)] for key, runs in sittings.items()}
+    if args.sittings > 1:
+        print(f"\n===== medians of {args.sittings} sittings =====")
+        for (conversations, turns, latency), rows in results.items():
+            _print_table(conversations, turns, latency, args.concurrency, rows, title="median: ")
     print(f"\n{_bench_line(results, args.concurrency)}")
+
+
+def _median(runs: list[Measured]) -> Measured:
+    """Each figure's median over sittings (requests per role too); the last sitting's report and schemas."""
+
+    def mid(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return statistics.median(known) if known else None
+
+    def mid_counts(counts: list[dict[str, int]]) -> dict[str, int]:
+        keys = {key for count in counts for key in count}
+        return {key: round(statistics.median(count.get(key, 0) for count in counts)) for key in sorted(keys)}
+
+    last = runs[-1]
+    return Measured(
+        system=last.system, exit_code=max(run.exit_code for run in runs),
+        wall_process=statistics.median(run.wall_process for run in runs),
+        cpu_process=statistics.median(run.cpu_process for run in runs),
+        peak_mb=statistics.median(run.peak_mb for run in runs),
+        startup_s=mid([run.startup_s for run in runs]),
+        requests=mid_counts([run.requests for run in runs]),
+        max_in_flight=mid_counts([run.max_in_flight for run in runs]),
+        max_in_flight_total=round(statistics.median(run.max_in_flight_total for run in runs)),
+        schemas=mid_counts([run.schemas for run in runs]),
+        wall_run=mid([run.wall_run for run in runs]), cpu_run=mid([run.cpu_run for run in runs]),
+        report=last.report,
+    )  # fmt: skip
 
 
 def _bench_line(results: dict[tuple[int, int, float], list[Measured]], concurrency: int) -> str:
