@@ -24,58 +24,11 @@ import asyncio
 import json
 import os
 import resource
-import socket
-import subprocess
-import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
-SERVER = textwrap.dedent(
-    """
-    import asyncio, json, sys
-    from aiohttp import web
-
-    LATENCY = float(sys.argv[2])
-    calls = 0
-
-    async def chat(request):
-        global calls
-        calls += 1
-        body = await request.json()
-        await asyncio.sleep(LATENCY)
-        if body.get("response_format"):
-            content = json.dumps({"message": "Where is my order ORD-1?", "done": False, "reason": ""})
-        else:
-            content = "Your order ORD-1 has shipped."
-        return web.json_response({
-            "id": f"c{calls}", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28},
-        })
-
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", chat)
-    web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
-    """
-)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_for_port(port: int, limit: float = 20.0) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise SystemExit("the fake server did not start")
+from _server import FakeServer  # bench/_server.py: the shared fake server
 
 
 def _suite(root: Path, port: int, turns: int, concurrency: int, llm_user: bool) -> Path:
@@ -144,21 +97,14 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
     os.environ["BENCH_FAKE_KEY"] = "not-a-real-key"
-    port = _free_port()
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(port), str(args.latency)])
-    try:
-        _wait_for_port(port)
-        with tempfile.TemporaryDirectory() as tmp:
-            root = Path(tmp)
-            suite = _suite(root, port, args.turns, args.concurrency, args.llm_user)
-            asyncio.run(_run(suite, root / "warmup.db", 2, 2))  # imports, litellm's first call
-            record, wall, cpu = asyncio.run(_run(suite, root / "runs.db", args.conversations, args.concurrency))
-            _, wall_plain, cpu_plain = asyncio.run(
-                _run(suite, root / "plain.db", args.conversations, args.concurrency, checkpoints=False)
-            )
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    with FakeServer(latency=args.latency) as server, tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        suite = _suite(root, server.port, args.turns, args.concurrency, args.llm_user)
+        asyncio.run(_run(suite, root / "warmup.db", 2, 2))  # imports, litellm's first call
+        record, wall, cpu = asyncio.run(_run(suite, root / "runs.db", args.conversations, args.concurrency))
+        _, wall_plain, cpu_plain = asyncio.run(
+            _run(suite, root / "plain.db", args.conversations, args.concurrency, checkpoints=False)
+        )
     totals = record.totals  # type: ignore[attr-defined]
     calls = sum(role.calls for role in totals.usage.values()) + args.conversations * args.turns  # + agent calls
     ideal = calls * args.latency / args.concurrency

@@ -1,0 +1,247 @@
+"""A local OpenAI-compatible fake server for the benches, run in its own process.
+
+``POST /v1/chat/completions`` answers after ``--latency`` seconds: plain text, or, when the request has a
+``response_format`` with a JSON schema, a JSON object that fits the schema (see :func:`fill`). Requests are
+counted per role: the role is the request's ``model`` with any ``provider/`` and ``peer-`` / ``fake-`` prefix
+taken off (``openai/peer-user`` reaches the server as ``peer-user``: role ``user``), so give each role its own
+model name. ``GET /stats`` returns the counts since the last ``/stats`` (per role, and per role and schema name
+of structured requests), the most requests in flight at once (overall and per role; at 0 latency a request
+is never in flight while another is) and the wall-clock time (``time.time()``) of the first request, and resets them.
+
+    python bench/_server.py --port P --latency S
+
+:class:`FakeServer` starts it as a subprocess and reads ``/stats`` with the standard library only, so a bench
+that uses it imports neither aiohttp nor a model library itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+USER_MESSAGE = "Where is my order ORD-1?"
+AGENT_REPLY = "Your order ORD-1 has shipped."
+_STRINGS = {"message": USER_MESSAGE, "reason": "The reply answers the question."}
+# An enum's value when the schema offers one of these (a benign verdict), else its first value.
+_PREFERRED = ("supported", "no_claim", "met", "pass", "no")
+
+
+def fill(schema: dict[str, Any], root: dict[str, Any] | None = None, name: str = "") -> Any:
+    """A value that fits ``schema``: every required property filled (every property when none is marked
+    required), strings non-blank (at least ``minLength``), booleans false, numbers 0 (or their minimum),
+    arrays of ``minItems`` items (usually none), an enum's benign or first value; ``$ref`` to ``#/$defs/...``
+    and ``anyOf`` / ``oneOf`` (the first branch that is not null) are followed."""
+    root = schema if root is None else root
+    if "$ref" in schema:
+        target: Any = root
+        for part in str(schema["$ref"]).lstrip("#/").split("/"):
+            target = target[part]
+        return fill(target, root, name)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            branches = [b for b in schema[key] if b.get("type") != "null"] or schema[key]
+            return fill(branches[0], root, name)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        choices = list(schema["enum"])
+        return next((c for c in _PREFERRED if c in choices), choices[0])
+    kind = schema.get("type", "object" if "properties" in schema else "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        properties: dict[str, Any] = schema.get("properties", {})
+        required = schema.get("required", list(properties))
+        return {key: fill(properties.get(key, {}), root, key) for key in required}
+    if kind == "array":
+        return [fill(schema.get("items", {}), root, name) for _ in range(int(schema.get("minItems", 0)))]
+    if kind == "boolean":
+        return False
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        value = max(0, low + (1 if "exclusiveMinimum" in schema else 0))
+        return int(value) if kind == "integer" else float(value)
+    if kind == "null":
+        return None
+    text = _STRINGS.get(name, "ok")
+    return text.ljust(int(schema.get("minLength", 0)), ".")
+
+
+def structured_content(response_format: Any) -> str:
+    """The JSON text answering a request's ``response_format``."""
+    schema: Any = None
+    if isinstance(response_format, dict):
+        schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get("schema")
+    if not isinstance(schema, dict):  # {"type": "json_object"}: no schema to follow
+        return json.dumps({"message": USER_MESSAGE, "done": False, "reason": _STRINGS["reason"]})
+    return json.dumps(fill(schema))
+
+
+def schema_name(response_format: Any) -> str:
+    """The name a structured request gives its schema (``json_object`` when it gives none)."""
+    if isinstance(response_format, dict):
+        return str((response_format.get("json_schema") or {}).get("name") or response_format.get("type"))
+    return "unknown"
+
+
+def role_of(model: str) -> str:
+    """``openai/peer-user`` / ``peer-user`` / ``fake-user`` -> ``user``."""
+    name = model.rsplit("/", 1)[-1]
+    for prefix in ("peer-", "fake-"):
+        name = name.removeprefix(prefix)
+    return name or "unknown"
+
+
+class _Counts:
+    def __init__(self) -> None:
+        self.requests: dict[str, int] = {}
+        self.schemas: dict[str, int] = {}
+        self.in_flight: dict[str, int] = {}
+        self.max_in_flight_role: dict[str, int] = {}
+        self.total_in_flight = 0
+        self.max_in_flight = 0
+        self.first_request: float | None = None
+        self.serial = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "requests": dict(self.requests),
+            "schemas": dict(self.schemas),
+            "total": sum(self.requests.values()),
+            "max_in_flight": self.max_in_flight,
+            "max_in_flight_by_role": dict(self.max_in_flight_role),
+            "first_request": self.first_request,
+        }
+
+    def reset(self) -> None:
+        self.requests, self.schemas, self.max_in_flight_role = {}, {}, {}
+        self.max_in_flight = self.total_in_flight
+        self.first_request = None
+
+
+def build_app(latency: float) -> Any:
+    """The aiohttp application (aiohttp is imported here, in the server's process only)."""
+    from aiohttp import web
+
+    counts = _Counts()
+
+    async def chat(request: web.Request) -> web.Response:
+        if counts.first_request is None:
+            counts.first_request = time.time()
+        body = await request.json()
+        model = str(body.get("model", "fake"))
+        role = role_of(model)
+        counts.serial += 1
+        counts.requests[role] = counts.requests.get(role, 0) + 1
+        counts.total_in_flight += 1
+        counts.in_flight[role] = counts.in_flight.get(role, 0) + 1
+        counts.max_in_flight = max(counts.max_in_flight, counts.total_in_flight)
+        counts.max_in_flight_role[role] = max(counts.max_in_flight_role.get(role, 0), counts.in_flight[role])
+        try:
+            if latency > 0:
+                await asyncio.sleep(latency)
+            form = body.get("response_format")
+            if form:
+                kind = f"{role}:{schema_name(form)}"
+                counts.schemas[kind] = counts.schemas.get(kind, 0) + 1
+            content = structured_content(form) if form else AGENT_REPLY
+        finally:
+            counts.total_in_flight -= 1
+            counts.in_flight[role] -= 1
+        return web.json_response(
+            {
+                "id": f"c{counts.serial}", "object": "chat.completion", "created": int(time.time()), "model": model,
+                "choices": [
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                ],
+                "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28},
+            }
+        )  # fmt: skip
+
+    async def stats(request: web.Request) -> web.Response:
+        answer = counts.snapshot()
+        counts.reset()
+        return web.json_response(answer)
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_post("/chat/completions", chat)
+    app.router.add_get("/stats", stats)
+    return app
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class FakeServer:
+    """The fake server in a subprocess: ``with FakeServer(latency=0.2) as server: ... server.stats()``."""
+
+    def __init__(self, latency: float = 0.0, port: int | None = None) -> None:
+        self.latency = latency
+        self.port = port or free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self, limit: float = 20.0) -> FakeServer:
+        command = [sys.executable, str(Path(__file__)), "--port", str(self.port), "--latency", str(self.latency)]
+        self._process = subprocess.Popen(command)
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"the fake server exited with {self._process.returncode}")
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return self
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("the fake server did not start")
+
+    def stats(self) -> dict[str, Any]:
+        """Counts since the last call (see the module docstring); resets them."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=10) as reply:
+            answer: dict[str, Any] = json.loads(reply.read())
+        return answer
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+            self._process = None
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--latency", type=float, default=0.0)
+    args = parser.parse_args()
+    from aiohttp import web
+
+    web.run_app(build_app(args.latency), host="127.0.0.1", port=args.port, print=None, access_log=None)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""The benches' fake OpenAI-compatible server (bench/_server.py): structured replies fit the schema asked,
+and requests are counted per role."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import urllib.request
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from simulator.judges import llm_judges
+from simulator.judges.llm_judges import GoalSatisfactionReply
+from simulator.user import UserMove
+
+_PATH = Path(__file__).resolve().parent.parent / "bench" / "_server.py"
+
+
+@pytest.fixture(scope="module")
+def server_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_fake_server", _PATH)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _response_format(model: type[BaseModel]) -> dict[str, Any]:
+    """What litellm sends for a pydantic class: an OpenAI json_schema response format."""
+    return {"type": "json_schema", "json_schema": {"name": model.__name__, "schema": model.model_json_schema()}}
+
+
+# Every reply schema the judges define (whatever they are called), and the simulated user's turn.
+_SCHEMAS = [UserMove] + [
+    value
+    for value in vars(llm_judges).values()
+    if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == llm_judges.__name__
+]
+
+
+@pytest.mark.parametrize("model", _SCHEMAS, ids=lambda m: m.__name__)
+def test_structured_content_fits_the_schema(server_module: ModuleType, model: type[BaseModel]) -> None:
+    content = server_module.structured_content(_response_format(model))
+    model.model_validate_json(content)  # raises when it does not fit
+
+
+def test_fill_follows_refs_arrays_and_minimums(server_module: ModuleType) -> None:
+    schema = {
+        "type": "object",
+        "$defs": {"Verdict": {"type": "object", "properties": {"turn": {"type": "integer", "minimum": 1}}}},
+        "properties": {
+            "verdicts": {"type": "array", "items": {"$ref": "#/$defs/Verdict"}, "minItems": 2},
+            "notes": {"type": "array", "items": {"type": "string"}},
+            "done": {"type": "boolean"},
+            "label": {"anyOf": [{"type": "null"}, {"type": "string", "minLength": 5}]},
+            "optional": {"type": "string"},
+        },
+        "required": ["verdicts", "notes", "done", "label"],
+    }
+    assert server_module.fill(schema) == {
+        "verdicts": [{"turn": 1}, {"turn": 1}], "notes": [], "done": False, "label": "ok...",
+    }  # fmt: skip
+
+
+def _post(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(
+        f"{url}/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        answer: dict[str, Any] = json.loads(reply.read())
+    return answer
+
+
+def test_the_server_answers_by_schema_and_counts_roles(server_module: ModuleType) -> None:
+    with server_module.FakeServer(latency=0.0) as server:
+        messages = [{"role": "user", "content": "hi"}]
+        asked = {"model": "peer-user", "messages": messages, "response_format": _response_format(UserMove)}
+        move = UserMove.model_validate_json(_post(server.base_url, asked)["choices"][0]["message"]["content"])
+        assert not move.done
+        assert move.message.strip()
+        agent = _post(server.base_url, {"model": "peer-agent", "messages": messages})
+        assert agent["choices"][0]["message"]["content"] == server_module.AGENT_REPLY
+        judged = {"model": "openai/peer-judge", "messages": messages}
+        for _ in range(2):
+            _post(server.base_url, {**judged, "response_format": _response_format(GoalSatisfactionReply)})
+        stats = server.stats()
+        assert stats["requests"] == {"user": 1, "agent": 1, "judge": 2}
+        assert stats["schemas"] == {"user:UserMove": 1, "judge:GoalSatisfactionReply": 2}
+        assert stats["total"] == 4
+        assert stats["max_in_flight"] == 1
+        assert stats["first_request"] is not None
+        assert server.stats()["requests"] == {}  # /stats resets the counts
