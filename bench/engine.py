@@ -150,7 +150,9 @@ def _compare(args: argparse.Namespace) -> None:
     ms_plain, ms_saved = wall_plain * 1000 / turns, wall_saved * 1000 / turns
     cost = (cpu_saved - cpu_plain) * 1000 / turns
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"{args.conversations} conversations x {args.turns} turns, concurrency {args.concurrency}, {args.rounds} rounds")
+    print(
+        f"{args.conversations} conversations x {args.turns} turns, concurrency {args.concurrency}, {args.rounds} rounds"
+    )
     print(f"without checkpoints: {ms_plain:.3f} ms per turn (cpu {cpu_plain * 1000 / turns:.3f})")
     print(f"with checkpoints:    {ms_saved:.3f} ms per turn (cpu {cpu_saved * 1000 / turns:.3f})")
     print(f"checkpoints cost {cost:.3f} ms of cpu per user turn; wall ratio {wall_saved / wall_plain:.3f}")
