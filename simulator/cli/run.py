@@ -190,9 +190,13 @@ def run(
             f"estimated {event.estimate_s:.0f} s from earlier runs of these suites"
             if event.estimate_s else "no estimate yet (first run of these suites)"
         )  # fmt: skip
+        limits = ", ".join(
+            f"{role} {'/'.join(str(limit) for limit in values)}" for role, values in planned.model_limits.items()
+        )
         talk.print(
             f"Run {event.record.id}: {len(planned.items)} conversation(s) of {planned.cases} case(s) from "
-            f"{len(planned.snapshots)} suite(s), concurrency {concurrency}; {guess}.",
+            f"{len(planned.snapshots)} suite(s), concurrency {concurrency}"
+            f"{f' (model limits: {limits})' if limits else ''}; {guess}.",
             markup=False,
         )
         for note_text in planned.notes:

@@ -298,29 +298,28 @@ _STOPPED: dict[str, str] = {
 _ADDED = ("events", "outcomes", "golden")
 
 
-def _merge(state: State, update: State, into: State) -> State:
+def _merge(state: State, update: State, into: dict[str, Any]) -> State:
     """``state`` with ``update`` applied as the graph would apply it; ``into`` (the turn's update so far) gets
     ``update`` as well."""
     merged: dict[str, Any] = dict(state)
     for key, value in update.items():
         if key in _ADDED:
-            merged[key] = [*merged.get(key, []), *value]
-            into[key] = [*into.get(key, []), *value]  # type: ignore[literal-required]
+            merged[key] = [*merged.get(key, []), *value]  # type: ignore[misc]
+            into[key] = [*into.get(key, []), *value]  # type: ignore[misc]
         else:
-            merged[key] = value
-            into[key] = value  # type: ignore[literal-required]
+            merged[key] = into[key] = value
     return merged  # type: ignore[return-value]
 
 
 async def _parts(state: State, config: RunnableConfig, parts: tuple[Any, ...]) -> State:
     """Run ``parts`` (node functions) one after another on the state each leaves, until one stops the
     conversation; their updates, merged, are one graph step's."""
-    update: State = {}
+    update: dict[str, Any] = {}
     for part in parts:
         state = _merge(state, await part(state, config), update)
         if state.get("stop"):
             break
-    return update
+    return update  # type: ignore[return-value]
 
 
 async def begin_node(state: State, config: RunnableConfig) -> State:
