@@ -29,6 +29,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import ormsgpack
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.serde import jsonplus
@@ -84,9 +85,8 @@ class RedactingSerializer(JsonPlusSerializer):
         if obj is None or isinstance(obj, bytes | bytearray):
             return super().dumps_typed(obj)
         try:
-            # LangGraph's own encoder and options (ormsgpack, a dependency of LangGraph's, not of this package).
-            return "msgpack", jsonplus.ormsgpack.packb(obj, default=_encode_once, option=jsonplus._option)
-        except jsonplus.ormsgpack.MsgpackEncodeError:
+            return "msgpack", ormsgpack.packb(obj, default=_encode_once, option=jsonplus._option)
+        except ormsgpack.MsgpackEncodeError:
             return super().dumps_typed(obj)  # LangGraph's own fallbacks (pickle, if allowed) or its error
 
 
