@@ -136,7 +136,14 @@ def run(
     judge_api_base: JudgeApiBaseOption = None,
     user_api_base: UserApiBaseOption = None,
     agent_api_base: AgentApiBaseOption = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Conversations in flight at once.")] = 8,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            "--concurrency",
+            min=1,
+            help="Conversations in flight at once; also each model role's limit unless the suite sets one.",
+        ),
+    ] = 8,
     fail_under: Annotated[
         float | None, typer.Option("--fail-under", help="Exit 1 only when correctness (%) is below this.")
     ] = None,
@@ -148,7 +155,8 @@ def run(
         bool,
         typer.Option(
             "--checkpoints/--no-checkpoints",
-            help="Checkpoint every step so a resumed run continues conversations mid-way (costs ~1 ms a turn).",
+            help="Checkpoint every user turn so a resumed run continues conversations mid-way "
+            "(costs ~0.3 ms of CPU a turn).",
         ),
     ] = True,
     report_formats: Annotated[
@@ -190,9 +198,13 @@ def run(
             f"estimated {event.estimate_s:.0f} s from earlier runs of these suites"
             if event.estimate_s else "no estimate yet (first run of these suites)"
         )  # fmt: skip
+        limits = ", ".join(
+            f"{role} {'/'.join(str(limit) for limit in values)}" for role, values in planned.model_limits.items()
+        )
         talk.print(
             f"Run {event.record.id}: {len(planned.items)} conversation(s) of {planned.cases} case(s) from "
-            f"{len(planned.snapshots)} suite(s), concurrency {concurrency}; {guess}.",
+            f"{len(planned.snapshots)} suite(s), concurrency {concurrency}"
+            f"{f' (model limits: {limits})' if limits else ''}; {guess}.",
             markup=False,
         )
         for note_text in planned.notes:

@@ -8,6 +8,12 @@ the CPU.
 
 What is written is redacted first (:class:`RedactingSerializer`): a checkpoint holds the conversation so far,
 and no secret the process knows may reach a file.
+
+Measured costs, and what cut them (``python bench/engine.py --checkpoints``, CPU per user turn): a checkpoint
+holds the whole state, so serialising the transcript's pydantic events again at every checkpoint was half of
+it; each event's encoding is now kept (:class:`RedactingSerializer`). A step's writes to the state are not
+stored beside its checkpoint (:meth:`LoopSqliteSaver.put_writes`): one commit per step, not two. The engine
+runs a whole user turn as one graph step, so one checkpoint is written per turn.
 """
 
 from __future__ import annotations
@@ -23,8 +29,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import ormsgpack
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.base import WRITES_IDX_MAP, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.serde import jsonplus
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -33,25 +41,72 @@ from pydantic import BaseModel
 from simulator._sqlite import connect
 from simulator.safety import contains_secret, redact_data
 
+#: Encoded pydantic objects by ``id``, each with the object itself (so the id is not reused while the entry
+#: lives). Emptied when full: a bound on memory, not a cache policy.
+_ENCODED: dict[int, tuple[Any, Any]] = {}
+_ENCODED_MAX = 4_096
+
+
+def _encode_once(obj: Any) -> Any:
+    """LangGraph's msgpack encoding of ``obj``, computed once per pydantic object.
+
+    A checkpoint holds the whole state, so every event of the transcript so far is encoded again at each
+    one; the state's events, outcomes and verdicts are never changed once made, so their encoding is kept.
+    The bytes are LangGraph's own (``_msgpack_default``): what is written and how it is read back do not
+    change.
+    """
+    if isinstance(obj, BaseModel):
+        entry = _ENCODED.get(id(obj))
+        if entry is not None and entry[0] is obj:
+            return entry[1]
+        encoded = jsonplus._msgpack_default(obj)
+        if len(_ENCODED) >= _ENCODED_MAX:
+            _ENCODED.clear()
+        _ENCODED[id(obj)] = (obj, encoded)
+        return encoded
+    return jsonplus._msgpack_default(obj)
+
 
 class RedactingSerializer(JsonPlusSerializer):
     """LangGraph's serializer, writing every secret the process knows as ``[redacted:NAME]``.
 
     The serialized bytes are checked (a few substring searches); only a value that holds a secret is
     redacted and serialized again. A subclass, so LangGraph's msgpack allow-list still applies to it.
+    Pydantic objects are encoded once each (:func:`_encode_once`).
     """
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
-        kind, data = super().dumps_typed(obj)
+        kind, data = self._dumps(obj)
         if contains_secret(data):
             kind, data = super().dumps_typed(redact_data(obj))
         return kind, data
+
+    def _dumps(self, obj: Any) -> tuple[str, bytes]:
+        if obj is None or isinstance(obj, bytes | bytearray):
+            return super().dumps_typed(obj)
+        try:
+            return "msgpack", ormsgpack.packb(obj, default=_encode_once, option=jsonplus._option)
+        except ormsgpack.MsgpackEncodeError:
+            return super().dumps_typed(obj)  # LangGraph's own fallbacks (pickle, if allowed) or its error
 
 
 class LoopSqliteSaver(SqliteSaver):
     """:class:`SqliteSaver` with its async methods answered synchronously, on the event loop."""
 
     serde = RedactingSerializer()
+
+    def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        """Store LangGraph's own writes (an error, an interrupt); a node's writes to the state are not stored.
+
+        Every step of the conversation graph has one task, and its checkpoint, written right after it with
+        the same values, follows its writes: storing them as well cost a tenth of a millisecond a turn and
+        bought nothing but the rare crash between the two calls, after which the step runs again (as it does
+        when the crash comes while it runs)."""
+        kept = [(channel, value) for channel, value in writes if channel in WRITES_IDX_MAP]
+        if kept:
+            super().put_writes(config, kept, task_id, task_path)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self.get_tuple(config)

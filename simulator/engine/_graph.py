@@ -1,5 +1,8 @@
 """The conversation state machine: ``user ▶ agent ▶ check ▶ route``, one LangGraph graph for every case kind.
 
+Each user turn (user, agent, check) is one graph step, ``turn``, so a checkpointed conversation writes one
+checkpoint per turn.
+
 Simulation rules (DESIGN.md, kept exact here):
   * the simulated user works on the current step only; ``response_guide`` goes to the user, never the agent;
   * after each agent reply the current step's success criteria are checked (not before ``min_turns``);
@@ -289,37 +292,62 @@ _STOPPED: dict[str, str] = {
 }
 
 
-# -- routing: each node names the next one from the stop reason it leaves (None: go on) ----------------------
+# -- super-steps: a whole user turn is one graph step, so one checkpoint is written per turn ------------------
+
+#: State keys whose updates add to the list (``operator.add`` in :class:`State`); any other key replaces.
+_ADDED = ("events", "outcomes", "golden")
 
 
-def _after_begin(stop: StopReason | None, config: RunnableConfig) -> str:
-    return "agent" if _conversation(config).initiator() == "agent" else "user"
+def _merge(state: State, update: State, into: dict[str, Any]) -> State:
+    """``state`` with ``update`` applied as the graph would apply it; ``into`` (the turn's update so far) gets
+    ``update`` as well."""
+    merged: dict[str, Any] = dict(state)
+    for key, value in update.items():
+        if key in _ADDED:
+            merged[key] = [*merged.get(key, []), *value]  # type: ignore[misc]
+            into[key] = [*into.get(key, []), *value]  # type: ignore[misc]
+        else:
+            merged[key] = into[key] = value
+    return merged  # type: ignore[return-value]
 
 
-def _after_user(stop: StopReason | None, config: RunnableConfig) -> str:
-    return "finish" if stop else "agent"
-
-
-def _after_agent(stop: StopReason | None, config: RunnableConfig) -> str:
-    return "finish" if stop else "check"
-
-
-def _after_check(stop: StopReason | None, config: RunnableConfig) -> str:
-    return "finish" if stop else "user"
+async def _parts(state: State, config: RunnableConfig, parts: tuple[Any, ...]) -> State:
+    """Run ``parts`` (node functions) one after another on the state each leaves, until one stops the
+    conversation; their updates, merged, are one graph step's."""
+    update: dict[str, Any] = {}
+    for part in parts:
+        state = _merge(state, await part(state, config), update)
+        if state.get("stop"):
+            break
+    return update  # type: ignore[return-value]
 
 
 async def begin_node(state: State, config: RunnableConfig) -> State:
-    """Nothing to do: the entry point, so routing can pick who speaks first."""
+    """The entry point: nothing to do when the user speaks first; the agent's greeting, checked, when the agent
+    does (so every later step is one whole user turn)."""
+    if _conversation(config).initiator() == "agent":
+        return await _parts(state, config, (agent_node, check_node))
     return {}
 
 
-def _routed(node: Any, route: Any) -> Any:
+async def turn_node(state: State, config: RunnableConfig) -> State:
+    """One user turn: the user speaks, the agent replies, the step is checked. One graph step, so one
+    checkpoint per turn (the parts as separate steps wrote three, which was most of the checkpoints' cost); a
+    conversation resumed after a crash reruns the turn that was in flight, never a finished one."""
+    return await _parts(state, config, (user_node, agent_node, check_node))
+
+
+def _after(stop: StopReason | None) -> str:
+    return "finish" if stop else "turn"
+
+
+def _routed(node: Any) -> Any:
     """A node that also picks the next node (a Command), instead of a separate conditional edge: one runnable
-    per step instead of two, which is most of the engine's per-turn overhead."""
+    per step instead of two."""
 
     async def routed(state: State, config: RunnableConfig) -> Command[str]:
         update = await node(state, config)
-        return Command(update=update, goto=route(update.get("stop") or state.get("stop"), config))
+        return Command(update=update, goto=_after(update.get("stop") or state.get("stop")))
 
     routed.__name__ = node.__name__
     return routed
@@ -348,10 +376,8 @@ def _plain_graph() -> Any:
 
 def _build_graph() -> Any:
     graph = StateGraph(State)
-    graph.add_node("begin", _routed(begin_node, _after_begin), destinations=("user", "agent"))
-    graph.add_node("user", _routed(user_node, _after_user), destinations=("agent", "finish"))
-    graph.add_node("agent", _routed(agent_node, _after_agent), destinations=("check", "finish"))
-    graph.add_node("check", _routed(check_node, _after_check), destinations=("user", "finish"))
+    graph.add_node("begin", _routed(begin_node), destinations=("turn", "finish"))
+    graph.add_node("turn", _routed(turn_node), destinations=("turn", "finish"))
     graph.add_node("finish", finish_node)
     graph.add_edge(START, "begin")
     graph.add_edge("finish", END)

@@ -9,8 +9,8 @@ from simulator.engine._graph import State, compiled_graph
 from simulator.llm import metering
 from simulator.models.transcript import Transcript, utc_now
 
-# Node steps per user turn (user, agent, check) plus the begin/finish nodes and the agent-first greeting.
-_STEPS_PER_TURN = 3
+# Graph steps per user turn (one: user, agent and check run as one step) plus the begin/finish steps, with room.
+_STEPS_PER_TURN = 1
 _FIXED_STEPS = 8
 
 

@@ -410,7 +410,8 @@ class LLMClient:
         loop = asyncio.get_running_loop()
         entry = self._semaphores.get(role)
         if entry is None or entry[0] is not loop:
-            entry = (loop, asyncio.Semaphore(settings.concurrency))
+            # Unset: the runner resolves it to the run's concurrency; a client built by hand gets 8.
+            entry = (loop, asyncio.Semaphore(settings.concurrency or 8))
             self._semaphores[role] = entry
         return entry[1]
 

@@ -21,7 +21,13 @@ class ModelSettings(StrictModel):
     max_tokens: int | None = Field(default=None, ge=1)
     timeout: PositiveSeconds = Field(default=60.0, description="Seconds one call may take.")
     max_retries: int = Field(default=3, ge=0, le=20, description="Retries on rate limits, server errors, timeouts.")
-    concurrency: int = Field(default=8, ge=1, le=1000, description="Calls of this role in flight at once.")
+    concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="Calls of this role in flight at once; unset means the run's concurrency (--concurrency), "
+        "so each conversation in flight can have a call of this role in flight.",
+    )
     api_base: str | None = Field(default=None, description="Base URL for self-hosted or proxy endpoints.")
     api_key_env: str | None = Field(
         default=None, description="Environment variable that holds the API key (keys never go in YAML)."

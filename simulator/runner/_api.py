@@ -27,7 +27,7 @@ from simulator.loading import LoadedSuite, validate_paths
 from simulator.models import Case, ModelRoles, Persona
 from simulator.models.run import PlanItem, RunRecord, RunSettings, StoredResult, SuiteSnapshot
 from simulator.models.scores import CaseResult
-from simulator.runner._case import check_environment, find_case, model_roles, pick_persona
+from simulator.runner._case import check_environment, find_case, model_limits, model_roles, pick_persona
 from simulator.runner._execute import Progress, check_live, execute, forget_checkpoints
 from simulator.runner._plan import build_plan, new_record, plan_notes, restore, snapshot_of, unknown_case_filters
 from simulator.store import RunStore, default_db_path
@@ -68,6 +68,17 @@ class PlannedRun:
     def cases(self) -> int:
         """How many distinct cases the plan runs."""
         return len({(item.suite, item.case) for item in self.items})
+
+    @property
+    def model_limits(self) -> dict[str, list[int]]:
+        """Model calls in flight at once per role that has a model, as the run will apply them (a suite's own
+        ``models.<role>.concurrency``, else the run's concurrency): the distinct limits across the suites."""
+        limits: dict[str, list[int]] = {}
+        for loaded in self.suites:
+            for role, limit in model_limits(loaded, self.settings).items():
+                if limit not in limits.setdefault(role, []):
+                    limits[role].append(limit)
+        return {role: sorted(values) for role, values in limits.items()}
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,9 @@ from simulator.user import LLMUser, ScriptedUser, SimulatedUser
 
 def model_roles(loaded: LoadedSuite, options: RunSettings) -> ModelRoles:
     """The suite's model settings with the command line's overrides (per-role settings first, then
-    ``--user-model`` / ``--judge-model``); a litellm agent's model fills the agent role."""
+    ``--user-model`` / ``--judge-model``); a litellm agent's model fills the agent role, and a role whose
+    ``concurrency`` nobody set gets the run's (``--concurrency``: that many conversations in flight each may
+    have a call of the role in flight; a lower limit would make them wait for each other)."""
     roles = loaded.suite.models
     if options.models:
         roles = roles.model_copy(
@@ -48,7 +50,28 @@ def model_roles(loaded: LoadedSuite, options: RunSettings) -> ModelRoles:
     agent = loaded.agent
     if agent is not None and agent.type == "litellm" and roles.agent.model is None:
         update["agent"] = roles.agent.model_copy(update={"model": agent.model})
-    return roles.model_copy(update=update)
+    roles = roles.model_copy(update=update)
+    unset = {
+        role: getattr(roles, role).model_copy(update={"concurrency": options.concurrency})
+        for role in ROLES
+        if getattr(roles, role).concurrency is None
+    }
+    return roles.model_copy(update=unset) if unset else roles
+
+
+#: The model roles, in the order the plan line names them.
+ROLES = ("user", "judge", "agent")
+
+
+def model_limits(loaded: LoadedSuite, options: RunSettings) -> dict[str, int]:
+    """Calls in flight at once per role that has a model (:func:`model_roles`), in :data:`ROLES` order."""
+    roles = model_roles(loaded, options)
+    limits: dict[str, int] = {}
+    for role in ROLES:
+        settings = getattr(roles, role)
+        if settings.model and settings.concurrency is not None:
+            limits[role] = settings.concurrency
+    return limits
 
 
 def check_environment(suites: Sequence[LoadedSuite], environ: Mapping[str, str] | None = None) -> None:

@@ -164,3 +164,20 @@ def test_the_registered_serializer_is_the_checkpointers_copy_and_allows_the_stat
 
     asyncio.run(go())
     assert {("simulator.models.transcript", "UserEvent"), ("simulator.models.case", "EventSpec")} <= state_types(State)
+
+
+def test_the_runs_checkpointer_writes_one_checkpoint_per_user_turn_and_no_state_writes(tmp_path: Path) -> None:
+    """A user turn (user, agent, check) is one graph step: one checkpoint per turn, plus the input, the
+    start and the end; a step's state writes are not stored beside its checkpoint (it holds them)."""
+
+    async def go() -> tuple[Transcript, int, int]:
+        async with open_checkpointer(tmp_path / "c.db") as saver:
+            transcript = await simulate(setup(Agent()), checkpointer=saver, thread_id="run:case")
+            rows = [c async for c in saver.alist({"configurable": {"thread_id": "run:case"}})]
+            (writes,) = saver.conn.execute("SELECT COUNT(*) FROM writes").fetchone()
+        return transcript, len(rows), writes
+
+    transcript, checkpoints, writes = asyncio.run(go())
+    assert transcript.turns == 4
+    assert checkpoints <= transcript.turns + 4
+    assert writes == 0

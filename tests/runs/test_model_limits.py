@@ -1,0 +1,142 @@
+"""``--concurrency N`` means N conversations at once: each model role's limit is the run's concurrency unless
+the suite sets one, and the plan line shows the limits that apply.
+
+A local model server on 127.0.0.1 holds every simulated-user request for a moment and counts the requests in
+flight, so the limit is seen from the server's side, not inferred from timings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from typer.testing import CliRunner
+
+from simulator.cli import app
+from simulator.runner import plan, run
+from tests._loop_thread import LoopThread
+
+#: Seconds the server holds each user request: long enough for every conversation in flight to send its own.
+HOLD = 0.4
+CONVERSATIONS = 24
+
+
+@dataclass
+class SlowUserModel:
+    """Answers the simulated user's requests after :data:`HOLD` seconds; counts requests in flight."""
+
+    url: str = ""
+    in_flight: int = 0
+    most: int = 0
+    requests: int = 0
+
+    async def chat(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.requests += 1
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            await asyncio.sleep(HOLD)
+        finally:
+            self.in_flight -= 1
+        content = json.dumps({"message": "Where is order ORD-10042?", "done": False, "reason": ""})
+        return web.json_response(
+            {
+                "id": f"c{self.requests}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model", "fake"),
+                "choices": [
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                ],
+                "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28},
+            }
+        )
+
+
+@pytest.fixture
+def server() -> Iterator[SlowUserModel]:
+    model = SlowUserModel()
+    runner: list[web.AppRunner] = []
+
+    async def start() -> str:
+        app_ = web.Application()
+        app_.router.add_post("/v1/chat/completions", model.chat)
+        web_runner = web.AppRunner(app_, access_log=None)
+        await web_runner.setup()
+        site = web.TCPSite(web_runner, "127.0.0.1", 0)
+        await site.start()
+        runner.append(web_runner)
+        port = web_runner.addresses[0][1]
+        return f"http://127.0.0.1:{port}/v1"
+
+    async def stop() -> None:
+        for item in runner:
+            await item.cleanup()
+
+    thread = LoopThread("slow-user-model")
+    model.url = thread.start(start)
+    try:
+        yield model
+    finally:
+        thread.stop(stop)
+
+
+def _suite(root: Path, url: str, user_limit: int | None = None) -> Path:
+    (root / ".git").mkdir(exist_ok=True)
+    limit = f"    concurrency: {user_limit}\n" if user_limit is not None else ""
+    cases = "".join(
+        f"  - kind: scenario\n    name: order_{i:02d}\n    goal: Ask where order ORD-10042 is.\n    max_turns: 1\n"
+        for i in range(CONVERSATIONS)
+    )
+    path = root / "suite.yaml"
+    path.write_text(
+        "name: limits\nagent:\n  type: python\n  callable: simulator.demo.shop:respond\n"
+        f"models:\n  user:\n    model: openai/slow-user\n    api_base: {url}\n    api_key_env: SLOW_USER_KEY\n"
+        f"    max_retries: 0\n{limit}cases:\n{cases}",
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SLOW_USER_KEY", "not-a-real-key")
+    monkeypatch.setenv("LITELLM_OFFLINE_MODE", "true")
+    monkeypatch.chdir(tmp_path)
+
+
+def test_concurrency_12_sends_12_user_requests_at_once_and_the_plan_line_says_so(
+    server: SlowUserModel, tmp_path: Path
+) -> None:
+    suite = _suite(tmp_path, server.url)
+    result = CliRunner().invoke(
+        app, ["run", str(suite), "--concurrency", "12", "--no-cache", "--seed", "1", "--db", str(tmp_path / "r.db")]
+    )
+    assert result.exit_code in (0, 1), result.output + str(result.exception)
+    assert "concurrency 12 (model limits: user 12)" in result.stdout
+    assert server.requests >= CONVERSATIONS
+    # The old default capped every role at 8 whatever --concurrency said.
+    assert server.most == 12
+
+
+def test_a_suites_own_limit_wins_over_the_runs_concurrency(server: SlowUserModel, tmp_path: Path) -> None:
+    suite = _suite(tmp_path, server.url, user_limit=3)
+    planned = plan([suite], concurrency=12, seed=1, cache=False)
+    assert planned.model_limits == {"user": [3]}
+    outcome = run(planned, db=tmp_path / "r.db")
+    assert outcome.record.totals is not None
+    assert outcome.record.totals.total == CONVERSATIONS
+    assert server.most == 3
+
+
+def test_only_roles_with_a_model_are_limited_in_the_plan(tmp_path: Path) -> None:
+    suite = _suite(tmp_path, "http://127.0.0.1:9/v1")
+    options: dict[str, Any] = {"concurrency": 20, "seed": 1, "judge_model": "openai/judge"}
+    assert plan([suite], **options).model_limits == {"user": [20], "judge": [20]}
