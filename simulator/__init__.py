@@ -7,7 +7,7 @@ Python as the command line does::
 
     outcome = simulator.run(["suites/demo"], repeat=2, db="/tmp/runs.db")
     print(outcome.id, outcome.record.status, outcome.correctness)
-    for stored in outcome.results():
+    for stored in outcome.iter_results():  # a few at a time: flat memory
         print(stored.case, stored.persona, stored.outcome, stored.result.reasons)
 
 The run API (:func:`run`, :func:`resume`, :func:`repeat`, :func:`simulate`, their ``*_async`` twins,

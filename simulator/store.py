@@ -68,7 +68,11 @@ by an older version may still hold those tables (``checkpoints``, ``writes``); t
 
 Large payloads (snapshot, plan, each result) are JSON text. Reading or listing runs never reads the
 ``results`` table; :meth:`RunStore.results` reads one run's results, in plan order, and
-:meth:`RunStore.iter_results` the same a few at a time (the run summary is computed over it).
+:meth:`RunStore.iter_results` the same a few at a time (the run summary is computed over it). The terminal table
+never reads a whole run: :meth:`RunStore.outcome_counts` counts in SQL, :meth:`RunStore.first_results` reads
+only the rows shown (chosen by SQLite over the small columns), :meth:`RunStore.iter_result_rows` streams the
+rows of ``run --json`` with the reasons taken out by ``json_extract``, and :meth:`RunStore.count_mentioning`
+searches the stored JSON in SQL. No migration was needed for them: the columns were there.
 
 Connections are set up by :func:`simulator._sqlite.connect`, which the request cache and the checkpointer use
 too.
@@ -422,9 +426,45 @@ _RUN_COLUMNS: Final = (
     "repeat_of"
 )
 _RESULT_COLUMNS: Final = 'run_id, "key", suite, case_name, persona, "repeat", outcome, duration_s, finished, result'
+_ROW_COLUMNS: Final = 'run_id, "key", suite, case_name, persona, "repeat", outcome, duration_s'
+#: The terminal table's order: errors, failures, unsure, passes; then case, persona ("" for none), repeat.
+_TABLE_ORDER: Final = (
+    "CASE outcome WHEN 'error' THEN 0 WHEN 'fail' THEN 1 WHEN 'unsure' THEN 2 ELSE 3 END, "
+    "case_name, COALESCE(persona, ''), \"repeat\""
+)
 _NEWEST_FIRST: Final = "ORDER BY runs.created DESC, runs.id DESC"
 _LEASE_COLUMNS: Final = ("pid", "host", "token", "started", "heartbeat")
 _LEASE_MIGRATION: Final = "m004_leases"
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """A stored result without its transcript and scores: what a row of a table or of ``run --json`` shows."""
+
+    run_id: str
+    key: str
+    suite: int
+    case: str
+    persona: str | None
+    repeat: int
+    outcome: str
+    duration_s: float
+    reasons: list[str]
+
+
+def _row(row: sqlite3.Row) -> ResultRow:
+    reasons = json.loads(row["reasons"]) if row["reasons"] else []
+    return ResultRow(
+        run_id=str(row["run_id"]),
+        key=str(row["key"]),
+        suite=int(row["suite"]),
+        case=str(row["case_name"]),
+        persona=None if row["persona"] is None else str(row["persona"]),
+        repeat=int(row["repeat"]),
+        outcome=str(row["outcome"]),
+        duration_s=float(row["duration_s"]),
+        reasons=[str(reason) for reason in reasons] if isinstance(reasons, list) else [],
+    )
 
 
 class RunBusyError(StoreError):
@@ -970,6 +1010,17 @@ class RunStore:
     def iter_results(self, run_id: str, *, batch: int = 64) -> Iterator[StoredResult]:
         """The stored results of a run one by one, in the order of :meth:`results`: at most ``batch`` results
         are read at a time, so a run of any size can be summed up in flat memory."""
+        ids = self._ordered_ids(run_id)
+        for start in range(0, len(ids), batch):
+            chunk = ids[start : start + batch]
+            by_id = self._by_ids(run_id, chunk, _RESULT_COLUMNS)
+            for result_id in chunk:
+                if result_id in by_id:  # else deleted with its run meanwhile
+                    yield self._result(by_id[result_id])
+
+    def _ordered_ids(self, run_id: str) -> list[int]:
+        """The ids of the run's results in plan order (results whose key is not in the plan last, in insertion
+        order); reads only the small columns, never a result's JSON."""
         with self._sql(f"read the results of run {run_id}") as conn:
             plan_row = conn.execute("SELECT plan FROM runs WHERE id = ?", (run_id,)).fetchone()
             if plan_row is None:
@@ -981,17 +1032,76 @@ class RunStore:
             raise StoreError(self._damaged(f"the plan of run {run_id}", exc)) from exc
         order = {item.key: index for index, item in enumerate(plan)}
         # Sorting is stable: results whose key is not in the plan stay in insertion order, after the others.
-        ids = [int(row[0]) for row in sorted(keys, key=lambda row: order.get(str(row[1]), len(order)))]
+        return [int(row[0]) for row in sorted(keys, key=lambda row: order.get(str(row[1]), len(order)))]
+
+    def _by_ids(self, run_id: str, ids: Sequence[int], columns: str) -> dict[int, sqlite3.Row]:
+        with self._sql(f"read the results of run {run_id}") as conn:
+            rows = conn.execute(
+                f"SELECT id, {columns} FROM results WHERE id IN ({', '.join('?' * len(ids))})", list(ids)
+            ).fetchall()
+        return {int(row["id"]): row for row in rows}
+
+    def iter_result_rows(self, run_id: str, *, batch: int = 256) -> Iterator[ResultRow]:
+        """What a table row of each result holds (:class:`ResultRow`), in the order of :meth:`results`, read
+        ``batch`` at a time; only the reasons are taken out of a result's JSON (by SQLite), so this is cheap
+        for a run of any size."""
+        ids = self._ordered_ids(run_id)
+        columns = f"{_ROW_COLUMNS}, json_extract(result, '$.reasons') AS reasons"
         for start in range(0, len(ids), batch):
             chunk = ids[start : start + batch]
-            with self._sql(f"read the results of run {run_id}") as conn:
-                rows = conn.execute(
-                    f"SELECT id, {_RESULT_COLUMNS} FROM results WHERE id IN ({', '.join('?' * len(chunk))})", chunk
-                ).fetchall()
-            by_id = {int(row["id"]): row for row in rows}
+            by_id = self._by_ids(run_id, chunk, columns)
             for result_id in chunk:
                 if result_id in by_id:  # else deleted with its run meanwhile
-                    yield self._result(by_id[result_id])
+                    yield _row(by_id[result_id])
+
+    def outcome_counts(self, run_id: str) -> dict[str, int]:
+        """How many stored results of the run have each outcome (outcomes without any are left out)."""
+        with self._sql(f"count the results of run {run_id}") as conn:
+            rows = conn.execute(
+                "SELECT outcome, COUNT(*) FROM results WHERE run_id = ? GROUP BY outcome", (run_id,)
+            ).fetchall()
+        return {str(row[0]): int(row[1]) for row in rows}
+
+    def result_count(self, run_id: str) -> int:
+        """How many results of the run are stored."""
+        return sum(self.outcome_counts(run_id).values())
+
+    def first_results(self, run_id: str, outcomes: Sequence[str], limit: int) -> list[StoredResult]:
+        """At most ``limit`` results of the run with one of ``outcomes``, in the terminal table's order: errors,
+        failures, unsure, passes, then by case, persona and repeat. SQLite picks them (over the small columns):
+        only the results returned are read whole."""
+        if limit <= 0 or not outcomes:
+            return []
+        with self._sql(f"read the results of run {run_id}") as conn:
+            ids = [
+                int(row[0])
+                for row in conn.execute(
+                    f"SELECT id FROM results WHERE run_id = ? AND outcome IN ({', '.join('?' * len(outcomes))}) "
+                    f"ORDER BY {_TABLE_ORDER} LIMIT ?",
+                    (run_id, *outcomes, limit),
+                )
+            ]
+        if not ids:
+            return []
+        by_id = self._by_ids(run_id, ids, _RESULT_COLUMNS)
+        return [self._result(by_id[result_id]) for result_id in ids if result_id in by_id]
+
+    def count_mentioning(self, run_id: str, text: str) -> int:
+        """How many results of the run have ``text`` in one of their reasons, a score's reason or a step's
+        rationale; counted by SQLite over the stored JSON, without reading a result into Python."""
+        # instr over the raw JSON first: a cheap filter, exact when the text is the same inside a JSON string.
+        prefilter = "instr(result, ?) > 0 AND " if json.dumps(text, ensure_ascii=False)[1:-1] == text else ""
+        query = (
+            f"SELECT COUNT(*) FROM results AS r WHERE run_id = ? AND {prefilter}("
+            "EXISTS (SELECT 1 FROM json_each(r.result, '$.reasons') WHERE instr(value, ?) > 0) OR "
+            "EXISTS (SELECT 1 FROM json_each(r.result, '$.scores') "
+            "WHERE instr(json_extract(value, '$.reason'), ?) > 0) OR "
+            "EXISTS (SELECT 1 FROM json_each(r.result, '$.transcript.steps') "
+            "WHERE instr(json_extract(value, '$.rationale'), ?) > 0))"
+        )
+        params = (run_id, *([text] if prefilter else []), text, text, text)
+        with self._sql(f"read the results of run {run_id}") as conn:
+            return int(conn.execute(query, params).fetchone()[0])
 
     def completed_keys(self, run_id: str) -> set[str]:
         """Keys of the run's stored results: the conversations a resumed run must not run again."""

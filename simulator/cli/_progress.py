@@ -115,7 +115,7 @@ def _run_with_progress(
 
             record, path = begun[0].record, begun[0].store_path
             with RunStore(path) as store:
-                stored = len(store.completed_keys(record.id))
+                stored = store.result_count(record.id)
             err.print(
                 f"{what}: {stored} of {len(record.plan)} conversation(s) stored; "
                 f"continue with: {_resume_command(record, path, db)}",
@@ -131,36 +131,71 @@ def _print_run(outcome: Any, *, verbose: bool = False) -> None:
         _print_run_record(store, outcome.record, verbose=verbose)
 
 
+def _report_command(store: Any, run_id: str) -> str:
+    """``simulator report RUN``, with ``--db`` when the store is not the one found without it."""
+    import shlex
+
+    from simulator.store import default_db_path
+
+    words = ["simulator", "report", run_id]
+    if Path(store.path).resolve() != default_db_path().resolve():
+        words += ["--db", str(store.path)]
+    return shlex.join(words)
+
+
+def _current(store: Any, record: Any) -> Any:
+    """``record`` with a current summary: its own, else one computed streaming over the stored results (a run
+    stored by an older version, or still running), keeping the record's duration."""
+    if record.totals is not None and record.totals.current:
+        return record
+    from simulator.metrics import run_summary
+
+    duration = record.totals.duration_s if record.totals is not None else 0.0
+    # iter_results reads in plan order, a few at a time: the summary never holds the run's results at once.
+    return record.model_copy(update={"totals": run_summary(store.iter_results(record.id), duration)})
+
+
 def _print_run_record(store: Any, record: Any, *, verbose: bool = False) -> None:
-    """The run's header, one row per conversation (failures first), the totals; by default each reason whole
-    and the "no judge model" advice once at the end, with ``verbose`` every reason of every row."""
-    from simulator.metrics import summarized
+    """The run's header, a bounded table of its conversations (every failure and error up to a limit, then
+    unsure, then a few passes; a run of at most 50 conversations whole) with how many were left out and the
+    command that reports the whole run, the totals; by default each reason whole and the "no judge model"
+    advice once at the end, with ``verbose`` every reason of every row shown. Only the rows shown are read."""
     from simulator.reports.run_text import (
         CASE_COLUMNS,
+        FAILING,
+        OTHERS,
         case_rows,
-        judge_advice,
+        judge_advice_for,
+        more_lines,
         repeat_lines,
+        rows_shown,
         run_header,
         totals_lines,
     )
+    from simulator.reports.transcript_text import NO_JUDGE_ADVICE
 
-    results = store.results(record.id)
-    record = summarized(record, results)  # a run stored by an older version, or still running
+    record = _current(store, record)
     for line in run_header(record):
         out.print(line, markup=False)
     owner = store.owner(record.id) if record.status == "running" else None
     if owner is not None:
         out.print(f"Running now: {owner.describe()}.", markup=False)
+    counts = store.outcome_counts(record.id)
+    failing_limit, others_limit = rows_shown(counts)
+    failing = store.first_results(record.id, FAILING, failing_limit)
+    shown = failing + store.first_results(record.id, OTHERS, others_limit)
     table = Table(title_justify="left")
     for column in CASE_COLUMNS:
         table.add_column(column, overflow="fold")
     styles = {"pass": "green", "fail": "red", "error": "bold red", "unsure": "yellow"}
-    for row in case_rows(results, verbose=verbose):
+    for row in case_rows(shown, verbose=verbose):
         table.add_row(*row, style=styles.get(row[3]))
     out.print(table)
+    for line in more_lines(counts, len(failing), len(shown), _report_command(store, record.id)):
+        out.print(line, markup=False)
     for line in [*repeat_lines(record), *totals_lines(record)]:
         out.print(line, markup=False)
-    advice = None if verbose else judge_advice(results)
+    advice = None if verbose else judge_advice_for(store.count_mentioning(record.id, NO_JUDGE_ADVICE))
     if advice:
         out.print(advice, markup=False)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -20,6 +21,7 @@ from simulator.cli._output import (
     VerboseOption,
     _api,
     _handles_errors,
+    _print_document,
     _print_json,
     err,
     out,
@@ -217,7 +219,7 @@ def run(
         db=db, on_start=started, lines_to=talk,
     )  # fmt: skip
     if as_json:
-        _print_json(_run_document(outcome))
+        _print_run_document(outcome)
     else:
         _print_run(outcome, verbose=verbose)
     if formats:
@@ -230,8 +232,8 @@ def report_format(choice: ReportFormatChoice) -> ReportFormat:
     return choice.value
 
 
-def _run_document(outcome: Any) -> dict[str, Any]:
-    """``run --json``: the run (id, status, suites, labels, store), its counts and one row per conversation."""
+def _run_head(outcome: Any) -> dict[str, Any]:
+    """``run --json`` without its rows: the run (id, status, suites, labels, store), its counts, correctness."""
     record = outcome.record
     totals = record.totals
     return {
@@ -255,17 +257,42 @@ def _run_document(outcome: Any) -> dict[str, Any]:
             ),
         },
         "correctness": totals.correctness if totals else None,
-        "results": [
-            {
-                "case": stored.case,
-                "persona": stored.persona,
-                "repeat": stored.repeat + 1,
-                "outcome": stored.outcome,
-                "reasons": stored.result.reasons,
-            }
-            for stored in outcome.results()
-        ],
     }
+
+
+def _run_rows(outcome: Any) -> Iterator[dict[str, Any]]:
+    """``run --json``'s rows, one per conversation in plan order, read from the store a few at a time (only the
+    reasons are taken out of each stored result)."""
+    from simulator.store import RunStore
+
+    with RunStore(outcome.store_path) as store:
+        for row in store.iter_result_rows(outcome.record.id):
+            yield {
+                "case": row.case,
+                "persona": row.persona,
+                "repeat": row.repeat + 1,
+                "outcome": row.outcome,
+                "reasons": row.reasons,
+            }
+
+
+def _print_run_document(outcome: Any) -> None:
+    """Write ``run --json``: one JSON document (as ``json.dumps(..., indent=2)`` would write it) whose
+    ``results`` array is written element by element, so a run of any size is never held in memory whole."""
+    import json
+
+    def dumps(value: Any) -> str:
+        return json.dumps(value, indent=2, ensure_ascii=False)
+
+    head = dumps({**_run_head(outcome), "results": []})
+    opening = head[: head.rindex("[]")]  # everything up to the empty array, which the rows replace
+    _print_document(opening + "[", "json")
+    first = True
+    for row in _run_rows(outcome):
+        element = "\n".join("    " + line for line in dumps(row).splitlines())
+        _print_document(("\n" if first else ",\n") + element, "json")
+        first = False
+    _print_document("]\n}\n" if first else "\n  ]\n}\n", "json")
 
 
 def _write_reports(outcome: Any, formats: list[ReportFormat], directory: Path, talk: SafeConsole) -> None:
@@ -273,6 +300,8 @@ def _write_reports(outcome: Any, formats: list[ReportFormat], directory: Path, t
     from simulator.metrics import summarized
     from simulator.reports.formats import default_filename, render
 
+    # Every format needs every row: the results are read once for all of them (the table printed before did not
+    # read them), and the record's own summary is used when it is current (it is, after a run).
     results = outcome.results()
     record = summarized(outcome.record, results)
     directory.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
-"""A run for the terminal: its header, one row per conversation, and the totals (pure functions, no I/O)."""
+"""A run for the terminal: its header, a bounded table of its conversations (failures first), and the totals
+(pure functions, no I/O)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,38 @@ from simulator.reports._states import goals_count
 from simulator.reports.transcript_text import brief_text, not_judged
 
 CASE_COLUMNS = ("case", "persona", "repeat", "outcome", "goals", "turns", "seconds", "why")
+#: The terminal table shows at most this many failures and errors (the rest are counted, with a pointer) ...
+FAILING_SHOWN = 50
+#: ... then at most this many other rows (unsure first, then passes), so a run of any size prints a few screens.
+OTHERS_SHOWN = 20
+#: Outcomes in the table's order, and which of them are failing.
+FAILING = ("error", "fail")
+OTHERS = ("unsure", "pass")
+
+
+def rows_shown(counts: dict[str, int]) -> tuple[int, int]:
+    """How many failing rows (errors and failures) and how many other rows (unsure, then passes) the terminal
+    table shows for a run with these outcome ``counts``: every row of a run of at most :data:`FAILING_SHOWN`
+    conversations, else at most :data:`FAILING_SHOWN` failing rows and :data:`OTHERS_SHOWN` others."""
+    failing = sum(counts.get(outcome, 0) for outcome in FAILING)
+    others = sum(counts.get(outcome, 0) for outcome in OTHERS)
+    if failing + others <= FAILING_SHOWN:
+        return failing, others
+    return min(failing, FAILING_SHOWN), min(others, OTHERS_SHOWN)
+
+
+def more_lines(counts: dict[str, int], shown_failing: int, shown: int, report_command: str) -> list[str]:
+    """What the bounded table left out, and where the whole run is: ``N more failing: see ...`` when failing
+    rows were left out, and ``showing K of N conversations; the whole run: ...`` when any row was.
+    ``report_command`` is the command that writes the run's report (without ``-f``)."""
+    failing = sum(counts.get(outcome, 0) for outcome in FAILING)
+    total = sum(counts.values())
+    lines = []
+    if failing > shown_failing:
+        lines.append(f"{failing - shown_failing} more failing: see {report_command}")
+    if total > shown:
+        lines.append(f"showing {shown} of {total} conversations; the whole run: {report_command} -f html")
+    return lines
 
 
 def run_header(record: RunRecord) -> list[str]:
@@ -106,7 +139,12 @@ def repeat_lines(record: RunRecord) -> list[str]:
 
 def judge_advice(results: list[StoredResult]) -> str | None:
     """The "no judge model" advice, once for the whole run, when some check was not judged for want of one."""
-    count = sum(1 for stored in results if not_judged(stored.result))
+    return judge_advice_for(sum(1 for stored in results if not_judged(stored.result)))
+
+
+def judge_advice_for(count: int) -> str | None:
+    """The "no judge model" advice for ``count`` conversations with a check not judged for want of one (counted
+    in the store: ``RunStore.count_mentioning(run, NO_JUDGE_ADVICE)``); None when there are none."""
     if not count:
         return None
     return (

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import random
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar
@@ -111,9 +111,16 @@ class RunOutcome:
         return self.record.totals.correctness if self.record.totals else None
 
     def results(self) -> list[StoredResult]:
-        """Every stored result of the run, in plan order."""
+        """Every stored result of the run, in plan order, in one list (for a large run, :meth:`iter_results`)."""
         with RunStore(self.store_path) as store:
             return store.results(self.record.id)
+
+    def iter_results(self) -> Iterator[StoredResult]:
+        """Every stored result of the run, in plan order, read from the store a few at a time: memory stays flat
+        whatever the run's size. The store is open while the iteration runs (closed when it ends or the
+        iterator is closed)."""
+        with RunStore(self.store_path) as store:
+            yield from store.iter_results(self.record.id)
 
     def exit_code(self, fail_under: float | None = None) -> int:
         """What the command line exits with for this run: 0 pass (or correctness at least ``fail_under`` %),
