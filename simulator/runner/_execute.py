@@ -135,55 +135,61 @@ async def execute(
     total, finished = len(record.plan), len(done_keys)
     previous = record.totals.duration_s if record.totals else 0.0
     started = time.monotonic()
-    limit = asyncio.Semaphore(max(1, settings.concurrency))
 
     async def one(item: PlanItem, saver: Any) -> None:
         nonlocal finished
-        async with limit:
-            loaded = suites[item.suite]
-            case = find_case(loaded, item.case)
-            persona: Persona | None = loaded.personas.get(item.persona) if item.persona else None
-            options = base.model_copy(update={"seed": item.seed})
-            began = time.monotonic()
-            try:
-                with cache_scope(f"repeat {item.repeat}"):
-                    transcript = await run_case(
-                        loaded,
-                        case,
-                        persona=persona,
-                        llm=client(item.suite),
-                        options=options,
-                        checkpointer=saver,
-                        thread_id=f"{record.id}:{item.key}",
-                    )
-                    result = await score_case(
-                        loaded, case, transcript, llm=client(item.suite), options=options, repeat=item.repeat
-                    )
-            except Exception as exc:  # one broken case must not stop the run: it is stored as an error
-                result = _error_result(case, item, f"{type(exc).__name__}: {exc}")
-            duration = time.monotonic() - began
-            stored = StoredResult(
-                run_id=record.id,
-                key=item.key,
-                suite=item.suite,
-                case=item.case,
-                persona=item.persona,
-                repeat=item.repeat,
-                outcome=result.outcome,
-                duration_s=duration,
-                finished=datetime.now(UTC),
-                result=result,
-            )
-            # In a worker thread: a write that waits for the file lock must not stall the event loop.
-            await asyncio.to_thread(store.save_result, stored)
-            if saver is not None:
-                await forget(saver, f"{record.id}:{item.key}")  # only now: see simulator.engine.simulate
-            finished += 1
-            if on_progress is not None:
-                on_progress(Progress(finished, total, item, result, duration))
+        loaded = suites[item.suite]
+        case = find_case(loaded, item.case)
+        persona: Persona | None = loaded.personas.get(item.persona) if item.persona else None
+        options = base.model_copy(update={"seed": item.seed})
+        began = time.monotonic()
+        try:
+            with cache_scope(f"repeat {item.repeat}"):
+                transcript = await run_case(
+                    loaded,
+                    case,
+                    persona=persona,
+                    llm=client(item.suite),
+                    options=options,
+                    checkpointer=saver,
+                    thread_id=f"{record.id}:{item.key}",
+                )
+                result = await score_case(
+                    loaded, case, transcript, llm=client(item.suite), options=options, repeat=item.repeat
+                )
+        except Exception as exc:  # one broken case must not stop the run: it is stored as an error
+            result = _error_result(case, item, f"{type(exc).__name__}: {exc}")
+        duration = time.monotonic() - began
+        stored = StoredResult(
+            run_id=record.id,
+            key=item.key,
+            suite=item.suite,
+            case=item.case,
+            persona=item.persona,
+            repeat=item.repeat,
+            outcome=result.outcome,
+            duration_s=duration,
+            finished=datetime.now(UTC),
+            result=result,
+        )
+        # In a worker thread: a write that waits for the file lock must not stall the event loop.
+        await asyncio.to_thread(store.save_result, stored)
+        if saver is not None:
+            await forget(saver, f"{record.id}:{item.key}")  # only now: see simulator.engine.simulate
+        finished += 1
+        if on_progress is not None:
+            on_progress(Progress(finished, total, item, result, duration))
 
     async def run_all(saver: Any) -> None:
-        tasks = [asyncio.create_task(one(item, saver)) for item in todo]
+        # A fixed pool of workers taking the next item, not a task per conversation: memory stays flat in the
+        # size of the plan (10,000 pending tasks cost ~35 MB), and ``concurrency`` bounds the work in flight.
+        pending = iter(todo)
+
+        async def worker() -> None:
+            for item in pending:  # shared: each item is taken by exactly one worker (no await inside next())
+                await one(item, saver)
+
+        tasks = [asyncio.create_task(worker()) for _ in range(min(max(1, settings.concurrency), len(todo)))]
         try:
             await asyncio.gather(*tasks)
         except BaseException:
