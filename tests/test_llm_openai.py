@@ -123,6 +123,8 @@ class ModelServer:
         if reply.delay:
             await asyncio.sleep(reply.delay)
         body = completion_body() if reply.body is None else reply.body
+        if set(body) == {"raw"}:  # a body that is not JSON, sent as it is
+            return web.Response(text=body["raw"], status=reply.status, content_type="application/json")
         return web.json_response(body, status=reply.status, headers=reply.headers)
 
 
@@ -384,6 +386,17 @@ def test_retry_after_is_honoured_then_the_call_succeeds(server: ModelServer) -> 
     # no_jitter waits the ceiling (1 s, then 2 s); the server asked for more each time.
     assert sleeps.delays == [3.0, 2.5]
     assert len(server.bodies) == 3
+
+
+def test_a_reply_that_is_not_json_is_retried_like_a_server_error(server: ModelServer) -> None:
+    # litellm reports a cut-off body as a server error 500 and the client retries it; so does this backend.
+    server.reset(Reply(body={"raw": '{"choices": [{"message": {"content": "cut'}), Reply())
+    sleeps = Sleeps()
+    client = client_for(server, sleeps=sleeps)
+    completion = call(client, client.complete("judge", HELLO))
+    assert completion.content == "hello there"
+    assert sleeps.delays == [1.0]
+    assert len(server.bodies) == 2
 
 
 def test_a_missing_key_is_an_authentication_error_before_any_request(

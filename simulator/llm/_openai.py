@@ -201,6 +201,10 @@ class OpenAIBackend:
             return Failure(retry=True, kind="connection error", detail=failure_detail(exc))
         if isinstance(exc, openai.APIStatusError):
             return failure_for_status(exc.status_code, exc)  # reads Retry-After from exc.response.headers
+        if isinstance(exc, json.JSONDecodeError | openai.APIResponseValidationError):
+            # The server answered 200 with a body that is not a chat completion (cut off, an HTML page): retried
+            # like a server error, as litellm does (it reports such a reply as a server error 500).
+            return Failure(retry=True, kind="malformed reply", detail=failure_detail(exc))
         return None  # not a provider failure: a bug, which the client lets surface
 
     async def aclose(self) -> None:
