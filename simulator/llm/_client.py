@@ -32,7 +32,10 @@ it is reproducible anyway, because the first reply is replayed.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextvars
+import functools
+import gc
 import os
 import re
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
@@ -81,12 +84,22 @@ def preload(roles: ModelRoles) -> None:
     before its conversations start, because an import takes up to seconds and, done inside the first model call,
     blocks the event loop while the agent timeouts of every other conversation keep running (their agents then
     look as if they never answered). Fake models need neither; openai models never import litellm."""
+    _quick_exit()
     needed = {backend_name(settings) for settings in (roles.agent, roles.user, roles.judge) if settings.model}
     if "litellm" in needed:
         load_litellm()
     if "openai" in needed:
         load_openai()
         price_table()
+
+
+@functools.cache
+def _quick_exit() -> None:
+    """Freeze the heap when the process exits: Python's last garbage collection then skips the objects of the
+    model libraries, pydantic schemas and LangGraph imported for a run, which took 0.75-1.1 s after the last result
+    (measured; 0.07 s frozen). Nothing is lost: objects still referenced are torn down as before, and only
+    garbage cycles left at exit go uncollected, which the interpreter does not promise to finalize anyway."""
+    atexit.register(gc.freeze)
 
 
 # --------------------------------------------------------------------------------------------------------------
