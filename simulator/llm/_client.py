@@ -153,7 +153,7 @@ def metering() -> Iterator[UsageMeter]:
 
 class LLMClient:
     """Calls models for the agent, user and judge roles: ``fake/...`` models through the in-process fake backend,
-    every other model through litellm.
+    ``openai/...`` models through the openai SDK and every other model through litellm (see :func:`backend_name`).
 
     ``fake_script`` answers ``fake/...`` models in this client's calls (it overrides a script made active with
     :meth:`FakeScript.active`). ``backoff_base`` and ``backoff_cap`` (seconds) shape the retry delays: before
