@@ -213,7 +213,7 @@ def test_usage_addition_keeps_unknown_costs_unknown() -> None:
 
 def test_offline_price_list_is_forced_before_litellm_is_imported() -> None:
     # A litellm model (not the in-process fake), answered by litellm's own mock so nothing is sent.
-    client = LLMClient(ModelRoles(judge=ModelSettings(model="openai/gpt-4o-mini")))
+    client = LLMClient(ModelRoles(judge=ModelSettings(model="openai/gpt-4o-mini", backend="litellm")))
     run(client.complete("judge", HELLO, mock_response="ok"))
     assert os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "").lower() == "true"
 
@@ -635,7 +635,7 @@ from simulator.models.settings import ModelRoles, ModelSettings
 
 warnings.simplefilter("error")
 # A litellm model (the fake backend never reaches litellm), answered by litellm's own mock: nothing is sent.
-client = LLMClient(ModelRoles(judge=ModelSettings(model="openai/gpt-4o-mini")))
+client = LLMClient(ModelRoles(judge=ModelSettings(model="openai/gpt-4o-mini", backend="litellm")))
 
 async def main() -> None:
     await client.complete("judge", [{"role": "user", "content": "hello"}], mock_response="hi")
@@ -805,7 +805,7 @@ def outcome(client: LLMClient, error: Exception, **overrides: Any) -> tuple[str,
 def test_both_backends_fail_alike(kind: str) -> None:
     litellm_error, fake_error = litellm_errors()[kind]
 
-    real = make_client(FakeScript(), judge=ModelSettings(model="openai/gpt-4o-mini", max_retries=2))
+    real = make_client(FakeScript(), judge=ModelSettings(model="openai/gpt-4o-mini", max_retries=2, backend="litellm"))
     # litellm's mock raises the same exception on every attempt.
     real_message, real_waits = outcome(real, litellm_error, mock_response=litellm_error)
 
@@ -818,8 +818,12 @@ def test_both_backends_fail_alike(kind: str) -> None:
     assert real_waits == fake_waits
 
 
+# openai/... models go through the openai backend by default; these tests are about litellm (and use its mock).
+LITELLM_MINI = ModelSettings(model="openai/gpt-4o-mini", backend="litellm")
+
+
 def test_the_litellm_backend_answers_with_usage_and_cost() -> None:
-    client = make_client(FakeScript(), judge="openai/gpt-4o-mini")
+    client = make_client(FakeScript(), judge=LITELLM_MINI)
     with metering() as meter:
         completion = run(client.complete("judge", HELLO, mock_response="hi there"))
     assert completion.content == "hi there"
@@ -834,6 +838,6 @@ def test_the_litellm_backend_answers_with_usage_and_cost() -> None:
 
 
 def test_structured_output_through_the_litellm_backend() -> None:
-    client = make_client(FakeScript(), judge="openai/gpt-4o-mini")
+    client = make_client(FakeScript(), judge=LITELLM_MINI)
     verdict = run(client.structured("judge", HELLO, Verdict, mock_response='{"score": 5, "reason": "good"}'))
     assert verdict == Verdict(score=5, reason="good")

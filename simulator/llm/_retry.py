@@ -156,8 +156,8 @@ def exception_retry_after(exc: BaseException) -> float | None:
 @dataclass
 class Failure:
     """A provider failure as the client sees it: whether a retry can help, its kind (named in error messages:
-    ``rate limited``, ``server error 503``, ``timeout``, ``connection error``, ``authentication``,
-    ``not found``, ``bad request 400``), the provider's words, and the wait the server asked for."""
+    ``rate limited``, ``server error 503``, ``timeout``, ``connection error``, ``malformed reply``,
+    ``authentication``, ``not found``, ``bad request 400``), the provider's words, and the wait the server asked for."""
 
     retry: bool
     kind: str

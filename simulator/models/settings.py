@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 
@@ -31,6 +31,11 @@ class ModelSettings(StrictModel):
     api_base: str | None = Field(default=None, description="Base URL for self-hosted or proxy endpoints.")
     api_key_env: str | None = Field(
         default=None, description="Environment variable that holds the API key (keys never go in YAML)."
+    )
+    backend: Literal["auto", "litellm", "openai"] = Field(
+        default="auto",
+        description="What sends the requests: auto (the openai SDK for openai/... models, litellm for every other "
+        "provider; fake/... models are the offline fake), litellm, or openai (any OpenAI-compatible endpoint).",
     )
 
 

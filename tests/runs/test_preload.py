@@ -21,6 +21,7 @@ def respond(messages):
     marker = Path(__file__).with_name("litellm_loaded.txt")
     if not marker.exists():
         marker.write_text(str("litellm" in sys.modules))
+        Path(__file__).with_name("openai_loaded.txt").write_text(str("openai" in sys.modules))
     return "hello"
 """
 
@@ -53,8 +54,17 @@ def litellm_loaded_at_first_agent_call(tmp_path: Path, judge: str) -> str:
 
 def test_a_run_with_a_model_imports_litellm_before_the_first_agent_call(tmp_path: Path) -> None:
     # A litellm model; its api_base is a closed local port, so nothing can leave this machine.
-    judge = "{model: openai/gpt-4o-mini, api_base: 'http://127.0.0.1:9', max_retries: 0}"
+    judge = "{model: openai/gpt-4o-mini, backend: litellm, api_base: 'http://127.0.0.1:9', max_retries: 0}"
     assert litellm_loaded_at_first_agent_call(tmp_path, judge) == "True"
+
+
+def test_a_run_with_an_openai_model_imports_the_sdk_before_the_first_agent_call_and_never_litellm(
+    tmp_path: Path,
+) -> None:
+    # openai/... models go through the openai backend: its SDK is imported up front, litellm not at all.
+    judge = "{model: openai/gpt-4o-mini, api_base: 'http://127.0.0.1:9', max_retries: 0}"
+    assert litellm_loaded_at_first_agent_call(tmp_path, judge) == "False"
+    assert (tmp_path / "openai_loaded.txt").read_text() == "True"
 
 
 def test_a_run_on_fake_models_never_imports_litellm(tmp_path: Path) -> None:
