@@ -42,10 +42,8 @@ def _model_overrides(
         from simulator.loading import load_model_file
         from simulator.models import ModelRoles
 
-        roles = load_model_file(models_file, ModelRoles)
-        for role in sorted(roles.model_fields_set):
-            chosen = getattr(roles, role)
-            overrides[role] = {name: getattr(chosen, name) for name in chosen.model_fields_set}
+        # Only what the file sets: it overrides the suite key by key.
+        overrides = load_model_file(models_file, ModelRoles).model_dump(exclude_unset=True)
     for role, base in (("judge", judge_api_base), ("user", user_api_base), ("agent", agent_api_base)):
         if base is not None:
             overrides.setdefault(role, {})["api_base"] = base

@@ -18,7 +18,7 @@ import random
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar, cast
 
 from pydantic import ValidationError
 
@@ -144,15 +144,18 @@ def _settings(settings: RunSettings | None, options: Mapping[str, Any]) -> RunSe
     data = settings.model_dump() if settings is not None else {}
     data.update(options)
     try:
-        return RunSettings.model_validate(data)
+        chosen = RunSettings.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(part) for part in error['loc']) or 'settings'}: {error['msg']}" for error in exc.errors()
         )
         raise InputError(f"invalid run settings: {problems}") from None
+    # RunSettings keeps per-role overrides as plain data: checked here against the models' schema, so a misspelt
+    # key is an error before the run, not a field silently set on a role.
+    return chosen.model_copy(update={"models": role_overrides(chosen.models)}) if chosen.models else chosen
 
 
-def role_overrides(models: Mapping[str, Mapping[str, Any]]) -> dict[ModelRole, dict[str, Any]]:
+def role_overrides(models: Mapping[Any, Mapping[str, Any]]) -> dict[ModelRole, dict[str, Any]]:
     """Per-role model settings given to a command (``--models FILE``, ``--judge-api-base`` ...), checked
     against the suite's own ``models:`` schema: only the keys given, so they override the suite's field by
     field. An unknown role or key is an InputError naming it."""
@@ -163,12 +166,7 @@ def role_overrides(models: Mapping[str, Mapping[str, Any]]) -> dict[ModelRole, d
             f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
         )
         raise InputError(f"invalid model settings: {problems}") from None
-    result: dict[ModelRole, dict[str, Any]] = {}
-    for role in ("agent", "user", "judge"):
-        if role in models:
-            chosen = getattr(roles, role)
-            result[role] = {name: getattr(chosen, name) for name in chosen.model_fields_set}
-    return result
+    return cast("dict[ModelRole, dict[str, Any]]", roles.model_dump(exclude_unset=True))
 
 
 def _load(suites: Suites) -> list[LoadedSuite]:
@@ -479,13 +477,12 @@ def plan_simulation(
     settings = RunSettings(
         live=live, user_model=user_model, judge_model=judge_model, seed=seed, models=role_overrides(models or {})
     )
-    options = settings
     chosen = [find_case(loaded, name) for name in cases] if cases else list(loaded.suite.cases)
     pairs = [(case, pick_persona(loaded, case, persona)) for case in chosen]
     notes = plan_notes([loaded], {(0, case.name) for case in chosen}, _has_judge(settings))
     return SimulationPlan(
-        suite=loaded, cases=pairs, options=options, notes=notes,
-        has_judge=bool(model_roles(loaded, options).judge.model),
+        suite=loaded, cases=pairs, options=settings, notes=notes,
+        has_judge=bool(model_roles(loaded, settings).judge.model),
     )  # fmt: skip
 
 

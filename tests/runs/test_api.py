@@ -86,6 +86,8 @@ def test_a_planned_run_can_be_inspected_before_anything_is_stored(project: Path)
         ({"colour": "red"}, "colour"),
         ({"cases": ["nope"]}, "no case named 'nope'"),
         ({"tags": ["nothing-has-this"]}, "nothing to run"),
+        ({"models": {"judge": {"modle": "x"}}}, "judge.modle"),
+        ({"models": {"judge": {"timeout": -1}}}, "judge.timeout"),
     ],
 )
 def test_bad_options_are_refused_before_anything_runs(project: Path, options: dict[str, Any], message: str) -> None:
