@@ -35,6 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, get_args
 
+from simulator.coverage import CoverageBuilder, run_coverage
 from simulator.models.run import RunRecord, StoredResult
 from simulator.models.scores import CaseResult, Outcome, Score
 from simulator.models.summary import (
@@ -442,30 +443,41 @@ class SummaryBuilder:
         )
 
 
-def run_summary(results: Iterable[StoredResult], duration_s: float) -> RunSummary:
+def run_summary(results: Iterable[StoredResult], duration_s: float, record: RunRecord | None = None) -> RunSummary:
     """The run summary of ``results`` (in plan order), read one at a time: the counts and correctness
     (:func:`counts`), tokens, calls and cost per model role added up over the transcripts (a cost is None when
     any call's cost is unknown), every metric's :func:`metric_summary`, every case's :func:`repeat_stats` over
-    its repeats, and each suite's counts and seconds. ``duration_s`` is the run's wall-clock time."""
+    its repeats, and each suite's counts and seconds. ``duration_s`` is the run's wall-clock time. Given the
+    run's ``record`` (its plan and suites), the run's coverage too (:mod:`simulator.coverage`), in the same pass."""
     builder = SummaryBuilder()
+    reach = CoverageBuilder(record) if record is not None else None
     for stored in results:
         builder.add(stored)
-    return builder.build(duration_s)
+        if reach is not None:
+            reach.add(stored)
+    summary = builder.build(duration_s)
+    if reach is not None:
+        summary.coverage = reach.build()
+    return summary
 
 
 def summarized(record: RunRecord, results: Iterable[StoredResult], *, recompute: bool = False) -> RunRecord:
     """``record`` with a current summary: its own when it has one (:attr:`RunSummary.current`) and not
     ``recompute``, else one computed from ``results`` (a run stored by an older version kept only counts, usage
     and duration; a run without a summary yet gets one with duration 0), keeping the record's duration.
-    ``results`` are put in plan order first."""
+    ``results`` are put in plan order first. A current summary without coverage (stored before coverage was
+    computed) gets the run's coverage computed from ``results``."""
     if record.totals is not None and record.totals.current and not recompute:
-        return record
+        if record.totals.coverage is not None:
+            return record
+        totals = record.totals.model_copy(update={"coverage": run_coverage(record, results)})
+        return record.model_copy(update={"totals": totals})
     position = {item.key: index for index, item in enumerate(record.plan)}
     ordered = sorted(
         results, key=lambda r: (position.get(r.key, len(position)), r.suite, r.case, r.persona or "", r.repeat)
     )
     duration = record.totals.duration_s if record.totals is not None else 0.0
-    return record.model_copy(update={"totals": run_summary(ordered, duration)})
+    return record.model_copy(update={"totals": run_summary(ordered, duration, record)})
 
 
 # -- repeats --------------------------------------------------------------------------------------------------

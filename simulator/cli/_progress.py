@@ -146,13 +146,15 @@ def _report_command(store: Any, run_id: str) -> str:
 def _current(store: Any, record: Any) -> Any:
     """``record`` with a current summary: its own, else one computed streaming over the stored results (a run
     stored by an older version, or still running), keeping the record's duration."""
-    if record.totals is not None and record.totals.current:
+    if record.totals is not None and record.totals.current and record.totals.coverage is not None:
         return record
-    from simulator.metrics import run_summary
+    from simulator.metrics import run_summary, summarized
 
+    if record.totals is not None and record.totals.current:
+        return summarized(record, store.iter_results(record.id))  # only the coverage is missing: computed alone
     duration = record.totals.duration_s if record.totals is not None else 0.0
     # iter_results reads in plan order, a few at a time: the summary never holds the run's results at once.
-    return record.model_copy(update={"totals": run_summary(store.iter_results(record.id), duration)})
+    return record.model_copy(update={"totals": run_summary(store.iter_results(record.id), duration, record)})
 
 
 def _print_run_record(store: Any, record: Any, *, verbose: bool = False) -> None:

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from simulator.models._base import DataModel
+from simulator.models.coverage import RunCoverage
 from simulator.models.scores import Outcome
 from simulator.models.transcript import Usage
 
@@ -120,6 +121,11 @@ class RunSummary(Counts):
     metrics: dict[str, MetricSummary] = Field(default_factory=dict)
     cases: list[CaseSummary] = Field(default_factory=list)
     suites: list[SuiteSummary] = Field(default_factory=list)
+    coverage: RunCoverage | None = Field(
+        default=None,
+        description="What the run exercised of what its suites declare (simulator.coverage); None in a summary "
+        "stored before coverage was computed: a reader computes it from the results.",
+    )
 
     @property
     def current(self) -> bool:

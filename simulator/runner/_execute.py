@@ -252,7 +252,7 @@ def _finish(
     The summary is computed once here, over the stored results read a few at a time (memory stays flat however
     many conversations the run has), and stored with the run: every report reads it."""
     try:
-        totals = run_summary(store.iter_results(lease.run_id), duration_s)
+        totals = run_summary(store.iter_results(lease.run_id), duration_s, store.get_run(lease.run_id))
         store.finish(lease, status, totals=totals, finished=finished)
     except StoreError:
         if not quiet:
