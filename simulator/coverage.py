@@ -350,4 +350,4 @@ def _why_not(item: _Expectation, tally: _CaseTally) -> str:
         return "the agent never replied"
     if item.reached == 0:
         return " or ".join(_scope_text(scope) for scope in item.scopes) + " was never reached"
-    return "only a judge model can decide it, and none answered (set models.judge or pass --judge-model)"
+    return "needs a judge model, and none answered: set models.judge or pass --judge-model"

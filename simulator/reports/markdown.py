@@ -7,6 +7,9 @@ The report has, in order:
 2. one table row per metric (the run summary's, :func:`simulator.metrics.metric_summary`): verdict counts and
    mean value;
 3. when cases ran more than once: pass^k, pass@k, the 95% interval and the stable / flaky / broken label;
+   then the run's coverage (:mod:`simulator.reports.coverage_view`): the percentage, the persona x case
+   matrix, step reach, and the gaps (pairs not run, steps never reached, tools never called, personas never
+   used, expectations never evaluated);
 4. an overview table of every conversation, failures first (error, fail, unsure, then pass);
 5. every conversation in that order: its outcome and why, an error card when it errored, ``Goals (k/n)``
    with each step marked ✓ complete, ✗ not complete or ? unsure (both expanded with their checks), ⊘
@@ -55,6 +58,13 @@ from simulator.reports._states import (
     steps_in_order,
     unsure_note,
     verdict_mark,
+)
+from simulator.reports.coverage_view import (
+    CoverageMatrix,
+    coverage_headline,
+    coverage_matrix,
+    gap_sections,
+    step_text,
 )
 from simulator.reports.tabular import ROLES, ordered_results, suite_name, summary_of
 from simulator.safety import terminal_safe
@@ -255,6 +265,45 @@ def _repeats(record: RunRecord, summary: RunSummary) -> list[str]:
             f"| {_label(stats)} |"
         )
     return [*lines, ""]
+
+
+def _coverage(record: RunRecord, summary: RunSummary) -> list[str]:
+    coverage = summary.coverage
+    if coverage is None:
+        return []
+    lines = ["## Coverage", "", escape(coverage_headline(coverage)), ""]
+    lines += [
+        "The percentage is the mean of the ratios shown: cases x personas run / planned, simulation steps reached "
+        "at least once / steps, declared tools called / declared, expectations evaluated at least once / written.",
+        "",
+    ]
+    matrix = coverage_matrix(record, coverage)
+    if matrix.rows:
+        columns = [CoverageMatrix.column(persona) for persona in matrix.personas]
+        lines += [
+            "| case | " + " | ".join(_cell(column) for column in columns) + " |",
+            "|---|" + "---|" * len(columns),
+        ]
+        for title, cells in matrix.rows:
+            labels = [escape(cells[p].label) if p in cells else "–" for p in matrix.personas]
+            lines.append(f"| {_cell(title)} | " + " | ".join(labels) + " |")
+        lines.append("")
+    if coverage.steps:
+        lines += [
+            "| step | reached | complete | failed | unsure | blocked | not reached |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for step in coverage.steps:
+            lines.append(
+                f"| {_cell(step_text(record, step))} | {step.reached}/{step.conversations} | {step.complete} "
+                f"| {step.incomplete} | {step.unsure} | {step.blocked} | {step.not_reached} |"
+            )
+        lines.append("")
+    for heading, items in gap_sections(record, coverage):
+        lines += [f"**{heading[0].upper()}{heading[1:]} ({len(items)}):**", ""]
+        lines += ["- " + escape(item) for item in items]
+        lines.append("")
+    return lines
 
 
 def _label(stats: RepeatStats) -> str:
@@ -474,7 +523,7 @@ def render_markdown(record: RunRecord, results: Sequence[StoredResult]) -> str:
     summary = summary_of(record)
     cases = summary.by_case()
     failures_first = sorted(ordered, key=lambda r: _OUTCOME_ORDER[r.outcome])  # stable: plan order within
-    lines = _header(record, summary) + _metrics(summary) + _repeats(record, summary)
+    lines = _header(record, summary) + _metrics(summary) + _repeats(record, summary) + _coverage(record, summary)
     if failures_first:
         lines += _overview(record, failures_first)
     for stored in failures_first:

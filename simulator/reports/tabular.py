@@ -28,9 +28,10 @@ untrusted, and a spreadsheet must show it, never evaluate it (:func:`neutralise`
 numbers and are never negative. Control characters other than tab, line feed and carriage return are removed
 from text cells in both formats (Excel's file format cannot hold them; many CSV readers choke on them).
 
-The workbook has three sheets: ``Summary`` (the run's header figures and per-metric summaries), ``Cases``
-(the rows above, frozen header, autofilter) and ``Steps`` (one row per step of every conversation:
-:func:`step_table`). The CSV text uses ``\\r\\n`` row ends (RFC 4180); write it with ``newline=""`` (and with
+The workbook has four sheets: ``Summary`` (the run's header figures and per-metric summaries), ``Cases``
+(the rows above, frozen header, autofilter), ``Steps`` (one row per step of every conversation:
+:func:`step_table`) and ``Coverage`` (:func:`coverage_rows`; left out for a run without coverage). The CSV
+text uses ``\\r\\n`` row ends (RFC 4180); write it with ``newline=""`` (and with
 ``encoding="utf-8-sig"`` if Excel is to open it).
 
 The helpers here (plan order, suite names, prompt, final output, tokens per role) are shared by the other
@@ -53,6 +54,7 @@ from simulator.models.scores import Score
 from simulator.models.summary import RunSummary
 from simulator.models.transcript import AgentEvent, Transcript, Usage, UserEvent
 from simulator.reports._states import step_name, steps_in_order
+from simulator.reports.coverage_view import CoverageMatrix, coverage_matrix, step_text
 from simulator.safety import terminal_safe
 
 __all__ = [
@@ -335,6 +337,49 @@ def _summary_rows(record: RunRecord, results: Sequence[StoredResult]) -> list[li
     return rows
 
 
+def coverage_rows(record: RunRecord) -> tuple[list[list[Cell]], list[int]]:
+    """The ``Coverage`` sheet: the percentage and its four ratios, then tables of the persona x case matrix,
+    step reach, declared tools, available personas and expectations (each after a blank row, with a header);
+    and the header rows' numbers (from 1). No rows for a run without coverage."""
+    coverage = summary_of(record).coverage
+    if coverage is None:
+        return [], []
+    rows: list[list[Cell]] = [["coverage %", None if coverage.percent is None else round(coverage.percent, 3)]]
+    rows += [[f"{name} covered / total", ratio.covered, ratio.total] for name, ratio in coverage.ratios().items()]
+    headers: list[int] = []
+
+    def table(header: list[str], body: list[list[Cell]]) -> None:
+        if body:
+            rows.append([])
+            headers.append(len(rows) + 1)
+            rows.extend([list[Cell](header), *body])
+
+    matrix = coverage_matrix(record, coverage)
+    table(
+        ["case", *(CoverageMatrix.column(p) for p in matrix.personas)],
+        [[title, *(cells[p].label if p in cells else None for p in matrix.personas)] for title, cells in matrix.rows],
+    )
+    table(
+        ["step", "conversations", "reached", "complete", "failed", "unsure", "blocked", "not reached"],
+        [
+            [step_text(record, s), s.conversations, s.reached, s.complete, s.incomplete, s.unsure, s.blocked,
+             s.not_reached]
+            for s in coverage.steps
+        ],
+    )  # fmt: skip
+    table(["tool", "calls"], [[tool.name, tool.calls] for tool in coverage.tools])
+    table(["persona", "conversations"], [[persona.name, persona.conversations] for persona in coverage.personas])
+    table(
+        ["expectation", "case", "scope", "needs judge", "evaluated", "conversations", "never evaluated because"],
+        [
+            [f"{e.where}: {e.label}", suite_name(record, e.suite) + " › " + e.case, e.scope,
+             "yes" if e.needs_judge else "no", e.evaluated, e.conversations, e.reason or ""]
+            for e in coverage.expectations
+        ],
+    )  # fmt: skip
+    return rows, headers
+
+
 def _iso(moment: datetime) -> str:
     return moment.isoformat()
 
@@ -392,7 +437,8 @@ def _fill_sheet(
 
 
 def render_xlsx(record: RunRecord, results: Sequence[StoredResult]) -> bytes:
-    """The run as an Excel workbook: sheets ``Summary``, ``Cases`` and ``Steps`` (see the module docstring).
+    """The run as an Excel workbook: sheets ``Summary``, ``Cases``, ``Steps`` and ``Coverage`` (see the module
+    docstring).
 
     The bytes depend on the record and results only: the workbook's created and modified times and every
     zip entry's time are the run's creation time (or finish time), not the clock.
@@ -413,6 +459,9 @@ def render_xlsx(record: RunRecord, results: Sequence[StoredResult]) -> bytes:
     _fill_sheet(workbook.create_sheet("Cases"), header, rows, table=True)
     step_header, step_rows = step_table(record, results)
     _fill_sheet(workbook.create_sheet("Steps"), step_header, step_rows, table=True)
+    coverage, coverage_headers = coverage_rows(record)
+    if coverage:
+        _fill_sheet(workbook.create_sheet("Coverage"), None, coverage, table=False, bold_rows=coverage_headers)
 
     moment = _naive_utc(record.finished or record.created)
     workbook.properties.creator = "simulator"
