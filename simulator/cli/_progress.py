@@ -133,11 +133,16 @@ def _print_run(outcome: Any, *, verbose: bool = False) -> None:
 
 def _report_command(store: Any, run_id: str) -> str:
     """``simulator report RUN``, with ``--db`` when the store is not the one found without it."""
+    return _store_command(store, "report", run_id)
+
+
+def _store_command(store: Any, command: str, run_id: str) -> str:
+    """``simulator COMMAND RUN``, with ``--db`` when the store is not the one found without it."""
     import shlex
 
     from simulator.store import default_db_path
 
-    words = ["simulator", "report", run_id]
+    words = ["simulator", command, run_id]
     if Path(store.path).resolve() != default_db_path().resolve():
         words += ["--db", str(store.path)]
     return shlex.join(words)
@@ -162,6 +167,7 @@ def _print_run_record(store: Any, record: Any, *, verbose: bool = False) -> None
     unsure, then a few passes; a run of at most 50 conversations whole) with how many were left out and the
     command that reports the whole run, the totals; by default each reason whole and the "no judge model"
     advice once at the end, with ``verbose`` every reason of every row shown. Only the rows shown are read."""
+    from simulator.reports.coverage_view import coverage_summary_lines
     from simulator.reports.run_text import (
         CASE_COLUMNS,
         FAILING,
@@ -197,15 +203,24 @@ def _print_run_record(store: Any, record: Any, *, verbose: bool = False) -> None
         out.print(line, markup=False)
     for line in [*repeat_lines(record), *totals_lines(record)]:
         out.print(line, markup=False)
+    if record.totals is not None and record.totals.coverage is not None:
+        command = _store_command(store, "coverage", record.id)
+        for line in coverage_summary_lines(record, record.totals.coverage, command):
+            out.print(line, markup=False)
     advice = None if verbose else judge_advice_for(store.count_mentioning(record.id, NO_JUDGE_ADVICE))
     if advice:
         out.print(advice, markup=False)
 
 
-def _exit_for(outcome: Any, fail_under: float | None) -> None:
-    code = outcome.exit_code(fail_under)
+def _exit_for(outcome: Any, fail_under: float | None, fail_under_coverage: float | None = None) -> None:
+    code = outcome.exit_code(fail_under, fail_under_coverage)
     if code == EXIT_BELOW_BAR and fail_under is not None:
         correctness = (outcome.correctness or 0.0) * 100
-        err.print(f"correctness {correctness:.1f}% is below --fail-under {fail_under:g}%", markup=False)
+        if correctness < fail_under:
+            err.print(f"correctness {correctness:.1f}% is below --fail-under {fail_under:g}%", markup=False)
+    if code == EXIT_BELOW_BAR and fail_under_coverage is not None:
+        coverage = outcome.coverage or 0.0
+        if coverage < fail_under_coverage:
+            err.print(f"coverage {coverage:.1f}% is below --fail-under-coverage {fail_under_coverage:g}%", markup=False)
     if code != EXIT_OK:
         raise typer.Exit(code)

@@ -1,4 +1,5 @@
-"""Commands that read stored runs into documents: report, compare (``runs compare`` is its hidden alias), digest.
+"""Commands that read stored runs into documents: report, coverage, compare (``runs compare`` is its hidden
+alias), digest.
 
 Compare and digest are imported in one place each (:func:`_comparison`, :func:`_digest_of`), so the module that
 owns them can move without touching the commands.
@@ -19,6 +20,7 @@ from simulator.cli._output import (
     _handles_errors,
     _print_document,
     _store,
+    err,
     out,
 )
 from simulator.cli.run import report_format
@@ -54,6 +56,41 @@ def report(
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_bytes(data)
     out.print(f"wrote {output}", markup=False)
+
+
+@_handles_errors
+def coverage(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, a unique prefix, latest or latest~N.")],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+    fail_under_coverage: Annotated[
+        float | None,
+        typer.Option("--fail-under-coverage", min=0, max=100, help="Exit 1 when the coverage (%) is below this."),
+    ] = None,
+) -> None:
+    """What a run exercised of what its suites declare: the coverage percentage, the persona x case matrix,
+    how often each simulation step was reached, tools never called, personas never used and expectations
+    never evaluated. The percentage is the mean of: cases x personas run / planned, steps reached at least
+    once / steps, declared tools called / declared, expectations evaluated at least once / written."""
+    from simulator.metrics import summarized
+    from simulator.reports.coverage_view import coverage_text
+
+    with _store(db) as store:
+        record = store.get_run(run_ref)
+        # Stored with the run's summary; computed here, a few results at a time, for a run stored without it.
+        record = summarized(record, store.iter_results(record.id))
+    found = record.totals.coverage if record.totals is not None else None
+    assert found is not None, "summarized always gives a summary with coverage"
+    if as_json:
+        _print_document(found.model_dump_json(indent=2) + "\n", "json")
+    else:
+        _print_document("\n".join(coverage_text(record, found)) + "\n")
+    if fail_under_coverage is not None and (found.percent or 0.0) < fail_under_coverage:
+        err.print(
+            f"coverage {found.percent or 0.0:.1f}% is below --fail-under-coverage {fail_under_coverage:g}%",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_BELOW_BAR)
 
 
 def _comparison(run_a: str, run_b: str, db: Path | None) -> Comparison:

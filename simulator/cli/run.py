@@ -147,6 +147,15 @@ def run(
     fail_under: Annotated[
         float | None, typer.Option("--fail-under", help="Exit 1 only when correctness (%) is below this.")
     ] = None,
+    fail_under_coverage: Annotated[
+        float | None,
+        typer.Option(
+            "--fail-under-coverage",
+            min=0,
+            max=100,
+            help="Exit 1 when the run's coverage (%, see `simulator coverage`) is below this.",
+        ),
+    ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed for persona choice and the scripted user.")] = None,
     db: DbOption = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the model request cache.")] = False,
@@ -178,7 +187,8 @@ def run(
 ) -> None:
     """Run suites: cases x personas x repeats, concurrently; every result is stored as it finishes.
 
-    Exit 0 when every case passed (or correctness is at least --fail-under), 1 below it, 2 for invalid input,
+    Exit 0 when every case passed (or correctness is at least --fail-under), 1 below it (or below
+    --fail-under-coverage), 2 for invalid input,
     3 when the run could not complete, 130 when interrupted by Ctrl-C and 143 by SIGTERM (the run can be
     resumed). A suite names code that runs: its python agent, langgraph graph and, with --live, tool functions.
     """
@@ -190,7 +200,8 @@ def run(
     planned = plan(
         paths, persona=persona, repeat=repeat, tags=tag or [], cases=case or [], live=live, user_model=user_model,
         judge_model=judge_model, models=_model_overrides(models_file, judge_api_base, user_api_base, agent_api_base),
-        concurrency=concurrency, fail_under=fail_under, seed=seed, cache=not no_cache, checkpoints=checkpoints,
+        concurrency=concurrency, fail_under=fail_under, fail_under_coverage=fail_under_coverage, seed=seed,
+        cache=not no_cache, checkpoints=checkpoints,
     )  # fmt: skip
 
     def started(event: Any) -> None:
@@ -222,7 +233,7 @@ def run(
         _print_run(outcome, verbose=verbose)
     if formats:
         _write_reports(outcome, formats, report_dir, talk)
-    _exit_for(outcome, fail_under)
+    _exit_for(outcome, fail_under, fail_under_coverage)
 
 
 def report_format(choice: ReportFormatChoice) -> ReportFormat:

@@ -155,7 +155,11 @@ def runs_resume(
         if missing == 0 and record.status == "completed":
             out.print(f"run {record.id} is complete: nothing to resume", markup=False)
             _print_run_record(store, record)
-            _exit_for(_api().RunOutcome(record=record, store_path=store.path), record.settings.fail_under)
+            _exit_for(
+                _api().RunOutcome(record=record, store_path=store.path),
+                record.settings.fail_under,
+                record.settings.fail_under_coverage,
+            )
             return
         check_live(record, live)
         _confirm_imported(record, yes, live, "resuming")
@@ -167,7 +171,7 @@ def runs_resume(
         db=db,
     )
     _print_run(outcome)
-    _exit_for(outcome, outcome.record.settings.fail_under)
+    _exit_for(outcome, outcome.record.settings.fail_under, outcome.record.settings.fail_under_coverage)
 
 
 @_handles_errors
@@ -203,4 +207,4 @@ def runs_repeat(
         db=db, on_start=started,
     )  # fmt: skip
     _print_run(outcome)
-    _exit_for(outcome, outcome.record.settings.fail_under)
+    _exit_for(outcome, outcome.record.settings.fail_under, outcome.record.settings.fail_under_coverage)

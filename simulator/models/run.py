@@ -71,6 +71,9 @@ class RunSettings(DataModel):
     )
     concurrency: int = 8
     fail_under: float | None = None
+    fail_under_coverage: float | None = Field(
+        default=None, description="--fail-under-coverage: exit 1 when the run's coverage (%) is below this."
+    )
     seed: int = 0
     cache: bool = True
     checkpoints: bool = Field(

@@ -122,11 +122,20 @@ class RunOutcome:
         with RunStore(self.store_path) as store:
             yield from store.iter_results(self.record.id)
 
-    def exit_code(self, fail_under: float | None = None) -> int:
+    @property
+    def coverage(self) -> float | None:
+        """The run's coverage in % (:class:`simulator.models.coverage.RunCoverage`), or None before it finished."""
+        totals = self.record.totals
+        return totals.coverage.percent if totals is not None and totals.coverage is not None else None
+
+    def exit_code(self, fail_under: float | None = None, fail_under_coverage: float | None = None) -> int:
         """What the command line exits with for this run: 0 pass (or correctness at least ``fail_under`` %),
-        1 below the bar, 3 when the run did not complete."""
+        1 below the bar (or coverage below ``fail_under_coverage`` %: a run with nothing to cover counts as
+        0%), 3 when the run did not complete."""
         if not self.completed or self.record.totals is None:
             return 3
+        if fail_under_coverage is not None and (self.coverage or 0.0) < fail_under_coverage:
+            return 1
         if fail_under is not None:
             return 0 if (self.record.totals.correctness or 0.0) * 100 >= fail_under else 1
         return 0 if self.passed else 1
