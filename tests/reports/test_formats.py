@@ -63,6 +63,7 @@ from simulator.models.transcript import (
     Usage,
     UserEvent,
 )
+from simulator.reports.html import render_html
 from simulator.reports.json_export import (
     SCHEMA_FILE,
     RunReport,
@@ -563,9 +564,9 @@ CONVERSATIONS = [
 ]
 
 
-def _totals(results: Sequence[StoredResult]) -> RunSummary:
-    """The run summary as the runner stores it (the results in plan order)."""
-    return run_summary(results, math.fsum(stored.duration_s for stored in results) + 1.75)
+def _totals(results: Sequence[StoredResult], record: RunRecord) -> RunSummary:
+    """The run summary as the runner stores it (the results in plan order), with the run's coverage."""
+    return run_summary(results, math.fsum(stored.duration_s for stored in results) + 1.75, record)
 
 
 def make_run() -> tuple[RunRecord, list[StoredResult]]:
@@ -588,9 +589,8 @@ def make_run() -> tuple[RunRecord, list[StoredResult]]:
         settings=RunSettings(paths=["suites/shop.yaml", "suites/support.yaml"], seed=7),
         versions={"simulator": "0.1.0", "python": "3.11.9", "pydantic": "2.9.2"},
         plan=plan,
-        totals=_totals(results),
     )
-    return record, results
+    return record.model_copy(update={"totals": _totals(results, record)}), results
 
 
 @pytest.fixture(scope="module")
@@ -924,7 +924,7 @@ def test_xlsx_read_back(run: tuple[RunRecord, list[StoredResult]]) -> None:
     data = render_xlsx(record, results)
     assert data[:2] == b"PK"
     book = _workbook(data)
-    assert book.sheetnames == ["Summary", "Cases", "Steps"]
+    assert book.sheetnames == ["Summary", "Cases", "Steps", "Coverage"]
 
     summary = {row[0]: row[1] for row in book["Summary"].iter_rows(values_only=True) if row and row[0]}
     assert summary["run id"] == RUN_ID
@@ -1198,3 +1198,37 @@ def test_junit_is_valid_and_escaped(run: tuple[RunRecord, list[StoredResult]]) -
     system_out = cases["refund [angry-customer] #1"].find("system-out")
     assert system_out is not None
     assert "[not_executed]" in (system_out.text or "")
+
+
+# -- coverage ------------------------------------------------------------------------------------------------
+
+COVERAGE_HEADLINE = "Coverage 88.9%: cells 6/6, steps 5/6, expectations 5/6"
+
+
+def test_every_format_shows_the_coverage(run: tuple[RunRecord, list[StoredResult]]) -> None:
+    """The fixed run: refund's step 3 is blocked in its one conversation, so never reached, and the success
+    criteria written on it never evaluated; its agent declares no tools."""
+    record, results = run
+    markdown = render_markdown(record, results)
+    assert f"## Coverage\n\n{COVERAGE_HEADLINE}\n" in markdown
+    assert "| shop › refund › step 3: Ask for a confirmation email | 0/1 | 0 | 0 | 0 | 1 | 0 |" in markdown
+    page = render_html(record, results)
+    assert f"<section id='coverage'><h2>Coverage</h2><p><strong>{COVERAGE_HEADLINE}</strong>" in page
+    assert "<h3>Steps never reached (1)</h3><ul><li>shop › refund › step 3: Ask for a confirmation email</li>" in page
+    coverage = json.loads(render_json(record, results))["run"]["totals"]["coverage"]
+    assert coverage["percent"] == pytest.approx(800 / 9)
+    assert coverage["steps_ratio"] == {"covered": 5, "total": 6}
+    sheet = _workbook(render_xlsx(record, results))["Coverage"]
+    rows = list(sheet.iter_rows(values_only=True))
+    assert rows[0][:2] == ("coverage %", round(800 / 9, 3))
+    assert rows[2][:3] == ("steps covered / total", 5, 6)
+    assert any(row[0] == "shop › refund › step 3: Ask for a confirmation email" and row[2] == 0 for row in rows)
+
+
+def test_a_run_without_coverage_renders_without_it(run: tuple[RunRecord, list[StoredResult]]) -> None:
+    record, results = run
+    assert record.totals is not None
+    old = record.model_copy(update={"totals": record.totals.model_copy(update={"coverage": None})})
+    assert "## Coverage" not in render_markdown(old, results)
+    assert "id='coverage'" not in render_html(old, results)
+    assert _workbook(render_xlsx(old, results)).sheetnames == ["Summary", "Cases", "Steps"]

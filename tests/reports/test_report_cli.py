@@ -59,7 +59,7 @@ def test_excel_is_written_to_a_file(stored_run: str, tmp_path: Path) -> None:
     result = runner.invoke(app, ["report", "latest", "-f", "xlsx", "-o", str(target), "--db", stored_run])
     assert result.exit_code == 0, result.stderr
     workbook = openpyxl.load_workbook(target)
-    assert workbook.sheetnames == ["Summary", "Cases", "Steps"]
+    assert workbook.sheetnames == ["Summary", "Cases", "Steps", "Coverage"]
 
 
 def test_unknown_format_is_exit_2(stored_run: str) -> None:
