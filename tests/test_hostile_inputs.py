@@ -462,7 +462,7 @@ def test_imported_totals_are_computed_from_the_results_never_taken_from_the_file
     path = tmp_path / f"run.{fmt}"
     path.write_text(export_run(forged, results, fmt), encoding="utf-8")  # type: ignore[arg-type]
     imported, _ = import_run(path)
-    assert imported.totals == run_summary(results, 12.5)
+    assert imported.totals == run_summary(results, 12.5, record)  # the coverage too
     assert imported.totals is not None
     assert (imported.totals.total, imported.totals.passed, imported.totals.correctness) == (3, 1, 1 / 3)
 

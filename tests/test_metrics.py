@@ -671,5 +671,5 @@ def test_an_older_summary_is_read_and_recomputed_from_the_results() -> None:
     assert (again.totals.total, again.totals.passed, again.totals.duration_s) == (2, 1, 3.0)
     assert summarized(again, []) is again  # a current summary is kept
     assert summarized(record.model_copy(update={"totals": None}), results).totals == run_summary(
-        [results[1], results[0]], 0.0
-    )  # plan order, duration unknown
+        [results[1], results[0]], 0.0, record
+    )  # plan order, duration unknown, with the run's coverage
