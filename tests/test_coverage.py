@@ -371,3 +371,13 @@ def test_run_gates_on_coverage(
     assert stored.totals is not None
     assert stored.totals.coverage is not None
     assert stored.settings.fail_under_coverage == float(bars[3])
+
+
+def test_run_json_holds_the_coverage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    db = str(tmp_path / "runs.db")
+    result = runner.invoke(app, ["run", "suites/demo/golden.yaml", "--db", db, "--seed", "1", "--json"])
+    document = json.loads(result.stdout)
+    shown = runner.invoke(app, ["coverage", "latest", "--db", db, "--json"])
+    assert document["coverage"] == json.loads(shown.stdout)["percent"]
+    assert 0 < document["coverage"] < 100  # an expected message no judge model decides

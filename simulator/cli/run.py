@@ -179,8 +179,8 @@ def run(
         bool,
         typer.Option(
             "--json",
-            help="Print one JSON document: the run, its counts and one row per conversation (case, persona, "
-            "repeat, outcome, reasons); progress and notes go to stderr.",
+            help="Print one JSON document: the run, its counts, correctness, coverage and one row per "
+            "conversation (case, persona, repeat, outcome, reasons); progress and notes go to stderr.",
         ),
     ] = False,
     verbose: VerboseOption = False,
@@ -242,7 +242,8 @@ def report_format(choice: ReportFormatChoice) -> ReportFormat:
 
 
 def _run_head(outcome: Any) -> dict[str, Any]:
-    """``run --json`` without its rows: the run (id, status, suites, labels, store), its counts, correctness."""
+    """``run --json`` without its rows: the run (id, status, suites, labels, store), its counts, correctness and
+    coverage (%, see ``simulator coverage``)."""
     record = outcome.record
     totals = record.totals
     return {
@@ -266,6 +267,7 @@ def _run_head(outcome: Any) -> dict[str, Any]:
             ),
         },
         "correctness": totals.correctness if totals else None,
+        "coverage": outcome.coverage,
     }
 
 
