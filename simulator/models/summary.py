@@ -110,8 +110,9 @@ class RunSummary(Counts):
     The counts are those of every stored conversation (every repeat); ``duration_s`` is the run's wall-clock
     time (over every resume); ``usage`` is tokens, calls and cost per model role; ``metrics`` each metric's
     summary in the order metrics are first met in plan order; ``cases`` every case's repeats, in plan order of
-    its first conversation; ``suites`` each suite's counts. A summary stored by an older version (``version``
-    0) has only the counts, duration and usage.
+    its first conversation; ``suites`` each suite's counts; ``coverage`` what the run exercised of what its
+    suites declare (:mod:`simulator.models.coverage`). A summary stored by an older version (``version``
+    0) has only the counts, duration and usage; one stored before coverage existed has no ``coverage``.
     """
 
     version: int = 0
