@@ -72,7 +72,7 @@ _OUTCOME_ORDER = {"error": 0, "fail": 1, "unsure": 2, "pass": 3}
 _TOOL_STATUS = {
     "executed": "executed",
     "faked": "faked",
-    "simulated": "**SIMULATED** (test mode: a model played the tool, which did not run)",
+    "simulated": "**SIMULATED**",
     "not_executed": "**NOT EXECUTED** (test mode: no fake answered this call)",
     "failed": "**FAILED**",
     "needs_approval": "**NEEDS APPROVAL** (live mode: stopped for a person's approval)",
@@ -398,8 +398,8 @@ def _tool_line(call: ToolCallRecord) -> list[str]:
     status = _TOOL_STATUS[call.status]
     if call.fake and call.status == "faked":
         status += f" by {escape(call.fake)}"
-    if call.simulated_by:
-        status += f" by {escape(call.simulated_by)}"
+    if call.simulated_by and call.status == "simulated":
+        status += f" by {escape(call.simulated_by)} (test mode: a model played the tool, which did not run)"
     mark = "🔧" if call.answered else "⚠️"
     line = f"- {mark} tool **{escape(call.name)}**({escape(_shorten(arguments, _TOOL_RESULT_MAX))}) — {status}"
     answer = call.error if call.error else (None if call.result is None else call.result_text)
