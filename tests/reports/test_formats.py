@@ -63,6 +63,7 @@ from simulator.models.transcript import (
     Usage,
     UserEvent,
 )
+from simulator.reports.html import render_html
 from simulator.reports.json_export import (
     SCHEMA_FILE,
     RunReport,
@@ -70,7 +71,6 @@ from simulator.reports.json_export import (
     run_report_schema,
     run_report_schema_text,
 )
-from simulator.reports.html import render_html
 from simulator.reports.junit import render_junit
 from simulator.reports.markdown import escape, escape_lines, render_markdown
 from simulator.reports.tabular import case_table, neutralise, render_csv, render_xlsx, step_table
