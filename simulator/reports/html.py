@@ -597,7 +597,7 @@ def _tool(call: ToolCallRecord) -> str:
     extra = []
     if call.fake:
         extra.append(f"by {call.fake}")
-    if call.simulated_by:
+    if call.simulated_by and call.status == "simulated":
         extra.append(f"played by the {call.simulated_by}; the tool did not run")
     if call.duration_ms:
         extra.append(f"{call.duration_ms:.0f} ms")

@@ -75,7 +75,8 @@ def _tool_line(call: ToolCallRecord) -> Line:
     arguments = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
     answer = call.error if call.error else call.result_text
     style: Style = "tool" if call.answered else "tool_warning"
-    source = f" by {call.fake}" if call.fake else f" by {call.simulated_by}" if call.simulated_by else ""
+    by = call.fake or (call.simulated_by if call.status == "simulated" else None)
+    source = f" by {by}" if by else ""
     return Line(style, f"      tool {call.name}({arguments}) [{call.status}{source}] → {answer}")
 
 
