@@ -315,3 +315,15 @@ def test_a_fake_in_a_router_wins_over_the_simulator() -> None:
         "tool that has fakes is never simulated); add a `tool_fakes` entry for it, or run with --live",
         "status": "not_executed",
     }
+
+
+def test_only_the_suites_a_run_keeps_need_a_model_for_their_simulated_tools(tmp_path: Path) -> None:
+    write_suite(tmp_path)
+    (tmp_path / "other.yaml").write_text(
+        "name: other\nagent: {type: python, callable: simulator.demo.shop:respond}\n"
+        "cases:\n  - {name: hello, kind: scenario, goal: say hello, tags: [smoke]}\n",
+        encoding="utf-8",
+    )
+    planned = simulator.plan(tmp_path, tags=["smoke"])
+    assert [item.case for item in planned.items] == ["hello"]
+    assert planned.simulated_tools == []

@@ -91,7 +91,13 @@ class PlannedRun:
     @property
     def simulated_tools(self) -> list[str]:
         """The tools a model plays in this run (they declare ``simulate``; test mode only), each name once."""
-        names = [name for loaded in self.suites for name in simulated_tools(loaded, self.settings)]
+        planned = {item.suite for item in self.items}
+        names = [
+            name
+            for index, loaded in enumerate(self.suites)
+            if index in planned
+            for name in simulated_tools(loaded, self.settings)
+        ]
         return list(dict.fromkeys(names))
 
 
@@ -227,10 +233,11 @@ def plan(suites: Suites, settings: RunSettings | None = None, **options: Any) ->
     if unknown:
         raise InputError(f"no case named {', '.join(map(repr, unknown))} in these suites")
     check_environment(loaded)
-    check_simulated_tools(loaded, chosen)
     items = build_plan(loaded, chosen)
     if not items:
         raise InputError("nothing to run: no case matches the --tag / --case filters")
+    # Only the suites the filters leave in need a model for their simulated tools.
+    check_simulated_tools([loaded[index] for index in sorted({item.suite for item in items})], chosen)
     snapshots = [snapshot_of(item, _path_as_given(item)) for item in loaded]
     notes = plan_notes(loaded, {(item.suite, item.case) for item in items}, _has_judge(chosen))
     return PlannedRun(suites=loaded, settings=chosen, items=items, snapshots=snapshots, notes=notes)
