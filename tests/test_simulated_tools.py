@@ -197,6 +197,11 @@ def test_a_run_without_a_user_model_is_refused_at_the_tools_simulate_key(tmp_pat
     assert "--user-model" in error.message
     # Live mode plays nothing: no model is needed.
     assert simulator.plan(suite, live=True).simulated_tools == []
+    # The command line says the same, as invalid input, before anything is stored.
+    outcome = CliRunner().invoke(app, ["run", str(suite), "--db", str(tmp_path / "runs.db")])
+    assert outcome.exit_code == 2
+    assert f"{suite}:9:17: agent.tools[0].simulate: tool 'lookup_order' is simulated" in outcome.output
+    assert not (tmp_path / "runs.db").exists()
 
 
 def test_a_run_counts_its_simulated_tools_and_replays_them_from_the_cache(tmp_path: Path) -> None:
