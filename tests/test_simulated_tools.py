@@ -332,3 +332,66 @@ def test_only_the_suites_a_run_keeps_need_a_model_for_their_simulated_tools(tmp_
     planned = simulator.plan(tmp_path, tags=["smoke"])
     assert [item.case for item in planned.items] == ["hello"]
     assert planned.simulated_tools == []
+
+
+def test_a_conversation_resumed_after_a_crash_keeps_its_simulated_calls_in_the_context(tmp_path: Path) -> None:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from pydantic import TypeAdapter
+
+    from simulator.agents import AgentInput, AgentReply
+    from simulator.engine import ConversationSetup, simulate
+    from simulator.judges import StepJudge
+    from simulator.models import AgentConfig, Case
+    from simulator.user import UserReply, UserTurnRequest
+
+    class Crash(BaseException):
+        """The process dying: not an Exception, so nothing in the engine catches it."""
+
+    class Agent:
+        def __init__(self, crash_on_turn: int | None = None) -> None:
+            self.crash_on_turn = crash_on_turn
+
+        async def respond(self, request: AgentInput) -> AgentReply:
+            if request.turn == self.crash_on_turn:
+                raise Crash
+            found = await request.tools.acall("lookup", turn=request.turn)
+            return AgentReply(messages=[json.dumps(found)])
+
+        async def aclose(self) -> None:
+            return None
+
+    class User:
+        async def next_message(self, request: UserTurnRequest) -> UserReply:
+            return UserReply(text="again")
+
+    class Simulator:
+        label = "test simulator"
+
+        def __init__(self) -> None:
+            self.earlier: list[list[Any]] = []
+
+        async def simulate(self, tool: ToolDeclaration, arguments: dict[str, Any], earlier: Any) -> Any:
+            self.earlier.append([call.arguments["turn"] for call in earlier])
+            return {"turn": arguments["turn"]}
+
+    case = TypeAdapter(Case).validate_python({"kind": "scenario", "name": "lookups", "goal": "look", "max_turns": 3})
+    config = TypeAdapter(AgentConfig).validate_python(
+        {"type": "python", "callable": "x:y", "tools": [{"name": "lookup", "simulate": "echoes the turn"}]}
+    )
+
+    def setup(agent: Agent, simulator: Simulator) -> ConversationSetup:
+        return ConversationSetup(
+            case=case, agent=agent, user=User(), checker=StepJudge(), agent_config=config, tool_simulator=simulator
+        )
+
+    async def crash_then_resume() -> Simulator:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "checkpoints.db")) as saver:
+            with pytest.raises(Crash):
+                await simulate(setup(Agent(crash_on_turn=3), Simulator()), checkpointer=saver, thread_id="t")
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "checkpoints.db")) as saver:
+            resumed = Simulator()
+            await simulate(setup(Agent(), resumed), checkpointer=saver, thread_id="t")
+            return resumed
+
+    # The resumed process asks about turn 3 with the calls of turns 1 and 2, made before the crash.
+    assert asyncio.run(crash_then_resume()).earlier == [[1, 2]]
