@@ -4,6 +4,13 @@ Test mode is the default. A call that no fake matches is NOT answered with a sil
 an explicit "not executed in test mode" result and the record says ``not_executed``, so an agent that then
 invents data is visible in the report (hosted tools' silent successes hid exactly that).
 
+A tool that declares ``simulate`` (opt-in) is, in test mode only, played by a model when no fake matches
+the call and the tool has no fake at all: a :class:`ToolSimulator` (``simulator.simulated_tools``) answers with a
+plausible result, consistent with the tool's earlier calls in the conversation, recorded as ``simulated`` (never
+``executed``). A simulation that fails is recorded as ``failed`` with the reason, and
+:attr:`ToolRouter.simulation_error` tells the engine to end the case as an error: a tool nobody answered is never a
+silent success.
+
 Live mode (``--live``, never the default) runs the Python functions the agent config names (``function:
 module:callable``, looked for beside the suite and the agent file first: :mod:`simulator.code_refs`); a tool
 with ``requires_approval`` is not run: the call is recorded as ``needs_approval`` and the case stops there.
@@ -24,9 +31,9 @@ import functools
 import inspect
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import JsonValue
 
@@ -102,10 +109,27 @@ def fake_matches(fake: ToolFake, name: str, arguments: dict[str, Any]) -> bool:
     return all(key in arguments and arguments[key] == value for key, value in fake.arguments.items())
 
 
+class ToolSimulator(Protocol):
+    """Plays the tools that declare ``simulate``, in test mode (``simulator.simulated_tools`` has the model one)."""
+
+    @property
+    def label(self) -> str:
+        """Who plays the tools, as records and errors name it, e.g. ``user model openai/gpt-4o-mini``."""
+        ...
+
+    async def simulate(
+        self, tool: ToolDeclaration, arguments: dict[str, JsonValue], earlier: Sequence[ToolCallRecord]
+    ) -> JsonValue:
+        """The tool's result for this call, consistent with ``earlier`` (this tool's earlier simulated calls in the
+        conversation, oldest first). Raises when no usable result could be had."""
+        ...
+
+
 class ToolRouter:
     """Answers the agent's tool calls for one conversation and records each of them.
 
     ``fakes`` are tried in order (put the case's fakes before the suite's): the first that matches answers.
+    ``simulator`` plays the declared tools that opt in with ``simulate``, in test mode, when no fake answers.
     """
 
     def __init__(
@@ -116,6 +140,7 @@ class ToolRouter:
         mode: ToolMode = "test",
         functions: dict[str, Callable[..., Any]] | None = None,
         timeout: float | None = None,
+        simulator: ToolSimulator | None = None,
     ) -> None:
         self.declared = {tool.name: tool for tool in declared}
         self.fakes = list(fakes)
@@ -129,6 +154,11 @@ class ToolRouter:
         self.timed_out: list[str] = []
         self.records: list[ToolCallRecord] = []
         self._counter = 0
+        self.simulator = simulator
+        #: Every simulated call of the conversation by tool, oldest first: what keeps the next answer consistent.
+        self._simulated: dict[str, list[ToolCallRecord]] = {}
+        #: Set when a simulated tool could not be played: the case must end as an error naming who played it.
+        self.simulation_error: str | None = None
 
     @property
     def needs_approval(self) -> bool:
@@ -148,7 +178,7 @@ class ToolRouter:
     async def call(self, name: str, arguments: dict[str, Any] | str | None, *, call_id: str | None = None) -> JsonValue:
         """Route one call and return what the agent sees as the tool's result."""
         record = await self.route(name, arguments, call_id=call_id)
-        if record.status in ("executed", "faked") and record.error is None:
+        if record.answered:
             return record.result
         return {"error": record.error or "tool call failed", "status": record.status}
 
@@ -162,7 +192,8 @@ class ToolRouter:
             record.status = "failed"
             record.error = f"the arguments are not valid JSON ({record.arguments_error}): the tool was not run"
         elif self.mode == "test":
-            self._answer_from_fakes(record)
+            if not self._answer_from_fakes(record) and self._simulates(record.name):
+                await self._simulate(record)
         else:
             await self._run_live(record)
         record.duration_ms = (time.perf_counter() - started) * 1000
@@ -202,7 +233,48 @@ class ToolRouter:
             status="not_executed",
         )
 
-    def _answer_from_fakes(self, record: ToolCallRecord) -> None:
+    def remember(self, records: Iterable[ToolCallRecord]) -> None:
+        """Calls made earlier in this conversation (a resumed one): the simulated ones keep later answers
+        consistent with them."""
+        for record in records:
+            if record.status == "simulated":
+                self._simulated.setdefault(record.name, []).append(record)
+
+    def _simulates(self, name: str) -> bool:
+        """Whether a call of ``name`` that no fake answered is played by the simulator: the tool opts in, there is
+        a simulator, and no fake at all names the tool (a fake is the person's own answer; a model must not
+        answer the calls it does not match)."""
+        declaration = self.declared.get(name)
+        return (
+            declaration is not None
+            and declaration.simulate is not None
+            and self.simulator is not None
+            and not any(fake.tool == name for _, fake in self.fakes)
+        )
+
+    async def _simulate(self, record: ToolCallRecord) -> None:
+        assert self.simulator is not None
+        declaration = self.declared[record.name]
+        earlier = self._simulated.setdefault(record.name, [])
+        record.simulated_by = self.simulator.label
+        try:
+            result = await self.simulator.simulate(declaration, record.arguments, list(earlier))
+        except Exception as exc:
+            record.status = "failed"
+            record.error = (
+                f"the simulation of tool {record.name!r} failed, so the tool did not run and has no result: "
+                f"{self.simulator.label} gave no usable answer ({type(exc).__name__}: {exc})"
+            )
+            self.simulation_error = self.simulation_error or record.error
+            return
+        record.result, error = json_result(result)
+        record.status = "simulated" if error is None else "failed"
+        record.error = error
+        if error is None:
+            earlier.append(record)
+
+    def _answer_from_fakes(self, record: ToolCallRecord) -> bool:
+        """Answer from the first fake that matches (True), or record the call as not executed (False)."""
         for label, fake in self.fakes:
             if fake_matches(fake, record.name, record.arguments):
                 record.fake = label
@@ -211,13 +283,18 @@ class ToolRouter:
                     record.error = fake.error
                 else:
                     record.result = fake.result
-                return
+                return True
         known = "" if not self.declared or record.name in self.declared else " (the agent declares no such tool)"
+        declaration = self.declared.get(record.name)
+        has_fakes = any(fake.tool == record.name for _, fake in self.fakes)
+        if declaration is not None and declaration.simulate is not None and has_fakes:
+            known = " (the tool declares `simulate`, but a tool that has fakes is never simulated)"
         record.status = "not_executed"
         record.error = (
             f"{NOT_EXECUTED}: no tool fake matches {_describe_call(record.name, record.arguments)}{known}; "
             "add a `tool_fakes` entry for it, or run with --live"
         )
+        return False
 
     async def _run_live(self, record: ToolCallRecord) -> None:
         declaration = self.declared.get(record.name)

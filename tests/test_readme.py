@@ -41,10 +41,14 @@ def test_every_python_example_in_the_readme_runs(tmp_path: Path, monkeypatch: py
     shutil.copytree(ROOT / "suites", tmp_path / "suites")
     shutil.copytree(ROOT / "personas", tmp_path / "personas")
     monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {}
     for block in blocks:
-        namespace: dict[str, object] = {}
         exec(compile(block, "README.md", "exec"), namespace)
     outcome, again = namespace["outcome"], namespace["again"]
     assert outcome.record.status == "completed"  # type: ignore[attr-defined]
     assert again.record.repeat_of == outcome.id  # type: ignore[attr-defined]
     assert namespace["report"].startswith(b"# ")  # type: ignore[attr-defined]
+    # Simulated tools, offline: the fake model played lookup_order twice.
+    orders = namespace["orders"]
+    assert orders.outcome == "pass"  # type: ignore[attr-defined]
+    assert [call.status for call in orders.transcript.tool_calls()] == ["simulated", "simulated"]  # type: ignore[attr-defined]

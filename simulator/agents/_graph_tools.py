@@ -166,7 +166,7 @@ async def _route(handle: ToolHandle, request: Any, execute: Execute) -> Any:
     declaration = router.declared.get(name)
     if router.mode == "test" or (declaration is not None and declaration.requires_approval):
         record = await router.route(name, arguments, call_id=call_id)
-        answered = record.status in ("executed", "faked") and record.error is None
+        answered = record.answered
         value: JsonValue = (
             record.result if answered else {"error": record.error or "tool call failed", "status": record.status}
         )

@@ -212,10 +212,12 @@ def run(
         limits = ", ".join(
             f"{role} {'/'.join(str(limit) for limit in values)}" for role, values in planned.model_limits.items()
         )
+        simulated = planned.simulated_tools
+        tools = f", {len(simulated)} tool(s) simulated by the user model ({', '.join(simulated)})" if simulated else ""
         talk.print(
             f"Run {event.record.id}: {len(planned.items)} conversation(s) of {planned.cases} case(s) from "
             f"{len(planned.snapshots)} suite(s), concurrency {concurrency}"
-            f"{f' (model limits: {limits})' if limits else ''}; {guess}.",
+            f"{f' (model limits: {limits})' if limits else ''}{tools}; {guess}.",
             markup=False,
         )
         for note_text in planned.notes:

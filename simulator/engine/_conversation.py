@@ -17,7 +17,7 @@ from simulator.agents import AgentAdapter
 from simulator.kinds import Kind, kind_of
 from simulator.models import AgentConfig, Case, ExpectationSpec, Persona, Step, ToolFake
 from simulator.models.transcript import AgentEvent, StepVerdict, TranscriptEvent
-from simulator.tools import ToolHandle, ToolMode, ToolRouter
+from simulator.tools import ToolHandle, ToolMode, ToolRouter, ToolSimulator
 from simulator.user import SimulatedUser
 
 #: The whole conversation is capped at this many user turns (DESIGN: simulation rules).
@@ -46,7 +46,8 @@ class ConversationSetup:
     """Everything needed to run one conversation of one case with one persona.
 
     ``agent`` is a fresh adapter for this conversation (it is closed at the end). Tool fakes are tried case
-    first, then suite. ``seed`` makes the scripted user's perturbations and any random choice reproducible.
+    first, then suite. ``tool_simulator`` plays the tools that declare ``simulate`` (test mode only). ``seed``
+    makes the scripted user's perturbations and any random choice reproducible.
     """
 
     case: Case
@@ -58,6 +59,7 @@ class ConversationSetup:
     suite_fakes: Sequence[ToolFake] = ()
     tool_mode: ToolMode = "test"
     tool_functions: dict[str, Any] = field(default_factory=dict)
+    tool_simulator: ToolSimulator | None = None
     seed: int = 0
     language: str = "en"
     turn_cap: int = TURN_CAP
@@ -82,7 +84,13 @@ class Conversation:
         fakes += [(f"suite tool_fakes[{i}]", fake) for i, fake in enumerate(setup.suite_fakes)]
         timeout = setup.agent_timeout or (setup.agent_config.timeout if setup.agent_config else 60.0)
         router = ToolRouter(
-            declared=declared, fakes=fakes, mode=setup.tool_mode, functions=setup.tool_functions, timeout=timeout
+            declared=declared,
+            fakes=fakes,
+            mode=setup.tool_mode,
+            functions=setup.tool_functions,
+            timeout=timeout,
+            # Live mode runs the real tool (or says there is none): a model never plays a tool there.
+            simulator=setup.tool_simulator if setup.tool_mode == "test" else None,
         )
         tools = ToolHandle(router, asyncio.get_running_loop(), timeout=timeout)
         session: dict[str, JsonValue] = {}

@@ -178,6 +178,12 @@ async def agent_node(state: State, config: RunnableConfig) -> State:
     }
     if conv.router.needs_approval or any(call.status == "needs_approval" for call in calls):
         update["stop"] = "needs_approval"
+    if conv.router.simulation_error is not None:
+        # The turn is kept (its calls are the evidence), then the case ends: a tool no one could answer is
+        # Simulator's failure, not the agent's, and never a silent success.
+        failure = _failure(state, "tool", conv.router.simulation_error)
+        update["events"] = [event, *failure["events"]]
+        update["stop"], update["error"] = failure["stop"], failure["error"]
     return update
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from simulator.engine._conversation import Conversation, ConversationSetup
 from simulator.engine._graph import State, compiled_graph
 from simulator.llm import metering
-from simulator.models.transcript import Transcript, utc_now
+from simulator.models.transcript import AgentEvent, Transcript, utc_now
 
 # Graph steps per user turn (one: user, agent and check run as one step) plus the begin/finish steps, with room.
 _STEPS_PER_TURN = 1
@@ -65,6 +65,14 @@ async def simulate(setup: ConversationSetup, *, checkpointer: Any = None, thread
                     final = saved.values
                 else:
                     resume = saved is not None and bool(saved.next)
+                    if resume:
+                        # Simulated tools answer consistently with the calls made before the crash.
+                        conversation.router.remember(
+                            call
+                            for event in saved.values.get("events", [])
+                            if isinstance(event, AgentEvent)
+                            for call in event.tool_calls
+                        )
                     final = await graph.ainvoke(None if resume else initial, config=config, durability="sync")
     finally:
         await setup.agent.aclose()

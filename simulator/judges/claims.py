@@ -8,7 +8,8 @@ they are certain and a judge that reads only the text can be fooled by them:
   names a tool (e.g. "holiday lookup" for ``lookup_holidays``) is also backed by an earlier call of that
   tool that ran, never by an earlier call of another tool;
 * the agent states results although every tool call of this turn did not run (``not_executed`` in test mode,
-  or ``failed``) and it does not say so ("could not", "unable", "konnte nicht" ...).
+  or ``failed``; a fake's or a simulated tool's answer counts as a result) and it does not say so ("could not",
+  "unable", "konnte nicht" ...).
 
 The phrase lists cover English and German; they find claims, they cannot prove their absence, so a turn they
 do not flag still goes to the judge model (or stays ``unsure`` without one).
@@ -48,7 +49,6 @@ _NOT_A_STATEMENT = re.compile(
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _WORD = re.compile(r"[a-zäöüß]+", re.IGNORECASE)
-_RAN = ("executed", "faked")
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,8 @@ def find_unsupported_claims(replies: Sequence[AgentEvent], declared_tools: Seque
 
 
 def _ran(call: ToolCallRecord) -> bool:
-    return call.status in _RAN and call.error is None
+    # A fake's or a simulated tool's result backs a claim as a real one does: the agent got it as the tool's answer.
+    return call.answered
 
 
 def _unbacked(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, JsonValue, model_validator
+from pydantic import BeforeValidator, Field, JsonValue, model_validator
 
 from simulator.models._base import Identifier, ImportRef, PositiveSeconds, StrictModel, Text, located_error
 
@@ -44,6 +44,33 @@ def _empty_object_schema() -> dict[str, JsonValue]:
     return {"type": "object", "properties": {}}
 
 
+class SimulatedTool(StrictModel):
+    """How a model plays a tool in test mode: what the tool does and the state behind it."""
+
+    behaviour: str = Field(
+        default="",
+        description="What the tool does and the state behind it (which records exist, their values, how it fails), "
+        "e.g. 'Looks up an order by id; orders 1001-1003 exist, 1002 is shipped'. Unset: the tool's description.",
+    )
+
+
+def _simulate_shorthand(value: Any) -> Any:
+    """``simulate: true`` (the tool's description says it all), ``simulate: "text"`` (the behaviour) or the mapping;
+    ``false`` is the same as leaving it out."""
+    if value is True:
+        return {}
+    if value is False:
+        return None
+    return {"behaviour": value} if isinstance(value, str) else value
+
+
+#: ``simulate:`` as a person writes it: true, a behaviour in words, or ``{behaviour: ...}``.
+SimulateSetting = Annotated[
+    SimulatedTool | None,
+    BeforeValidator(_simulate_shorthand, json_schema_input_type=bool | Text | SimulatedTool),
+]
+
+
 class ToolDeclaration(StrictModel):
     """A tool the agent may call, described the way function-calling APIs expect it."""
 
@@ -59,6 +86,24 @@ class ToolDeclaration(StrictModel):
         default=False, description="In live mode, a call to this tool stops the case with status needs_approval."
     )
     function: ImportRef | None = Field(default=None, description="module:callable that runs the tool in live mode.")
+    simulate: SimulateSetting = Field(
+        default=None,
+        description="Test mode only, opt-in: a call that no tool fake answers is answered by a model playing the "
+        "tool (the user role's model), consistent with this tool's earlier calls in the conversation, and recorded "
+        "as simulated. true (the description says what the tool does), the behaviour in words, or {behaviour: ...}. "
+        "Never used for a tool that has a fake, nor in live mode.",
+    )
+
+    @model_validator(mode="after")
+    def _simulation_is_described(self) -> ToolDeclaration:
+        if self.simulate is not None and not (self.simulate.behaviour.strip() or self.description.strip()):
+            raise located_error(
+                "a simulated tool needs its behaviour in words, or the model playing it has nothing to go on: "
+                "write `simulate: {behaviour: ...}` (what the tool does and the state behind it) or give the tool "
+                "a `description`",
+                "simulate",
+            )
+        return self
 
 
 class ToolFake(StrictModel):

@@ -15,8 +15,9 @@ from pydantic import ConfigDict, Field, JsonValue
 from simulator.models._base import DataModel
 
 #: How a tool call was answered. ``not_executed`` is the explicit test-mode answer to a call no fake
-#: matched: the agent is told so, and reports show it, so an agent that invents data is visible.
-ToolStatus = Literal["executed", "faked", "not_executed", "failed", "needs_approval"]
+#: matched: the agent is told so, and reports show it, so an agent that invents data is visible. ``simulated``:
+#: in test mode a model played a tool that declares ``simulate`` (the tool itself never ran).
+ToolStatus = Literal["executed", "faked", "simulated", "not_executed", "failed", "needs_approval"]
 Verdict = Literal["met", "not_met", "unsure"]
 #: How a step ended (DESIGN's four states): ``complete`` (met ✓), ``incomplete`` (not met ✗: the agent failed it),
 #: ``unsure`` (? no judge model, or the judge said unsure, up to its max turns: the conversation moved on),
@@ -48,12 +49,20 @@ class ToolCallRecord(DataModel):
     result: JsonValue = None
     error: str | None = None
     fake: str | None = Field(default=None, description="Which fake answered, e.g. 'case tool_fakes[1]'.")
+    simulated_by: str | None = Field(
+        default=None, description="Which model played the tool (status simulated), e.g. 'user model openai/gpt-4o'."
+    )
     duration_ms: float = 0.0
 
     @property
     def result_text(self) -> str:
         """The result as the agent got it (:func:`tool_content`)."""
         return tool_content(self.result)
+
+    @property
+    def answered(self) -> bool:
+        """Whether the agent got a result: the tool ran, a fake answered or a model played it, with no error."""
+        return self.status in ("executed", "faked", "simulated") and self.error is None
 
 
 class UserEvent(DataModel):

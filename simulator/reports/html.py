@@ -95,6 +95,7 @@ _GROUP_COUNT = {
 _TOOL_STATUS = {
     "executed": "executed",
     "faked": "faked",
+    "simulated": "SIMULATED",
     "not_executed": "NOT EXECUTED",
     "failed": "FAILED",
     "needs_approval": "NEEDS APPROVAL",
@@ -644,6 +645,8 @@ def _tool(call: ToolCallRecord) -> str:
     extra = []
     if call.fake:
         extra.append(f"by {call.fake}")
+    if call.simulated_by and call.status == "simulated":
+        extra.append(f"played by the {call.simulated_by}; the tool did not run")
     if call.duration_ms:
         extra.append(f"{call.duration_ms:.0f} ms")
     extra_html = f" <span class='muted'>({_e(', '.join(extra))})</span>" if extra else ""

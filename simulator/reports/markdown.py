@@ -16,7 +16,7 @@ The report has, in order:
    blocked (naming the blocking step and its goal) or ⊘ not reached, with its rationale; a golden case's
    turns instead, each ✓, ✗, ? (unsure or not judged: not a failure) or ! (error); the scores that did not
    pass (check, source, reason); and the transcript, tool calls shown with how they were answered
-   (``executed`` / ``faked`` / **NOT EXECUTED** / **FAILED** / **NEEDS APPROVAL**).
+   (``executed`` / ``faked`` / **SIMULATED** / **NOT EXECUTED** / **FAILED** / **NEEDS APPROVAL**).
 
 The marks are those of every view (:mod:`simulator.reports._states`): ✓ met, ✗ not met, ? unsure or not
 judged, ⊘ blocked or not reached, ! error, – not applicable; outcomes ✓ pass, ✗ fail, ? unsure, ! error.
@@ -82,6 +82,7 @@ _OUTCOME_ORDER = {"error": 0, "fail": 1, "unsure": 2, "pass": 3}
 _TOOL_STATUS = {
     "executed": "executed",
     "faked": "faked",
+    "simulated": "**SIMULATED**",
     "not_executed": "**NOT EXECUTED** (test mode: no fake answered this call)",
     "failed": "**FAILED**",
     "needs_approval": "**NEEDS APPROVAL** (live mode: stopped for a person's approval)",
@@ -446,7 +447,9 @@ def _tool_line(call: ToolCallRecord) -> list[str]:
     status = _TOOL_STATUS[call.status]
     if call.fake and call.status == "faked":
         status += f" by {escape(call.fake)}"
-    mark = "🔧" if call.status in ("executed", "faked") and not call.error else "⚠️"
+    if call.simulated_by and call.status == "simulated":
+        status += f" by {escape(call.simulated_by)} (test mode: a model played the tool, which did not run)"
+    mark = "🔧" if call.answered else "⚠️"
     line = f"- {mark} tool **{escape(call.name)}**({escape(_shorten(arguments, _TOOL_RESULT_MAX))}) — {status}"
     answer = call.error if call.error else (None if call.result is None else call.result_text)
     if answer is not None:

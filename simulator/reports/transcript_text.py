@@ -74,8 +74,9 @@ def goals(transcript: Transcript) -> tuple[int, int]:
 def _tool_line(call: ToolCallRecord) -> Line:
     arguments = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
     answer = call.error if call.error else call.result_text
-    style: Style = "tool" if call.status in ("executed", "faked") and not call.error else "tool_warning"
-    source = f" by {call.fake}" if call.fake else ""
+    style: Style = "tool" if call.answered else "tool_warning"
+    by = call.fake or (call.simulated_by if call.status == "simulated" else None)
+    source = f" by {by}" if by else ""
     return Line(style, f"      tool {call.name}({arguments}) [{call.status}{source}] → {answer}")
 
 

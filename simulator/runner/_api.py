@@ -27,7 +27,15 @@ from simulator.loading import LoadedSuite, validate_paths
 from simulator.models import Case, ModelRoles, Persona
 from simulator.models.run import PlanItem, RunRecord, RunSettings, StoredResult, SuiteSnapshot
 from simulator.models.scores import CaseResult
-from simulator.runner._case import check_environment, find_case, model_limits, model_roles, pick_persona
+from simulator.runner._case import (
+    check_environment,
+    check_simulated_tools,
+    find_case,
+    model_limits,
+    model_roles,
+    pick_persona,
+    simulated_tools,
+)
 from simulator.runner._execute import Progress, check_live, execute, forget_checkpoints
 from simulator.runner._plan import build_plan, new_record, plan_notes, restore, snapshot_of, unknown_case_filters
 from simulator.store import RunStore, default_db_path
@@ -79,6 +87,18 @@ class PlannedRun:
                 if limit not in limits.setdefault(role, []):
                     limits[role].append(limit)
         return {role: sorted(values) for role, values in limits.items()}
+
+    @property
+    def simulated_tools(self) -> list[str]:
+        """The tools a model plays in this run (they declare ``simulate``; test mode only), each name once."""
+        planned = {item.suite for item in self.items}
+        names = [
+            name
+            for index, loaded in enumerate(self.suites)
+            if index in planned
+            for name in simulated_tools(loaded, self.settings)
+        ]
+        return list(dict.fromkeys(names))
 
 
 @dataclass(frozen=True)
@@ -225,9 +245,19 @@ def plan(suites: Suites, settings: RunSettings | None = None, **options: Any) ->
     items = build_plan(loaded, chosen)
     if not items:
         raise InputError("nothing to run: no case matches the --tag / --case filters")
+    # Only the suites the filters leave in need a model for their simulated tools.
+    check_simulated_tools([loaded[index] for index in sorted({item.suite for item in items})], chosen)
     snapshots = [snapshot_of(item, _path_as_given(item)) for item in loaded]
     notes = plan_notes(loaded, {(item.suite, item.case) for item in items}, _has_judge(chosen))
     return PlannedRun(suites=loaded, settings=chosen, items=items, snapshots=snapshots, notes=notes)
+
+
+def _simulated_tools_note(names: Sequence[str]) -> str:
+    """What a plan says about its simulated tools: how many, which, and who plays them."""
+    return (
+        f"{len(names)} tool(s) simulated by the user model ({', '.join(names)}): a call no fake answers is answered "
+        "by the model and recorded as simulated (the tool never runs)."
+    )
 
 
 def combine(plans: Sequence[PlannedRun]) -> PlannedRun:
@@ -486,9 +516,13 @@ def plan_simulation(
     settings = RunSettings(
         live=live, user_model=user_model, judge_model=judge_model, seed=seed, models=role_overrides(models or {})
     )
+    check_simulated_tools([loaded], settings)
     chosen = [find_case(loaded, name) for name in cases] if cases else list(loaded.suite.cases)
     pairs = [(case, pick_persona(loaded, case, persona)) for case in chosen]
     notes = plan_notes([loaded], {(0, case.name) for case in chosen}, _has_judge(settings))
+    simulated = simulated_tools(loaded, settings)
+    if simulated:
+        notes.append(_simulated_tools_note(simulated))
     return SimulationPlan(
         suite=loaded, cases=pairs, options=settings, notes=notes,
         has_judge=bool(model_roles(loaded, settings).judge.model),

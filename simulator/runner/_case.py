@@ -17,14 +17,15 @@ from simulator.engine import ConversationSetup, simulate
 from simulator.errors import AgentError, ConfigError, ConfigErrors
 from simulator.judges import StepJudge
 from simulator.kinds import kind_of
-from simulator.llm import LLMClient, metering
+from simulator.llm import LLMClient, Role, metering
 from simulator.loading import LoadedSuite, config_error_at
 from simulator.loading._schema import did_you_mean
 from simulator.models import Case, ModelRoles, Persona
 from simulator.models.run import RunSettings
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
-from simulator.tools import live_functions
+from simulator.simulated_tools import LLMToolSimulator
+from simulator.tools import ToolSimulator, live_functions
 from simulator.user import LLMUser, ScriptedUser, SimulatedUser
 
 
@@ -101,6 +102,51 @@ def check_environment(suites: Sequence[LoadedSuite], environ: Mapping[str, str] 
             for header, variable in agent.headers_from_env.items():
                 need(loaded, f"agent.headers_from_env.{header}", variable, f"the HTTP agent's header {header}")
     # The model roles' keys are not checked here: a run served wholly from the request cache needs none.
+    if errors:
+        raise ConfigErrors(errors)
+
+
+def simulated_tools(loaded: LoadedSuite, options: RunSettings) -> list[str]:
+    """The agent's tools a model plays in this run: those that declare ``simulate``, in test mode only (live
+    mode runs the real tool, or says there is none)."""
+    if options.live or loaded.agent is None:
+        return []
+    return [tool.name for tool in loaded.agent.tools if tool.simulate is not None]
+
+
+def tool_simulator(loaded: LoadedSuite, options: RunSettings, llm: LLMClient) -> ToolSimulator | None:
+    """What plays the suite's simulated tools: the user role's model (see ``simulator.simulated_tools``)."""
+    if not simulated_tools(loaded, options) or not model_roles(loaded, options).user.model:
+        return None
+    return LLMToolSimulator(llm, Role.USER)
+
+
+def check_simulated_tools(suites: Sequence[LoadedSuite], options: RunSettings) -> None:
+    """A suite whose tools declare ``simulate`` has a model to play them (the user role's), or a ConfigErrors
+    at each such tool's ``simulate`` key: found before anything runs, not as an error in every conversation."""
+    errors: list[ConfigError] = []
+    for loaded in suites:
+        names = simulated_tools(loaded, options)
+        if not names or model_roles(loaded, options).user.model or loaded.agent is None:
+            continue
+        inline = loaded.agent_path is None or loaded.agent_path == loaded.path
+        path = loaded.path if inline else loaded.agent_path
+        assert path is not None
+        for index, tool in enumerate(loaded.agent.tools):
+            if tool.simulate is None:
+                continue
+            where: tuple[str | int, ...] = ("tools", index, "simulate")
+            if inline:
+                where = ("agent", *where)
+            errors.append(
+                config_error_at(
+                    path,
+                    where,
+                    f"tool {tool.name!r} is simulated, which needs a model to play it (the user role's): pass "
+                    "--user-model (any litellm model, e.g. openai/gpt-4o-mini) or set `models: {user: ...}` in the "
+                    "suite; or remove `simulate` (a call no fake answers is then not executed)",
+                )
+            )
     if errors:
         raise ConfigErrors(errors)
 
@@ -182,6 +228,7 @@ async def run_case(
         suite_fakes=loaded.suite.tool_fakes,
         tool_mode="live" if options.live else "test",
         tool_functions=live_functions(agent_config.tools, loaded.code_folders),
+        tool_simulator=tool_simulator(loaded, options, llm),
         seed=options.seed,
         language=loaded.suite.language,
     )

@@ -74,6 +74,7 @@ from simulator.reports.json_export import (
 from simulator.reports.junit import render_junit
 from simulator.reports.markdown import escape, escape_lines, render_markdown
 from simulator.reports.tabular import case_table, neutralise, render_csv, render_xlsx, step_table
+from simulator.reports.transcript_text import transcript_lines
 from tests import factories
 
 HERE = Path(__file__).resolve().parent
@@ -420,9 +421,9 @@ def _order_status() -> Conversation:
         id="call_1",
         name="lookup_order",
         arguments={"order_id": "A1"},
-        status="faked",
+        status="simulated",
         result={"status": "shipped"},
-        fake="case tool_fakes[0]",
+        simulated_by="user model 'fake/tools'",
     )
     events: list[TranscriptEvent] = [
         user(1, "Where is order A1?", step=None, t=20),
@@ -627,6 +628,37 @@ def assert_snapshot(name: str, text: str) -> None:
 def test_snapshot(run: tuple[RunRecord, list[StoredResult]], name: str, render: Any) -> None:
     record, results = run
     assert_snapshot(name, render(record, results))
+
+
+def test_a_simulated_tool_call_is_shown_as_simulated_in_every_view(run: tuple[RunRecord, list[StoredResult]]) -> None:
+    """A model's answer never reads as the tool's own: each view says simulated, and by which model."""
+    record, results = run
+    markdown = render_markdown(record, results)
+    assert (
+        "**SIMULATED** by user model 'fake/tools' (test mode: a model played the tool, which did not run)" in markdown
+    )
+    page = render_html(record, results)
+    assert "<div class='tool tool-simulated'><span class='tool-status'>SIMULATED</span>" in page
+    assert "played by the user model &#x27;fake/tools&#x27;; the tool did not run" in page
+    calls = [
+        call
+        for stored in json.loads(render_json(record, results))["results"]
+        for event in stored["result"]["transcript"]["events"]
+        for call in event.get("tool_calls", [])
+    ]
+    assert {(call["status"], call["simulated_by"]) for call in calls if call["name"] == "lookup_order"} == {
+        ("faked", None),
+        ("simulated", "user model 'fake/tools'"),
+    }
+    order_status = next(stored for stored in results if stored.case == "order_status")
+    lines = transcript_lines(order_status.result.transcript)
+    terminal = [line for line in lines if line.text.strip().startswith("tool lookup_order")]
+    assert [(line.style, line.text.strip()) for line in terminal] == [
+        (
+            "tool",
+            """tool lookup_order({"order_id": "A1"}) [simulated by user model 'fake/tools'] → {"status": "shipped"}""",
+        )
+    ]
 
 
 @pytest.mark.parametrize("render", [render_markdown, render_json, render_csv, render_junit, render_xlsx])
@@ -1198,6 +1230,9 @@ def test_junit_is_valid_and_escaped(run: tuple[RunRecord, list[StoredResult]]) -
     system_out = cases["refund [angry-customer] #1"].find("system-out")
     assert system_out is not None
     assert "[not_executed]" in (system_out.text or "")
+    simulated = cases["order_status #1"].find("system-out")
+    assert simulated is not None
+    assert "[simulated by user model 'fake/tools']" in (simulated.text or "")
 
 
 # -- coverage ------------------------------------------------------------------------------------------------
