@@ -202,6 +202,8 @@ def test_the_cli_merges_exported_shards_into_another_store(tmp_path: Path) -> No
         ran = runner.invoke(app, ["run", "suites/demo", "--shard", f"{index}/3", "--db", str(db), "--persona", "all"])
         assert ran.exit_code in (0, 1), ran.output
         assert f"shard {index}/3 of plan " in ran.stderr
+        shown = runner.invoke(app, ["runs", "show", "latest", "--db", str(db)])
+        assert f"  shard {index}/3 of plan " in shown.stdout
         file = tmp_path / f"shard{index}.json"
         exported = runner.invoke(app, ["export", "run", "latest", "--db", str(db), "-o", str(file)])
         assert exported.exit_code == 0, exported.output
