@@ -90,9 +90,10 @@ def test_a_sharded_plan_without_a_seed_takes_seed_0_so_every_shard_plans_the_sam
 
 def test_a_shard_with_no_items_is_a_run_with_no_results_that_says_so(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
-    spec = {"suites": ["suites/demo/golden.yaml"], "persona": None, "repeat": 1, "seed": 0}
     one_case = ["refund_within_30_days"]
-    planned = [simulator.plan(spec["suites"], cases=one_case, seed=0, shard=f"{index}/7") for index in range(1, 8)]
+    planned = [
+        simulator.plan("suites/demo/golden.yaml", cases=one_case, seed=0, shard=f"{index}/7") for index in range(1, 8)
+    ]
     empty = next(part for part in planned if not part.items)
     assert "none here: the run stores no results" in empty.notes[0]
     outcomes = [simulator.run(part, db=db) for part in planned]
@@ -174,7 +175,7 @@ def test_merged_shards_are_the_unsharded_run(tmp_path: Path) -> None:
     assert record.totals.duration_s == max(s.record.totals.duration_s for s in shards if s.record.totals)
 
 
-def test_reports_and_compare_read_a_merged_run(tmp_path: Path) -> None:
+def test_reports_compare_and_digest_read_a_merged_run(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     whole = simulator.run(["suites/demo"], db=db, persona="all", seed=4)
     merged = simulator.merge_runs([shard.id for shard in _shards(db, 2)], db=db).outcome
@@ -192,6 +193,11 @@ def test_reports_and_compare_read_a_merged_run(tmp_path: Path) -> None:
     assert comparison["cases"]
     assert {case["change"] for case in comparison["cases"]} == {"unchanged"}
     assert comparison["correctness_a"] == comparison["correctness_b"]
+    digest = runner.invoke(app, ["digest", merged.id, "--db", str(db)])
+    assert digest.exit_code == 0, digest.output
+    totals = whole.record.totals
+    assert totals is not None
+    assert digest.stdout.startswith(f"Failure digest: {totals.total - totals.passed} of {totals.total} ")
 
 
 def test_the_cli_merges_exported_shards_into_another_store(tmp_path: Path) -> None:
