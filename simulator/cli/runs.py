@@ -211,7 +211,7 @@ def runs_merge(
     runs: Annotated[
         list[str],
         typer.Argument(
-            metavar="RUN...",
+            metavar="RUN",
             help="The shards' runs: ids (or unique prefixes) in the store and/or run export files "
             "(simulator export run).",
         ),
@@ -232,7 +232,8 @@ def runs_merge(
     """Merge the shards of one plan (`simulator run --shard K/N`) into one new run, its summary computed again
     over every result. Refused (exit 2) when the runs are parts of different plans (saying what differs), when
     an item is in two of them, or when shards are missing (unless --allow-partial). Exits as `run` would have
-    for the whole plan: 0, 1 below its --fail-under, 3 when shards are missing."""
+    for the whole plan: 0 when every case passed (or its --fail-under is met), 1 below that, 3 when shards are
+    missing."""
     from simulator.merge import merge_runs
 
     merged = merge_runs(runs, db=db, note=note, allow_partial=allow_partial)
