@@ -325,3 +325,18 @@ def test_merge_of_nothing_or_a_missing_file_is_a_clear_error(tmp_path: Path) -> 
     assert "gone.json: no such file: give run export files (simulator export run) or run ids" in result.stderr
     with pytest.raises(InputError, match="nothing to merge"):
         simulator.merge_runs([], db=db)
+
+
+def test_sharded_plans_are_not_combined_one_file_at_a_time() -> None:
+    """combine() re-indexes per-file plans (the pytest plugin's way): a shard of each file would not be a
+    shard of the combined plan, so it is refused rather than stored with a wrong plan hash."""
+    from simulator.runner import combine
+
+    parts = [simulator.plan(path, shard="1/2") for path in ("suites/demo/golden.yaml", "suites/demo/scenarios.yaml")]
+    with pytest.raises(InputError, match="sharded plans cannot be combined"):
+        combine(parts)
+    whole = combine(
+        [simulator.plan(path, seed=1) for path in ("suites/demo/golden.yaml", "suites/demo/scenarios.yaml")]
+    )
+    assert whole.settings.plan_hash is not None
+    assert whole.settings.plan_hash != simulator.plan("suites/demo/golden.yaml", seed=1).settings.plan_hash
