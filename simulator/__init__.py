@@ -11,8 +11,9 @@ Python as the command line does::
         print(stored.case, stored.persona, stored.outcome, stored.result.reasons)
 
 The run API (:func:`run`, :func:`resume`, :func:`repeat`, :func:`simulate`, their ``*_async`` twins,
-:func:`plan`, :func:`get_run`, :func:`delete_run`) is imported on first use: ``import simulator`` stays light
-(no model or graph library), so the command line's ``--help`` and ``validate`` stay fast.
+:func:`plan`, :func:`get_run`, :func:`delete_run`, :func:`merge_runs`) is imported on first use:
+``import simulator`` stays light (no model or graph library), so the command line's ``--help`` and ``validate``
+stay fast.
 """
 
 import typing as _typing
@@ -41,6 +42,7 @@ from simulator.models.run import PlanItem, RunRecord, RunSettings, StoredResult
 from simulator.models.scores import CaseResult
 
 if _typing.TYPE_CHECKING:
+    from simulator.merge import MergedRun, merge_runs
     from simulator.reports.formats import render as render_report
     from simulator.runner import (
         PlannedRun,
@@ -79,6 +81,8 @@ _LAZY = {
     "run_async": "simulator.runner",
     "simulate": "simulator.runner",
     "simulate_async": "simulator.runner",
+    "MergedRun": "simulator.merge",
+    "merge_runs": "simulator.merge",
     "render_report": "simulator.reports.formats:render",
 }
 
@@ -109,6 +113,7 @@ __all__ = [
     "InputError",
     "JudgeError",
     "LoadedSuite",
+    "MergedRun",
     "ModelError",
     "Persona",
     "PlanItem",
@@ -131,6 +136,7 @@ __all__ = [
     "get_run",
     "load_personas",
     "load_suite",
+    "merge_runs",
     "plan",
     "render_report",
     "repeat",

@@ -9,10 +9,12 @@ import simulator
 # What users may import from ``simulator``: adding or removing a name is a decision, made here on purpose.
 PUBLIC_NAMES = [
     "AgentError", "Case", "CaseResult", "ConfigError", "ConfigErrors", "GoldenCase", "InputError", "JudgeError",
-    "LoadedSuite", "ModelError", "Persona", "PlanItem", "PlannedRun", "Progress", "RunOutcome", "RunRecord",
+    "LoadedSuite", "MergedRun",
+    "ModelError", "Persona", "PlanItem", "PlannedRun", "Progress", "RunOutcome", "RunRecord",
     "RunSettings", "RunStarted", "ScenarioCase", "SimulationCase", "SimulatorError", "Step", "StoreError",
     "StoredResult", "Suite", "ValidationReport", "__version__", "delete_run", "get_run", "load_personas",
-    "load_suite", "plan", "render_report", "repeat", "repeat_async", "resume", "resume_async", "run", "run_async",
+    "load_suite", "merge_runs",
+    "plan", "render_report", "repeat", "repeat_async", "resume", "resume_async", "run", "run_async",
     "simulate", "simulate_async", "validate_paths",
 ]  # fmt: skip
 

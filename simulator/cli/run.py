@@ -157,6 +157,15 @@ def run(
         ),
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed for persona choice and the scripted user.")] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="K/N",
+            help="Run only the K-th of N parts of the plan (one per CI job; seed 0 unless --seed); put the parts "
+            "back together with `simulator runs merge`.",
+        ),
+    ] = None,
     db: DbOption = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the model request cache.")] = False,
     cache_size: Annotated[int, typer.Option("--cache-size", min=1, help="Request cache limit in MB.")] = 200,
@@ -201,7 +210,7 @@ def run(
         paths, persona=persona, repeat=repeat, tags=tag or [], cases=case or [], live=live, user_model=user_model,
         judge_model=judge_model, models=_model_overrides(models_file, judge_api_base, user_api_base, agent_api_base),
         concurrency=concurrency, fail_under=fail_under, fail_under_coverage=fail_under_coverage, seed=seed,
-        cache=not no_cache, checkpoints=checkpoints,
+        cache=not no_cache, checkpoints=checkpoints, shard=shard,
     )  # fmt: skip
 
     def started(event: Any) -> None:

@@ -1,4 +1,4 @@
-"""Commands on stored runs: runs list, show, note, delete, resume, repeat."""
+"""Commands on stored runs: runs list, show, note, delete, resume, repeat, merge."""
 
 from __future__ import annotations
 
@@ -207,4 +207,65 @@ def runs_repeat(
         db=db, on_start=started,
     )  # fmt: skip
     _print_run(outcome)
+    _exit_for(outcome, outcome.record.settings.fail_under, outcome.record.settings.fail_under_coverage)
+
+
+@_handles_errors
+def runs_merge(
+    runs: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="RUN",
+            help="The shards' runs: ids (or unique prefixes) in the store and/or run export files "
+            "(simulator export run).",
+        ),
+    ],
+    db: DbOption = None,
+    note: Annotated[str | None, typer.Option("--note", help="Note of the merged run (default: its inputs).")] = None,
+    allow_partial: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial",
+            help="Store the merge even when shards are missing: an interrupted run that `runs resume` completes.",
+        ),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON: the merged run, the runs it merges, what is missing.")
+    ] = False,
+) -> None:
+    """Merge the shards of one plan (`simulator run --shard K/N`) into one new run, its summary computed again
+    over every result. Refused (exit 2) when the runs are parts of different plans (saying what differs), when
+    an item is in two of them, or when shards are missing (unless --allow-partial). Exits as `run` would have
+    for the whole plan: 0 when every case passed (or its --fail-under is met), 1 below that, 3 when shards are
+    missing."""
+    from simulator.merge import merge_runs
+
+    merged = merge_runs(runs, db=db, note=note, allow_partial=allow_partial)
+    outcome = merged.outcome
+    if as_json:
+        _print_json(
+            {
+                "run": {
+                    "id": outcome.id,
+                    "status": outcome.record.status,
+                    "plan_hash": outcome.record.settings.plan_hash,
+                    "planned": len(outcome.record.plan),
+                    "totals": outcome.record.totals.model_dump(mode="json") if outcome.record.totals else None,
+                    "store": str(outcome.store_path),
+                },
+                "merged": [vars(part) for part in merged.parts],
+                "missing": [vars(shard) for shard in merged.missing],
+            }
+        )
+    else:
+        out.print(
+            f"Merged {len(merged.parts)} run(s) into {outcome.id}: "
+            + ", ".join(f"{part.run_id} (shard {part.shard}, {part.results} result(s))" for part in merged.parts),
+            markup=False,
+        )
+        for shard in merged.missing:
+            err.print(f"missing: {shard.describe()}", markup=False)
+        if merged.missing:
+            err.print(f"partial merge: `simulator runs resume {outcome.id}` runs the missing items here", markup=False)
+        _print_run(outcome)
     _exit_for(outcome, outcome.record.settings.fail_under, outcome.record.settings.fail_under_coverage)

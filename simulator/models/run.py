@@ -80,6 +80,18 @@ class RunSettings(DataModel):
         default=True,
         description="Checkpoint conversations step by step, so a resumed run continues them mid-way.",
     )
+    shard: str | None = Field(
+        default=None,
+        description="--shard K/N: the run holds the K-th of N parts of the plan (each item's part is chosen by a "
+        "stable hash of its suite, case, persona and repeat, so every shard agrees without talking); none: the "
+        "whole plan. `simulator runs merge` puts the N parts back together.",
+    )
+    plan_hash: str | None = Field(
+        default=None,
+        description="Set by planning: a hash of the whole plan (before --shard took its part), the suite snapshot "
+        "and the settings that change what runs; every shard of one plan has the same. None for runs stored "
+        "before it was recorded.",
+    )
 
 
 class PlanItem(DataModel):

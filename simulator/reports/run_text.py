@@ -65,6 +65,8 @@ def run_header(record: RunRecord) -> list[str]:
     )
     if record.repeat_of:
         lines.append(f"  repeats run {record.repeat_of}")
+    if settings.shard:
+        lines.append(f"  shard {settings.shard} of plan {settings.plan_hash} (simulator runs merge joins the shards)")
     return lines
 
 

@@ -37,7 +37,17 @@ from simulator.runner._case import (
     simulated_tools,
 )
 from simulator.runner._execute import Progress, check_live, execute, forget_checkpoints
-from simulator.runner._plan import build_plan, new_record, plan_notes, restore, snapshot_of, unknown_case_filters
+from simulator.runner._plan import (
+    build_plan,
+    new_record,
+    parse_shard,
+    plan_hash,
+    plan_notes,
+    restore,
+    shard_part,
+    snapshot_of,
+    unknown_case_filters,
+)
 from simulator.store import RunStore, default_db_path
 
 P = ParamSpec("P")
@@ -228,14 +238,18 @@ def plan(suites: Suites, settings: RunSettings | None = None, **options: Any) ->
     """Check and expand what a run would run, storing nothing: suites validated (ConfigErrors), the settings
     (``RunSettings`` fields as keywords, e.g. ``repeat=3, judge_model="openai/gpt-4o-mini"``) checked, the
     ``cases`` / ``tags`` filters matched, the agents' environment variables present, and the plan of cases x
-    personas x repeats expanded with a fixed seed."""
+    personas x repeats expanded with a fixed seed.
+
+    ``shard="K/N"`` keeps the K-th of N parts of the plan (see :mod:`simulator.runner._plan`); a part may be
+    empty. Every shard must plan the same, so a sharded plan without a seed takes seed 0, not a random one."""
     options = dict(options)
     seed = options.pop("seed", None)
     chosen = _settings(settings, options if seed is None else {**options, "seed": seed})
+    shard = parse_shard(chosen.shard) if chosen.shard is not None else None
     loaded = _load(suites)
     if seed is None and (settings is None or "seed" not in settings.model_fields_set):
         # A random seed, recorded in the run, so the persona choice and the scripted user can be reproduced.
-        chosen = chosen.model_copy(update={"seed": random.SystemRandom().randrange(2**31)})
+        chosen = chosen.model_copy(update={"seed": 0 if shard else random.SystemRandom().randrange(2**31)})
     if not chosen.paths:
         chosen = chosen.model_copy(update={"paths": [_path_as_given(item) for item in loaded]})
     unknown = unknown_case_filters(loaded, chosen)
@@ -248,8 +262,21 @@ def plan(suites: Suites, settings: RunSettings | None = None, **options: Any) ->
     # Only the suites the filters leave in need a model for their simulated tools.
     check_simulated_tools([loaded[index] for index in sorted({item.suite for item in items})], chosen)
     snapshots = [snapshot_of(item, _path_as_given(item)) for item in loaded]
+    whole = plan_hash(snapshots, chosen, items)
+    chosen = chosen.model_copy(update={"plan_hash": whole})
+    shard_notes: list[str] = []
+    if shard is not None:
+        index, count = shard
+        part = shard_part(snapshots, items, index, count)
+        chosen = chosen.model_copy(update={"shard": f"{index}/{count}"})
+        shard_notes.append(
+            f"shard {index}/{count} of plan {whole}: {len(part)} of its {len(items)} conversation(s)"
+            + ("" if part else ", none here: the run stores no results")
+            + "; `simulator runs merge` puts the shards back together."
+        )
+        items = part
     notes = plan_notes(loaded, {(item.suite, item.case) for item in items}, _has_judge(chosen))
-    return PlannedRun(suites=loaded, settings=chosen, items=items, snapshots=snapshots, notes=notes)
+    return PlannedRun(suites=loaded, settings=chosen, items=items, snapshots=snapshots, notes=[*shard_notes, *notes])
 
 
 def _simulated_tools_note(names: Sequence[str]) -> str:
@@ -268,9 +295,11 @@ def combine(plans: Sequence[PlannedRun]) -> PlannedRun:
     with ``dataclasses.replace(planned, items=[...])`` to run part of it."""
     if not plans:
         raise InputError("nothing to run: no plan given")
-    first = plans[0].settings.model_copy(update={"paths": []})
+    if any(planned.settings.shard for planned in plans):
+        raise InputError("sharded plans cannot be combined: plan the suites together with --shard instead")
+    first = plans[0].settings.model_copy(update={"paths": [], "plan_hash": None})
     for other in plans[1:]:
-        if other.settings.model_copy(update={"paths": []}) != first:
+        if other.settings.model_copy(update={"paths": [], "plan_hash": None}) != first:
             raise InputError(
                 "plans made with different settings cannot run as one run: plan them with the same options"
             )
@@ -290,6 +319,7 @@ def combine(plans: Sequence[PlannedRun]) -> PlannedRun:
         notes.extend(note for note in planned.notes if note not in notes)
     paths = [path for planned in plans for path in planned.settings.paths]
     settings = plans[0].settings.model_copy(update={"paths": paths})
+    settings = settings.model_copy(update={"plan_hash": plan_hash(snapshots, settings, items)})
     return PlannedRun(suites=suites, settings=settings, items=items, snapshots=snapshots, notes=notes)
 
 

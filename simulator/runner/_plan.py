@@ -9,6 +9,11 @@ without one, whatever ``--persona`` says, and the plan says so (:func:`plan_note
 Repeats: ``--repeat K`` if given, else the case's ``repeats``, else the suite's.
 The seed is recorded in the run's settings (a random one when none was given), so the plan and every scripted
 user's perturbations can be reproduced.
+
+Shards (``--shard K/N``): the whole plan is built, then each item goes to the part given by a SHA-256 of its
+suite's content (not its path: equal on every machine and checkout), case, persona and repeat, modulo N. Every
+shard of one plan so agrees without talking, and the N parts hold every item exactly once. The run records its
+part (``settings.shard``) and the hash of the whole plan (``settings.plan_hash``), which ``runs merge`` checks.
 """
 
 from __future__ import annotations
@@ -17,13 +22,15 @@ import hashlib
 import json
 import platform
 import random
+import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import Any, Final
 
 from simulator import __version__
-from simulator.errors import ConfigError, ConfigErrors
+from simulator.errors import ConfigError, ConfigErrors, InputError
 from simulator.kinds import expectation_questions, kind_of
 from simulator.loading import LoadedSuite, read_judge_prompts
 from simulator.loading._schema import did_you_mean
@@ -139,6 +146,69 @@ def build_plan(suites: Sequence[LoadedSuite], settings: RunSettings) -> list[Pla
                     seed = int(hashlib.sha256(f"{settings.seed}:{key}".encode()).hexdigest()[:8], 16)
                     plan.append(PlanItem(key=key, suite=index, case=case.name, persona=name, repeat=repeat, seed=seed))
     return plan
+
+
+#: Settings that change how a plan runs, not what it runs (where, how fast, what bar, which part): the shards
+#: of one plan may differ in them. ``live`` changes what runs, but each command decides it anew (a repeat or
+#: resume says its own), so it is left out of the plan hash and compared apart by ``runs merge``.
+HOW_IT_RUNS: Final = frozenset(
+    {"paths", "concurrency", "fail_under", "fail_under_coverage", "cache", "checkpoints", "shard", "plan_hash"}
+)
+_SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
+
+
+def what_runs(settings: RunSettings) -> dict[str, Any]:
+    """The settings that change what a plan runs or how it is judged, as JSON data (see :data:`HOW_IT_RUNS`)."""
+    return settings.model_dump(mode="json", exclude=set(HOW_IT_RUNS))
+
+
+def suite_identity(snapshot: SuiteSnapshot) -> str:
+    """A hash of one suite's content (suite, personas, prompts), equal wherever its files live: the suite part
+    of a shard's hash."""
+    data = snapshot.model_dump(mode="json", exclude={"path", "agent_path"})
+    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+
+
+def plan_hash(snapshots: Sequence[SuiteSnapshot], settings: RunSettings, items: Sequence[PlanItem]) -> str:
+    """A hash of a whole plan: its suites' content, the settings that change what runs (``live`` apart) and
+    every item with its seed. Equal for every shard of one plan, on any machine."""
+    canonical = json.dumps(
+        {
+            "suites": [suite_identity(snapshot) for snapshot in snapshots],
+            "settings": {key: value for key, value in what_runs(settings).items() if key != "live"},
+            "plan": [item.model_dump(mode="json") for item in items],
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``K/N`` as (K, N), with 1 <= K <= N; anything else is an InputError naming ``--shard`` and the fix."""
+    found = _SHARD.fullmatch(text)
+    if found is None:
+        raise InputError(f"--shard {text!r}: write it K/N, e.g. --shard 2/4 for the 2nd of 4 parts of the plan")
+    index, count = int(found.group(1)), int(found.group(2))
+    if count < 1:
+        raise InputError(f"--shard {text!r}: N, the number of shards, must be at least 1")
+    if not 1 <= index <= count:
+        raise InputError(f"--shard {text!r}: K must be between 1 and N ({count}); shards are counted from 1")
+    return index, count
+
+
+def shard_of(identity: str, item: PlanItem, count: int) -> int:
+    """Which of ``count`` shards (1-based) holds ``item`` of the suite whose :func:`suite_identity` is
+    ``identity``: a SHA-256 of suite, case, persona and repeat (never Python's ``hash()``, which changes from
+    one process to the next)."""
+    text = json.dumps([identity, item.case, item.persona, item.repeat], ensure_ascii=False)
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:16], 16) % count + 1
+
+
+def shard_part(snapshots: Sequence[SuiteSnapshot], items: Sequence[PlanItem], index: int, count: int) -> list[PlanItem]:
+    """The items of shard ``index`` of ``count``, in plan order."""
+    identities = [suite_identity(snapshot) for snapshot in snapshots]
+    return [item for item in items if shard_of(identities[item.suite], item, count) == index]
 
 
 def unknown_case_filters(suites: Sequence[LoadedSuite], settings: RunSettings) -> list[str]:
