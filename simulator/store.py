@@ -304,8 +304,29 @@ def _m004_leases(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m005_cassettes(conn: sqlite3.Connection) -> None:
+    """Cassettes: every exchange of a recorded conversation (``run --record``), zlib-compressed JSON, one per
+    result key; deleting the run deletes them."""
+    conn.execute(
+        """
+        CREATE TABLE IF NOT EXISTS cassettes (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            "key"  TEXT NOT NULL,
+            data   BLOB NOT NULL,
+            PRIMARY KEY (run_id, "key")
+        )
+        """
+    )
+
+
 #: Every migration, oldest first. Append only: never rename, reorder or edit one that has shipped.
-MIGRATIONS: Final[tuple[Migration, ...]] = (_m001_tables, _m002_immutability, _m003_indexes, _m004_leases)
+MIGRATIONS: Final[tuple[Migration, ...]] = (
+    _m001_tables,
+    _m002_immutability,
+    _m003_indexes,
+    _m004_leases,
+    _m005_cassettes,
+)
 
 
 def migration_name(migration: Migration) -> str:
@@ -1002,6 +1023,41 @@ class RunStore:
                 if "FOREIGN KEY" in message:
                     raise StoreError(self._unknown(stored.run_id)) from exc
                 raise
+
+    # --- cassettes
+
+    def save_cassette(self, run_id: str, key: str, data: bytes) -> None:
+        """Store the cassette of one conversation (compressed, secrets already scrubbed); stored once per key."""
+        self.require_writable(f"store the cassette of {key} of run {run_id}")
+        with self._sql(f"store the cassette of {key} of run {run_id}") as conn:
+            try:
+                conn.execute('INSERT INTO cassettes (run_id, "key", data) VALUES (?, ?, ?)', (run_id, key, data))
+            except sqlite3.IntegrityError as exc:
+                if "FOREIGN KEY" in str(exc):
+                    raise StoreError(self._unknown(run_id)) from exc
+                raise StoreError(f"the cassette of {key!r} of run {run_id} is already stored") from exc
+
+    def cassette(self, run_id: str, key: str) -> bytes | None:
+        """The stored cassette of one conversation, or None (not recorded)."""
+        if not self._has_cassettes:
+            return None
+        with self._sql(f"read the cassette of {key} of run {run_id}") as conn:
+            row = conn.execute('SELECT data FROM cassettes WHERE run_id = ? AND "key" = ?', (run_id, key)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def cassette_keys(self, run_id: str) -> set[str]:
+        """The result keys of a run that have a cassette."""
+        if not self._has_cassettes:
+            return set()
+        with self._sql(f"read the cassettes of run {run_id}") as conn:
+            return {str(row[0]) for row in conn.execute('SELECT "key" FROM cassettes WHERE run_id = ?', (run_id,))}
+
+    @property
+    def _has_cassettes(self) -> bool:
+        """Whether the store has the cassettes table (a read-only store of an older schema has not)."""
+        with self._sql("read the store's tables") as conn:
+            found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cassettes'")
+            return found.fetchone() is not None
 
     def results(self, run_id: str) -> list[StoredResult]:
         """The stored results of a run, in plan order (results whose key is not in the plan last)."""

@@ -77,6 +77,11 @@ class RunSettings(DataModel):
         default=True,
         description="Checkpoint conversations step by step, so a resumed run continues them mid-way.",
     )
+    record: bool = Field(
+        default=False,
+        description="--record: keep a cassette of every exchange of each conversation (agent, tools, simulated "
+        "user, judge), for `simulator replay` and `simulator rerun`.",
+    )
 
 
 class PlanItem(DataModel):

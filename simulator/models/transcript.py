@@ -199,6 +199,21 @@ class Usage(DataModel):
         )
 
 
+class ReplayMark(DataModel):
+    """Where a conversation came from a recording (``simulator replay``, ``simulator rerun --from-divergence``)."""
+
+    source_run: str = Field(description="The recorded run the conversation was replayed from.")
+    mode: Literal["replay", "rerun"]
+    replayed_turns: list[int] = Field(
+        default_factory=list, description="Turns whose agent reply came from the recording, or matched it."
+    )
+    diverged_at: int | None = Field(
+        default=None,
+        description="rerun: the first turn where the agent's reply or tool calls differed from the recording; from "
+        "it on, the agent and the simulated user ran live.",
+    )
+
+
 class Transcript(DataModel):
     """Everything that happened in one conversation of one case with one persona."""
 
@@ -216,6 +231,7 @@ class Transcript(DataModel):
     usage: dict[str, Usage] = Field(default_factory=dict, description="Per model role: agent, user, judge.")
     started_at: datetime = Field(default_factory=utc_now)
     finished_at: datetime | None = None
+    replay: ReplayMark | None = Field(default=None, description="Set when the conversation came from a recording.")
 
     def agent_events(self) -> list[AgentEvent]:
         """The agent's replies, in order."""
