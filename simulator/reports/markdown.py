@@ -409,7 +409,13 @@ def _transcript_lines(transcript: Transcript) -> list[str]:
     if not transcript.events:
         return ["#### Transcript", "", "*(no events)*", ""]
     lines = ["#### Transcript", ""]
+    replay = transcript.replay
+    if replay is not None:
+        lines += [f"*{escape(replay.summary())}*", ""]
     for event in transcript.events:
+        divergence = replay.divergence(event.turn) if replay is not None and isinstance(event, AgentEvent) else None
+        if divergence is not None:
+            lines.append(f"- ⟂ **{escape(divergence)}**")
         if isinstance(event, UserEvent):
             lines.append(f"- 🧑 **user** (turn {event.turn}): " + "\n".join(_block(event.text, "  ", at_start=False)))
         elif isinstance(event, InputEvent):
