@@ -265,6 +265,7 @@ def test_rerun_replays_the_turns_before_the_divergence_and_runs_the_rest_live(
     with RunStore(tmp_path / "runs.db") as store:
         record = store.get_run(rerun.id)
         results = store.results(rerun.id)
+        assert store.cassette_keys(rerun.id) == {stored.key}  # a rerun is recorded too: it can be replayed
     assert "⟂ **divergence at turn 3" in render_markdown(record, results)
     assert "divergence at turn 3" in render_html(record, results)
 

@@ -80,7 +80,8 @@ class RunSettings(DataModel):
     record: bool = Field(
         default=False,
         description="--record: keep a cassette of every exchange of each conversation (agent, tools, simulated "
-        "user, judge), for `simulator replay` and `simulator rerun`.",
+        "user, judge), for `simulator replay` and `simulator rerun`. A recorded run is not checkpointed mid-"
+        "conversation: a resumed conversation starts over, so that its cassette is whole.",
     )
 
 

@@ -218,7 +218,8 @@ async def execute(
             raise
 
     if checkpoints is None:
-        checkpoints = record.settings.checkpoints
+        # A recorded conversation resumed half-way would keep a cassette of its second half only: it starts over.
+        checkpoints = record.settings.checkpoints and not record.settings.record
     main = asyncio.current_task()
     loop = asyncio.get_running_loop()
     lost = False
