@@ -88,7 +88,7 @@ def test_a_recorded_run_replays_offline_with_identical_transcripts_and_verdicts(
         replayed = simulator.replay(recorded.id, db=db)
     assert nothing.requests == []
     assert replayed.id != recorded.id
-    assert (replayed.record.repeat_of, replayed.record.note) == (recorded.id, f"replay of {recorded.id}")
+    assert (replayed.record.replay_of, replayed.record.note) == (recorded.id, f"replay of {recorded.id}")
     before = {stored.key: signature(stored) for stored in recorded.results()}
     after = {stored.key: signature(stored) for stored in replayed.results()}
     assert after == before
@@ -254,7 +254,7 @@ def test_rerun_replays_the_turns_before_the_divergence_and_runs_the_rest_live(
         "NEW: live five",
     ]  # fmt: skip
     assert len(live_user.requests) == 2
-    assert rerun.record.repeat_of == recorded.id
+    assert rerun.record.replay_of == recorded.id
     assert rerun.record.note == f"rerun of {recorded.id} from the first divergence"
 
     # Every report marks the divergence turn.
@@ -450,3 +450,12 @@ def test_a_replayed_conversation_that_goes_further_than_its_recording_ends_as_an
 def test_the_checked_in_cassette_is_gzip_json() -> None:
     data = json.loads(gzip.decompress((DATA / "v1-refund_within_30_days.json.gz").read_bytes()))
     assert data["format"] == 1
+
+
+def test_what_a_replay_replays_is_kept_and_never_changed(demo: Path) -> None:
+    db = demo / "runs.db"
+    recorded = record_demo(db, "suites/demo/golden.yaml", cases=[GOLDEN_CASE])
+    replayed = simulator.replay(recorded.id, db=db)
+    assert simulator.get_run(replayed.id, db=db).record.replay_of == recorded.id
+    with closing(sqlite3.connect(db)) as conn, pytest.raises(sqlite3.IntegrityError, match="immutable"):
+        conn.execute("UPDATE runs SET replay_of = 'other' WHERE id = ?", (replayed.id,))

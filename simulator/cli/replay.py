@@ -62,7 +62,7 @@ def replay(
 
     def started(event: Any) -> None:
         talk.print(
-            f"Run {event.record.id} replays {event.record.repeat_of}: {len(event.record.plan)} conversation(s), "
+            f"Run {event.record.id} replays {event.record.replay_of}: {len(event.record.plan)} conversation(s), "
             f"scored with the suites from {suite_from}.",
             markup=False,
         )

@@ -123,6 +123,12 @@ class RunRecord(DataModel):
         "machine's files, so repeating or resuming it needs --yes.",
     )
 
+    replay_of: str | None = Field(
+        default=None,
+        description="The recorded run this one plays back (`simulator replay`) or reruns from its first divergence "
+        "(`simulator rerun`), if any.",
+    )
+
     @field_validator("status", mode="before")
     @classmethod
     def _legacy_status(cls, value: object) -> object:

@@ -310,6 +310,8 @@ def _header(record: RunRecord) -> str:
     facts.append(_fact("Suite hash", f"<code>{_e(record.suite_hash)}</code>"))
     if record.repeat_of:
         facts.append(_fact("Repeats run", f"<code>{_e(record.repeat_of)}</code>"))
+    if record.replay_of:
+        facts.append(_fact("Replays the recording of run", f"<code>{_e(record.replay_of)}</code>"))
     if record.versions:
         versions = ", ".join(f"{name} {version}" for name, version in sorted(record.versions.items()))
         facts.append(_fact("Versions", _e(versions)))

@@ -184,6 +184,8 @@ def _header(record: RunRecord, breakdown: RunSummary) -> list[str]:
     lines.append(f"- **Status:** {status}")
     if record.repeat_of:
         lines.append(f"- **Repeats run:** {escape(record.repeat_of)}")
+    if record.replay_of:
+        lines.append(f"- **Replays the recording of run:** {escape(record.replay_of)}")
     lines.append(f"- **Correctness:** {_percent(breakdown.correctness)} ({breakdown.passed} of {breakdown.total})")
     lines.append(
         f"- **Outcomes:** {breakdown.passed} passed, {breakdown.failed} failed, {breakdown.error} error, "

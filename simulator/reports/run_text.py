@@ -65,6 +65,8 @@ def run_header(record: RunRecord) -> list[str]:
     )
     if record.repeat_of:
         lines.append(f"  repeats run {record.repeat_of}")
+    if record.replay_of:
+        lines.append(f"  replays the recording of run {record.replay_of}")
     return lines
 
 

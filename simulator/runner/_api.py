@@ -614,7 +614,7 @@ async def _play(
     playbacks = {item.key: make(cassette) for item, cassette in chosen}
     record = new_record(
         store.new_run_id(), snapshots, settings, items,
-        agent_version=source.agent_version, note=note, repeat_of=source.id, imported_from=source.imported_from,
+        agent_version=source.agent_version, note=note, replay_of=source.id, imported_from=source.imported_from,
     )  # fmt: skip
     store.create_run(record)
     if on_event is not None:
@@ -637,7 +637,7 @@ async def replay_async(
     on_event: EventHandler | None = None,
 ) -> RunOutcome:
     """Play a recorded run (``run --record``) back without any agent or model, and score it again as a new run
-    (``repeat_of`` the recorded run; its note says "replay of ..."): the user's moves, the agent's replies and
+    (``replay_of`` the recorded run; its note says "replay of ..."): the user's moves, the agent's replies and
     the tool results come from the cassettes; the checks and judges are the suite files' as they are now
     (``suite_from="disk"``) or the run's own (``"snapshot"``). A judge request identical to a recorded one is
     answered from the cassette; one that changed goes to ``judge_model`` if given, else it is ``unsure`` (not

@@ -157,6 +157,7 @@ def new_record(
     note: str = "",
     repeat_of: str | None = None,
     imported_from: str | None = None,
+    replay_of: str | None = None,
 ) -> RunRecord:
     """A run record for a plan about to run: ``running`` (it reads ``interrupted`` until a process takes its
     lease, and again if that process dies)."""
@@ -172,6 +173,7 @@ def new_record(
         versions=versions(),
         plan=plan,
         repeat_of=repeat_of,
+        replay_of=replay_of,
         imported_from=imported_from,
     )
 
