@@ -380,9 +380,15 @@ class _DivergenceWatch:
         return getattr(self._inner, name)
 
     async def respond(self, request: AgentInput) -> AgentReply:
-        """The live reply; the turn is marked replayed when it matches the recording, else it is the divergence."""
-        reply = await self._inner.respond(request)
+        """The live reply; the turn is marked replayed when it matches the recording, else it is the divergence
+        (a turn where the live agent fails, where it had answered before, is the divergence too)."""
         playback = self._playback
+        try:
+            reply = await self._inner.respond(request)
+        except Exception:
+            if playback.diverged_at is None:
+                playback.diverged_at = request.turn
+            raise
         if playback.diverged_at is None:
             entry, calls = playback.recorded_turn(request.turn)
             if same_turn(entry, calls, reply, request.tools.router.records, playback.compare):

@@ -459,3 +459,14 @@ def test_what_a_replay_replays_is_kept_and_never_changed(demo: Path) -> None:
     assert simulator.get_run(replayed.id, db=db).record.replay_of == recorded.id
     with closing(sqlite3.connect(db)) as conn, pytest.raises(sqlite3.IntegrityError, match="immutable"):
         conn.execute("UPDATE runs SET replay_of = 'other' WHERE id = ?", (replayed.id,))
+
+
+def test_an_agent_that_now_fails_at_turn_3_diverges_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    recorded = _record_five_turns(tmp_path, "1 // 0", monkeypatch)
+    monkeypatch.setenv("AGENT_VARIANT", "new")
+    rerun = simulator.rerun(recorded.id, "five_turns", db=tmp_path / "runs.db")
+    [stored] = rerun.results()
+    assert stored.outcome == "error"
+    mark = stored.result.transcript.replay
+    assert mark is not None
+    assert (mark.replayed_turns, mark.diverged_at) == ([1, 2], 3)
