@@ -470,3 +470,15 @@ def test_an_agent_that_now_fails_at_turn_3_diverges_there(tmp_path: Path, monkey
     mark = stored.result.transcript.replay
     assert mark is not None
     assert (mark.replayed_turns, mark.diverged_at) == ([1, 2], 3)
+
+
+def test_an_unfinished_replay_is_not_resumed_live(demo: Path) -> None:
+    db = demo / "runs.db"
+    recorded = record_demo(db, "suites/demo/golden.yaml", cases=[GOLDEN_CASE])
+    replayed = simulator.replay(recorded.id, db=db)
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute("PRAGMA foreign_keys = OFF")
+        conn.execute("DROP TRIGGER results_no_delete")
+        conn.execute("DELETE FROM results WHERE run_id = ?", (replayed.id,))
+    with pytest.raises(InputError, match=f"plays back the recording of run {recorded.id} and cannot be resumed"):
+        simulator.resume(replayed.id, db=db)

@@ -410,6 +410,12 @@ async def resume_async(
         store.check_free(record.id, "resumed")
         if record.status == "completed" and len(store.completed_keys(record.id)) == len(record.plan):
             return RunOutcome(record=record, store_path=store.path)
+        if record.replay_of:
+            # Its conversations were played from cassettes: resumed, they would run live.
+            raise InputError(
+                f"run {record.id} plays back the recording of run {record.replay_of} and cannot be resumed: "
+                f"replay it again (simulator replay {record.replay_of}, or simulator rerun for a rerun)"
+            )
         check_live(record, live)
         _trust(record, trust_imported, "resuming")
         _check_environment_of(record)
