@@ -31,6 +31,7 @@ Schema (built by the numbered migrations below; the ``migrations`` table records
                 repeat_of     TEXT               -- the run this one repeats (plain id, no foreign key)
                 imported_from TEXT               -- the id it had where it was exported, for `import run`
                                                  -- (and its repeats); NULL for runs made here
+                replay_of     TEXT               -- the recorded run this one replays or reruns (plain id)
 
     results     id         INTEGER PRIMARY KEY   -- insertion order
                 run_id     TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE
@@ -43,6 +44,10 @@ Schema (built by the numbered migrations below; the ``migrations`` table records
                 duration_s REAL NOT NULL
                 finished   TEXT NOT NULL
                 result     TEXT NOT NULL         -- JSON CaseResult (transcript, scores, reasons)
+
+    cassettes   run_id     TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE
+                key        TEXT NOT NULL         -- the PlanItem key; PRIMARY KEY (run_id, key)
+                data       BLOB NOT NULL         -- zlib JSON Cassette (simulator.models.cassette), secrets scrubbed
 
     leases      run_id     TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE
                 pid        INTEGER NOT NULL      -- the process running the run ...
@@ -58,7 +63,8 @@ Immutability is enforced by the database itself, whoever writes to the file:
 
 * ``runs_keep_what_was_run``: an UPDATE that names ``id``, ``created``, ``suite_hash``, ``snapshot``,
   ``settings``, ``versions``, ``agent_version``, ``plan`` or ``repeat_of`` aborts (``runs_keep_where_from``:
-  ``imported_from`` too); only ``note``, ``status``, ``totals`` and ``finished`` can change;
+  ``imported_from`` too; ``runs_keep_replay_of``: ``replay_of``); only ``note``, ``status``, ``totals`` and
+  ``finished`` can change;
 * ``results_insert_only``, ``results_no_replace``, ``results_no_delete``: a result is never updated,
   replaced (``INSERT OR REPLACE``) or deleted on its own; it goes only with its run (``delete_run``).
 
@@ -304,8 +310,43 @@ def _m004_leases(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m005_cassettes(conn: sqlite3.Connection) -> None:
+    """Cassettes: every exchange of a recorded conversation (``run --record``), zlib-compressed JSON, one per
+    result key; deleting the run deletes them. And ``replay_of``: the recorded run a replay or rerun plays back.
+
+    Written so that it can run again on a file where it ran in part (every step checks first)."""
+    columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(runs)")}
+    if "replay_of" not in columns:
+        conn.execute("ALTER TABLE runs ADD COLUMN replay_of TEXT")
+    conn.execute(
+        """
+        CREATE TRIGGER IF NOT EXISTS runs_keep_replay_of
+        BEFORE UPDATE OF replay_of ON runs
+        BEGIN
+            SELECT RAISE(ABORT, 'a stored run is immutable: only note, status, totals and finished can change');
+        END
+        """
+    )
+    conn.execute(
+        """
+        CREATE TABLE IF NOT EXISTS cassettes (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            "key"  TEXT NOT NULL,
+            data   BLOB NOT NULL,
+            PRIMARY KEY (run_id, "key")
+        )
+        """
+    )
+
+
 #: Every migration, oldest first. Append only: never rename, reorder or edit one that has shipped.
-MIGRATIONS: Final[tuple[Migration, ...]] = (_m001_tables, _m002_immutability, _m003_indexes, _m004_leases)
+MIGRATIONS: Final[tuple[Migration, ...]] = (
+    _m001_tables,
+    _m002_immutability,
+    _m003_indexes,
+    _m004_leases,
+    _m005_cassettes,
+)
 
 
 def migration_name(migration: Migration) -> str:
@@ -435,6 +476,7 @@ _TABLE_ORDER: Final = (
 _NEWEST_FIRST: Final = "ORDER BY runs.created DESC, runs.id DESC"
 _LEASE_COLUMNS: Final = ("pid", "host", "token", "started", "heartbeat")
 _LEASE_MIGRATION: Final = "m004_leases"
+_REPLAY_MIGRATION: Final = "m005_cassettes"
 
 
 @dataclass(frozen=True)
@@ -581,6 +623,8 @@ class RunStore:
         #: Opened read-only: every write fails with a StoreError saying so.
         self.read_only: bool = read_only
         self._leases = True
+        #: Whether the schema has ``runs.replay_of`` and the cassettes table (a read-only older store has not).
+        self._replays = True
         if read_only:
             self._conn = self._open_read_only(timeout)
             return
@@ -649,6 +693,7 @@ class RunStore:
                 conn.close()
                 raise
             self._leases = _LEASE_MIGRATION in applied
+            self._replays = _REPLAY_MIGRATION in applied
             return conn
         raise StoreError(f"cannot open the read-only run store {self.path} ({_explain(last) if last else '?'}): {_FIX}")
 
@@ -697,6 +742,7 @@ class RunStore:
     def _runs(self) -> str:
         """SELECT of the run columns, each run's lease beside it (NULLs in a read-only store of an older schema)."""
         columns = ", ".join(f"runs.{name.strip()} AS {name.strip()}" for name in _RUN_COLUMNS.split(","))
+        columns += ", runs.replay_of AS replay_of" if self._replays else ", NULL AS replay_of"
         if not self._leases:
             nulls = ", ".join(f"NULL AS lease_{name}" for name in _LEASE_COLUMNS)
             return f"SELECT {columns}, NULL AS imported_from, {nulls} FROM runs"
@@ -738,11 +784,13 @@ class RunStore:
             None if record.totals is None else _json_text(record.totals),
             record.repeat_of,
             record.imported_from,
+            record.replay_of,
         ))  # fmt: skip
         with self._sql(f"store run {record.id}") as conn:
             try:
                 conn.execute(
-                    f"INSERT INTO runs ({_RUN_COLUMNS}, imported_from) VALUES ({', '.join('?' * len(row))})", row
+                    f"INSERT INTO runs ({_RUN_COLUMNS}, imported_from, replay_of) VALUES ({', '.join('?' * len(row))})",
+                    row,
                 )
             except sqlite3.IntegrityError as exc:
                 if "UNIQUE" in str(exc):
@@ -1003,6 +1051,34 @@ class RunStore:
                     raise StoreError(self._unknown(stored.run_id)) from exc
                 raise
 
+    # --- cassettes
+
+    def save_cassette(self, run_id: str, key: str, data: bytes) -> None:
+        """Store the cassette of one conversation (compressed, secrets already scrubbed); stored once per key."""
+        self.require_writable(f"store the cassette of {key} of run {run_id}")
+        with self._sql(f"store the cassette of {key} of run {run_id}") as conn:
+            try:
+                conn.execute('INSERT INTO cassettes (run_id, "key", data) VALUES (?, ?, ?)', (run_id, key, data))
+            except sqlite3.IntegrityError as exc:
+                if "FOREIGN KEY" in str(exc):
+                    raise StoreError(self._unknown(run_id)) from exc
+                raise StoreError(f"the cassette of {key!r} of run {run_id} is already stored") from exc
+
+    def cassette(self, run_id: str, key: str) -> bytes | None:
+        """The stored cassette of one conversation, or None (not recorded)."""
+        if not self._replays:
+            return None
+        with self._sql(f"read the cassette of {key} of run {run_id}") as conn:
+            row = conn.execute('SELECT data FROM cassettes WHERE run_id = ? AND "key" = ?', (run_id, key)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def cassette_keys(self, run_id: str) -> set[str]:
+        """The result keys of a run that have a cassette."""
+        if not self._replays:
+            return set()
+        with self._sql(f"read the cassettes of run {run_id}") as conn:
+            return {str(row[0]) for row in conn.execute('SELECT "key" FROM cassettes WHERE run_id = ?', (run_id,))}
+
     def results(self, run_id: str) -> list[StoredResult]:
         """The stored results of a run, in plan order (results whose key is not in the plan last)."""
         return list(self.iter_results(run_id))
@@ -1142,6 +1218,7 @@ class RunStore:
                 "suite_hash": row["suite_hash"],
                 "repeat_of": row["repeat_of"],
                 "imported_from": imported,
+                "replay_of": row["replay_of"],
             },
             {
                 "snapshot": row["snapshot"],

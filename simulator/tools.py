@@ -222,6 +222,10 @@ class ToolRouter:
         self.records.append(record)
         return record
 
+    def replayed(self, record: ToolCallRecord) -> None:
+        """Record a call as a recording holds it (``simulator replay``): nothing is routed, faked or run."""
+        self.records.append(record)
+
     def _new_record(self, name: str, arguments: dict[str, Any] | str | None, call_id: str | None) -> ToolCallRecord:
         self._counter += 1
         parsed, arguments_error = _parse_arguments(arguments)

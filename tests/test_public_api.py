@@ -13,8 +13,8 @@ PUBLIC_NAMES = [
     "ModelError", "Persona", "PlanItem", "PlannedRun", "Progress", "RunOutcome", "RunRecord",
     "RunSettings", "RunStarted", "ScenarioCase", "SimulationCase", "SimulatorError", "Step", "StoreError",
     "StoredResult", "Suite", "ValidationReport", "__version__", "delete_run", "get_run", "load_personas",
-    "load_suite", "merge_runs",
-    "plan", "render_report", "repeat", "repeat_async", "resume", "resume_async", "run", "run_async",
+    "load_suite", "merge_runs", "plan", "render_report", "repeat", "repeat_async", "replay", "replay_async",
+    "rerun", "rerun_async", "resume", "resume_async", "run", "run_async",
     "simulate", "simulate_async", "validate_paths",
 ]  # fmt: skip
 

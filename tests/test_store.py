@@ -431,7 +431,13 @@ def test_a_new_file_gets_every_migration_and_opening_again_changes_nothing(tmp_p
         pass
     rows = migration_rows(db)
     assert [name for name, _ in rows] == [migration_name(m) for m in MIGRATIONS]
-    assert [name for name, _ in rows] == ["m001_tables", "m002_immutability", "m003_indexes", "m004_leases"]
+    assert [name for name, _ in rows] == [
+        "m001_tables",
+        "m002_immutability",
+        "m003_indexes",
+        "m004_leases",
+        "m005_cassettes",
+    ]
     objects = schema(db)
     assert {"runs", "results", "migrations", "runs_keep_what_was_run", "results_insert_only"} <= objects
     with RunStore(db):
@@ -735,11 +741,12 @@ def test_an_older_read_only_store_is_read_without_migrating_it(tmp_path: Path) -
     with RunStore(db) as store:  # migrate it fully, then take the newest migration back out by hand
         store.create_run(make_run(status="running"))
     with raw(db) as conn:
+        conn.execute("DROP TABLE cassettes")
         conn.execute("DROP TABLE leases")
         conn.execute("DROP TRIGGER runs_keep_where_from")
         conn.execute("ALTER TABLE runs DROP COLUMN imported_from")
         conn.execute("UPDATE runs SET status = 'incomplete', note = 'imported from 20250101-000000-abcdef'")
-        conn.execute("DELETE FROM migrations WHERE name = 'm004_leases'")
+        conn.execute("DELETE FROM migrations WHERE name IN ('m004_leases', 'm005_cassettes')")
         conn.commit()
     make_read_only(db)
     try:

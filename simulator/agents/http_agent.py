@@ -20,6 +20,7 @@ their values never appear in an error message.
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import json
 import os
@@ -39,6 +40,7 @@ from simulator.errors import AgentError
 from simulator.llm import RetryPolicy, retry_after_seconds
 from simulator.models import HttpAgent
 from simulator.safety import register_secret
+from simulator.taps import active_tape
 
 if TYPE_CHECKING:
     from simulator.llm import LLMClient
@@ -146,11 +148,16 @@ class HttpAdapter:
         attempts = self.config.retries + 1
         for attempt in range(1, attempts + 1):
             try:
-                return await self._attempt(body)
+                message = await self._attempt(body)
             except _NoReply as failure:
                 if attempt == attempts:
                     raise AgentError(self._gave_up(failure, attempts)) from None
                 await self._retry.wait(attempt, failure.retry_after)
+                continue
+            tape = active_tape()
+            if tape is not None:
+                tape.add("agent", "http", copy.deepcopy(body), copy.deepcopy(message), url=self.url)
+            return message
         raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
 
     async def _attempt(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -193,6 +193,14 @@ def run(
         ),
     ] = False,
     verbose: VerboseOption = False,
+    record: Annotated[
+        bool,
+        typer.Option(
+            "--record",
+            help="Keep a cassette of every exchange (agent, tools, simulated user, judge) of each conversation, "
+            "compressed and with secrets scrubbed, for `simulator replay` and `simulator rerun`.",
+        ),
+    ] = False,
 ) -> None:
     """Run suites: cases x personas x repeats, concurrently; every result is stored as it finishes.
 
@@ -210,7 +218,7 @@ def run(
         paths, persona=persona, repeat=repeat, tags=tag or [], cases=case or [], live=live, user_model=user_model,
         judge_model=judge_model, models=_model_overrides(models_file, judge_api_base, user_api_base, agent_api_base),
         concurrency=concurrency, fail_under=fail_under, fail_under_coverage=fail_under_coverage, seed=seed,
-        cache=not no_cache, checkpoints=checkpoints, shard=shard,
+        cache=not no_cache, checkpoints=checkpoints, shard=shard, record=record,
     )  # fmt: skip
 
     def started(event: Any) -> None:

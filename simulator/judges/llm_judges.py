@@ -56,7 +56,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from simulator.errors import JudgeError, ModelError
 from simulator.judges.step import NO_JUDGE, render_conversation
-from simulator.llm import LLMClient, Role, StructuredOutputError
+from simulator.llm import LLMClient, Role, StructuredOutputError, UnrecordedRequest
 from simulator.models.case import ReferenceAnswerSpec
 from simulator.models.scores import Score, ScoreSource, ScoreVerdict
 from simulator.models.transcript import AgentEvent, TranscriptEvent
@@ -262,6 +262,8 @@ class _Failed:
 
     reason: str
     raw: str | None = None
+    #: Not asked at all (a replay's changed question with no judge model to send it to): unsure, not an error.
+    unasked: bool = False
 
 
 class LLMJudge:
@@ -439,6 +441,8 @@ class LLMJudge:
             return await self._llm.structured(Role.JUDGE, messages, schema)
         except StructuredOutputError as exc:
             return _Failed(f"the judge model gave no usable reply: {exc}", exc.raw)
+        except UnrecordedRequest as exc:
+            return _Failed(str(exc), unasked=True)
         except ModelError as exc:
             return _Failed(f"the judge model failed: {exc}")
 
@@ -486,8 +490,8 @@ class _Question:
         return self.score("unsure", NO_JUDGE)
 
     def failed(self, failure: _Failed) -> Score:
-        """The judge model failed or never gave a usable reply."""
-        return self.score("error", failure.reason, raw=failure.raw)
+        """The judge model failed or never gave a usable reply (unsure when it was never asked)."""
+        return self.score("unsure" if failure.unasked else "error", failure.reason, raw=failure.raw)
 
 
 def _reference_score(q: _Question, reply: ReferenceAnswerReply | _Failed, threshold: float) -> Score:

@@ -89,15 +89,19 @@ class StepJudge:
         if not self.has_judge_model:
             return CheckDetail(check=label, verdict="unsure", evidence=NO_JUDGE)
         assert self.llm is not None
-        from simulator.llm import Role
+        from simulator.llm import Role, UnrecordedRequest
 
         messages = [
             {"role": "system", "content": step_prompt()},
             {"role": "user", "content": _judge_request(criterion, goal, events)},
         ]
         # A judge that fails after the client's retries is not an "unsure" verdict: it propagates, and the
-        # engine ends the case as an error naming the judge (never the agent's failure).
-        verdict = await self.llm.structured(Role.JUDGE, messages, CriterionVerdict)
+        # engine ends the case as an error naming the judge (never the agent's failure). A replay's question
+        # that was never recorded and may not be sent is simply not judged.
+        try:
+            verdict = await self.llm.structured(Role.JUDGE, messages, CriterionVerdict)
+        except UnrecordedRequest as exc:
+            return CheckDetail(check=label, verdict="unsure", evidence=str(exc))
         return CheckDetail(check=label, verdict=verdict.verdict, evidence=verdict.reason)
 
 

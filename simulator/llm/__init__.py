@@ -13,7 +13,16 @@
 """
 
 from simulator.llm._cache import RequestCache, cache_scope, request_cache_key
-from simulator.llm._client import LLMClient, UsageMeter, metering, preload
+from simulator.llm._client import (
+    LLMClient,
+    RecordedAnswers,
+    UsageMeter,
+    metering,
+    preload,
+    replaying,
+    request_fingerprint,
+    request_record,
+)
 from simulator.llm._fake import (
     FAKE_PROVIDER,
     FakeProviderError,
@@ -31,7 +40,7 @@ from simulator.llm._fake import (
     fake_timeout,
 )
 from simulator.llm._retry import RETRY_AFTER_CAP, RetryPolicy, retry_after_seconds
-from simulator.llm._types import Completion, Role, StructuredOutputError, ToolCallRequest, Usage
+from simulator.llm._types import Completion, Role, StructuredOutputError, ToolCallRequest, UnrecordedRequest, Usage
 
 __all__ = [
     "FAKE_PROVIDER",
@@ -43,12 +52,14 @@ __all__ = [
     "FakeScript",
     "FakeToolCall",
     "LLMClient",
+    "RecordedAnswers",
     "RequestCache",
     "RetryPolicy",
     "Role",
     "StaticReply",
     "StructuredOutputError",
     "ToolCallRequest",
+    "UnrecordedRequest",
     "Usage",
     "UsageMeter",
     "cache_scope",
@@ -61,6 +72,9 @@ __all__ = [
     "fake_timeout",
     "metering",
     "preload",
+    "replaying",
     "request_cache_key",
+    "request_fingerprint",
+    "request_record",
     "retry_after_seconds",
 ]

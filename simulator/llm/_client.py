@@ -36,11 +36,13 @@ import atexit
 import contextvars
 import functools
 import gc
+import hashlib
+import json
 import os
 import re
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -54,8 +56,19 @@ from simulator.llm._retry import Failure, RetryPolicy, full_jitter
 from simulator.llm._types import Completion, Role, StructuredOutputError, Usage
 from simulator.models.settings import ModelRoles, ModelSettings
 from simulator.safety import redact, register_secret
+from simulator.taps import active_tape
 
-__all__ = ["LLMClient", "UsageMeter", "backend_name", "metering", "preload"]
+__all__ = [
+    "LLMClient",
+    "RecordedAnswers",
+    "UsageMeter",
+    "backend_name",
+    "metering",
+    "preload",
+    "replaying",
+    "request_fingerprint",
+    "request_record",
+]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -149,6 +162,68 @@ def metering() -> Iterator[UsageMeter]:
         yield meter
     finally:
         _METER.reset(token)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Recording and replaying (simulator run --record, simulator replay)
+
+
+def request_record(request: Mapping[str, Any]) -> dict[str, Any]:
+    """A model request as a cassette keeps it: JSON data, a ``response_format`` class as its name and schema, and
+    no API key (the key is never in a request handed here; this drops it anyway)."""
+    record: dict[str, Any] = {}
+    for key, value in request.items():
+        if key == "api_key":
+            continue
+        if isinstance(value, type) and issubclass(value, BaseModel):
+            record[key] = {"name": value.__name__, "schema": value.model_json_schema()}
+        else:
+            record[key] = value
+    return json.loads(json.dumps(record, default=str))  # type: ignore[no-any-return]
+
+
+def request_fingerprint(record: Mapping[str, Any]) -> str:
+    """What makes two model requests the same question (:func:`request_record` form): the messages, the tools and
+    the response format, not the model, its settings or the timeout. A replay answers a request from the
+    cassette when its fingerprint is a recorded one."""
+    same = {key: record.get(key) for key in ("messages", "tools", "response_format")}
+    return hashlib.sha256(json.dumps(same, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+class RecordedAnswers(Protocol):
+    """Answers model requests from a recording (see :func:`replaying`)."""
+
+    def answer(self, role: Role, record: dict[str, Any], fingerprint: str) -> Completion | None:
+        """The recorded reply to this request; None to send it to the role's model; or raise
+        :class:`~simulator.llm.UnrecordedRequest` when it must not be sent."""
+        ...
+
+
+_ANSWERS: contextvars.ContextVar[RecordedAnswers | None] = contextvars.ContextVar("simulator_answers", default=None)
+
+
+@contextmanager
+def replaying(answers: RecordedAnswers) -> Iterator[None]:
+    """In this block (and the tasks started from it), every model request is first offered to ``answers``."""
+    token = _ANSWERS.set(answers)
+    try:
+        yield
+    finally:
+        _ANSWERS.reset(token)
+
+
+def _taped(role: Role, request: Mapping[str, Any], completion: Completion) -> None:
+    tape = active_tape()
+    if tape is None:
+        return
+    record = request_record(request)
+    tape.add(
+        role.value,
+        "model",
+        record,
+        completion.model_dump(mode="json"),
+        fingerprint=request_fingerprint(record),
+    )
 
 
 class LLMClient:
@@ -270,6 +345,12 @@ class LLMClient:
             request["tools"] = [dict(tool) for tool in tools]
         request.update(overrides)
         timeout = float(request["timeout"])
+        answers = _ANSWERS.get()
+        if answers is not None:
+            record = request_record(request)
+            recorded = answers.answer(role, record, request_fingerprint(record))
+            if recorded is not None:
+                return self._serve_hit(role, recorded), None
 
         cache = self._cache_for(role)
         key = None
@@ -280,7 +361,9 @@ class LLMClient:
             hit = cache.get(key)
             if hit is not None:
                 # Looked up before the API key is read: a run served wholly from the cache needs no secrets.
-                return self._serve_hit(role, hit), key
+                served = self._serve_hit(role, hit)
+                _taped(role, request, served)
+                return served, key
         api_key = self._api_key(role, settings, model)
         if api_key is not None:
             request["api_key"] = api_key
@@ -310,6 +393,7 @@ class LLMClient:
                     await self.retry_policy.wait(attempt, failure.retry_after)
                 continue
             self._account(role, completion.usage, cached=False)
+            _taped(role, request, completion)
             if cache is not None and key is not None and write_cache:
                 cache.put(key, completion)
             return completion, key

@@ -84,6 +84,11 @@ class Completion(BaseModel):
     cached: bool = False
 
 
+class UnrecordedRequest(ModelError):
+    """A replayed conversation made a model request its cassette does not hold, and no model may answer it
+    (``simulator replay`` without ``--judge-model``): the question is not judged, which is never a failure."""
+
+
 class StructuredOutputError(ModelError):
     """The model did not produce valid structured output within the allowed attempts.
 

@@ -92,6 +92,12 @@ class RunSettings(DataModel):
         "and the settings that change what runs; every shard of one plan has the same. None for runs stored "
         "before it was recorded.",
     )
+    record: bool = Field(
+        default=False,
+        description="--record: keep a cassette of every exchange of each conversation (agent, tools, simulated "
+        "user, judge), for `simulator replay` and `simulator rerun`. A recorded run is not checkpointed mid-"
+        "conversation: a resumed conversation starts over, so that its cassette is whole.",
+    )
 
 
 class PlanItem(DataModel):
@@ -130,6 +136,12 @@ class RunRecord(DataModel):
         description="The id the run had where it came from, when it came from `simulator import run` (kept by its "
         "repeats): its snapshot names code (agents, graphs, tool functions) that was not loaded from this "
         "machine's files, so repeating or resuming it needs --yes.",
+    )
+
+    replay_of: str | None = Field(
+        default=None,
+        description="The recorded run this one plays back (`simulator replay`) or reruns from its first divergence "
+        "(`simulator rerun`), if any.",
     )
 
     @field_validator("status", mode="before")

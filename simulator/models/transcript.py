@@ -208,6 +208,53 @@ class Usage(DataModel):
         )
 
 
+class ReplayMark(DataModel):
+    """Where a conversation came from a recording (``simulator replay``, ``simulator rerun --from-divergence``)."""
+
+    source_run: str = Field(description="The recorded run the conversation was replayed from.")
+    mode: Literal["replay", "rerun"]
+    replayed_turns: list[int] = Field(
+        default_factory=list, description="Turns whose agent reply came from the recording, or matched it."
+    )
+    diverged_at: int | None = Field(
+        default=None,
+        description="rerun: the first turn where the agent's reply or tool calls differed from the recording; from "
+        "it on, the agent and the simulated user ran live.",
+    )
+
+    def summary(self) -> str:
+        """Where the conversation came from, in words (every report's transcript says it)."""
+        if self.mode == "replay":
+            return f"replayed from the cassette of run {self.source_run} (no agent or model was called)"
+        turns = _turn_ranges(self.replayed_turns)
+        replayed = (
+            f"turn{'s' if len(self.replayed_turns) != 1 else ''} {turns} replayed" if turns else "no turn replayed"
+        )
+        if self.diverged_at is None:
+            return f"rerun of run {self.source_run}: {replayed}; the agent never diverged from the recording"
+        return f"rerun of run {self.source_run}: {replayed}; diverged at turn {self.diverged_at}, live from there"
+
+    def divergence(self, turn: int) -> str | None:
+        """The marker of the divergence, for the turn where it happened (None for every other turn)."""
+        if self.mode != "rerun" or turn != self.diverged_at:
+            return None
+        return (
+            f"divergence at turn {turn}: the agent's reply or tool calls differ from the recording; the agent and "
+            "the simulated user run live from here"
+        )
+
+
+def _turn_ranges(turns: list[int]) -> str:
+    """``[1, 2, 3, 5]`` as ``1-3, 5``."""
+    ranges: list[str] = []
+    for turn in sorted(set(turns)):
+        if ranges and turn == int(ranges[-1].rpartition("-")[2]) + 1:
+            ranges[-1] = f"{ranges[-1].partition('-')[0]}-{turn}"
+        else:
+            ranges.append(str(turn))
+    return ", ".join(ranges)
+
+
 class Transcript(DataModel):
     """Everything that happened in one conversation of one case with one persona."""
 
@@ -225,6 +272,7 @@ class Transcript(DataModel):
     usage: dict[str, Usage] = Field(default_factory=dict, description="Per model role: agent, user, judge.")
     started_at: datetime = Field(default_factory=utc_now)
     finished_at: datetime | None = None
+    replay: ReplayMark | None = Field(default=None, description="Set when the conversation came from a recording.")
 
     def agent_events(self) -> list[AgentEvent]:
         """The agent's replies, in order."""

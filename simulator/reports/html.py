@@ -319,6 +319,8 @@ def _header(record: RunRecord) -> str:
     facts.append(_fact("Suite hash", f"<code>{_e(record.suite_hash)}</code>"))
     if record.repeat_of:
         facts.append(_fact("Repeats run", f"<code>{_e(record.repeat_of)}</code>"))
+    if record.replay_of:
+        facts.append(_fact("Replays the recording of run", f"<code>{_e(record.replay_of)}</code>"))
     if record.versions:
         versions = ", ".join(f"{name} {version}" for name, version in sorted(record.versions.items()))
         facts.append(_fact("Versions", _e(versions)))
@@ -719,10 +721,15 @@ def _transcript(item: _Item, transcript: Transcript) -> str:
                     f"<div class='step-divider' id='{item.anchor}-step-{current + 1}'>{_e(name)}"
                     f"{': ' + _e(label) if label else ''}</div>"
                 )
+        replay = transcript.replay
+        divergence = replay.divergence(event.turn) if replay is not None and isinstance(event, AgentEvent) else None
+        if divergence is not None:
+            parts.append(f"<div class='event-error divergence'><strong>⟂</strong> {_e(divergence)}</div>")
         parts.append(_event(event, transcript))
     if not parts:
         parts.append("<p class='muted'>No events.</p>")
-    return f"<h4>Transcript</h4><div class='transcript'>{''.join(parts)}</div>"
+    origin = f"<p class='muted'>{_e(transcript.replay.summary())}</p>" if transcript.replay is not None else ""
+    return f"<h4>Transcript</h4>{origin}<div class='transcript'>{''.join(parts)}</div>"
 
 
 def _score_row(score: Score) -> str:

@@ -195,6 +195,8 @@ def _header(record: RunRecord, breakdown: RunSummary) -> list[str]:
     lines.append(f"- **Status:** {status}")
     if record.repeat_of:
         lines.append(f"- **Repeats run:** {escape(record.repeat_of)}")
+    if record.replay_of:
+        lines.append(f"- **Replays the recording of run:** {escape(record.replay_of)}")
     lines.append(f"- **Correctness:** {_percent(breakdown.correctness)} ({breakdown.passed} of {breakdown.total})")
     lines.append(
         f"- **Outcomes:** {breakdown.passed} passed, {breakdown.failed} failed, {breakdown.error} error, "
@@ -461,7 +463,13 @@ def _transcript_lines(transcript: Transcript) -> list[str]:
     if not transcript.events:
         return ["#### Transcript", "", "*(no events)*", ""]
     lines = ["#### Transcript", ""]
+    replay = transcript.replay
+    if replay is not None:
+        lines += [f"*{escape(replay.summary())}*", ""]
     for event in transcript.events:
+        divergence = replay.divergence(event.turn) if replay is not None and isinstance(event, AgentEvent) else None
+        if divergence is not None:
+            lines.append(f"- ⟂ **{escape(divergence)}**")
         if isinstance(event, UserEvent):
             lines.append(f"- 🧑 **user** (turn {event.turn}): " + "\n".join(_block(event.text, "  ", at_start=False)))
         elif isinstance(event, InputEvent):

@@ -67,6 +67,8 @@ def run_header(record: RunRecord) -> list[str]:
         lines.append(f"  repeats run {record.repeat_of}")
     if settings.shard:
         lines.append(f"  shard {settings.shard} of plan {settings.plan_hash} (simulator runs merge joins the shards)")
+    if record.replay_of:
+        lines.append(f"  replays the recording of run {record.replay_of}")
     return lines
 
 

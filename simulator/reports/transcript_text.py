@@ -104,7 +104,13 @@ def transcript_lines(transcript: Transcript, result: CaseResult | None = None, *
     if total:
         head += f", Goals ({goals_count(transcript.steps)})"
     lines = [Line("header", head)]
+    replay = transcript.replay
+    if replay is not None:
+        lines.append(Line("plain", f"  ({replay.summary()})"))
     for event in transcript.events:
+        divergence = replay.divergence(event.turn) if replay is not None and isinstance(event, AgentEvent) else None
+        if divergence is not None:
+            lines.append(Line("error", f"  ⟂ {divergence}"))
         if isinstance(event, UserEvent):
             lines.append(Line("user", f"  [{event.turn}] user: {event.text}"))
         elif isinstance(event, InputEvent):

@@ -2,7 +2,9 @@
 
 ``run`` plans suites (cases x personas x repeats), stores the run and runs it; ``resume`` finishes a stored run;
 ``repeat`` runs a stored run's snapshot again as a new run; ``simulate`` runs and scores cases one by one without
-storing anything. Each has an ``*_async`` twin for callers that own an event loop (the CLI, which runs it once).
+storing anything; ``replay`` plays a recorded run (``record=True``) back offline and scores it again, and
+``rerun`` runs the agent again against a recorded conversation from the first turn where it differs. Each has
+an ``*_async`` twin for callers that own an event loop (the CLI, which runs it once).
 
 Every option is checked before any conversation starts or anything is stored: invalid suites raise
 :class:`~simulator.errors.ConfigErrors` naming file, line and key; options that make no sense raise
@@ -22,9 +24,11 @@ from typing import Any, Literal, ParamSpec, TypeVar, cast
 
 from pydantic import ValidationError
 
+from simulator.cassettes import Compare, Playback, decode
 from simulator.errors import ConfigErrors, InputError
 from simulator.loading import LoadedSuite, validate_paths
 from simulator.models import Case, ModelRoles, Persona
+from simulator.models.cassette import Cassette
 from simulator.models.run import PlanItem, RunRecord, RunSettings, StoredResult, SuiteSnapshot
 from simulator.models.scores import CaseResult
 from simulator.runner._case import (
@@ -475,6 +479,12 @@ async def resume_async(
         store.check_free(record.id, "resumed")
         if record.status == "completed" and len(store.completed_keys(record.id)) == len(record.plan):
             return RunOutcome(record=record, store_path=store.path)
+        if record.replay_of:
+            # Its conversations were played from cassettes: resumed, they would run live.
+            raise InputError(
+                f"run {record.id} plays back the recording of run {record.replay_of} and cannot be resumed: "
+                f"replay it again (simulator replay {record.replay_of}, or simulator rerun for a rerun)"
+            )
         check_live(record, live)
         _trust(record, trust_imported, "resuming")
         _check_environment_of(record)
@@ -599,6 +609,177 @@ def get_run(run_ref: str, *, db: PathLike | None = None) -> RunOutcome:
         return RunOutcome(record=store.get_run(run_ref), store_path=store.path)
 
 
+# --------------------------------------------------------------------------------------------------------------
+# Record and replay: cassettes of recorded runs (run --record) played back as new runs
+
+SuiteSource = Literal["disk", "snapshot"]
+
+
+def _recorded_items(
+    store: RunStore, source: RunRecord, case: str | None, persona: str | None
+) -> list[tuple[PlanItem, Cassette]]:
+    """The recorded conversations of ``source`` that ``case`` and ``persona`` select, with their cassettes."""
+    from simulator.loading._schema import did_you_mean
+
+    keys = store.cassette_keys(source.id)
+    if not keys:
+        paths = " ".join(source.settings.paths) or "SUITE"
+        raise InputError(
+            f"run {source.id} was run without --record, so it has no cassettes to replay; record a run with "
+            f"`simulator run {paths} --record` (or record=True in simulator.run), then replay that run"
+        )
+    items = [item for item in source.plan if item.key in keys]
+    cases = sorted({item.case for item in items})
+    if case is not None and case not in cases:
+        raise InputError(
+            f"run {source.id} has no recorded case named {case!r}{did_you_mean(case, cases)} "
+            f"(recorded cases: {', '.join(cases)})"
+        )
+    items = [item for item in items if case is None or item.case == case]
+    personas = sorted({item.persona for item in items if item.persona})
+    if persona is not None and persona not in personas:
+        raise InputError(
+            f"run {source.id} has no recorded conversation with persona {persona!r}"
+            f"{did_you_mean(persona, personas)} (recorded personas: {', '.join(personas) or 'none'})"
+        )
+    items = [item for item in items if persona is None or item.persona == persona]
+    return [
+        (item, decode(store.cassette(source.id, item.key) or b"", where=f"cassette {item.key} of run {source.id}"))
+        for item in items
+    ]
+
+
+def _suites_for_replay(source: RunRecord, suite_from: SuiteSource, items: Sequence[PlanItem]) -> list[SuiteSnapshot]:
+    """The suites a replay scores with: the files as they are now (``disk``) or the run's snapshot."""
+    if suite_from not in ("disk", "snapshot"):
+        raise InputError(f"--suite-from must be disk or snapshot, not {suite_from!r}")
+    if suite_from == "snapshot":
+        return list(source.snapshot)
+    from simulator.loading import load_suite
+
+    snapshots: list[SuiteSnapshot] = []
+    for snapshot in source.snapshot:
+        if not Path(snapshot.path).is_file():
+            raise InputError(
+                f"the suite file {snapshot.path} of run {source.id} is not there any more (looked for from "
+                f"{Path.cwd()}): run from the folder the run was started in, or pass --suite-from snapshot to score "
+                "with the suite as the run stored it"
+            )
+        loaded = load_suite(snapshot.path)
+        snapshots.append(snapshot_of(loaded, snapshot.path))
+    for item in items:
+        names = [case.name for case in snapshots[item.suite].suite.cases]
+        if item.case not in names:
+            raise InputError(
+                f"case {item.case!r} of run {source.id} is no longer in {snapshots[item.suite].path}: replay it "
+                "with --suite-from snapshot"
+            )
+    return snapshots
+
+
+async def _play(
+    store: RunStore,
+    source: RunRecord,
+    chosen: list[tuple[PlanItem, Cassette]],
+    snapshots: list[SuiteSnapshot],
+    settings: RunSettings,
+    *,
+    note: str,
+    make: Callable[[Cassette], Playback],
+    live: bool,
+    on_event: EventHandler | None,
+) -> RunOutcome:
+    items = [item for item, _ in chosen]
+    playbacks = {item.key: make(cassette) for item, cassette in chosen}
+    record = new_record(
+        store.new_run_id(), snapshots, settings, items,
+        agent_version=source.agent_version, note=note, replay_of=source.id, imported_from=source.imported_from,
+    )  # fmt: skip
+    store.create_run(record)
+    if on_event is not None:
+        on_event(RunStarted(record=record, store_path=store.path, already_done=0))
+    finished = await execute(
+        store, record, live=live, on_progress=on_event, checkpoints=False,
+        playbacks=lambda item: playbacks[item.key],
+    )  # fmt: skip
+    return RunOutcome(record=finished, store_path=store.path)
+
+
+async def replay_async(
+    run_ref: str,
+    case: str | None = None,
+    *,
+    persona: str | None = None,
+    judge_model: str | None = None,
+    suite_from: SuiteSource = "disk",
+    db: PathLike | None = None,
+    on_event: EventHandler | None = None,
+) -> RunOutcome:
+    """Play a recorded run (``run --record``) back without any agent or model, and score it again as a new run
+    (``replay_of`` the recorded run; its note says "replay of ..."): the user's moves, the agent's replies and
+    the tool results come from the cassettes; the checks and judges are the suite files' as they are now
+    (``suite_from="disk"``) or the run's own (``"snapshot"``). A judge request identical to a recorded one is
+    answered from the cassette; one that changed goes to ``judge_model`` if given, else it is ``unsure`` (not
+    judged), never a failure. ``case`` and ``persona`` narrow what is replayed."""
+    store = RunStore(Path(db) if db is not None else default_db_path())
+    with store:
+        store.require_writable("replay a run")
+        source = store.get_run(run_ref)
+        chosen = _recorded_items(store, source, case, persona)
+        snapshots = _suites_for_replay(source, suite_from, [item for item, _ in chosen])
+        settings = source.settings.model_copy(
+            update={
+                "live": False, "record": False, "checkpoints": False, "cache": False,
+                "judge_model": judge_model or source.settings.judge_model,
+            }
+        )  # fmt: skip
+        return await _play(
+            store, source, chosen, snapshots, settings, note=f"replay of {source.id}", live=False, on_event=on_event,
+            make=lambda cassette: Playback(cassette, source.id, mode="replay", live_judge=judge_model is not None),
+        )  # fmt: skip
+
+
+async def rerun_async(
+    run_ref: str,
+    case: str,
+    *,
+    compare: Compare = "exact",
+    persona: str | None = None,
+    suite_from: SuiteSource = "disk",
+    judge_model: str | None = None,
+    live: bool = False,
+    trust_imported: bool = False,
+    db: PathLike | None = None,
+    on_event: EventHandler | None = None,
+) -> RunOutcome:
+    """Run the agent under test again, live, against the recorded user moves of ``case`` in a recorded run, from
+    its first divergence: while each agent turn matches the recording (``compare``: ``exact`` text and tool
+    calls, or ``normalized`` text ignoring whitespace, case and punctuation with the same tool names and
+    arguments) the recorded user goes on; at the first turn that differs, the live simulated user takes over
+    for the rest. Stored as a new run; each transcript says which turns were replayed and where it diverged."""
+    if compare not in ("exact", "normalized"):
+        raise InputError(f"--compare must be exact or normalized, not {compare!r}")
+    store = RunStore(Path(db) if db is not None else default_db_path())
+    with store:
+        store.require_writable("rerun a run")
+        source = store.get_run(run_ref)
+        _trust(source, trust_imported, "rerunning")
+        chosen = _recorded_items(store, source, case, persona)
+        snapshots = _suites_for_replay(source, suite_from, [item for item, _ in chosen])
+        check_environment([restore(snapshot) for snapshot in snapshots])
+        settings = source.settings.model_copy(
+            update={
+                "live": live, "record": True, "checkpoints": False,
+                "judge_model": judge_model or source.settings.judge_model,
+            }
+        )  # fmt: skip
+        return await _play(
+            store, source, chosen, snapshots, settings, note=f"rerun of {source.id} from the first divergence",
+            live=live, on_event=on_event,
+            make=lambda cassette: Playback(cassette, source.id, mode="rerun", compare=compare, live_judge=True),
+        )  # fmt: skip
+
+
 def _blocking(function: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
     """``function`` run to completion on an event loop of its own: the API for callers without one."""
 
@@ -615,3 +796,5 @@ run = _blocking(run_async)
 resume = _blocking(resume_async)
 repeat = _blocking(repeat_async)
 simulate = _blocking(simulate_async)
+replay = _blocking(replay_async)
+rerun = _blocking(rerun_async)

@@ -11,8 +11,9 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simulator.agents import build_agent
+from simulator.agents import AgentAdapter, build_agent
 from simulator.agents._base import free_agent_threads
+from simulator.cassettes import Playback, recorded_agent, recorded_user
 from simulator.engine import ConversationSetup, simulate
 from simulator.errors import AgentError, ConfigError, ConfigErrors
 from simulator.judges import StepJudge
@@ -195,11 +196,15 @@ async def run_case(
     options: RunSettings,
     checkpointer: Any = None,
     thread_id: str | None = None,
+    playback: Playback | None = None,
 ) -> Transcript:
     """Run one conversation of ``case``. An agent that cannot even be set up ends the case as ``error``.
 
     With a ``checkpointer`` the conversation can be resumed mid-way after a crash (see ``engine.simulate``),
     unless the agent keeps state of its own between turns (a Python class): such a conversation starts over.
+    With a ``playback`` the conversation is played from a cassette (``simulator replay``: no agent is built;
+    ``simulator rerun``: the agent runs live until it differs from the recording). While a tape is recording
+    (``--record``), the agent's turns and the user's moves are written on it.
     """
     agent_config = loaded.agent
     if agent_config is None:
@@ -214,10 +219,16 @@ async def run_case(
     user: SimulatedUser = LLMUser(llm) if roles.user.model else ScriptedUser()
     checker = StepJudge(llm if roles.judge.model else None, language=loaded.suite.language)
     free_agent_threads()  # agent code stuck in a thread must not keep the run, or the process, from ending
-    try:
-        agent = build_agent(agent_config, llm=llm, code_folders=loaded.code_folders)
-    except AgentError as exc:
-        return _setup_failure(case, persona, options, str(exc))
+    agent: AgentAdapter | None = None
+    if playback is None or playback.mode == "rerun":
+        try:
+            agent = build_agent(agent_config, llm=llm, code_folders=loaded.code_folders)
+        except AgentError as exc:
+            return _setup_failure(case, persona, options, str(exc))
+    if playback is not None:
+        agent, user = playback.agent(agent), playback.user(user)
+    assert agent is not None
+    agent, user = recorded_agent(agent), recorded_user(user)
     setup = ConversationSetup(
         case=case,
         agent=agent,
@@ -234,7 +245,10 @@ async def run_case(
     )
     if checkpointer is not None and not getattr(agent, "stateful", False):
         return await simulate(setup, checkpointer=checkpointer, thread_id=thread_id)
-    return await simulate(setup)
+    transcript = await simulate(setup)
+    if playback is not None:
+        transcript = transcript.model_copy(update={"replay": playback.mark()})
+    return transcript
 
 
 def _setup_failure(case: Case, persona: Persona | None, options: RunSettings, message: str) -> Transcript:

@@ -20,14 +20,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from simulator import __version__
+from simulator.cassettes import Playback, cassette_of, encode
 from simulator.engine import forget, forget_threads, open_checkpointer
 from simulator.errors import InputError, StoreError
-from simulator.llm import LLMClient, RequestCache, cache_scope, preload
+from simulator.llm import LLMClient, RequestCache, cache_scope, preload, replaying
 from simulator.loading import LoadedSuite
 from simulator.metrics import run_summary
 from simulator.models import Case, Persona
@@ -37,6 +40,7 @@ from simulator.models.transcript import ErrorEvent, Transcript, utc_now
 from simulator.runner._case import find_case, model_roles, run_case, score_case
 from simulator.runner._plan import restore
 from simulator.store import Lease, RunStore
+from simulator.taps import recording
 
 
 @dataclass
@@ -103,12 +107,15 @@ async def execute(
     clients: dict[int, LLMClient] | None = None,
     cache: RequestCache | None = None,
     checkpoints: bool | None = None,
+    playbacks: Callable[[PlanItem], Playback] | None = None,
 ) -> RunRecord:
     """Run what is left of ``record``'s plan and return the record as stored afterwards.
 
     ``live``: whether the caller's command said ``--live``; it must match the run's recorded tool mode
     (:func:`check_live`). ``clients`` may give a model client per suite index (tests pass ones with the
-    offline fake provider). The run's lease is taken first: :class:`~simulator.store.RunBusyError` if another
+    offline fake provider). ``playbacks`` gives each item's cassette playback (``replay``, ``rerun``). With the
+    run's ``record`` setting, each conversation's exchanges are stored as its cassette beside its result. The
+    run's lease is taken first: :class:`~simulator.store.RunBusyError` if another
     live process runs it. Cancellation (Ctrl-C, SIGTERM) stops the conversations in flight, marks the run
     ``interrupted`` and re-raises; any other error marks it ``failed`` and re-raises.
     """
@@ -125,7 +132,7 @@ async def execute(
 
     lease = store.acquire(record.id)  # first: a second process is refused before it loads anything
     try:
-        for loaded in suites:
+        for loaded in suites if playbacks is None else ():  # a playback calls models only for what changed
             preload(model_roles(loaded, base))  # before any conversation starts: see preload
         done_keys = store.completed_keys(record.id)  # read under the lease: nobody else adds to them now
     except BaseException:
@@ -143,22 +150,28 @@ async def execute(
         persona: Persona | None = loaded.personas.get(item.persona) if item.persona else None
         options = base.model_copy(update={"seed": item.seed})
         began = time.monotonic()
-        try:
-            with cache_scope(f"repeat {item.repeat}"):
-                transcript = await run_case(
-                    loaded,
-                    case,
-                    persona=persona,
-                    llm=client(item.suite),
-                    options=options,
-                    checkpointer=saver,
-                    thread_id=f"{record.id}:{item.key}",
-                )
-                result = await score_case(
-                    loaded, case, transcript, llm=client(item.suite), options=options, repeat=item.repeat
-                )
-        except Exception as exc:  # one broken case must not stop the run: it is stored as an error
-            result = _error_result(case, item, f"{type(exc).__name__}: {exc}")
+        playback = playbacks(item) if playbacks is not None else None
+        with ExitStack() as scope:
+            tape = scope.enter_context(recording()) if settings.record else None
+            if playback is not None:
+                scope.enter_context(replaying(playback))
+            try:
+                with cache_scope(f"repeat {item.repeat}"):
+                    transcript = await run_case(
+                        loaded,
+                        case,
+                        persona=persona,
+                        llm=client(item.suite),
+                        options=options,
+                        checkpointer=saver,
+                        thread_id=f"{record.id}:{item.key}",
+                        playback=playback,
+                    )
+                    result = await score_case(
+                        loaded, case, transcript, llm=client(item.suite), options=options, repeat=item.repeat
+                    )
+            except Exception as exc:  # one broken case must not stop the run: it is stored as an error
+                result = _error_result(case, item, f"{type(exc).__name__}: {exc}")
         duration = time.monotonic() - began
         stored = StoredResult(
             run_id=record.id,
@@ -174,6 +187,12 @@ async def execute(
         )
         # In a worker thread: a write that waits for the file lock must not stall the event loop.
         await asyncio.to_thread(store.save_result, stored)
+        if tape is not None:
+            cassette = cassette_of(
+                tape, run_id=record.id, key=item.key, case=item.case, persona=item.persona,
+                simulator_version=__version__,
+            )  # fmt: skip
+            await asyncio.to_thread(store.save_cassette, record.id, item.key, encode(cassette))
         if saver is not None:
             await forget(saver, f"{record.id}:{item.key}")  # only now: see simulator.engine.simulate
         finished += 1
@@ -199,7 +218,8 @@ async def execute(
             raise
 
     if checkpoints is None:
-        checkpoints = record.settings.checkpoints
+        # A recorded conversation resumed half-way would keep a cassette of its second half only: it starts over.
+        checkpoints = record.settings.checkpoints and not record.settings.record
     main = asyncio.current_task()
     loop = asyncio.get_running_loop()
     lost = False

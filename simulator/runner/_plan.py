@@ -152,7 +152,17 @@ def build_plan(suites: Sequence[LoadedSuite], settings: RunSettings) -> list[Pla
 #: of one plan may differ in them. ``live`` changes what runs, but each command decides it anew (a repeat or
 #: resume says its own), so it is left out of the plan hash and compared apart by ``runs merge``.
 HOW_IT_RUNS: Final = frozenset(
-    {"paths", "concurrency", "fail_under", "fail_under_coverage", "cache", "checkpoints", "shard", "plan_hash"}
+    {
+        "paths",
+        "concurrency",
+        "fail_under",
+        "fail_under_coverage",
+        "cache",
+        "checkpoints",
+        "record",
+        "shard",
+        "plan_hash",
+    }
 )
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
@@ -227,6 +237,7 @@ def new_record(
     note: str = "",
     repeat_of: str | None = None,
     imported_from: str | None = None,
+    replay_of: str | None = None,
 ) -> RunRecord:
     """A run record for a plan about to run: ``running`` (it reads ``interrupted`` until a process takes its
     lease, and again if that process dies)."""
@@ -242,6 +253,7 @@ def new_record(
         versions=versions(),
         plan=plan,
         repeat_of=repeat_of,
+        replay_of=replay_of,
         imported_from=imported_from,
     )
 

@@ -35,6 +35,7 @@ from simulator.errors import AgentError
 from simulator.llm import FakeScript, FakeToolCall, LLMClient, RetryPolicy, fake_auth_error
 from simulator.models import EventSpec, HttpAgent, LanggraphAgent, LitellmAgent, PythonAgent, ToolDeclaration, ToolFake
 from simulator.models.settings import ModelRoles
+from simulator.taps import recording
 from simulator.tools import NOT_EXECUTED, ToolHandle, ToolRouter
 from tests.factories import no_sleep as no_wait
 from tests.factories import run
@@ -492,6 +493,20 @@ def test_http_tool_calls_are_routed_and_sent_back() -> None:
     assert refund["status"] == "not_executed"
     assert NOT_EXECUTED in refund["error"]
     assert "not valid JSON" in json.loads(tool_messages[2]["content"])["error"]
+
+
+def test_a_recorded_http_agent_keeps_each_request_body_and_response_message_and_no_header(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SHOP_KEY", "sk-recorded-0123456789")
+    script = [Scripted(tool_reply(("c1", "lookup_order", '{"order_id": "A1"}'))), Scripted(text_reply("Shipped."))]
+    with recording() as tape:
+        _, server = run(talk_http(script, make_router(SHIPPED), lambda url: http_config(url, api_key_env="SHOP_KEY")))
+    assert [(entry["role"], entry["kind"]) for entry in tape.entries] == [("agent", "http"), ("agent", "http")]
+    assert [entry["request"] for entry in tape.entries] == server.requests
+    assert tape.entries[0]["response"]["tool_calls"][0]["id"] == "c1"
+    assert tape.entries[1]["response"] == {"role": "assistant", "content": "Shipped."}
+    assert "sk-recorded" not in json.dumps(tape.entries)
 
 
 def test_http_text_alongside_tool_calls_is_kept() -> None:

@@ -1,0 +1,138 @@
+"""Commands on recorded runs (``simulator run --record``): replay, rerun --from-divergence."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from simulator.cli._output import (
+    _STYLES,
+    DbOption,
+    LiveOption,
+    VerboseOption,
+    YesOption,
+    _api,
+    _handles_errors,
+    err,
+    out,
+)
+from simulator.cli._progress import _exit_for, _print_run, _run_with_progress
+from simulator.cli.run import _print_run_document
+
+RunArgument = Annotated[str, typer.Argument(metavar="RUN", help="A recorded run: id, unique prefix, latest, latest~N.")]
+PersonaOption = Annotated[str | None, typer.Option("--persona", help="Only the conversations with this persona.")]
+JudgeModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--judge-model",
+        help="litellm model for the judge requests that changed since the recording (without it they are "
+        "unsure: not judged).",
+    ),
+]
+SuiteFromOption = Annotated[
+    str,
+    typer.Option(
+        "--suite-from",
+        help="Score with the suite files as they are now (disk), or as the run stored them (snapshot).",
+    ),
+]
+JsonOption = Annotated[
+    bool,
+    typer.Option("--json", help="Print one JSON document: the new run, its counts and one row per conversation."),
+]
+
+
+@_handles_errors
+def replay(
+    run_ref: RunArgument,
+    case: Annotated[str | None, typer.Argument(metavar="[CASE]", help="Only this recorded case.")] = None,
+    persona: PersonaOption = None,
+    judge_model: JudgeModelOption = None,
+    suite_from: SuiteFromOption = "disk",
+    db: DbOption = None,
+    as_json: JsonOption = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Play a recorded run back without any agent or model, and score it again with the checks and judges of the
+    suite files as they are now: the user's moves, the agent's replies and the tool results come from its
+    cassettes. Judge requests identical to recorded ones are answered from the cassette; changed ones go to
+    --judge-model, else they are unsure. Stored as a new run. Exits like `run`."""
+    talk = err if as_json else out
+
+    def started(event: Any) -> None:
+        talk.print(
+            f"Run {event.record.id} replays {event.record.replay_of}: {len(event.record.plan)} conversation(s), "
+            f"scored with the suites from {suite_from}.",
+            markup=False,
+        )
+
+    outcome = _run_with_progress(
+        lambda on_event: _api().replay_async(
+            run_ref, case, persona=persona, judge_model=judge_model, suite_from=suite_from, db=db, on_event=on_event
+        ),
+        db=db, on_start=started, lines_to=talk,
+    )  # fmt: skip
+    if as_json:
+        _print_run_document(outcome)
+    else:
+        _print_run(outcome, verbose=verbose)
+    _exit_for(outcome, outcome.record.settings.fail_under)
+
+
+@_handles_errors
+def rerun(
+    run_ref: RunArgument,
+    case: Annotated[str, typer.Argument(metavar="CASE", help="The recorded case to run again.")],
+    from_divergence: Annotated[
+        bool,
+        typer.Option(
+            "--from-divergence",
+            help="Replay the recorded user turns while the agent answers as recorded; hand over to the live "
+            "simulated user at the first turn that differs (required: the one way rerun runs).",
+        ),
+    ] = False,
+    compare: Annotated[
+        str,
+        typer.Option(
+            "--compare",
+            help="How a turn is compared: exact (same text and tool calls) or normalized (text ignoring "
+            "whitespace, case and punctuation; same tool names and arguments).",
+        ),
+    ] = "exact",
+    persona: PersonaOption = None,
+    judge_model: Annotated[str | None, typer.Option("--judge-model", help="litellm model for the judge.")] = None,
+    suite_from: SuiteFromOption = "disk",
+    live: LiveOption = False,
+    yes: YesOption = False,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run the agent under test again, live, against a recorded conversation: the recorded user turns are sent
+    while its replies and tool calls match the recording; from the first turn that differs, the live simulated
+    user takes over. The transcript marks the replayed turns and the divergence. Stored as a new run."""
+    from simulator.errors import InputError
+    from simulator.reports.transcript_text import case_lines
+
+    if not from_divergence:
+        raise InputError(
+            "rerun needs --from-divergence (the recorded user turns, then the live user from the first turn that "
+            "differs): simulator rerun RUN CASE --from-divergence"
+        )
+    talk = err if as_json else out
+    outcome = _run_with_progress(
+        lambda on_event: _api().rerun_async(
+            run_ref, case, compare=compare, persona=persona, suite_from=suite_from, judge_model=judge_model,
+            live=live, trust_imported=yes, db=db, on_event=on_event,
+        ),
+        db=db, lines_to=talk,
+    )  # fmt: skip
+    if as_json:
+        _print_run_document(outcome)
+    else:
+        for stored in outcome.iter_results():
+            for line in case_lines(stored.result):
+                out.print(line.text, style=_STYLES[line.style] or None, markup=False)
+            out.print("")
+        _print_run(outcome)
+    _exit_for(outcome, outcome.record.settings.fail_under)
