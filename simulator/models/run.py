@@ -71,6 +71,11 @@ class RunSettings(DataModel):
     )
     concurrency: int = 8
     fail_under: float | None = None
+    count_user_errors: bool = Field(
+        default=False,
+        description="--count-user-errors: a failure that coincides with a fidelity problem of the simulated user "
+        "stays `fail` (counted against the agent) instead of becoming `user_error`.",
+    )
     seed: int = 0
     cache: bool = True
     checkpoints: bool = Field(

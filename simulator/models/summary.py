@@ -24,10 +24,12 @@ SUMMARY_VERSION = 1
 
 
 class Counts(DataModel):
-    """How many conversations had each outcome, and correctness = passed / total.
+    """How many conversations had each outcome, and correctness = passed / (total - user_error).
 
     ``failed`` counts only ``fail``; errors are counted apart so they are never hidden, but correctness counts
-    them as not passed (as ``unsure``). ``total`` and ``correctness`` always follow from the four counts: a
+    them as not passed (as ``unsure``). ``user_error`` (a failure caused by the simulated user) is counted apart
+    and left out of correctness: it says nothing about the agent (a run with ``--count-user-errors`` stores
+    those cases as ``fail`` instead). ``total`` and ``correctness`` always follow from the five counts: a
     stored value that disagrees with them (a file changed by hand) is replaced, so a reader can trust them.
     """
 
@@ -36,17 +38,43 @@ class Counts(DataModel):
     failed: int = Field(default=0, ge=0)
     error: int = Field(default=0, ge=0)
     unsure: int = Field(default=0, ge=0)
+    user_error: int = Field(default=0, ge=0)
     correctness: float | None = None
 
     @model_validator(mode="after")
     def _derived(self) -> Counts:
-        self.total = self.passed + self.failed + self.error + self.unsure
-        self.correctness = self.passed / self.total if self.total else None
+        self.total = self.passed + self.failed + self.error + self.unsure + self.user_error
+        judged = self.total - self.user_error
+        self.correctness = self.passed / judged if judged else None
         return self
 
     def count(self, outcome: Outcome) -> int:
         """How many conversations had ``outcome``."""
-        return {"pass": self.passed, "fail": self.failed, "error": self.error, "unsure": self.unsure}[outcome]
+        return {
+            "pass": self.passed,
+            "fail": self.failed,
+            "error": self.error,
+            "unsure": self.unsure,
+            "user_error": self.user_error,
+        }[outcome]
+
+
+class PersonaFidelity(DataModel):
+    """How well the simulated user played one persona over a run (:func:`simulator.metrics.persona_fidelity`).
+
+    ``user_turns`` counts the turns the user model wrote (scripted lines are not checked); ``flagged_turns``
+    those with at least one finding (an ending without a message counts as a turn of its own when flagged);
+    ``rate`` = (user_turns - flagged_turns) / user_turns, None without model-written turns; ``findings`` counts
+    findings by kind; ``user_errors`` the conversations whose failure was put down to the user.
+    """
+
+    persona: str | None = None
+    conversations: int = 0
+    user_turns: int = 0
+    flagged_turns: int = 0
+    rate: float | None = None
+    findings: dict[str, int] = Field(default_factory=dict)
+    user_errors: int = 0
 
 
 class MetricSummary(DataModel):
