@@ -46,9 +46,9 @@ from simulator.models.summary import (
     MetricSummary,
     RepeatLabel,
     RepeatStats,
-    PersonaFidelity,
     RunSummary,
     SuiteSummary,
+    persona_fidelity,
 )
 from simulator.models.transcript import StepOutcome, Transcript, Usage
 
@@ -407,29 +407,6 @@ def metric_summary(results: Iterable[CaseResult]) -> dict[str, MetricSummary]:
         for score in result.scores:
             tallies.setdefault(score.metric, _MetricTally(score.metric)).add(score)
     return {metric: tally.summary() for metric, tally in tallies.items()}
-
-
-def persona_fidelity(results: Iterable[CaseResult]) -> list[PersonaFidelity]:
-    """The simulated user's fidelity per persona over ``results``, personas in the order first met.
-
-    Per persona: ``conversations``; ``user_turns`` = the results' ``user_turns_checked`` added up;
-    ``flagged_turns`` = distinct (conversation, turn) pairs with a finding; ``rate`` = (user_turns -
-    flagged_turns) / user_turns (None without model-written turns; never below 0); ``findings`` = findings by
-    kind, in the order first met; ``user_errors`` = results with outcome ``user_error``.
-    """
-    tallies: dict[str | None, PersonaFidelity] = {}
-    for result in results:
-        tally = tallies.setdefault(result.persona, PersonaFidelity(persona=result.persona))
-        tally.conversations += 1
-        tally.user_turns += result.user_turns_checked
-        tally.flagged_turns += len({finding.turn for finding in result.fidelity})
-        for finding in result.fidelity:
-            tally.findings[finding.kind] = tally.findings.get(finding.kind, 0) + 1
-        tally.user_errors += result.outcome == "user_error"
-    for tally in tallies.values():
-        if tally.user_turns:
-            tally.rate = max(0, tally.user_turns - tally.flagged_turns) / tally.user_turns
-    return list(tallies.values())
 
 
 class SummaryBuilder:

@@ -147,6 +147,14 @@ def run(
     fail_under: Annotated[
         float | None, typer.Option("--fail-under", help="Exit 1 only when correctness (%) is below this.")
     ] = None,
+    count_user_errors: Annotated[
+        bool,
+        typer.Option(
+            "--count-user-errors",
+            help="Count a failure the simulated user caused (a fidelity finding at or before it) as the agent's "
+            "fail, instead of the separate outcome user_error left out of correctness.",
+        ),
+    ] = False,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed for persona choice and the scripted user.")] = None,
     db: DbOption = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the model request cache.")] = False,
@@ -191,6 +199,7 @@ def run(
         paths, persona=persona, repeat=repeat, tags=tag or [], cases=case or [], live=live, user_model=user_model,
         judge_model=judge_model, models=_model_overrides(models_file, judge_api_base, user_api_base, agent_api_base),
         concurrency=concurrency, fail_under=fail_under, seed=seed, cache=not no_cache, checkpoints=checkpoints,
+        count_user_errors=count_user_errors,
     )  # fmt: skip
 
     def started(event: Any) -> None:
@@ -249,7 +258,7 @@ def _run_head(outcome: Any) -> dict[str, Any]:
         "counts": {
             "planned": len(record.plan),
             **(
-                totals.model_dump(mode="json", include={"total", "passed", "failed", "error", "unsure"})
+                totals.model_dump(mode="json", include={"total", "passed", "failed", "error", "unsure", "user_error"})
                 if totals
                 else {}
             ),

@@ -263,7 +263,9 @@ def _given_text(case: Case, transcript: Transcript, persona: Persona | None, ste
     return " ".join(parts)
 
 
-def check_fidelity(case: Case, transcript: Transcript, persona: Persona | None, scores: Sequence[Score]) -> FidelityCheck:
+def check_fidelity(
+    case: Case, transcript: Transcript, persona: Persona | None, scores: Sequence[Score]
+) -> FidelityCheck:
     """The deterministic fidelity findings of one conversation (every rule but ``invented_fact``), in turn order,
     and how many turns the user model wrote. Golden cases have no simulated user: nothing is checked."""
     if case.kind == "golden":

@@ -7,12 +7,13 @@ results again. The definitions of every figure are those of :mod:`simulator.metr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from simulator.models._base import DataModel
-from simulator.models.scores import Outcome
+from simulator.models.scores import CaseResult, Outcome
 from simulator.models.transcript import Usage
 
 #: How a case behaves over repeated runs: every run passed, none did, or some did.
@@ -60,7 +61,7 @@ class Counts(DataModel):
 
 
 class PersonaFidelity(DataModel):
-    """How well the simulated user played one persona over a run (:func:`simulator.metrics.persona_fidelity`).
+    """How well the simulated user played one persona over a run (:func:`persona_fidelity`).
 
     ``user_turns`` counts the turns the user model wrote (scripted lines are not checked); ``flagged_turns``
     those with at least one finding (an ending without a message counts as a turn of its own when flagged);
@@ -75,6 +76,29 @@ class PersonaFidelity(DataModel):
     rate: float | None = None
     findings: dict[str, int] = Field(default_factory=dict)
     user_errors: int = 0
+
+
+def persona_fidelity(results: Iterable[CaseResult]) -> list[PersonaFidelity]:
+    """The simulated user's fidelity per persona over ``results``, personas in the order first met.
+
+    Per persona: ``conversations``; ``user_turns`` = the results' ``user_turns_checked`` added up;
+    ``flagged_turns`` = distinct (conversation, turn) pairs with a finding; ``rate`` = (user_turns -
+    flagged_turns) / user_turns (None without model-written turns; never below 0); ``findings`` = findings by
+    kind, in the order first met; ``user_errors`` = results with outcome ``user_error``.
+    """
+    tallies: dict[str | None, PersonaFidelity] = {}
+    for result in results:
+        tally = tallies.setdefault(result.persona, PersonaFidelity(persona=result.persona))
+        tally.conversations += 1
+        tally.user_turns += result.user_turns_checked
+        tally.flagged_turns += len({finding.turn for finding in result.fidelity})
+        for finding in result.fidelity:
+            tally.findings[finding.kind] = tally.findings.get(finding.kind, 0) + 1
+        tally.user_errors += result.outcome == "user_error"
+    for tally in tallies.values():
+        if tally.user_turns:
+            tally.rate = max(0, tally.user_turns - tally.flagged_turns) / tally.user_turns
+    return list(tallies.values())
 
 
 class MetricSummary(DataModel):
