@@ -21,7 +21,8 @@ OTHERS = ("user_error", "unsure", "pass")
 def rows_shown(counts: dict[str, int]) -> tuple[int, int]:
     """How many failing rows (errors and failures) and how many other rows (user errors, unsure, then passes)
     the terminal table shows for a run with these outcome ``counts``: every row of a run of at most
-    :data:`FAILING_SHOWN` conversations, else at most :data:`FAILING_SHOWN` failing rows and :data:`OTHERS_SHOWN` others."""
+    :data:`FAILING_SHOWN` conversations, else at most :data:`FAILING_SHOWN` failing rows and
+    :data:`OTHERS_SHOWN` others."""
     failing = sum(counts.get(outcome, 0) for outcome in FAILING)
     others = sum(counts.get(outcome, 0) for outcome in OTHERS)
     if failing + others <= FAILING_SHOWN:
