@@ -16,7 +16,8 @@ Definitions (pinned by ``tests/test_compare.py``):
   but at least one ``unsure``); ``user_error`` when every repeat is a ``user_error`` (the simulated user
   caused each failure; such repeats are left out of the pass rate, and a case ``user_error`` in either run
   is ``unchanged``: the agent was not shown to change). The pass rate is ``passes / repeats`` as
-  :func:`simulator.metrics.repeat_stats` defines it (only ``pass`` is a pass). A case *passes* in a run when its status is ``pass``.
+  :func:`simulator.metrics.repeat_stats` defines it (only ``pass`` is a pass). A case *passes* in a run when
+  its status is ``pass``.
 - **Case change** (:data:`Change`): ``regressed`` -- passes in A, not in B; ``improved`` -- does not pass in
   A, passes in B; ``unchanged`` -- in both runs and passes in both or in neither (its status may still go
   e.g. from ``fail`` to ``unsure``, and its pass rate may change); ``new`` -- only in B; ``removed`` -- only
