@@ -103,7 +103,8 @@ def simulate(
     else:
         out.print(
             f"{breakdown.total} case(s): {breakdown.passed} passed, {breakdown.failed} failed, "
-            f"{breakdown.error} error, {breakdown.unsure} unsure.",
+            f"{breakdown.error} error, {breakdown.unsure} unsure"
+            + (f", {breakdown.user_error} user error (the simulated user's)." if breakdown.user_error else "."),
             markup=False,
         )
         advice = "Pass --judge-model (any litellm model) or set models.judge in the suite to judge them."
