@@ -79,7 +79,8 @@ class PersonaFidelity(DataModel):
 
 
 def persona_fidelity(results: Iterable[CaseResult]) -> list[PersonaFidelity]:
-    """The simulated user's fidelity per persona over ``results``, personas in the order first met.
+    """The simulated user's fidelity per persona over ``results`` (golden cases, which have no simulated user,
+    left out), personas in the order first met.
 
     Per persona: ``conversations``; ``user_turns`` = the results' ``user_turns_checked`` added up;
     ``flagged_turns`` = distinct (conversation, turn) pairs with a finding; ``rate`` = (user_turns -
@@ -88,6 +89,8 @@ def persona_fidelity(results: Iterable[CaseResult]) -> list[PersonaFidelity]:
     """
     tallies: dict[str | None, PersonaFidelity] = {}
     for result in results:
+        if result.kind == "golden":
+            continue  # fixed turns: no simulated user played anyone
         tally = tallies.setdefault(result.persona, PersonaFidelity(persona=result.persona))
         tally.conversations += 1
         tally.user_turns += result.user_turns_checked

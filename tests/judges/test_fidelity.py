@@ -173,7 +173,7 @@ def _ended(reason: str, verdict: str | None, closing: str | None = "Great, thank
     events = conversation(("When does order A1 arrive?", "It is on its way."), step=None)
     if closing is not None:
         events.append(UserEvent(turn=2, text=closing, source="llm"))
-    step = StepOutcome(index=0, label="eta", status="incomplete", verdict=verdict)  # type: ignore[arg-type]
+    step = StepOutcome(index=0, label="eta", status="incomplete", verdict=verdict)
     return transcript(events, SCENARIO, steps=[step], stop_reason="user_ended", user_ended_reason=reason)
 
 
@@ -236,7 +236,8 @@ def test_the_demo_run_offline_has_no_finding_even_if_every_user_line_were_the_mo
         snapshot = outcome.record.snapshot[stored.suite]
         case = next(c for c in snapshot.suite.cases if c.name == stored.case)
         persona: Persona | None = snapshot.personas.get(stored.persona) if stored.persona else None
-        assert stored.result.fidelity == [] and stored.result.user_turns_checked == 0  # the scripted user
+        assert stored.result.fidelity == []
+        assert stored.result.user_turns_checked == 0
         as_model = [
             e.model_copy(update={"source": "llm"}) if isinstance(e, UserEvent) else e
             for e in stored.result.transcript.events
@@ -274,7 +275,8 @@ def test_invented_facts_are_one_request_and_a_finding_per_quoted_turn() -> None:
     found = run(judge_invented_facts(_judge(script), SIMULATION, transcript(events), None))
     assert len(script.requests) == 1
     prompt = script.requests[0].messages[0]["content"]
-    assert '<user_turn number="2">' in prompt and "fact order number: ORD-40051" in prompt
+    assert '<user_turn number="2">' in prompt
+    assert "fact order number: ORD-40051" in prompt
     assert [(f.turn, f.kind, f.evidence, f.source) for f in found] == [(2, "invented_fact", "ORD-99999", "judge")]
     assert found[0].rule.endswith("the guide says ORD-40051")
 
