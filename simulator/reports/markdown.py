@@ -469,7 +469,7 @@ def _fidelity(results: Sequence[StoredResult]) -> list[str]:
     for p in personas:
         kinds = ", ".join(f"{kind} {count}" for kind, count in p.findings.items()) or "none"
         lines.append(
-            f"| {escape(p.persona or '-')} | {p.user_turns} | {p.flagged_turns} | {_percent(p.rate)} | {kinds} "
+            f"| {escape(p.persona or '-')} | {p.user_turns} | {p.flagged_turns} | {_percent(p.rate)} | {escape(kinds)} "
             f"| {p.user_errors} |"
         )
     return [*lines, ""]
