@@ -106,7 +106,7 @@ def test_markdown_snapshot_marks_findings_per_turn_and_counts_user_errors_apart(
     text = render_markdown(record, results)
     assert_snapshot("user_error.md", text)
     assert "- **Correctness:** 100.0% (1 of 1; 1 user error left out)" in text
-    assert "1 unsure, 1 user error" not in text and "0 unsure, 1 user error (2 of 2 planned)" in text
+    assert "0 unsure, 1 user error (2 of 2 planned)" in text
     assert "| pleaser | 1 | 2 | -100.0% |" not in text  # the rate is never below 0
     assert "| pleaser | 1 | 2 | 0.0% | broke\\_character 1, invented\\_fact 1 | 1 |" in text
     assert "| calm | 1 | 0 | 100.0% | none | 0 |" in text
