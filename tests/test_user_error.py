@@ -21,6 +21,7 @@ from simulator.models.scores import CaseResult
 from simulator.models.summary import Counts
 from simulator.reports.junit import render_junit
 from simulator.store import RunStore
+from tests.factories import run
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "suites" / "demo" / "simulations.yaml"
@@ -217,3 +218,20 @@ def test_the_readme_example_shows_a_user_error_offline(tmp_path: Path, monkeypat
     exec(compile(block, "README.md", "exec"), namespace)
     assert namespace["stored"].outcome == "user_error"
     assert namespace["stored"].result.reasons[0].startswith("simulated user, turn 2: broke_character")
+
+
+def test_the_digest_groups_a_user_error_apart_and_suggests_no_agent_fix(tmp_path: Path) -> None:
+    from simulator.analysis.digest import build_digest, suggest_fixes
+    from simulator.llm import LLMClient
+    from simulator.models import ModelRoles
+
+    outcome = run_with_bad_user(tmp_path / "runs.db")
+    digest = build_digest(outcome.results())
+    [group] = digest.groups
+    assert (group.kind, group.label, group.count) == ("user", "broke_character", 1)
+    assert group.title().startswith("Simulated user (user_error, not the agent's failure)")
+    judge = FakeScript()
+    llm = LLMClient(ModelRoles.model_validate({"judge": "fake/judge"}), fake_script=judge)
+    suggested = run(suggest_fixes(digest, llm, instructions=None))
+    assert judge.requests == []
+    assert suggested.groups[0].suggestion is None
