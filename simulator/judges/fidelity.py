@@ -90,22 +90,29 @@ class FidelityCheck:
 
 _ASSISTANT_TALK = re.compile(
     r"\bhow (?:can|may|could) i (?:help|assist)(?: you)?(?: today)?\b"
-    r"|\bis there anything (?:else )?i can (?:help|do|assist)\b"
+    r"|\bis there anything (?:else )?i can (?:help|assist) you with\b"
     r"|\bi(?:'d| would) be (?:happy|glad) to (?:help|assist)\b"
     r"|\bi(?:'m| am) here to (?:help|assist)\b"
-    r"|\bwhat can i (?:help|do for) you\b",
+    r"|\bwhat can i do for you\b",
     re.IGNORECASE,
 )
+#: The end of what a self-description says: "I'm an AI." is one, "I'm an AI researcher" is an occupation.
+_CLAUSE_END = r"(?=\s*(?:[,.!?;:)]|$|and\b|but\b|so\b|here\b|who\b|that\b))"
 _AI_SELF = re.compile(
-    r"\bas an? (?:ai|artificial intelligence|language model|large language model|llm|ai assistant|chatbot)\b"
-    r"|\bi(?:'m| am) (?:just |only |an? |only an? |just an? )*(?:ai|artificial intelligence|language model"
-    r"|large language model|llm|chatbot|virtual assistant|ai assistant|simulated user|simulation)\b"
-    r"|\b(?:simulated|simulating the|playing the|role-?playing (?:as )?the) user\b",
+    r"\bas an? (?:ai|artificial intelligence|large language model|language model|llm|chatbot)"
+    r"(?: (?:language model|assistant|model))?"
+    + _CLAUSE_END
+    + r"|\bi(?:'m| am) (?:just |only |an? |only an? |just an? )*(?:ai|artificial intelligence|language model"
+    r"|large language model|llm|chatbot|virtual assistant|ai assistant|simulated user|simulation)"
+    + _CLAUSE_END
+    + r"|\b(?:a simulated|simulating the|playing the|role-?playing (?:as )?the) user\b",
     re.IGNORECASE,
 )
+#: A question answered in the same message the way the agent would: "...? Yes, you can ...", "...? Your order
+#: has ...". ("...? Yes, I sent it" is a person adding to what they asked: not matched.)
 _SELF_ANSWER = re.compile(
-    r"\?\s+(?:(?:yes|no|sure|certainly|of course|absolutely)\s*[,.!]"
-    r"|you can\b|you(?:'ll| will) (?:need|get|receive)\b|your \w+ (?:is|has|was|will)\b)",
+    r"\?\s+(?:(?:yes|no|sure|certainly|of course|absolutely)\s*[,!.]\s+(?:you|your|we|our)\b"
+    r"|your (?:order|refund|package|parcel|account|request|booking) (?:is|has|was|will)\b)",
     re.IGNORECASE,
 )
 

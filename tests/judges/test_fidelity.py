@@ -118,6 +118,23 @@ def test_breaking_character_is_caught_at_its_turn(bad_line: str, evidence: str, 
     assert finding.evidence in bad_line
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "I'm an AI researcher and my blender is broken.",
+        "As an AI researcher, I expected better support.",
+        "Is there anything I can do to speed the refund up?",
+        "Did you get my email? Yes, I sent it yesterday.",
+        "Where's my refund? Your site is showing an error.",
+        "Could you call me? You can reach me after five.",
+        "I'd like a refund. Thanks for your help!",
+    ],
+)
+def test_ordinary_customer_lines_are_in_character(line: str) -> None:
+    events = conversation(("I want a refund for my blender.", "What is your order number?"), (line, "Ok."))
+    assert findings(events) == []
+
+
 def test_a_fact_of_the_guide_volunteered_before_the_agent_named_it_is_a_leak() -> None:
     bad = "Refund please: the lid cracked on the second day and the motor smells of burning plastic."
     [finding] = findings(conversation((bad, "I am sorry. What is your order number?")))
