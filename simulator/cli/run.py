@@ -187,9 +187,10 @@ def run(
 ) -> None:
     """Run suites: cases x personas x repeats, concurrently; every result is stored as it finishes.
 
-    Exit 0 when every case passed (or correctness is at least --fail-under), 1 below it, 2 for invalid input,
-    3 when the run could not complete, 130 when interrupted by Ctrl-C and 143 by SIGTERM (the run can be
-    resumed). A suite names code that runs: its python agent, langgraph graph and, with --live, tool functions.
+    Exit 0 when every case passed, user errors left out (or correctness is at least --fail-under), 1 below
+    it, 2 for invalid input, 3 when the run could not complete, 130 when interrupted by Ctrl-C and 143 by
+    SIGTERM (the run can be resumed). A suite names code that runs: its python agent, langgraph graph and, with
+    --live, tool functions.
     """
     from simulator.runner import plan
 
