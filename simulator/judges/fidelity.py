@@ -8,9 +8,9 @@ The rules (each finding names its kind, the words that show it and the rule):
 
 ``broke_character`` (deterministic)
     The user talks like the assistant ("How can I help you?", "I'd be happy to help"), speaks of itself as an
-    AI, a language model, a chatbot or a simulated user ("As an AI", "I'm just a language model"), or answers
-    its own question in the same message: a question followed by an answer to it ("Can I return it? Yes, you
-    can return it within 30 days.").
+    AI, a language model, a chatbot or a simulated user ("As an AI, ...", "I'm just a language model." but not
+    "I'm an AI researcher"), or answers its own question in the same message the way the agent would ("Can I
+    return it? Yes, you can return it within 30 days.", "...? Your order has shipped.").
 ``leaked_guide`` (deterministic)
     At least :data:`MIN_LEAK_WORDS` consecutive words of the step's private ``response_guide`` appear in the
     message before the agent asked for them: for a guide of facts (a mapping), a fact whose key the agent's
@@ -27,9 +27,12 @@ The rules (each finding names its kind, the words that show it and the rule):
 ``invented_fact`` (judge, prompt ``user_fidelity``)
     The user stated a fact (a number, a name, a date, an order detail, ...) that its goal, guide, persona and
     session never gave it. Only asked about a conversation that fails, in one request for all its user turns:
-    a passing conversation costs no request, nor does one failed by a hallucination (which is never the user's,
-below). A quote the judge gives must be in the turn; a judge that fails
-    gives no finding (fidelity never turns a verdict into an error).
+    a passing conversation costs no request, nor does one failed by a hallucination (which is never the
+    user's, below). A quote the judge gives must be in the turn; a judge that fails gives no finding (fidelity
+    never turns a verdict into an error).
+
+The checks are not scorers (``_registry.py``): they give findings, not scores, and run after the outcome is
+known, since the judge question is asked only about failures (``simulator.runner.score_case`` calls them).
 
 When a failure is the user's (:func:`user_error_cause`): every required ``not_met`` score has a finding at or
 before the turn that decided it (its own turn; else the last user turn of its step; else the conversation's
