@@ -36,7 +36,7 @@ def bad_user() -> FakeScript:
 
 def run_with_bad_user(db: Path, **options: Any) -> simulator.RunOutcome:
     with bad_user().active():
-        return simulator.run(DEMO, cases=[CASE], user_model="fake/user", db=db, **options)
+        return simulator.run(DEMO, cases=[CASE], user_model="fake/user", db=db, seed=0, **options)
 
 
 def only(outcome: simulator.RunOutcome) -> StoredResult:
@@ -93,7 +93,9 @@ def test_a_passing_conversation_with_a_judge_asks_no_fidelity_question(tmp_path:
 
     script.enqueue("judge", judge, times=30)
     with script.active():
-        outcome = simulator.run(DEMO, cases=[CASE], user_model="fake/user", judge_model="fake/judge", db=tmp_path / "r")
+        outcome = simulator.run(
+            DEMO, cases=[CASE], user_model="fake/user", judge_model="fake/judge", db=tmp_path / "r", seed=0
+        )
     stored = only(outcome)
     assert stored.outcome == "pass", stored.result.reasons
     prompts = [r.messages[-1]["content"] for r in script.requests if r.role is not None and r.role.value == "judge"]
@@ -112,7 +114,9 @@ def test_a_failing_conversation_with_a_judge_asks_one_fidelity_question(tmp_path
 
     script.enqueue("judge", judge, times=40)
     with script.active():
-        outcome = simulator.run(DEMO, cases=[CASE], user_model="fake/user", judge_model="fake/judge", db=tmp_path / "r")
+        outcome = simulator.run(
+            DEMO, cases=[CASE], user_model="fake/user", judge_model="fake/judge", db=tmp_path / "r", seed=0
+        )
     assert only(outcome).outcome == "user_error"
     asked = [r for r in script.requests if "<user_brief>" in r.messages[-1]["content"]]
     assert len(asked) == 1

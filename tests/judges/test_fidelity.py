@@ -246,8 +246,12 @@ def test_a_good_conversation_has_no_finding_and_counts_its_turns() -> None:
 
 
 def test_the_demo_run_offline_has_no_finding_even_if_every_user_line_were_the_models(tmp_path: Path) -> None:
-    """The scripted user's lines in the shipped demo (every persona) read as model-written: no false positive."""
-    outcome = simulator.run(ROOT / "suites" / "demo", persona="all", db=tmp_path / "runs.db")
+    """The scripted user's lines in the shipped demo (every persona) read as model-written: no false positive.
+
+    The seed is pinned: with some seeds a persona's typos confuse the rule-based demo agent and the scripted user
+    then says the same line again (seed 1: twice in 82 conversations), which a model doing it would rightly be
+    flagged for (``repeated_itself``)."""
+    outcome = simulator.run(ROOT / "suites" / "demo", persona="all", seed=0, db=tmp_path / "runs.db")
     checked = 0
     for stored in outcome.iter_results():
         snapshot = outcome.record.snapshot[stored.suite]
