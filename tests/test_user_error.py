@@ -191,7 +191,19 @@ def test_the_terminal_junit_and_personas_list_show_it_apart(tmp_path: Path, monk
 
 def test_the_cli_run_counts_user_errors_as_fails_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    args = ["run", str(DEMO), "--case", CASE, "--user-model", "fake/user", "--db", str(tmp_path / "r.db"), "--json"]
+    args = [
+        "run",
+        str(DEMO),
+        "--case",
+        CASE,
+        "--user-model",
+        "fake/user",
+        "--db",
+        str(tmp_path / "r.db"),
+        "--seed",
+        "0",
+        "--json",
+    ]
     with bad_user().active():
         apart = CliRunner().invoke(app, args)
     with bad_user().active():
