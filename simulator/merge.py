@@ -210,9 +210,9 @@ def _differences(first: _Input, other: _Input) -> list[str]:
         names_b = ", ".join(s.suite.name for s in b.snapshot)
         found.append(f"other suites ({names_b} vs {names_a})" if names_a != names_b else "the suites' content differs")
     mine, theirs = what_runs(a.settings), what_runs(b.settings)
-    for name in sorted(mine.keys() | theirs.keys()):
+    for name in sorted(mine.keys() | theirs.keys()):  # a setting left at its default is in neither dump
         if mine.get(name) != theirs.get(name):
-            found.append(f"{name} {theirs.get(name)!r} vs {mine.get(name)!r}")
+            found.append(f"{name} {getattr(b.settings, name)!r} vs {getattr(a.settings, name)!r}")
     if first.shard[1] != other.shard[1]:
         found.append(f"split into {other.shard[1]} shard(s) vs {first.shard[1]}")
     if a.settings.plan_hash != b.settings.plan_hash:

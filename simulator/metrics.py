@@ -8,13 +8,15 @@ Per case:
 
 - :func:`goal_achievement` -- how many steps (goals) of a conversation were completed: ``Goals (k/n)``.
 - :func:`case_outcome` -- ``pass`` / ``fail`` / ``error`` / ``unsure`` from the transcript and its scores,
-  with the reasons.
+  with the reasons (scoring turns a ``fail`` the simulated user caused into ``user_error``:
+  ``simulator.judges.fidelity``).
 - :func:`task_completion` -- 1 / 0 / None: the case's task was (not) completed, or the judge was unsure.
 - :func:`case_metrics` -- the per-case numbers stored on a result (``CaseResult.metrics``).
 
 Per run:
 
-- :func:`counts` and :func:`correctness` -- counts of outcomes and passed / total.
+- :func:`counts` and :func:`correctness` -- counts of outcomes and passed / (total - user_error).
+- :func:`persona_fidelity` -- per persona, the share of the user model's turns without a fidelity finding.
 - :func:`metric_summary` -- verdict counts and mean value per metric over every score of a run.
 - :func:`run_summary` (:class:`SummaryBuilder`) -- the run summary the store keeps with a run and every report
   reads: counts, usage per role, metric summaries, repeat statistics per case, counts per suite; computed once,
@@ -47,6 +49,7 @@ from simulator.models.summary import (
     RepeatStats,
     RunSummary,
     SuiteSummary,
+    persona_fidelity,
 )
 from simulator.models.transcript import StepOutcome, Transcript, Usage
 
@@ -67,6 +70,7 @@ __all__ = [
     "metric_summary",
     "pass_at_k_estimate",
     "pass_hat_k_estimate",
+    "persona_fidelity",
     "repeat_stats",
     "run_summary",
     "summarized",
@@ -221,8 +225,14 @@ def task_completion(result: CaseResult) -> int | None:
     return None
 
 
-def case_metrics(transcript: Transcript, scores: Sequence[Score]) -> dict[str, float | None]:
+def case_metrics(
+    transcript: Transcript, scores: Sequence[Score], outcome: Outcome | None = None
+) -> dict[str, float | None]:
     """The per-case numbers stored in ``CaseResult.metrics``, computed from the transcript and its scores.
+
+    ``outcome`` is the outcome the case was given when it is not :func:`case_outcome`'s (``user_error``: then
+    ``task_completion`` and ``goal_achievement`` are None, as for an error: the failure says nothing about
+    the agent).
 
     - ``goals_complete``, ``goals_total`` and ``goal_achievement`` (= complete / total, None without steps):
       from :func:`goal_achievement` of the transcript.
@@ -237,12 +247,13 @@ def case_metrics(transcript: Transcript, scores: Sequence[Score]) -> dict[str, f
       ``goal_achievement`` always comes from the transcript, never from score values.
     """
     goals = goal_achievement(transcript)
-    outcome, _ = case_outcome(transcript, scores)
-    completion = {"pass": 1.0, "fail": 0.0, "error": None, "unsure": None}[outcome]
+    if outcome is None:
+        outcome, _ = case_outcome(transcript, scores)
+    completion = {"pass": 1.0, "fail": 0.0}.get(outcome)
     numbers: dict[str, float | None] = {
         "goals_complete": float(goals.complete),
         "goals_total": float(goals.total),
-        "goal_achievement": None if outcome == "error" else goals.rate,
+        "goal_achievement": None if outcome in ("error", "user_error") else goals.rate,
         "task_completion": completion,
         "hallucinations": float(sum(1 for s in scores if s.metric == "hallucination" and s.verdict == "not_met")),
         "turns": float(transcript.turns),
@@ -260,8 +271,9 @@ def case_metrics(transcript: Transcript, scores: Sequence[Score]) -> dict[str, f
 
 
 def counts(outcomes: Iterable[Outcome]) -> Counts:
-    """How many of the outcomes are ``pass``, ``fail``, ``error`` and ``unsure``; ``total`` counts them all and
-    ``correctness`` = passed / total (:func:`correctness`). ValueError for a value that is not an outcome."""
+    """How many of the outcomes are ``pass``, ``fail``, ``error``, ``unsure`` and ``user_error``; ``total``
+    counts them all and ``correctness`` = passed / (total - user_error) (:func:`correctness`). ValueError for a
+    value that is not an outcome."""
     tally = _Tally()
     for outcome in outcomes:
         tally.add(outcome)
@@ -269,10 +281,12 @@ def counts(outcomes: Iterable[Outcome]) -> Counts:
 
 
 def correctness(outcomes: Iterable[Outcome]) -> float | None:
-    """Correctness of a run: ``passed / total`` over the case outcomes.
+    """Correctness of a run: ``passed / (total - user_error)`` over the case outcomes.
 
     ``total`` counts every outcome: an ``error`` counts as a failure (the run could not show the case
-    passes), and ``unsure`` counts as not passed. None for an empty run (no outcomes), never 0 or 1.
+    passes), and ``unsure`` counts as not passed. A ``user_error`` (a failure the simulated user caused) is
+    left out: it says nothing about the agent (``--count-user-errors`` stores such cases as ``fail``). None when
+    nothing is left to count (no outcomes, or only user errors), never 0 or 1.
     """
     return counts(outcomes).correctness
 
@@ -292,7 +306,14 @@ class _Tally:
 
     def counts(self, kind: type[_C], **more: Any) -> _C:
         found = self.by_outcome
-        return kind(passed=found["pass"], failed=found["fail"], error=found["error"], unsure=found["unsure"], **more)
+        return kind(
+            passed=found["pass"],
+            failed=found["fail"],
+            error=found["error"],
+            unsure=found["unsure"],
+            user_error=found["user_error"],
+            **more,
+        )
 
 
 class _Sum:
@@ -513,8 +534,9 @@ def wilson_interval(passes: int, k: int, z: float = Z_95) -> tuple[float, float]
 def repeat_stats(outcomes: Sequence[Outcome]) -> RepeatStats:
     """Statistics of one case's repeated runs, from their outcomes (one per run).
 
-    - ``k`` = number of runs; ``passes`` = runs whose outcome is ``pass``. ``error`` counts as a failure and
-      ``unsure`` as not passed: only ``pass`` is a pass.
+    - ``k`` = number of runs, leaving out ``user_error`` runs (the simulated user failed, not the agent);
+      ``passes`` = runs whose outcome is ``pass``. ``error`` counts as a failure and ``unsure`` as not
+      passed: only ``pass`` is a pass.
     - ``pass_rate`` = passes / k.
     - ``pass_at_k`` (observed pass@k) = 1.0 if at least one of the k runs passed, else 0.0.
     - ``pass_hat_k`` (observed pass^k) = 1.0 if all k runs passed, else 0.0.
@@ -527,7 +549,7 @@ def repeat_stats(outcomes: Sequence[Outcome]) -> RepeatStats:
     """
     for outcome in outcomes:
         _check_outcome(outcome)
-    k = len(outcomes)
+    k = sum(1 for outcome in outcomes if outcome != "user_error")
     passes = sum(1 for outcome in outcomes if outcome == "pass")
     if k == 0:
         return RepeatStats(k=0, passes=0, pass_rate=None, pass_at_k=None, pass_hat_k=None, wilson=None, label=None)

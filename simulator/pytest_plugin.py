@@ -59,6 +59,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Seed for persona choice and the scripted user (default 0, so item ids are stable).",
     )  # fmt: skip
     group.addoption("--sim-concurrency", type=int, default=8, metavar="N", help="Conversations in flight at once.")
+    group.addoption(
+        "--sim-count-user-errors", action="store_true", default=False,
+        help="Fail a case whose failure the simulated user caused, instead of skipping it as user_error.",
+    )  # fmt: skip
     parser.addini(
         "simulator_suites",
         "Suite files or folders pytest collects as Simulator suites, also when run without arguments.",
@@ -198,6 +202,10 @@ class SuiteCase(pytest.Item):
         if stored.outcome == "unsure":
             # Reported at the case in its suite file, as a skip mark is, not at this line of the plugin.
             raise pytest.skip.Exception(_safe(_unsure_reason(stored)), _use_item_location=True)
+        if stored.outcome == "user_error":
+            # The simulated user caused the failure (the reason names its finding): not the agent's to fail.
+            reasons = "; ".join(stored.result.reasons)
+            raise pytest.skip.Exception(_safe(f"user_error: {reasons}"), _use_item_location=True)
         if stored.outcome in ("fail", "error"):
             assert state.outcome is not None
             raise CaseFailed(stored, state.report_command(state.outcome.id))
@@ -291,6 +299,7 @@ class SessionRun:
             "persona": config.getoption("sim_persona"),
             "seed": config.getoption("sim_seed"),
             "concurrency": config.getoption("sim_concurrency"),
+            "count_user_errors": bool(config.getoption("sim_count_user_errors")),
         }
         self.outcome: RunOutcome | None = None
         self.started: tuple[str, Path] | None = None

@@ -40,7 +40,7 @@ Schema (built by the numbered migrations below; the ``migrations`` table records
                 case_name  TEXT NOT NULL
                 persona    TEXT
                 repeat     INTEGER NOT NULL
-                outcome    TEXT NOT NULL         -- pass | fail | error | unsure
+                outcome    TEXT NOT NULL         -- pass | fail | error | unsure | user_error
                 duration_s REAL NOT NULL
                 finished   TEXT NOT NULL
                 result     TEXT NOT NULL         -- JSON CaseResult (transcript, scores, reasons)
@@ -468,9 +468,10 @@ _RUN_COLUMNS: Final = (
 )
 _RESULT_COLUMNS: Final = 'run_id, "key", suite, case_name, persona, "repeat", outcome, duration_s, finished, result'
 _ROW_COLUMNS: Final = 'run_id, "key", suite, case_name, persona, "repeat", outcome, duration_s'
-#: The terminal table's order: errors, failures, unsure, passes; then case, persona ("" for none), repeat.
+#: The terminal table's order: errors, failures, user errors, unsure, passes; then case, persona ("" for none),
+#: repeat.
 _TABLE_ORDER: Final = (
-    "CASE outcome WHEN 'error' THEN 0 WHEN 'fail' THEN 1 WHEN 'unsure' THEN 2 ELSE 3 END, "
+    "CASE outcome WHEN 'error' THEN 0 WHEN 'fail' THEN 1 WHEN 'user_error' THEN 2 WHEN 'unsure' THEN 3 ELSE 4 END, "
     "case_name, COALESCE(persona, ''), \"repeat\""
 )
 _NEWEST_FIRST: Final = "ORDER BY runs.created DESC, runs.id DESC"

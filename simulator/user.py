@@ -671,9 +671,11 @@ class LLMUser:
         """Ask the user model for this turn's message (or its decision to end the conversation).
 
         Scripted ``say`` lines are sent verbatim first, as the scripted user does, so a case opens the same way
-        with either user; the model takes over after them."""
+        with either user; the model takes over after them. Such a line is marked ``scripted``: the model did not
+        write it, so its fidelity is not the model's to answer for."""
         if 0 <= request.turn_in_step < len(request.say):
-            return UserReply(text=_fill_placeholders(request.say[request.turn_in_step], request.session), source="llm")
+            line = _fill_placeholders(request.say[request.turn_in_step], request.session)
+            return UserReply(text=line, source="scripted")
         system = {"role": "system", "content": _system_prompt(request)}
         messages = [system, *_swapped_conversation(request.conversation)]
         move = await self._llm.structured(Role.USER, messages, UserMove)

@@ -129,7 +129,8 @@ def test_the_cassette_holds_every_exchange_of_agent_tools_user_and_judge(demo: P
     assert request["messages"][0]["role"] == "system"
     assert all(entry.fingerprint for entry in cassette.of("judge", "model"))
     moves = [entry.response for entry in cassette.of("user", "turn")]
-    assert [move["source"] for move in moves if isinstance(move, dict)] == ["llm", "llm"]
+    # the first step's say line is the author's words (scripted), the second move the user model's
+    assert [move["source"] for move in moves if isinstance(move, dict)] == ["scripted", "llm"]
 
 
 def test_a_changed_check_takes_effect_when_the_run_is_replayed(demo: Path) -> None:

@@ -208,6 +208,9 @@ def test_case_status_and_pass_rates_over_repeats(comparison: Comparison) -> None
         (["unsure", "error"], "fail"),
         (["pass", "unsure"], "unsure"),
         (["unsure"], "unsure"),
+        (["user_error", "user_error"], "user_error"),
+        (["user_error", "pass"], "pass"),
+        (["user_error", "fail"], "fail"),
     ],
 )
 def test_case_status_definition(outcomes: list[Outcome], status: str) -> None:
@@ -216,6 +219,16 @@ def test_case_status_definition(outcomes: list[Outcome], status: str) -> None:
     assert diff.change == "new"
     assert diff.b is not None
     assert diff.b.status == status
+
+
+def test_a_case_the_simulated_user_spoiled_in_one_run_is_not_a_change_of_the_agent() -> None:
+    run_a, run_b = make_run("run-a", "s"), make_run("run-b", "s")
+    diff = compare_runs(
+        run_a, repeats(run_a, "s", "c", ["pass"]), run_b, repeats(run_b, "s", "c", ["user_error"])
+    ).cases[0]
+    assert diff.change == "unchanged"
+    assert diff.b is not None
+    assert (diff.b.status, diff.b.repeats, diff.b.outcomes) == ("user_error", 0, ["user_error"])
 
 
 # -- steps ----------------------------------------------------------------------------------------------------

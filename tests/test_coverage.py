@@ -170,7 +170,7 @@ def test_the_known_run_is_pinned_number_by_number() -> None:
         ("status", None): (1, 1, "0/1 pass"),
     }
     calm = next(c for c in coverage.cells if c.persona == "calm")
-    assert calm.outcomes == {"pass": 0, "fail": 1, "error": 0, "unsure": 1}
+    assert calm.outcomes == {"pass": 0, "fail": 1, "error": 0, "unsure": 1, "user_error": 0}
     # Every outcome the model knows is a count in every cell (a new outcome is one more key, nothing else).
     assert all(list(cell.outcomes) == list(get_args(Outcome)) for cell in coverage.cells)
 

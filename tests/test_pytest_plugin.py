@@ -224,3 +224,27 @@ def test_an_error_names_the_role_that_failed() -> None:
     assert "error: the judge failed: no answer after 3 tries" in lines
     assert "Outcome: error" in lines
     assert lines[-1].endswith("simulator report r1")
+
+
+#: A conftest that plays the simulated user with a fake model breaking character (offline, in pytest's process).
+BAD_USER_CONFTEST = """
+from simulator.llm import FakeScript
+
+reply = {"message": "How can I help you today?", "done": False, "reason": "helping"}
+bound = FakeScript().enqueue("user", reply, times=50).active()  # kept: the session's whole life
+
+def pytest_configure(config):
+    bound.__enter__()
+"""
+
+
+def test_a_user_error_is_skipped_with_its_finding_unless_counted(project: Path) -> None:
+    (project / "conftest.py").write_text(BAD_USER_CONFTEST, encoding="utf-8")
+    args = ["suites/demo/simulations.yaml", "-k", "order_status", "--sim-user-model", "fake/user", "-rs"]
+    apart = pytest_in(project, *args)
+    assert "1 skipped, 2 deselected" in apart.stdout, apart.stdout + apart.stderr
+    assert "user_error: simulated user, turn 2: broke_character" in apart.stdout
+    counted = pytest_in(project, *args, "--sim-count-user-errors")
+    assert "1 failed, 2 deselected" in counted.stdout, counted.stdout + counted.stderr
+    assert "counted as the agent's failure (--sim-count-user-errors)" not in counted.stdout
+    assert "counted as the agent's failure (--count-user-errors)" in counted.stdout

@@ -69,9 +69,9 @@ def test_an_llm_user_runs_the_same_case_through_the_fake_provider(monkeypatch: p
     )
     assert transcript.stop_reason == "completed", transcript.steps
     users = [e for e in transcript.events if isinstance(e, UserEvent)]
-    # Step 1's scripted line is sent verbatim; then the model speaks for the user.
+    # Step 1's scripted line is sent verbatim (marked scripted); then the model speaks for the user.
     assert [(u.source, u.text) for u in users] == [
-        ("llm", "Where is my order? I need the delivery status."),
+        ("scripted", "Where is my order? I need the delivery status."),
         ("llm", "It's ORD-10042."),
     ]
     # The model played the user: the agent's words came in as the user role, the persona was in the prompt.

@@ -496,7 +496,8 @@ def test_persona_background_facts_answer_after_the_steps_facts() -> None:
 def test_llm_user_sends_scripted_lines_verbatim_before_the_model_speaks() -> None:
     script = FakeScript()
     reply = run(llm_user(script).next_message(request(say=["Hi, it's about {product_id}."])))
-    assert (reply.text, reply.source) == ("Hi, it's about prod_123.", "llm")
+    # The script wrote the line, not the model: it is marked scripted (fidelity checks skip it).
+    assert (reply.text, reply.source) == ("Hi, it's about prod_123.", "scripted")
     assert script.requests == []
 
 

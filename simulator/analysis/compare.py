@@ -13,8 +13,11 @@ Definitions (pinned by ``tests/test_compare.py``):
   one identity in one run are aggregated (two suites of one run with the same name count as one suite).
 - **Case status in a run** (:class:`CaseRunSummary`): ``pass`` when every repeat's outcome is ``pass``;
   ``fail`` when any repeat's outcome is ``fail`` or ``error``; ``unsure`` otherwise (no failure or error,
-  but at least one ``unsure``). The pass rate is ``passes / repeats`` as :func:`simulator.metrics.repeat_stats`
-  defines it (only ``pass`` is a pass). A case *passes* in a run when its status is ``pass``.
+  but at least one ``unsure``); ``user_error`` when every repeat is a ``user_error`` (the simulated user
+  caused each failure; such repeats are left out of the pass rate, and a case ``user_error`` in either run
+  is ``unchanged``: the agent was not shown to change). The pass rate is ``passes / repeats`` as
+  :func:`simulator.metrics.repeat_stats` defines it (only ``pass`` is a pass). A case *passes* in a run when
+  its status is ``pass``.
 - **Case change** (:data:`Change`): ``regressed`` -- passes in A, not in B; ``improved`` -- does not pass in
   A, passes in B; ``unchanged`` -- in both runs and passes in both or in neither (its status may still go
   e.g. from ``fail`` to ``unsure``, and its pass rate may change); ``new`` -- only in B; ``removed`` -- only
@@ -140,7 +143,9 @@ def _cases(run: RunRecord, summary: RunSummary) -> dict[_Key, list[Outcome]]:
 def _summary(outcomes: list[Outcome]) -> CaseRunSummary:
     stats = repeat_stats(outcomes)
     status: CaseStatus
-    if stats.passes == stats.k:
+    if stats.k == 0 and outcomes:
+        status = "user_error"  # every repeat failed through the simulated user: nothing shown about the agent
+    elif stats.passes == stats.k:
         status = "pass"
     elif any(outcome in ("fail", "error") for outcome in outcomes):
         status = "fail"
@@ -250,7 +255,9 @@ def compare_runs(
             )
             continue
         a, b = _summary(outcomes_a[key]), _summary(outcomes_b[key])
-        if a.passed and not b.passed:
+        if "user_error" in (a.status, b.status):
+            change = "unchanged"  # a run whose every repeat the simulated user spoiled shows no change of the agent
+        elif a.passed and not b.passed:
             change = "regressed"
         elif b.passed and not a.passed:
             change = "improved"

@@ -22,7 +22,10 @@ Causes of one result, in this order:
    ``not judged``, whatever the verdict), and the scores of ``unsure`` steps. They are never a failed check:
    they are grouped under "Not judged / unsure", and count only when nothing above applies (the case's
    outcome is ``unsure``): a failed case is explained by what failed, not by what could not be judged.
-5. A result without scores (stored before scoring, or built by hand) falls back to its transcript's
+5. **user** -- a ``user_error`` result (the simulated user caused the failure): one cause, the earliest
+   fidelity finding, labelled by its kind (``broke_character``, ...), grouped apart from the agent's causes
+   (no fix of the agent is suggested for it).
+6. A result without scores (stored before scoring, or built by hand) falls back to its transcript's
    incomplete steps, then its unsure steps; a result that still has no cause gives one per reason (kind
    ``reason``), or a single ``no reason recorded`` cause. So every result that did not pass is in at least
    one group.
@@ -49,7 +52,7 @@ shown as written when all its occurrences were written alike, else in its normal
 
 A group's ``count`` is the number of conversations (stored results) with the cause, ``occurrences`` the
 number of causes (one conversation can hallucinate in several turns). Groups are sorted by count, then
-occurrences (both descending), then kind (error, step, score, unsure, reason) and label. Each group keeps the
+occurrences (both descending), then kind (error, step, score, unsure, reason, user) and label. Each group keeps the
 conversations (:class:`CaseRef`), its :data:`TOP_REASONS` most common reasons, and up to
 :data:`MAX_EXAMPLES` example turns from different conversations: the agent message(s) of the turn a score
 points at (a step's cause: the step's last agent reply; an error: the turn it happened in; a cause with no
@@ -107,8 +110,8 @@ MAX_EXAMPLES = 3
 #: The most common reasons kept per group.
 TOP_REASONS = 3
 
-_KIND_ORDER: dict[FailureKind, int] = {"error": 0, "step": 1, "score": 2, "unsure": 3, "reason": 4}
-_FAILED: tuple[Outcome, ...] = ("fail", "error", "unsure")
+_KIND_ORDER: dict[FailureKind, int] = {"error": 0, "step": 1, "score": 2, "unsure": 3, "reason": 4, "user": 5}
+_FAILED: tuple[Outcome, ...] = ("fail", "error", "unsure", "user_error")
 _LABEL_LENGTH = 80
 _SHOWN_TEXT = 300
 _SHOWN_CASES = 10
@@ -230,6 +233,11 @@ def _score_cause(score: Score, state: State, transcript: Transcript) -> _Cause |
 def _causes(stored: StoredResult) -> list[_Cause]:
     result = stored.result
     transcript = result.transcript
+    if stored.outcome == "user_error" and result.fidelity:
+        # The simulated user caused it: grouped apart, by what the user did, never as the agent's failure.
+        first = min(result.fidelity, key=lambda finding: finding.turn)
+        reason = result.reasons[0] if result.reasons else first.rule
+        return [_Cause("user", first.kind, first.kind, reason, turn=first.turn, step=first.step)]
     causes: list[_Cause] = []
     if transcript.stop_reason == "error":
         message = transcript.error or "the run stopped with an error"
@@ -452,7 +460,8 @@ async def _suggest(llm: LLMClient, group: FailureGroup, instructions: str | None
 
 
 async def suggest_fixes(digest: Digest, llm: LLMClient | None, *, instructions: str | None) -> Digest:
-    """The digest with a judge model's suggested change to the agent's ``instructions`` on every group.
+    """The digest with a judge model's suggested change to the agent's ``instructions`` on every group (but the
+    simulated user's, ``user``: the agent is not what failed there).
 
     One structured request per group (``llm.structured(Role.JUDGE, ...)``, :class:`FixSuggestionReply`),
     asked concurrently (the client bounds how many run at once). Each answer is stored as the group's
@@ -464,7 +473,10 @@ async def suggest_fixes(digest: Digest, llm: LLMClient | None, *, instructions: 
     if llm is None or llm.settings(Role.JUDGE).model is None:
         groups = [group.model_copy(update={"suggestion": None}) for group in digest.groups]
         return digest.model_copy(update={"groups": groups, "note": NO_SUGGESTION_MODEL})
-    suggestions = await asyncio.gather(*(_suggest(llm, group, instructions) for group in digest.groups))
+    agents = [group for group in digest.groups if group.kind != "user"]  # the simulated user's: no agent fix
+    asked = await asyncio.gather(*(_suggest(llm, group, instructions) for group in agents))
+    by_group = {id(group): suggestion for group, suggestion in zip(agents, asked, strict=True)}
+    suggestions = [by_group.get(id(group)) for group in digest.groups]
     groups = [
         group.model_copy(update={"suggestion": suggestion})
         for group, suggestion in zip(digest.groups, suggestions, strict=True)

@@ -195,7 +195,7 @@ def _print_run_record(store: Any, record: Any, *, verbose: bool = False) -> None
     table = Table(title_justify="left")
     for column in CASE_COLUMNS:
         table.add_column(column, overflow="fold")
-    styles = {"pass": "green", "fail": "red", "error": "bold red", "unsure": "yellow"}
+    styles = {"pass": "green", "fail": "red", "error": "bold red", "unsure": "yellow", "user_error": "magenta"}
     for row in case_rows(shown, verbose=verbose):
         table.add_row(*row, style=styles.get(row[3]))
     out.print(table)

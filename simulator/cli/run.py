@@ -103,7 +103,8 @@ def simulate(
     else:
         out.print(
             f"{breakdown.total} case(s): {breakdown.passed} passed, {breakdown.failed} failed, "
-            f"{breakdown.error} error, {breakdown.unsure} unsure.",
+            f"{breakdown.error} error, {breakdown.unsure} unsure"
+            + (f", {breakdown.user_error} user error (the simulated user's)." if breakdown.user_error else "."),
             markup=False,
         )
         advice = "Pass --judge-model (any litellm model) or set models.judge in the suite to judge them."
@@ -156,6 +157,14 @@ def run(
             help="Exit 1 when the run's coverage (%, see `simulator coverage`) is below this.",
         ),
     ] = None,
+    count_user_errors: Annotated[
+        bool,
+        typer.Option(
+            "--count-user-errors",
+            help="Count a failure the simulated user caused (a fidelity finding at or before it) as the agent's "
+            "fail, instead of the separate outcome user_error left out of correctness.",
+        ),
+    ] = False,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed for persona choice and the scripted user.")] = None,
     shard: Annotated[
         str | None,
@@ -204,10 +213,10 @@ def run(
 ) -> None:
     """Run suites: cases x personas x repeats, concurrently; every result is stored as it finishes.
 
-    Exit 0 when every case passed (or correctness is at least --fail-under), 1 below it (or below
-    --fail-under-coverage), 2 for invalid input,
-    3 when the run could not complete, 130 when interrupted by Ctrl-C and 143 by SIGTERM (the run can be
-    resumed). A suite names code that runs: its python agent, langgraph graph and, with --live, tool functions.
+    Exit 0 when every case passed, user errors left out (or correctness is at least --fail-under), 1 below
+    it (or below --fail-under-coverage), 2 for invalid input, 3 when the run could not complete, 130 when
+    interrupted by Ctrl-C and 143 by SIGTERM (the run can be resumed). A suite names code that runs: its python
+    agent, langgraph graph and, with --live, tool functions.
     """
     from simulator.runner import plan
 
@@ -218,7 +227,7 @@ def run(
         paths, persona=persona, repeat=repeat, tags=tag or [], cases=case or [], live=live, user_model=user_model,
         judge_model=judge_model, models=_model_overrides(models_file, judge_api_base, user_api_base, agent_api_base),
         concurrency=concurrency, fail_under=fail_under, fail_under_coverage=fail_under_coverage, seed=seed,
-        cache=not no_cache, checkpoints=checkpoints, shard=shard, record=record,
+        cache=not no_cache, checkpoints=checkpoints, shard=shard, record=record, count_user_errors=count_user_errors,
     )  # fmt: skip
 
     def started(event: Any) -> None:
@@ -280,7 +289,7 @@ def _run_head(outcome: Any) -> dict[str, Any]:
         "counts": {
             "planned": len(record.plan),
             **(
-                totals.model_dump(mode="json", include={"total", "passed", "failed", "error", "unsure"})
+                totals.model_dump(mode="json", include={"total", "passed", "failed", "error", "unsure", "user_error"})
                 if totals
                 else {}
             ),

@@ -49,6 +49,8 @@ def runs_list(
         t = r.totals
         correctness = "-" if t is None or t.correctness is None else f"{t.correctness * 100:.1f}%"
         counts = "-" if t is None else f"{t.passed}/{t.failed}/{t.error}/{t.unsure}"
+        if t is not None and t.user_error:
+            counts += f" +{t.user_error} user error"
         table.add_row(
             r.id, f"{r.created:%Y-%m-%d %H:%M}", r.status, ", ".join(s.suite.name for s in r.snapshot),
             r.agent_version or "", correctness, counts, r.note,

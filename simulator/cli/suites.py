@@ -13,6 +13,7 @@ from rich.table import Table
 from simulator.cli._choices import SchemaKind
 from simulator.cli._output import (
     EXIT_INVALID,
+    DbOption,
     JsonOption,
     _handles_errors,
     _plural,
@@ -93,11 +94,25 @@ def personas_list(
         Path | None,
         typer.Option("--dir", help="Folder of persona files (default: the nearest personas/ folder)."),
     ] = None,
+    run_ref: Annotated[
+        str | None,
+        typer.Option(
+            "--run",
+            metavar="RUN",
+            help="Instead: the personas a stored run used, with the simulated user's fidelity rate (turns "
+            "without a finding / turns the user model wrote) and findings by kind. Run id, prefix, latest.",
+        ),
+    ] = None,
+    db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List the personas with their language and description."""
+    """List the personas with their language and description; with --run, how well the simulated user played
+    each persona in that run."""
     from simulator.loading import find_upwards, load_personas
 
+    if run_ref is not None:
+        _persona_fidelity(run_ref, db, as_json=as_json)
+        return
     if directory is None:
         directory = find_upwards(Path.cwd(), "personas", want_dir=True)
         if directory is None:
@@ -122,6 +137,33 @@ def personas_list(
         )
     out.print(table)
     out.print(f"{_plural(len(personas), 'persona')}.", markup=False)
+
+
+def _persona_fidelity(run_ref: str, db: Path | None, *, as_json: bool) -> None:
+    from simulator.metrics import persona_fidelity
+    from simulator.store import RunStore, default_db_path
+
+    with RunStore(db or default_db_path()) as store:
+        record = store.get_run(run_ref)
+        personas = persona_fidelity(stored.result for stored in store.iter_results(record.id))
+    if as_json:
+        _print_json({"run": record.id, "personas": [p.model_dump(mode="json") for p in personas]})
+        return
+    table = Table(title=f"Simulated user fidelity per persona in run {record.id}", title_justify="left")
+    for column in ("persona", "conversations", "user turns", "flagged", "fidelity", "findings", "user errors"):
+        table.add_column(column, overflow="fold")
+    for p in personas:
+        rate = "n/a (scripted user)" if p.rate is None else f"{p.rate * 100:.1f}%"
+        kinds = ", ".join(f"{kind} {count}" for kind, count in p.findings.items()) or "none"
+        table.add_row(
+            p.persona or "-", str(p.conversations), str(p.user_turns), str(p.flagged_turns), rate, kinds,
+            str(p.user_errors),
+        )  # fmt: skip
+    out.print(table)
+    out.print(
+        "fidelity = user turns without a finding / turns the user model wrote (scripted lines are not checked).",
+        markup=False,
+    )
 
 
 @_handles_errors

@@ -87,6 +87,7 @@ async def simulate(setup: ConversationSetup, *, checkpointer: Any = None, thread
         steps=sorted(final.get("outcomes", []), key=lambda outcome: outcome.index),
         golden_turns=final.get("golden", []),
         stop_reason=final.get("stop") or "completed",
+        user_ended_reason=final.get("user_reason"),
         error=final.get("error"),
         turns=final["turn"],
         usage={role.value: usage for role, usage in meter.by_role.items()},

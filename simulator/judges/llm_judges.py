@@ -58,8 +58,8 @@ from simulator.errors import JudgeError, ModelError
 from simulator.judges.step import NO_JUDGE, render_conversation
 from simulator.llm import LLMClient, Role, StructuredOutputError, UnrecordedRequest
 from simulator.models.case import ReferenceAnswerSpec
-from simulator.models.scores import Score, ScoreSource, ScoreVerdict
-from simulator.models.transcript import AgentEvent, TranscriptEvent
+from simulator.models.scores import FidelityFinding, Score, ScoreSource, ScoreVerdict
+from simulator.models.transcript import AgentEvent, TranscriptEvent, UserEvent
 
 __all__ = [
     "PROMPT_PLACEHOLDERS",
@@ -72,6 +72,8 @@ __all__ = [
     "ReferenceAnswerReply",
     "SemanticMatchReply",
     "SideClaimReply",
+    "UserFidelityReply",
+    "UserFidelityTurnReply",
     "builtin_prompt",
     "check_prompt",
     "quote_in",
@@ -87,6 +89,7 @@ PROMPT_PLACEHOLDERS: Mapping[str, frozenset[str]] = types.MappingProxyType(
         "hallucination_batch": frozenset({"context", "conversation", "turns"}),
         "goal_satisfaction": frozenset({"goal", "conversation"}),
         "expectation": frozenset({"expectation", "conversation"}),
+        "user_fidelity": frozenset({"brief", "conversation", "turns"}),
     }
 )
 
@@ -174,6 +177,21 @@ class ExpectationReply(BaseModel):
 
     verdict: Literal["met", "not_met", "unsure"]
     reason: str = Field(min_length=1)
+
+
+class UserFidelityTurnReply(BaseModel):
+    """Whether one user turn states a fact the simulated user was never given, quoting it."""
+
+    turn: int
+    invented: bool
+    fact: str
+    reason: str = Field(min_length=1)
+
+
+class UserFidelityReply(BaseModel):
+    """A verdict per judged user turn (a turn left out has no finding)."""
+
+    turns: list[UserFidelityTurnReply]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -422,6 +440,41 @@ class LLMJudge:
             return q.failed(reply)
         return q.score(reply.verdict, reply.reason)
 
+    async def invented_facts(
+        self, *, brief: str, events: Sequence[TranscriptEvent], turns: Sequence[UserEvent]
+    ) -> list[FidelityFinding]:
+        """The simulated user's turns (``turns``, part of ``events``) that state a fact ``brief`` never gave it,
+        asked in one request: an ``invented_fact`` finding per such turn whose quote is in that turn. No model,
+        a failed request or an unusable reply gives no finding (fidelity is a diagnosis, never a verdict)."""
+        if not turns or not self.has_model:
+            return []
+        values = {
+            "brief": brief,
+            "conversation": _render_user_marked(turns, events),
+            "turns": ", ".join(str(turn.turn) for turn in turns),
+        }
+        reply = await self._ask("user_fidelity", values, UserFidelityReply)
+        if isinstance(reply, _Failed):
+            return []
+        by_number = {turn.turn: turn for turn in turns}
+        findings: list[FidelityFinding] = []
+        for verdict in reply.turns:
+            turn = by_number.get(verdict.turn)
+            fact = verdict.fact.strip()
+            if turn is None or not verdict.invented or not fact or not quote_in(fact, turn.text):
+                continue
+            findings.append(
+                FidelityFinding(
+                    turn=turn.turn,
+                    step=turn.step,
+                    kind="invented_fact",
+                    evidence=fact,
+                    rule=f"states a fact its goal, guide, persona and session never gave it: {verdict.reason}",
+                    source="judge",
+                )
+            )
+        return findings
+
     # -- asking ----------------------------------------------------------------------------------------------
 
     def _render(self, name: str, values: Mapping[str, str]) -> str:
@@ -641,6 +694,21 @@ def _render_marked(turns: Sequence[AgentEvent], events: Sequence[TranscriptEvent
             rendered = render_conversation([event])
             if rendered:
                 parts.append(rendered)
+    return "\n".join(parts)
+
+
+def _render_user_marked(turns: Sequence[UserEvent], events: Sequence[TranscriptEvent]) -> str:
+    """The conversation up to the last of ``turns``, each of them wrapped in ``<user_turn number="N">``."""
+    marked = {id(turn) for turn in turns}
+    last = max((i for i, event in enumerate(events) if id(event) in marked), default=len(events) - 1)
+    parts: list[str] = []
+    for event in events[: last + 1]:
+        rendered = render_conversation([event])
+        if id(event) in marked:
+            assert isinstance(event, UserEvent)
+            parts.append(f'<user_turn number="{event.turn}">\n{rendered}\n</user_turn>')
+        elif rendered:
+            parts.append(rendered)
     return "\n".join(parts)
 
 

@@ -31,7 +31,7 @@ __all__ = [
 ALPHA = 0.05
 
 #: A case's aggregated status over its repeats in one run (see :class:`CaseRunSummary`).
-CaseStatus = Literal["pass", "fail", "unsure"]
+CaseStatus = Literal["pass", "fail", "unsure", "user_error"]
 #: How a case changed from run A to run B.
 Change = Literal["regressed", "improved", "unchanged", "new", "removed"]
 #: How a step changed from run A to run B.
@@ -45,8 +45,9 @@ class CaseRunSummary(DataModel):
     """One case (suite, case, persona) in one run, over its repeats.
 
     ``outcomes`` are the repeats' outcomes in repeat order; ``passes`` counts ``pass``; ``pass_rate`` =
-    passes / repeats. ``status`` is ``pass`` when every repeat passed, ``fail`` when any repeat failed or
-    errored, ``unsure`` otherwise.
+    passes / repeats (``repeats`` leaves out ``user_error`` repeats). ``status`` is ``user_error`` when every
+    repeat is one, ``pass`` when every other repeat passed, ``fail`` when any repeat failed or errored,
+    ``unsure`` otherwise.
     """
 
     outcomes: list[Outcome]

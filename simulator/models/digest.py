@@ -34,7 +34,7 @@ NO_SUGGESTION_MODEL = (
 )
 
 #: What kind of cause a group is (see the module docstring).
-FailureKind = Literal["error", "step", "score", "unsure", "reason"]
+FailureKind = Literal["error", "step", "score", "unsure", "reason", "user"]
 
 #: Each kind's heading; a group's title starts with it.
 _KIND_TITLE: dict[FailureKind, str] = {
@@ -43,6 +43,7 @@ _KIND_TITLE: dict[FailureKind, str] = {
     "score": "Check failed",
     "unsure": "Not judged / unsure",
     "reason": "Reason",
+    "user": "Simulated user (user_error, not the agent's failure)",
 }
 
 

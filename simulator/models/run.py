@@ -74,6 +74,11 @@ class RunSettings(DataModel):
     fail_under_coverage: float | None = Field(
         default=None, description="--fail-under-coverage: exit 1 when the run's coverage (%) is below this."
     )
+    count_user_errors: bool = Field(
+        default=False,
+        description="--count-user-errors: a failure that coincides with a fidelity problem of the simulated user "
+        "stays `fail` (counted against the agent) instead of becoming `user_error`.",
+    )
     seed: int = 0
     cache: bool = True
     checkpoints: bool = Field(

@@ -17,8 +17,10 @@ from simulator.models.transcript import CaseKind, Transcript
 #: ``met`` / ``not_met`` / ``unsure`` as for steps; ``error`` when the judge could not give a valid verdict;
 #: ``n/a`` when the question does not apply (a turn that makes no factual claim).
 ScoreVerdict = Literal["met", "not_met", "unsure", "error", "n/a"]
-#: How a case ended: ``error`` means the run could not finish it (agent down, model error).
-Outcome = Literal["pass", "fail", "error", "unsure"]
+#: How a case ended: ``error`` means the run could not finish it (agent down, model error); ``user_error`` is a
+#: failure that coincides with a measured problem of the simulated user (:class:`FidelityFinding`): it is shown
+#: apart and left out of the agent's correctness unless the run counts it (``--count-user-errors``).
+Outcome = Literal["pass", "fail", "error", "unsure", "user_error"]
 ScoreSource = Literal["deterministic", "judge", "engine"]
 
 
@@ -44,6 +46,29 @@ class Score(DataModel):
     raw: str | None = Field(default=None, description="The judge's raw reply when it could not be used.")
 
 
+#: What a simulated user did wrong in a turn: talked like the assistant or as an AI (``broke_character``),
+#: quoted its private response guide before the agent asked (``leaked_guide``), said its goal was reached while
+#: the checks said it was not (``ended_early``), sent nearly the same message again (``repeated_itself``), or
+#: stated a fact its goal, guide, persona and session never gave it (``invented_fact``, judged by the model).
+FidelityKind = Literal["broke_character", "leaked_guide", "ended_early", "repeated_itself", "invented_fact"]
+
+
+class FidelityFinding(DataModel):
+    """One fidelity problem of the simulated user in one of its turns, with the words that show it.
+
+    ``evidence`` is the span of the user's message (or its reason for ending) the rule matched; ``rule`` says
+    in words what the rule is; ``source`` is ``deterministic`` for the pattern rules and ``judge`` for
+    ``invented_fact``.
+    """
+
+    turn: int
+    step: int | None = None
+    kind: FidelityKind
+    evidence: str
+    rule: str
+    source: Literal["deterministic", "judge"] = "deterministic"
+
+
 class CaseResult(DataModel):
     """One conversation of one case, scored: the transcript, every score, the outcome and why."""
 
@@ -58,3 +83,13 @@ class CaseResult(DataModel):
     metrics: dict[str, float | None] = Field(
         default_factory=dict, description="Per-case numbers: goals, tool-call correctness, hallucinations, ..."
     )
+    fidelity: list[FidelityFinding] = Field(
+        default_factory=list, description="The simulated user's fidelity problems, per turn (none for older runs)."
+    )
+    user_turns_checked: int = Field(
+        default=0, description="How many turns the model-played user wrote (scripted lines are not checked)."
+    )
+
+    def findings_at(self, turn: int) -> list[FidelityFinding]:
+        """The fidelity findings of user turn ``turn``."""
+        return [finding for finding in self.fidelity if finding.turn == turn]

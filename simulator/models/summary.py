@@ -7,13 +7,14 @@ results again. The definitions of every figure are those of :mod:`simulator.metr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from simulator.models._base import DataModel
 from simulator.models.coverage import RunCoverage
-from simulator.models.scores import Outcome
+from simulator.models.scores import CaseResult, Outcome
 from simulator.models.transcript import Usage
 
 #: How a case behaves over repeated runs: every run passed, none did, or some did.
@@ -25,10 +26,12 @@ SUMMARY_VERSION = 1
 
 
 class Counts(DataModel):
-    """How many conversations had each outcome, and correctness = passed / total.
+    """How many conversations had each outcome, and correctness = passed / (total - user_error).
 
     ``failed`` counts only ``fail``; errors are counted apart so they are never hidden, but correctness counts
-    them as not passed (as ``unsure``). ``total`` and ``correctness`` always follow from the four counts: a
+    them as not passed (as ``unsure``). ``user_error`` (a failure caused by the simulated user) is counted apart
+    and left out of correctness: it says nothing about the agent (a run with ``--count-user-errors`` stores
+    those cases as ``fail`` instead). ``total`` and ``correctness`` always follow from the five counts: a
     stored value that disagrees with them (a file changed by hand) is replaced, so a reader can trust them.
     """
 
@@ -37,17 +40,69 @@ class Counts(DataModel):
     failed: int = Field(default=0, ge=0)
     error: int = Field(default=0, ge=0)
     unsure: int = Field(default=0, ge=0)
+    user_error: int = Field(default=0, ge=0)
     correctness: float | None = None
 
     @model_validator(mode="after")
     def _derived(self) -> Counts:
-        self.total = self.passed + self.failed + self.error + self.unsure
-        self.correctness = self.passed / self.total if self.total else None
+        self.total = self.passed + self.failed + self.error + self.unsure + self.user_error
+        judged = self.total - self.user_error
+        self.correctness = self.passed / judged if judged else None
         return self
 
     def count(self, outcome: Outcome) -> int:
         """How many conversations had ``outcome``."""
-        return {"pass": self.passed, "fail": self.failed, "error": self.error, "unsure": self.unsure}[outcome]
+        return {
+            "pass": self.passed,
+            "fail": self.failed,
+            "error": self.error,
+            "unsure": self.unsure,
+            "user_error": self.user_error,
+        }[outcome]
+
+
+class PersonaFidelity(DataModel):
+    """How well the simulated user played one persona over a run (:func:`persona_fidelity`).
+
+    ``user_turns`` counts the turns the user model wrote (scripted lines are not checked); ``flagged_turns``
+    those with at least one finding (an ending without a message counts as a turn of its own when flagged);
+    ``rate`` = (user_turns - flagged_turns) / user_turns, None without model-written turns; ``findings`` counts
+    findings by kind; ``user_errors`` the conversations whose failure was put down to the user.
+    """
+
+    persona: str | None = None
+    conversations: int = 0
+    user_turns: int = 0
+    flagged_turns: int = 0
+    rate: float | None = None
+    findings: dict[str, int] = Field(default_factory=dict)
+    user_errors: int = 0
+
+
+def persona_fidelity(results: Iterable[CaseResult]) -> list[PersonaFidelity]:
+    """The simulated user's fidelity per persona over ``results`` (golden cases, which have no simulated user,
+    left out), personas in the order first met.
+
+    Per persona: ``conversations``; ``user_turns`` = the results' ``user_turns_checked`` added up;
+    ``flagged_turns`` = distinct (conversation, turn) pairs with a finding; ``rate`` = (user_turns -
+    flagged_turns) / user_turns (None without model-written turns; never below 0); ``findings`` = findings by
+    kind, in the order first met; ``user_errors`` = results with outcome ``user_error``.
+    """
+    tallies: dict[str | None, PersonaFidelity] = {}
+    for result in results:
+        if result.kind == "golden":
+            continue  # fixed turns: no simulated user played anyone
+        tally = tallies.setdefault(result.persona, PersonaFidelity(persona=result.persona))
+        tally.conversations += 1
+        tally.user_turns += result.user_turns_checked
+        tally.flagged_turns += len({finding.turn for finding in result.fidelity})
+        for finding in result.fidelity:
+            tally.findings[finding.kind] = tally.findings.get(finding.kind, 0) + 1
+        tally.user_errors += result.outcome == "user_error"
+    for tally in tallies.values():
+        if tally.user_turns:
+            tally.rate = max(0, tally.user_turns - tally.flagged_turns) / tally.user_turns
+    return list(tallies.values())
 
 
 class MetricSummary(DataModel):

@@ -267,6 +267,9 @@ class Transcript(DataModel):
     steps: list[StepOutcome] = Field(default_factory=list)
     golden_turns: list[GoldenTurnRecord] = Field(default_factory=list)
     stop_reason: StopReason = "completed"
+    user_ended_reason: str | None = Field(
+        default=None, description="Why the simulated user ended the conversation ('goal_reached: ...', 'gave_up: ...')."
+    )
     error: str | None = None
     turns: int = 0
     usage: dict[str, Usage] = Field(default_factory=dict, description="Per model role: agent, user, judge.")

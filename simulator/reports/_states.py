@@ -11,9 +11,11 @@ mark  state                                  what has it
 ====  =====================================  =====================================================
 
 Two marks stand outside the four: ``!`` for an error (the judge or the simulated user failed; the case is
-``error``) and ``–`` for a score that does not apply (``n/a``). A score whose verdict is ``not_met`` or ``n/a``
-but whose reason says it was *not judged* (no judge model) is unsure, not a failure. Textual formats put the
-word beside the mark (``? unsure``); spreadsheet cells hold the word alone.
+``error``) and ``–`` for a score that does not apply (``n/a``). ``⚑`` marks the simulated user's fidelity
+problems: a finding beside its turn, and a ``user_error`` case (a failure the simulated user caused). A score
+whose verdict is ``not_met`` or ``n/a`` but whose reason says it was *not judged* (no judge model) is unsure,
+not a failure. Textual formats put the word beside the mark (``? unsure``); spreadsheet cells hold the word
+alone.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from simulator.models.transcript import GoldenTurnRecord, StepOutcome, StepStatu
 
 __all__ = [
     "CSS_CLASS",
+    "FIDELITY_MARK",
     "MARK",
     "State",
     "goals_count",
@@ -111,8 +114,14 @@ def step_status_text(status: StepStatus) -> str:
     return f"{step_mark(status)} {_STEP_WORDS[status]}"
 
 
+#: The mark of the simulated user's fidelity problems: a finding beside its turn, and a ``user_error`` case.
+FIDELITY_MARK = "⚑"
+
+
 def outcome_mark(outcome: Outcome) -> str:
-    """A case outcome's mark: ✓ pass, ✗ fail, ? unsure, ! error."""
+    """A case outcome's mark: ✓ pass, ✗ fail, ? unsure, ! error, ⚑ user error (the simulated user's failure)."""
+    if outcome == "user_error":
+        return FIDELITY_MARK
     return MARK[_OUTCOME_STATE[outcome]]
 
 

@@ -35,7 +35,10 @@ def case_state(summary: CaseRunSummary) -> str:
     """``"<mark> <status> <passes>/<repeats>"``, naming errors apart so they are never hidden, e.g.
     ``✗ fail 0/1 (1 error)``; the mark is every view's (✓ pass, ✗ fail, ? unsure)."""
     errors = summary.outcomes.count("error")
-    detail = f" ({errors} error{'s' if errors != 1 else ''})" if errors else ""
+    user_errors = summary.outcomes.count("user_error")
+    named = [f"{errors} error{'s' if errors != 1 else ''}"] if errors else []
+    named += [f"{user_errors} user error{'s' if user_errors != 1 else ''}"] if user_errors else []
+    detail = f" ({', '.join(named)})" if named else ""
     return f"{outcome_mark(summary.status)} {summary.status} {summary.passes}/{summary.repeats}{detail}"
 
 

@@ -38,8 +38,8 @@ from pydantic import JsonValue
 from simulator.kinds import kind_named, kind_of
 from simulator.models.case import GoldenCase, ScenarioCase, SimulationCase
 from simulator.models.run import RunRecord, StoredResult
-from simulator.models.scores import CaseResult, Outcome, Score
-from simulator.models.summary import MetricSummary, RepeatStats
+from simulator.models.scores import CaseResult, FidelityFinding, Outcome, Score
+from simulator.models.summary import MetricSummary, RepeatStats, persona_fidelity
 from simulator.models.transcript import (
     AgentEvent,
     CheckEvent,
@@ -54,6 +54,7 @@ from simulator.models.transcript import (
 )
 from simulator.reports._states import (
     CSS_CLASS,
+    FIDELITY_MARK,
     MARK,
     State,
     goals_count,
@@ -82,13 +83,20 @@ CONTENT_SECURITY_POLICY = (
     "base-uri 'none'; form-action 'none'"
 )
 #: Cases are listed in this order of outcome: failures first.
-OUTCOME_ORDER: tuple[Outcome, ...] = ("error", "fail", "unsure", "pass")
+OUTCOME_ORDER: tuple[Outcome, ...] = ("error", "fail", "user_error", "unsure", "pass")
 
 _RANK = {outcome: rank for rank, outcome in enumerate(OUTCOME_ORDER)}
-_GROUP_TITLE = {"error": "Errors", "fail": "Failures", "unsure": "Unsure", "pass": "Passed"}
+_GROUP_TITLE = {
+    "error": "Errors",
+    "fail": "Failures",
+    "user_error": "User errors (the simulated user failed; not counted against the agent)",
+    "unsure": "Unsure",
+    "pass": "Passed",
+}
 _GROUP_COUNT = {
     "error": ("error", "errors"),
     "fail": ("failure", "failures"),
+    "user_error": ("user error", "user errors"),
     "unsure": ("unsure", "unsure"),
     "pass": ("passed", "passed"),
 }
@@ -346,6 +354,7 @@ def _totals(record: RunRecord) -> str:
         ("fail", "Failed", str(counts.failed)),
         ("error", "Error", str(counts.error)),
         ("unsure", "Unsure", str(counts.unsure)),
+        *([("user_error", "User error", str(counts.user_error))] if counts.user_error else []),
         ("total", "Total", f"{counts.total} of {len(record.plan)}" if record.plan else str(counts.total)),
         ("cost", "Cost", _cost(cost)),
         ("duration", "Duration", _seconds(duration)),
@@ -365,6 +374,7 @@ def _totals(record: RunRecord) -> str:
                     ("unsure", counts.unsure),
                     ("fail", counts.failed),
                     ("error", counts.error),
+                    ("user_error", counts.user_error),
                 )
                 if count
             )
@@ -405,6 +415,25 @@ def _metrics(summary: dict[str, MetricSummary]) -> str:
         "<th class='num'>Scores</th><th class='num'>Met</th><th class='num'>Not met</th><th class='num'>Unsure</th>"
         "<th class='num'>Error</th><th class='num'>n/a</th><th class='num'>Mean value</th>"
         f"<th class='num'>Values</th></tr></thead><tbody>{rows}</tbody></table></section>"
+    )
+
+
+def _fidelity(results: Sequence[StoredResult]) -> str:
+    """The simulated user's fidelity per persona, when the user model wrote any turn or a finding was made."""
+    personas = persona_fidelity(stored.result for stored in results)
+    if not any(p.user_turns or p.findings for p in personas):
+        return ""
+    rows = "".join(
+        f"<tr><td>{_e(p.persona or _NO_PERSONA)}</td><td class='num'>{p.user_turns}</td>"
+        f"<td class='num'>{p.flagged_turns}</td><td class='num'>{_e(_percent(p.rate))}</td>"
+        f"<td>{_e(', '.join(f'{kind} {count}' for kind, count in p.findings.items()) or 'none')}</td>"
+        f"<td class='num'>{p.user_errors}</td></tr>"
+        for p in personas
+    )
+    return (
+        "<section id='fidelity'><h2>Simulated user fidelity</h2><table class='metrics'><thead><tr><th>Persona</th>"
+        "<th class='num'>User turns</th><th class='num'>Flagged</th><th class='num'>Fidelity</th><th>Findings</th>"
+        f"<th class='num'>User errors</th></tr></thead><tbody>{rows}</tbody></table></section>"
     )
 
 
@@ -497,12 +526,14 @@ def _filters(record: RunRecord, items: Sequence[_Item]) -> str:
     by_outcome = {
         "error": outcome_counts.error,
         "fail": outcome_counts.failed,
+        "user_error": outcome_counts.user_error,
         "unsure": outcome_counts.unsure,
         "pass": outcome_counts.passed,
     }
     boxes = "".join(
         f"<label><input type='checkbox' name='outcome' value='{o}' checked> {o} ({by_outcome[o]})</label> "
         for o in OUTCOME_ORDER
+        if o != "user_error" or by_outcome[o]
     )
     tags: dict[str, int] = {}
     personas: dict[str, int] = {}
@@ -658,6 +689,14 @@ def _tool(call: ToolCallRecord) -> str:
     )
 
 
+def _finding(finding: FidelityFinding) -> str:
+    return (
+        f"<div class='check fidelity'><span class='warn'>{FIDELITY_MARK}</span> user fidelity, turn {finding.turn}: "
+        f"<strong>{_e(finding.kind)}</strong> “{_e(finding.evidence)}” <span class='muted'>({_e(finding.rule)})"
+        "</span></div>"
+    )
+
+
 def _event(event: TranscriptEvent, transcript: Transcript) -> str:
     if isinstance(event, UserEvent):
         return (
@@ -707,9 +746,11 @@ def _event(event: TranscriptEvent, transcript: Transcript) -> str:
 
 def _transcript(item: _Item, transcript: Transcript) -> str:
     labels = {s.index: s.label for s in transcript.steps}
+    findings = item.stored.result.fidelity
     parts = []
     current: int | None = None
     shown: set[int] = set()
+    flagged: set[int] = set()
     for event in transcript.events:
         if event.step is not None and event.step != current:
             current = event.step
@@ -726,6 +767,11 @@ def _transcript(item: _Item, transcript: Transcript) -> str:
         if divergence is not None:
             parts.append(f"<div class='event-error divergence'><strong>⟂</strong> {_e(divergence)}</div>")
         parts.append(_event(event, transcript))
+        if isinstance(event, UserEvent) and event.turn not in flagged:
+            flagged.add(event.turn)
+            parts.extend(_finding(finding) for finding in findings if finding.turn == event.turn)
+    # An ending without a closing message has no user message of its own.
+    parts.extend(_finding(finding) for finding in findings if finding.turn not in flagged)
     if not parts:
         parts.append("<p class='muted'>No events.</p>")
     origin = f"<p class='muted'>{_e(transcript.replay.summary())}</p>" if transcript.replay is not None else ""
@@ -890,8 +936,9 @@ def render_html(record: RunRecord, results: list[StoredResult]) -> str:
     The page holds the run header (suites, agent and its version, note, status, correctness, outcome counts,
     tokens and cost per model role, duration, settings, versions, seed), a table per metric, pass^k and
     flaky labels for cases that ran more than once, the run's coverage (percentage, persona x case matrix,
-    step reach, gaps), and every result, failures first (error, fail, unsure,
-    pass), with its goals, transcript, scores and errors. All text from the run is HTML-escaped; see the
+    step reach, gaps), the simulated user's fidelity per persona (when a model played the user), and every
+    result, failures first (error, fail, user error, unsure, pass), with its goals, transcript (each user turn
+    followed by its fidelity findings, ⚑), scores and errors. All text from the run is HTML-escaped; see the
     module docstring for how. Pure: the same record and results always give the same page.
     """
     items = _items(record, results)
@@ -906,6 +953,7 @@ def render_html(record: RunRecord, results: list[StoredResult]) -> str:
             _metrics(summary_of(record).metrics),
             _repeats(items),
             _coverage(record),
+            _fidelity(results),
             _cases(record, items),
             f"<footer>Run <code>{_e(record.id)}</code> · generated by simulator "
             f"{_e(record.versions.get('simulator', ''))} · self-contained page, no network access</footer>",

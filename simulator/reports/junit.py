@@ -2,9 +2,9 @@
 
 - ``<testsuites>`` holds the run's totals (read from the run summary, as every count here); one
   ``<testsuite>`` per suite of the run's snapshot (in snapshot order, also when none of its cases ran), with
-  its counts (tests, failures, errors, skipped), time (the sum of its conversations' durations), the run's
-  creation time, and ``<properties>``: run id, agent version, seed, status, note, suite file, and the
-  versions of simulator and its libraries.
+  its counts (tests, failures, errors, skipped = unsure + user errors), time (the sum of its conversations'
+  durations), the run's creation time, and ``<properties>``: run id, agent version, seed, status, note, suite
+  file, and the versions of simulator and its libraries.
 - One ``<testcase>`` per conversation (case x persona x repeat), in plan order: ``classname`` is the suite's
   name, ``name`` is ``case [persona] #repeat`` (``case #repeat`` without a persona; repeats counted from 1),
   ``time`` is the conversation's duration in seconds.
@@ -18,6 +18,8 @@
   verdict is not a pass, but it is not a demonstrated failure either: marking it skipped keeps it visible in
   every CI test view without turning the build red on judge uncertainty. (The run's correctness, which
   ``--fail-under`` gates on, still counts unsure as not passed.)
+- ``user_error`` (a failure the simulated user caused) gives ``<skipped>`` whose message starts with
+  ``user_error:`` and names the fidelity finding: not the agent's failure, and left out of correctness.
 - Every test case carries the transcript and its scores as text in ``<system-out>``.
 
 The XML is built with :mod:`xml.etree.ElementTree`, which escapes markup (so ``<script>`` or ``]]>`` in agent
@@ -116,6 +118,9 @@ def _testcase(parent: ET.Element, record: RunRecord, stored: StoredResult) -> No
         error.text = _clean(_error_body(stored))
     elif stored.outcome == "unsure":
         ET.SubElement(case, "skipped", {"message": _clean(f"unsure: {first}" if first else "unsure")})
+    elif stored.outcome == "user_error":
+        # The simulated user caused the failure: not the agent's, so skipped with the finding as the reason.
+        ET.SubElement(case, "skipped", {"message": _clean(f"user_error: {first}" if first else "user_error")})
     out = ET.SubElement(case, "system-out")
     out.text = _clean(_system_out(stored))
 
@@ -124,7 +129,7 @@ def _counts(element: ET.Element, breakdown: Counts, seconds: float) -> None:
     element.set("tests", str(breakdown.total))
     element.set("failures", str(breakdown.failed))
     element.set("errors", str(breakdown.error))
-    element.set("skipped", str(breakdown.unsure))
+    element.set("skipped", str(breakdown.unsure + breakdown.user_error))
     element.set("time", _seconds(seconds))
 
 

@@ -10,7 +10,9 @@ The report has, in order:
    then the run's coverage (:mod:`simulator.reports.coverage_view`): the percentage, the persona x case
    matrix, step reach, and the gaps (pairs not run, steps never reached, tools never called, personas never
    used, expectations never evaluated);
-4. an overview table of every conversation, failures first (error, fail, unsure, then pass);
+4. the simulated user's fidelity per persona (when a model played the user): user turns, flagged turns,
+   fidelity rate, findings by kind, user errors; then an overview table of every conversation, failures first
+   (error, fail, user error, unsure, then pass);
 5. every conversation in that order: its outcome and why, an error card when it errored, ``Goals (k/n)``
    with each step marked ✓ complete, ✗ not complete or ? unsure (both expanded with their checks), ⊘
    blocked (naming the blocking step and its goal) or ⊘ not reached, with its rationale; a golden case's
@@ -19,7 +21,8 @@ The report has, in order:
    (``executed`` / ``faked`` / **SIMULATED** / **NOT EXECUTED** / **FAILED** / **NEEDS APPROVAL**).
 
 The marks are those of every view (:mod:`simulator.reports._states`): ✓ met, ✗ not met, ? unsure or not
-judged, ⊘ blocked or not reached, ! error, – not applicable; outcomes ✓ pass, ✗ fail, ? unsure, ! error.
+judged, ⊘ blocked or not reached, ! error, – not applicable; outcomes ✓ pass, ✗ fail, ? unsure, ! error,
+⚑ user error (a failure the simulated user caused); ⚑ also marks each fidelity finding below its user turn.
 
 Everything that is not the report's own wording (agent and user text, tool arguments and results, judge
 rationales, names from the suite) is untrusted and goes through :func:`escape`: HTML is written as entities
@@ -34,8 +37,8 @@ import re
 from collections.abc import Sequence
 
 from simulator.models.run import RunRecord, StoredResult
-from simulator.models.scores import Score
-from simulator.models.summary import RepeatStats, RunSummary
+from simulator.models.scores import FidelityFinding, Score
+from simulator.models.summary import RepeatStats, RunSummary, persona_fidelity
 from simulator.models.transcript import (
     AgentEvent,
     CheckEvent,
@@ -47,6 +50,7 @@ from simulator.models.transcript import (
     UserEvent,
 )
 from simulator.reports._states import (
+    FIDELITY_MARK,
     MARK,
     goals_count,
     golden_turn_states,
@@ -78,7 +82,7 @@ _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _ORDERED_ITEM = re.compile(r"^(\d{1,9})([.)])")
 _BARE_LINK = re.compile(r"(?i)\b(www)\.|(:)//")
-_OUTCOME_ORDER = {"error": 0, "fail": 1, "unsure": 2, "pass": 3}
+_OUTCOME_ORDER = {"error": 0, "fail": 1, "user_error": 2, "unsure": 3, "pass": 4}
 _TOOL_STATUS = {
     "executed": "executed",
     "faked": "faked",
@@ -197,10 +201,13 @@ def _header(record: RunRecord, breakdown: RunSummary) -> list[str]:
         lines.append(f"- **Repeats run:** {escape(record.repeat_of)}")
     if record.replay_of:
         lines.append(f"- **Replays the recording of run:** {escape(record.replay_of)}")
-    lines.append(f"- **Correctness:** {_percent(breakdown.correctness)} ({breakdown.passed} of {breakdown.total})")
+    judged = breakdown.total - breakdown.user_error
+    left_out = f"; {breakdown.user_error} user error left out" if breakdown.user_error else ""
+    lines.append(f"- **Correctness:** {_percent(breakdown.correctness)} ({breakdown.passed} of {judged}{left_out})")
+    user_errors = f", {breakdown.user_error} user error" if breakdown.user_error else ""
     lines.append(
         f"- **Outcomes:** {breakdown.passed} passed, {breakdown.failed} failed, {breakdown.error} error, "
-        f"{breakdown.unsure} unsure ({breakdown.total} of {len(record.plan)} planned)"
+        f"{breakdown.unsure} unsure{user_errors} ({breakdown.total} of {len(record.plan)} planned)"
     )
     usage = breakdown.usage
     costs = [usage[role].cost for role in usage]
@@ -459,19 +466,30 @@ def _tool_line(call: ToolCallRecord) -> list[str]:
     return [line]
 
 
-def _transcript_lines(transcript: Transcript) -> list[str]:
+def _finding_line(finding: FidelityFinding) -> str:
+    return (
+        f"  - {FIDELITY_MARK} **user fidelity** (turn {finding.turn}): {finding.kind}: "
+        f"“{escape(finding.evidence)}” ({escape(finding.rule)})"
+    )
+
+
+def _transcript_lines(transcript: Transcript, findings: Sequence[FidelityFinding] = ()) -> list[str]:
     if not transcript.events:
         return ["#### Transcript", "", "*(no events)*", ""]
     lines = ["#### Transcript", ""]
     replay = transcript.replay
     if replay is not None:
         lines += [f"*{escape(replay.summary())}*", ""]
+    shown_at: set[int] = set()
     for event in transcript.events:
         divergence = replay.divergence(event.turn) if replay is not None and isinstance(event, AgentEvent) else None
         if divergence is not None:
             lines.append(f"- ⟂ **{escape(divergence)}**")
         if isinstance(event, UserEvent):
             lines.append(f"- 🧑 **user** (turn {event.turn}): " + "\n".join(_block(event.text, "  ", at_start=False)))
+            if event.turn not in shown_at:
+                shown_at.add(event.turn)
+                lines.extend(_finding_line(finding) for finding in findings if finding.turn == event.turn)
         elif isinstance(event, InputEvent):
             payload = f" {escape(_json(event.payload))}" if event.payload else ""
             lines.append(f"- 🔔 **event** (turn {event.turn}): {escape(event.name)}{payload}")
@@ -492,6 +510,28 @@ def _transcript_lines(transcript: Transcript) -> list[str]:
             )
         elif isinstance(event, ErrorEvent):
             lines.append(f"- ⚠️ **error** in {event.where} (turn {event.turn}): {escape(event.message)}")
+    # An ending without a closing message has no user line of its own.
+    lines.extend(_finding_line(finding).lstrip() for finding in findings if finding.turn not in shown_at)
+    return [*lines, ""]
+
+
+def _fidelity(results: Sequence[StoredResult]) -> list[str]:
+    """The simulated user's fidelity per persona, when the user model wrote any turn or a finding was made."""
+    personas = persona_fidelity(stored.result for stored in results)
+    if not any(p.user_turns or p.findings for p in personas):
+        return []
+    lines = [
+        "## Simulated user fidelity",
+        "",
+        "| persona | user turns | flagged | fidelity | findings | user errors |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in personas:
+        kinds = ", ".join(f"{kind} {count}" for kind, count in p.findings.items()) or "none"
+        lines.append(
+            f"| {escape(p.persona or '-')} | {p.user_turns} | {p.flagged_turns} | {_percent(p.rate)} | {escape(kinds)} "
+            f"| {p.user_errors} |"
+        )
     return [*lines, ""]
 
 
@@ -524,7 +564,7 @@ def _case_lines(record: RunRecord, stored: StoredResult, stats: RepeatStats | No
     if transcript.golden_turns:
         lines += _golden_lines(stored)
     lines += _scores_not_passed(result.scores)
-    lines += _transcript_lines(transcript)
+    lines += _transcript_lines(transcript, result.fidelity)
     return lines
 
 
@@ -535,6 +575,7 @@ def render_markdown(record: RunRecord, results: Sequence[StoredResult]) -> str:
     cases = summary.by_case()
     failures_first = sorted(ordered, key=lambda r: _OUTCOME_ORDER[r.outcome])  # stable: plan order within
     lines = _header(record, summary) + _metrics(summary) + _repeats(record, summary) + _coverage(record, summary)
+    lines += _fidelity(ordered)
     if failures_first:
         lines += _overview(record, failures_first)
     for stored in failures_first:

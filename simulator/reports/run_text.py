@@ -12,15 +12,17 @@ CASE_COLUMNS = ("case", "persona", "repeat", "outcome", "goals", "turns", "secon
 FAILING_SHOWN = 50
 #: ... then at most this many other rows (unsure first, then passes), so a run of any size prints a few screens.
 OTHERS_SHOWN = 20
-#: Outcomes in the table's order, and which of them are failing.
+#: Outcomes in the table's order, and which of them are failing (a ``user_error`` is the simulated user's failure,
+#: shown apart from the agent's).
 FAILING = ("error", "fail")
-OTHERS = ("unsure", "pass")
+OTHERS = ("user_error", "unsure", "pass")
 
 
 def rows_shown(counts: dict[str, int]) -> tuple[int, int]:
-    """How many failing rows (errors and failures) and how many other rows (unsure, then passes) the terminal
-    table shows for a run with these outcome ``counts``: every row of a run of at most :data:`FAILING_SHOWN`
-    conversations, else at most :data:`FAILING_SHOWN` failing rows and :data:`OTHERS_SHOWN` others."""
+    """How many failing rows (errors and failures) and how many other rows (user errors, unsure, then passes)
+    the terminal table shows for a run with these outcome ``counts``: every row of a run of at most
+    :data:`FAILING_SHOWN` conversations, else at most :data:`FAILING_SHOWN` failing rows and
+    :data:`OTHERS_SHOWN` others."""
     failing = sum(counts.get(outcome, 0) for outcome in FAILING)
     others = sum(counts.get(outcome, 0) for outcome in OTHERS)
     if failing + others <= FAILING_SHOWN:
@@ -82,10 +84,10 @@ def _why(reasons: list[str], verbose: bool) -> str:
 
 
 def case_rows(results: list[StoredResult], *, verbose: bool = False) -> list[tuple[str, ...]]:
-    """One row per conversation, failures and errors first, then unsure, then passes. The "why" column holds
+    """One row per conversation, failures and errors first, then user errors, unsure, passes. The "why" column holds
     the first reason whole (the table wraps it) and how many more there are, without the "no judge model"
     advice (:func:`judge_advice` says it once); ``verbose``: every reason as it is stored."""
-    order = {"error": 0, "fail": 1, "unsure": 2, "pass": 3}
+    order = {"error": 0, "fail": 1, "user_error": 2, "unsure": 3, "pass": 4}
     rows: list[tuple[str, ...]] = []
     for stored in sorted(results, key=lambda r: (order[r.outcome], r.case, r.persona or "", r.repeat)):
         total = len(stored.result.transcript.steps)
@@ -110,9 +112,10 @@ def totals_lines(record: RunRecord) -> list[str]:
     if totals is None:
         return ["no results yet"]
     correctness = "n/a" if totals.correctness is None else f"{totals.correctness * 100:.1f}%"
+    user_errors = f", {totals.user_error} user error (left out of correctness)" if totals.user_error else ""
     lines = [
         f"Correctness {correctness}: {totals.passed} passed, {totals.failed} failed, {totals.error} error, "
-        f"{totals.unsure} unsure of {totals.total} (of {len(record.plan)} planned)",
+        f"{totals.unsure} unsure{user_errors} of {totals.total} (of {len(record.plan)} planned)",
     ]
     for role in ("agent", "user", "judge"):
         used = totals.usage.get(role)

@@ -7,7 +7,8 @@ Both formats hold one row per conversation (case x persona x repeat), in plan or
 - ``case``: the case's name; ``kind``: ``golden`` / ``scenario`` / ``simulation``;
 - ``persona``: the persona's name, empty without one;
 - ``repeat``: which run of the case this is, counted from 1;
-- ``outcome``: ``pass`` / ``fail`` / ``error`` / ``unsure``;
+- ``outcome``: ``pass`` / ``fail`` / ``error`` / ``unsure`` / ``user_error`` (a failure the simulated user
+  caused; its first reason names the fidelity finding);
 - ``goals``: ``k/n``, completed steps out of all steps; empty for a case without steps (golden);
 - ``turns``: the conversation's number of turns;
 - ``prompt``: the first user message of the conversation (empty when it had none);
@@ -276,6 +277,7 @@ def _percent(value: float | None) -> Cell:
 def _summary_rows(record: RunRecord, results: Sequence[StoredResult]) -> list[list[Cell]]:
     breakdown = summary_of(record)
     duration = breakdown.duration_s
+    user_errors: list[list[Cell]] = [["user_error", breakdown.user_error]] if breakdown.user_error else []
     rows: list[list[Cell]] = [
         ["run id", record.id],
         ["status", record.status],
@@ -292,6 +294,7 @@ def _summary_rows(record: RunRecord, results: Sequence[StoredResult]) -> list[li
         ["failed", breakdown.failed],
         ["error", breakdown.error],
         ["unsure", breakdown.unsure],
+        *user_errors,
         ["planned", len(record.plan)],
         ["duration_s", round(duration, 3)],
         ["seed", record.settings.seed],

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Literal, NamedTuple
 
-from simulator.models.scores import CaseResult, Score
+from simulator.models.scores import CaseResult, FidelityFinding, Score
 from simulator.models.transcript import (
     AgentEvent,
     CheckEvent,
@@ -24,6 +24,7 @@ from simulator.models.transcript import (
     UserEvent,
 )
 from simulator.reports._states import (
+    FIDELITY_MARK,
     MARK,
     State,
     goals_count,
@@ -92,7 +93,8 @@ def _outcome_line(step: StepOutcome, kind: str) -> Line:
 def transcript_lines(transcript: Transcript, result: CaseResult | None = None, *, brief: bool = False) -> list[Line]:
     """The conversation turn by turn (tool calls with how they were answered), then the steps' outcomes, each
     marked ✓ complete, ✗ not complete, ? unsure or ⊘ blocked / not reached; a golden case's turns marked
-    likewise from ``result``'s scores when it is given. ``brief``: a check's rationale only where it says
+    likewise from ``result``'s scores when it is given, and each user turn followed by ``result``'s fidelity
+    findings of that turn (⚑). ``brief``: a check's rationale only where it says
     something new (not its step's final rationale, not the previous check's words again), and no "no judge
     model" advice."""
     said = _Said(transcript) if brief else None
@@ -107,12 +109,17 @@ def transcript_lines(transcript: Transcript, result: CaseResult | None = None, *
     replay = transcript.replay
     if replay is not None:
         lines.append(Line("plain", f"  ({replay.summary()})"))
+    findings = result.fidelity if result is not None else []
+    shown_at: set[int] = set()
     for event in transcript.events:
         divergence = replay.divergence(event.turn) if replay is not None and isinstance(event, AgentEvent) else None
         if divergence is not None:
             lines.append(Line("error", f"  ⟂ {divergence}"))
         if isinstance(event, UserEvent):
             lines.append(Line("user", f"  [{event.turn}] user: {event.text}"))
+            if event.turn not in shown_at:
+                shown_at.add(event.turn)
+                lines.extend(_finding_line(finding) for finding in findings if finding.turn == event.turn)
         elif isinstance(event, InputEvent):
             payload = f" {json.dumps(event.payload, ensure_ascii=False)}" if event.payload else ""
             lines.append(Line("user", f"  [{event.turn}] event: {event.name}{payload}"))
@@ -132,6 +139,8 @@ def transcript_lines(transcript: Transcript, result: CaseResult | None = None, *
             lines.append(Line(style, f"{text} — {rationale}" if rationale else text))
         elif isinstance(event, ErrorEvent):
             lines.append(Line("error", f"  error ({event.where}): {event.message}"))
+    # An ending without a closing message has no user line of its own.
+    lines.extend(_finding_line(finding) for finding in findings if finding.turn not in shown_at)
     if transcript.steps:
         lines.append(Line("header", "Goal:" if transcript.kind == "scenario" else "Steps:"))
         for outcome in transcript.steps:
@@ -153,6 +162,15 @@ def transcript_lines(transcript: Transcript, result: CaseResult | None = None, *
             called = f"called {record.actual_tools or '[]'}"
             lines.append(Line("plain", f"{indent}tools expected {record.expected_tools or '[]'}, {called}"))
     return lines
+
+
+def finding_text(finding: FidelityFinding) -> str:
+    """A fidelity finding in words: ``user fidelity: kind: “evidence” (rule)``."""
+    return f"user fidelity: {finding.kind}: “{finding.evidence}” ({finding.rule})"
+
+
+def _finding_line(finding: FidelityFinding) -> Line:
+    return Line("tool_warning", f"      {FIDELITY_MARK} [{finding.turn}] {finding_text(finding)}")
 
 
 def result_lines(result: CaseResult, *, all_scores: bool = True) -> list[Line]:

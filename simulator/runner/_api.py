@@ -135,13 +135,17 @@ class RunOutcome:
 
     @property
     def passed(self) -> bool:
-        """Whether the run completed and every case passed."""
+        """Whether the run completed and every case passed, leaving out the failures the simulated user caused
+        (``user_error``); a run whose every case is a user error shows nothing about the agent: not passed."""
         totals = self.record.totals
-        return self.completed and totals is not None and totals.passed == totals.total
+        if not self.completed or totals is None:
+            return False
+        judged = totals.total - totals.user_error
+        return totals.passed == judged and (judged > 0 or totals.total == 0)
 
     @property
     def correctness(self) -> float | None:
-        """Passed / total (errors count as failures), or None before anything finished."""
+        """Passed / (total - user errors) (errors count as failures), or None before anything finished."""
         return self.record.totals.correctness if self.record.totals else None
 
     def results(self) -> list[StoredResult]:

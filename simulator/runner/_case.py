@@ -293,7 +293,18 @@ async def score_case(
     options: RunSettings,
     repeat: int = 0,
 ) -> CaseResult:
-    """Score one transcript and decide the case's outcome (see ``simulator.judges.scoring`` and ``metrics``)."""
+    """Score one transcript and decide the case's outcome (see ``simulator.judges.scoring`` and ``metrics``).
+
+    The simulated user's turns are checked for fidelity (``simulator.judges.fidelity``); a failing
+    conversation is also asked about invented facts (one judge request), and a failure that coincides with a
+    finding becomes ``user_error`` (or stays ``fail`` with the finding as a reason with ``count_user_errors``)."""
+    from simulator.judges.fidelity import (
+        check_fidelity,
+        judge_invented_facts,
+        user_could_cause,
+        user_error_cause,
+        user_error_reason,
+    )
     from simulator.judges.llm_judges import LLMJudge
     from simulator.judges.scoring import ScoringContext, score_transcript
     from simulator.metrics import case_metrics, case_outcome
@@ -308,15 +319,30 @@ async def score_case(
         declared_tools=[tool.name for tool in agent.tools] if agent is not None else [],
         judging=loaded.suite.judging,
     )
+    persona = loaded.personas.get(transcript.persona) if transcript.persona else None
     with metering() as meter:
         scores = await score_transcript(case, transcript, context, judge)
+        outcome, reasons = case_outcome(transcript, scores)
+        fidelity = check_fidelity(case, transcript, persona, scores)
+        findings = fidelity.findings
+        if outcome == "fail" and user_could_cause(scores):
+            # Only a failure the user could have caused is worth a judge request: a passing one costs none.
+            findings = sorted(
+                [*findings, *await judge_invented_facts(judge, case, transcript, persona)],
+                key=lambda finding: finding.turn,
+            )
     if meter.by_role:
         # The judge's calls while scoring belong to this conversation's account too.
         usage = dict(transcript.usage)
         for role, used in meter.by_role.items():
             usage[role.value] = usage[role.value] + used if role.value in usage else used
         transcript = transcript.model_copy(update={"usage": usage})
-    outcome, reasons = case_outcome(transcript, scores)
+    cause = user_error_cause(findings, transcript, scores) if outcome == "fail" else None
+    if cause is not None:
+        if options.count_user_errors:
+            reasons = [*reasons, f"counted as the agent's failure (--count-user-errors): {user_error_reason(cause)}"]
+        else:
+            outcome, reasons = "user_error", [user_error_reason(cause), *reasons]
     return CaseResult(
         case=case.name,
         kind=case.kind,
@@ -326,5 +352,7 @@ async def score_case(
         reasons=reasons,
         transcript=transcript,
         scores=scores,
-        metrics=case_metrics(transcript, scores),
+        metrics=case_metrics(transcript, scores, outcome),
+        fidelity=findings,
+        user_turns_checked=fidelity.checked_turns,
     )

@@ -168,14 +168,17 @@ _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
 
 def what_runs(settings: RunSettings) -> dict[str, Any]:
-    """The settings that change what a plan runs or how it is judged, as JSON data (see :data:`HOW_IT_RUNS`)."""
-    return settings.model_dump(mode="json", exclude=set(HOW_IT_RUNS))
+    """The settings that change what a plan runs or how it is judged, as JSON data (see :data:`HOW_IT_RUNS`).
+
+    Settings left at their defaults are left out, here and in :func:`suite_identity`: a setting or suite field
+    that a later version adds (with a default) does not change the hash of a plan that does not use it."""
+    return settings.model_dump(mode="json", exclude=set(HOW_IT_RUNS), exclude_defaults=True)
 
 
 def suite_identity(snapshot: SuiteSnapshot) -> str:
     """A hash of one suite's content (suite, personas, prompts), equal wherever its files live: the suite part
     of a shard's hash."""
-    data = snapshot.model_dump(mode="json", exclude={"path", "agent_path"})
+    data = snapshot.model_dump(mode="json", exclude={"path", "agent_path"}, exclude_defaults=True)
     return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 

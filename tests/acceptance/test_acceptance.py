@@ -52,8 +52,9 @@ TABLE: list[tuple[str, str, str, str, str, str | None]] = [
     ("both", "mit_modellen", "richter_bestaetigt",     "pass",   "",                        "complete complete"),
     ("both", "mit_modellen", "richter_unsicher",       "unsure", "Stub-Richter",            "unsure complete"),
     ("both", "mit_modellen", "richter_kaputt",         "error",  "judge",                   "* not_reached"),
-    # In a simulation the user cannot end the conversation: its "done" is ignored, the step runs its turns.
-    ("both", "mit_modellen", "nutzer_sagt_fertig",     "fail",   "not met within 2 turns",  "incomplete blocked"),
+    # In a simulation the user cannot end the conversation: its "done" is ignored, the step runs its turns. The
+    # user model says "Passt schon, ich bin fertig." twice instead of asking: the failure is its (user_error).
+    ("both", "mit_modellen", "nutzer_sagt_fertig",     "user_error", "repeated_itself",     "incomplete blocked"),
     # A user that ends before the agent said anything failed itself: an error naming the user, never a pass.
     ("both", "mit_modellen", "szenario_nutzer_fertig", "error",  USER_ENDED_EARLY,          "not_reached"),
     ("both", "mit_modellen", "nutzer_kaputt",          "error",  "simulated user",          "* not_reached"),
@@ -134,7 +135,7 @@ def test_verdict(row: Row, runs: dict[str, RunOutput]) -> None:
 def test_every_outcome_and_step_status_is_pinned() -> None:
     outcomes = {row.outcome for row in ROWS}
     statuses = {status for row in ROWS for status in row.steps or ()}
-    assert outcomes == {"pass", "fail", "unsure", "error"}
+    assert outcomes == {"pass", "fail", "unsure", "error", "user_error"}
     assert {"complete", "incomplete", "unsure", "blocked", "not_reached"} <= statuses
     assert any("approval" in row.reason for row in ROWS)
 

@@ -38,7 +38,9 @@ def test_run_json_is_the_summary_counts_and_one_row_per_result(tmp_path: Path, m
     assert result.exit_code == EXIT_BELOW_BAR
     document = json.loads(result.stdout)  # nothing else on stdout: progress, notes, report paths go to stderr
     assert document["run"]["status"] == "completed"
-    assert document["counts"] == {"planned": 12, "total": 12, "passed": 7, "failed": 1, "error": 0, "unsure": 4}
+    assert document["counts"] == {
+        "planned": 12, "total": 12, "passed": 7, "failed": 1, "error": 0, "unsure": 4, "user_error": 0
+    }  # fmt: skip
     assert len(document["results"]) == 12
     [failed] = [row for row in document["results"] if row["outcome"] == "fail"]
     assert set(failed) == {"case", "persona", "repeat", "outcome", "reasons"}

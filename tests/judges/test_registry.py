@@ -7,6 +7,7 @@ from importlib import resources
 import pytest
 
 from simulator.judges._registry import ScoringInput, registered_scorers, scorer
+from simulator.judges.fidelity import PROMPTS as FIDELITY_PROMPTS
 from simulator.judges.llm_judges import PROMPT_PLACEHOLDERS
 from simulator.judges.step import STEP_PROMPT, step_prompt
 from simulator.models.scores import Score
@@ -33,7 +34,8 @@ def test_each_kind_is_scored_by_its_scorers(kind: str, names: list[str]) -> None
 
 
 def test_every_judge_prompt_is_a_file_asked_by_a_scorer() -> None:
-    asked = {prompt for entry in registered_scorers() for prompt in entry.prompts}
+    # The simulated user's fidelity check asks its own prompt (after the scorers, for failing conversations).
+    asked = {prompt for entry in registered_scorers() for prompt in entry.prompts} | set(FIDELITY_PROMPTS)
     assert asked == set(PROMPT_PLACEHOLDERS)
     folder = resources.files("simulator.judges").joinpath("prompts")
     for name in [*asked, STEP_PROMPT]:

@@ -1,0 +1,397 @@
+"""Simulated-user fidelity: did the model playing the user play it well, turn by turn, and did that cause a failure?
+
+A failing conversation is only evidence against the agent if the simulated user did its part. This module
+checks every turn the user *model* wrote (``UserEvent.source == "llm"``; scripted lines, static utterances and
+golden turns are the author's words and are not checked) and decides when a failure is the user's.
+
+The rules (each finding names its kind, the words that show it and the rule):
+
+``broke_character`` (deterministic)
+    The user talks like the assistant ("How can I help you?", "I'd be happy to help"), speaks of itself as an
+    AI, a language model, a chatbot or a simulated user ("As an AI, ...", "I'm just a language model." but not
+    "I'm an AI researcher"), or answers its own question in the same message the way the agent would ("Can I
+    return it? Yes, you can return it within 30 days.", "...? Your order has shipped.").
+``leaked_guide`` (deterministic)
+    At least :data:`MIN_LEAK_WORDS` consecutive words of the step's private ``response_guide`` appear in the
+    message before the agent asked for them: for a guide of facts (a mapping), a fact whose key the agent's
+    messages so far never named; for a guide in words, a message sent when the agent's latest message asked
+    nothing (no question mark). Words the user was given anyway (goal, persona, session) do not count.
+``ended_early`` (deterministic)
+    The user ended the conversation saying its goal was reached (anything but "gave_up: ...": giving up on an
+    agent that does not help is allowed) while the goal was open: the step's last check said ``not_met``, or,
+    for a goal with nothing to check, the judge's goal satisfaction said not satisfied.
+``repeated_itself`` (deterministic)
+    The message is near-identical (:data:`REPEAT_SIMILARITY` of its characters, ignoring case and
+    punctuation; at least :data:`MIN_REPEAT_WORDS` words) to an earlier user message of the conversation,
+    unless the agent also repeated its previous message (answering the same question twice is fine).
+``invented_fact`` (judge, prompt ``user_fidelity``)
+    The user stated a fact (a number, a name, a date, an order detail, ...) that its goal, guide, persona and
+    session never gave it. Only asked about a conversation that fails, in one request for all its user turns:
+    a passing conversation costs no request, nor does one failed by a hallucination (which is never the
+    user's, below). A quote the judge gives must be in the turn; a judge that fails gives no finding (fidelity
+    never turns a verdict into an error).
+
+The checks are not scorers (``_registry.py``): they give findings, not scores, and run after the outcome is
+known, since the judge question is asked only about failures (``simulator.runner.score_case`` calls them).
+
+When a failure is the user's (:func:`user_error_cause`): every required ``not_met`` score has a finding at or
+before the turn that decided it (its own turn; else the last user turn of its step; else the conversation's
+last turn), and none of them is a hallucination (a claim the agent made up is the agent's, whatever the user
+said). The earliest such finding is the evidence the ``user_error`` outcome names.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pydantic import JsonValue
+
+from simulator.judges.llm_judges import LLMJudge
+from simulator.kinds import kind_of
+from simulator.models import Case, Persona
+from simulator.models.scores import FidelityFinding, Score
+from simulator.models.transcript import AgentEvent, Transcript, UserEvent
+
+__all__ = [
+    "MIN_LEAK_WORDS",
+    "MIN_REPEAT_WORDS",
+    "PROMPTS",
+    "REPEAT_SIMILARITY",
+    "FidelityCheck",
+    "check_fidelity",
+    "judge_invented_facts",
+    "user_brief_text",
+    "user_could_cause",
+    "user_error_cause",
+    "user_error_reason",
+]
+
+#: The judge prompts the fidelity checks ask (besides the scorers' prompts).
+PROMPTS = ("user_fidelity",)
+#: Consecutive words of the response guide that make a leak (shorter overlaps are ordinary phrases or ids).
+MIN_LEAK_WORDS = 6
+#: Share of characters two messages share (difflib ratio) from which they count as the same message.
+REPEAT_SIMILARITY = 0.9
+#: Shorter messages ("yes", "ok thanks") are said again naturally.
+MIN_REPEAT_WORDS = 4
+
+
+@dataclass(frozen=True)
+class FidelityCheck:
+    """The deterministic findings of one conversation and how many turns the user model wrote."""
+
+    findings: list[FidelityFinding]
+    checked_turns: int
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Rules
+
+
+_ASSISTANT_TALK = re.compile(
+    r"\bhow (?:can|may|could) i (?:help|assist)(?: you)?(?: today)?\b"
+    r"|\bis there anything (?:else )?i can (?:help|assist) you with\b"
+    r"|\bi(?:'d| would) be (?:happy|glad) to (?:help|assist)\b"
+    r"|\bi(?:'m| am) here to (?:help|assist)\b"
+    r"|\bwhat can i do for you\b",
+    re.IGNORECASE,
+)
+#: The end of what a self-description says: "I'm an AI." is one, "I'm an AI researcher" is an occupation.
+_CLAUSE_END = r"(?=\s*(?:[,.!?;:)]|$|and\b|but\b|so\b|here\b|who\b|that\b))"
+_AI_SELF = re.compile(
+    r"\bas an? (?:ai|artificial intelligence|large language model|language model|llm|chatbot)"
+    r"(?: (?:language model|assistant|model))?"
+    + _CLAUSE_END
+    + r"|\bi(?:'m| am) (?:just |only |an? |only an? |just an? )*(?:ai|artificial intelligence|language model"
+    r"|large language model|llm|chatbot|virtual assistant|ai assistant|simulated user|simulation)"
+    + _CLAUSE_END
+    + r"|\b(?:a simulated|simulating the|playing the|role-?playing (?:as )?the) user\b",
+    re.IGNORECASE,
+)
+#: A question answered in the same message the way the agent would: "...? Yes, you can ...", "...? Your order
+#: has ...". ("...? Yes, I sent it" is a person adding to what they asked: not matched.)
+_SELF_ANSWER = re.compile(
+    r"\?\s+(?:(?:yes|no|sure|certainly|of course|absolutely)\s*[,!.]\s+(?:you|your|we|our)\b"
+    r"|your (?:order|refund|package|parcel|account|request|booking) (?:is|has|was|will)\b)",
+    re.IGNORECASE,
+)
+
+
+def _character_findings(event: UserEvent) -> list[FidelityFinding]:
+    rules = (
+        (_ASSISTANT_TALK, "talks like the support agent (offers help)"),
+        (_AI_SELF, "speaks of itself as an AI, a language model or a simulated user"),
+        (_SELF_ANSWER, "answers its own question in the same message"),
+    )
+    found: list[FidelityFinding] = []
+    for pattern, rule in rules:
+        match = pattern.search(event.text)
+        if match is not None:
+            evidence = _sentence_around(event.text, match.start(), match.end())
+            found.append(_finding(event, "broke_character", evidence, rule))
+    return found
+
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+
+
+def _words(text: str) -> list[str]:
+    return [word.casefold() for word in _WORD.findall(text)]
+
+
+def _longest_shared_run(message: list[str], guide: list[str]) -> list[str]:
+    """The longest run of consecutive words ``message`` and ``guide`` share."""
+    matcher = difflib.SequenceMatcher(None, message, guide, autojunk=False)
+    block = matcher.find_longest_match(0, len(message), 0, len(guide))
+    return message[block.a : block.a + block.size]
+
+
+def _guide_pieces(guide: str | Mapping[str, JsonValue]) -> list[tuple[str | None, str]]:
+    """The guide as (fact key or None, text) pieces: a guide in words is one piece."""
+    if isinstance(guide, str):
+        return [(None, guide)]
+    return [(key, value if isinstance(value, str) else str(value)) for key, value in guide.items() if value is not None]
+
+
+def _named(key: str, agent_text: str) -> bool:
+    words = [word for word in re.split(r"[\s_-]+", key.casefold()) if word]
+    said = _words(agent_text)
+    return bool(words) and any(said[i : i + len(words)] == words for i in range(len(said)))
+
+
+def _leak_findings(
+    event: UserEvent, guide: str | Mapping[str, JsonValue] | None, given: str, agent_so_far: str, last_agent: str
+) -> list[FidelityFinding]:
+    if not guide:
+        return []
+    message = _words(event.text)
+    known = " ".join(_words(given))
+    found: list[FidelityFinding] = []
+    for key, text in _guide_pieces(guide):
+        if key is not None and _named(key, agent_so_far):
+            continue  # the agent asked for this fact
+        if key is None and "?" in last_agent:
+            continue  # the agent asked something: answering from the guidance is what it is for
+        run = _longest_shared_run(message, _words(text))
+        if len(run) < MIN_LEAK_WORDS or " ".join(run) in known:
+            continue
+        what = f"the response guide's fact {key!r}" if key else "the response guide"
+        when = "the agent named it" if key else "the agent asked anything"
+        rule = f"quotes {len(run)} consecutive words of {what} before {when}"
+        found.append(_finding(event, "leaked_guide", _span_of(event.text, run), rule))
+    return found
+
+
+def _comparable(text: str) -> str:
+    return " ".join(_words(text))
+
+
+def _repeat_finding(
+    event: UserEvent, earlier: Sequence[tuple[UserEvent, str]], agent_before: str
+) -> FidelityFinding | None:
+    mine = _comparable(event.text)
+    if len(mine.split()) < MIN_REPEAT_WORDS:
+        return None
+    for previous, agent_then in earlier:
+        theirs = _comparable(previous.text)
+        if len(theirs.split()) < MIN_REPEAT_WORDS:
+            continue
+        if difflib.SequenceMatcher(None, mine, theirs, autojunk=False).ratio() < REPEAT_SIMILARITY:
+            continue
+        if agent_before and _similar(agent_before, agent_then):
+            continue  # the agent asked the same again: the same answer is right
+        rule = f"near-identical to its own message of turn {previous.turn}"
+        return _finding(event, "repeated_itself", event.text.strip(), rule)
+    return None
+
+
+def _similar(first: str, second: str) -> bool:
+    a, b = _comparable(first), _comparable(second)
+    return a == b or difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= REPEAT_SIMILARITY
+
+
+def _ending_finding(transcript: Transcript, scores: Sequence[Score]) -> FidelityFinding | None:
+    reason = (transcript.user_ended_reason or "").strip()
+    if transcript.stop_reason != "user_ended" or reason.startswith("gave_up"):
+        return None
+    open_steps = [step for step in transcript.steps if step.status in ("incomplete", "unsure")]
+    if not open_steps:
+        return None
+    step = open_steps[0]
+    if step.verdict == "not_met":
+        why = "its step's last check said not met"
+    elif any(s.metric == "goal_satisfaction" and s.verdict == "not_met" for s in scores):
+        why = "the judge found its goal not satisfied"
+    else:
+        return None
+    users = [e for e in transcript.events if isinstance(e, UserEvent)]
+    closing = users[-1] if users and users[-1].turn > transcript.turns else None
+    evidence = " / ".join(part for part in (closing.text if closing else "", reason or "done") if part)
+    turn = closing.turn if closing else transcript.turns
+    step_number = closing.step if closing else (step.index if transcript.kind == "simulation" else None)
+    rule = f"ended the conversation as if its goal were reached while {why}"
+    return FidelityFinding(turn=turn, step=step_number, kind="ended_early", evidence=evidence, rule=rule)
+
+
+def _finding(event: UserEvent, kind: str, evidence: str, rule: str) -> FidelityFinding:
+    return FidelityFinding.model_validate(
+        {"turn": event.turn, "step": event.step, "kind": kind, "evidence": evidence, "rule": rule}
+    )
+
+
+def _sentence_around(text: str, start: int, end: int) -> str:
+    """The sentence(s) of ``text`` holding ``text[start:end]``."""
+    left = max(text.rfind(mark, 0, start) for mark in ".!?\n")
+    rights = [found for mark in ".!?\n" if (found := text.find(mark, end)) >= 0]
+    right = min(rights) + 1 if rights else len(text)
+    return text[left + 1 : right].strip()
+
+
+def _span_of(text: str, run: list[str]) -> str:
+    """The words ``run`` as they are written in ``text`` (case and punctuation kept)."""
+    matches = list(_WORD.finditer(text))
+    folded = [match.group(0).casefold() for match in matches]
+    for i in range(len(folded) - len(run) + 1):
+        if folded[i : i + len(run)] == run:
+            return text[matches[i].start() : matches[i + len(run) - 1].end()]
+    return " ".join(run)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# One conversation
+
+
+def _given_text(case: Case, transcript: Transcript, persona: Persona | None, step: int | None) -> str:
+    """What the user may say without a guide: its goal, the session and the persona, as one text."""
+    brief = kind_of(case).user_brief(case, step or 0)
+    parts = [brief.goal or "", *(str(v) for v in transcript.session_parameters.values())]
+    if persona is not None:
+        parts += [persona.description, persona.personality, *(str(v) for v in persona.background.facts.values())]
+    return " ".join(parts)
+
+
+def check_fidelity(
+    case: Case, transcript: Transcript, persona: Persona | None, scores: Sequence[Score]
+) -> FidelityCheck:
+    """The deterministic fidelity findings of one conversation (every rule but ``invented_fact``), in turn order,
+    and how many turns the user model wrote. Golden cases have no simulated user: nothing is checked."""
+    if case.kind == "golden":
+        return FidelityCheck([], 0)
+    findings: list[FidelityFinding] = []
+    earlier: list[tuple[UserEvent, str]] = []
+    agent_so_far: list[str] = []
+    last_agent = ""
+    checked = 0
+    for event in transcript.events:
+        if isinstance(event, AgentEvent):
+            last_agent = event.text
+            agent_so_far.append(event.text)
+            continue
+        if not isinstance(event, UserEvent):
+            continue
+        if event.source == "llm":
+            checked += 1
+            guide = kind_of(case).user_brief(case, event.step or 0).response_guide
+            given = _given_text(case, transcript, persona, event.step)
+            findings += _character_findings(event)
+            findings += _leak_findings(event, guide, given, "\n".join(agent_so_far), last_agent)
+            repeat = _repeat_finding(event, earlier, last_agent)
+            if repeat is not None:
+                findings.append(repeat)
+        earlier.append((event, last_agent))
+    ending = _ending_finding(transcript, scores)
+    if ending is not None:
+        findings.append(ending)
+    findings.sort(key=lambda finding: finding.turn)
+    return FidelityCheck(findings, checked)
+
+
+def user_brief_text(case: Case, transcript: Transcript, persona: Persona | None) -> str:
+    """Everything the simulated user was given, as the ``invented_fact`` judge reads it: each step's goal and
+    guide, the session parameters and the persona."""
+    kind = kind_of(case)
+    lines: list[str] = []
+    for index in range(kind.step_count(case)):
+        if kind.scripted_input(case, index) is not None:
+            continue
+        brief = kind.user_brief(case, index)
+        label = f"step {index + 1}" if case.kind == "simulation" else "goal"
+        lines.append(f"{label}: {brief.goal or '(none)'}")
+        if isinstance(brief.response_guide, dict):
+            lines += [f"  fact {key}: {value}" for key, value in brief.response_guide.items()]
+        elif brief.response_guide:
+            lines.append(f"  guidance: {brief.response_guide}")
+        lines += [f"  scripted line: {line}" for line in brief.say]
+    if transcript.session_parameters:
+        lines.append("session:")
+        lines += [f"  {key}: {value}" for key, value in transcript.session_parameters.items()]
+    if persona is not None:
+        lines.append(f"persona {persona.name}: {persona.description} {persona.personality}".strip())
+        background = persona.background.model_dump(exclude={"facts"}, exclude_none=True)
+        lines += [f"  {key}: {value}" for key, value in background.items()]
+        lines += [f"  fact {key}: {value}" for key, value in persona.background.facts.items()]
+    return "\n".join(lines)
+
+
+async def judge_invented_facts(
+    judge: LLMJudge, case: Case, transcript: Transcript, persona: Persona | None
+) -> list[FidelityFinding]:
+    """The ``invented_fact`` findings of one conversation: one judge request about every turn the user model
+    wrote (none without a judge model or without such turns). Call it only where :func:`user_could_cause`."""
+    turns = [e for e in transcript.events if isinstance(e, UserEvent) and e.source == "llm"]
+    if not turns or not judge.has_model:
+        return []
+    return await judge.invented_facts(
+        brief=user_brief_text(case, transcript, persona), events=transcript.events, turns=turns
+    )
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Whose failure
+
+
+def _deciding_turn(score: Score, transcript: Transcript) -> int:
+    if score.turn is not None:
+        return score.turn
+    users = [e.turn for e in transcript.events if isinstance(e, UserEvent)]
+    if score.step is not None and transcript.kind == "simulation":
+        in_step = [e.turn for e in transcript.events if isinstance(e, UserEvent) and e.step == score.step]
+        if in_step:
+            return max(in_step)
+    return max([*users, transcript.turns], default=0)
+
+
+def _failed(scores: Sequence[Score]) -> list[Score]:
+    return [score for score in scores if score.required and score.verdict == "not_met"]
+
+
+def user_could_cause(scores: Sequence[Score]) -> bool:
+    """Whether the failure of these scores could be the simulated user's: something required failed and none
+    of it is a hallucination (only then is the ``invented_fact`` question worth a judge request)."""
+    failed = _failed(scores)
+    return bool(failed) and not any(score.metric == "hallucination" for score in failed)
+
+
+def user_error_cause(
+    findings: Sequence[FidelityFinding], transcript: Transcript, scores: Sequence[Score]
+) -> FidelityFinding | None:
+    """The finding that makes a failing conversation the simulated user's (``user_error``), or None.
+
+    Every required ``not_met`` score must have a finding at or before the turn that decided it (its own turn;
+    else the last user turn of its step; else the conversation's last turn), and none may be a hallucination.
+    The earliest finding is returned. None when nothing failed or when any failure stands on its own."""
+    failed = _failed(scores)
+    if not findings or not user_could_cause(scores):
+        return None
+    first = min(findings, key=lambda finding: finding.turn)
+    if all(first.turn <= _deciding_turn(score, transcript) for score in failed):
+        return first
+    return None
+
+
+def user_error_reason(finding: FidelityFinding) -> str:
+    """The reason a ``user_error`` case gives first: which finding of the simulated user it coincides with."""
+    return f"simulated user, turn {finding.turn}: {finding.kind}: “{finding.evidence}” ({finding.rule})"
