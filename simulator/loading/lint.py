@@ -151,6 +151,8 @@ class SuiteView:
     loaded: LoadedSuite
     located: Located
     file: str
+    #: The file's text, as the rules' positions refer to it.
+    text: str
 
     @property
     def cases_key(self) -> str:
@@ -296,7 +298,11 @@ def find_facts(text: str, *, names: bool = True) -> list[Fact]:
         token = match.group(0)
         digits = sum(c.isdigit() for c in token)
         letters = sum(c.isalpha() for c in token)
-        named = (letters and digits >= 3) or re.fullmatch(r"[A-Za-z]{1,6}[-_]?\d{2,}", token) or token.startswith("#")
+        named = (
+            (letters and digits >= 3)
+            or re.fullmatch(r"[A-Za-z]{1,6}(?:[-_]\d+|\d{2,})", token)
+            or token.startswith("#")
+        )
         if named and digits and free(*match.span()):
             taken.append(match.span())
             facts.append(Fact(token, "id"))
@@ -528,12 +534,12 @@ def _missing_facts(view: SuiteView, *, names: bool) -> Iterator[tuple[_Needs, li
 
 def _fact_hit(need: _Needs, facts: list[Fact], lacking: list[str], who: str) -> Hit:
     listed = ", ".join(f.describe() for f in facts)
-    field_name = format_path(need.path[-1:]) if isinstance(need.path[-1], str) else format_path(need.path[-3:])
+    starts = [i for i, part in enumerate(need.path) if part in ("checks", "expect", "expectations", "success_criteria")]
+    field_name = format_path(need.path[starts[-1] :]) if starts else format_path(need.path)
     personas = f"; personas {', '.join(lacking)} do not know it either" if lacking else ""
     message = (
-        f"{field_name} of {need.what} needs {listed}, which {who} is never given: not in the goal, "
-        f"response_guide, say lines or earlier steps, the session parameters, the tool fakes or the agent's "
-        f"description{personas}"
+        f"{field_name} of {need.what} needs {listed}, which {who} is given: not in the goal, response_guide, "
+        f"say lines or earlier steps, the session parameters, the tool fakes or the agent's description{personas}"
     )
     fix = (
         "give the fact to the simulated user (a response_guide entry or a persona fact) or to the agent (a "
@@ -552,7 +558,7 @@ def unknown_fact(view: SuiteView) -> Iterator[Hit]:
     only a lucky guess meets the check: the case is unwinnable.
     """
     for need, facts, lacking in _missing_facts(view, names=False):
-        yield _fact_hit(need, facts, lacking, "anyone")
+        yield _fact_hit(need, facts, lacking, "neither the simulated user nor the agent")
 
 
 @rule("unknown-name", "warning")
@@ -563,7 +569,7 @@ def unknown_name(view: SuiteView) -> Iterator[Hit]:
     sentence), hence a warning; English suites only (German capitalises every noun).
     """
     for need, facts, lacking in _missing_facts(view, names=True):
-        yield _fact_hit(need, facts, lacking, "anyone")
+        yield _fact_hit(need, facts, lacking, "neither the simulated user nor the agent")
 
 
 _REQUEST_VERBS = _words(
@@ -722,9 +728,13 @@ def say_beyond_max_turns(view: SuiteView) -> Iterator[Hit]:
                     (*where, "max_turns") if given else (*where, "say"),
                     f"{what} has {lines} say lines but max_turns is {max_turns}"
                     + ("" if given else " (the default)")
-                    + f": lines {max_turns + 1}-{lines} are never said",
+                    + f": {_line_range(max_turns + 1, lines)} never said",
                     f"set max_turns to at least {lines}, or drop the lines that are not needed",
                 )
+
+
+def _line_range(first: int, last: int) -> str:
+    return f"line {first} is" if first == last else f"lines {first}-{last} are"
 
 
 def _raw(view: SuiteView, where: DataPath) -> Any:
@@ -973,7 +983,7 @@ def duplicate_case(view: SuiteView) -> Iterator[Hit]:
             ratio = difflib.SequenceMatcher(None, other_text, text).ratio() if text and other_text else 0.0
             if ratio >= DUPLICATE_RATIO:
                 line = view.located.position((*other_base, "name")).line
-                same = "the same" if ratio == 1.0 else f"nearly the same ({ratio:.0%} alike)"
+                same = "the same" if ratio == 1.0 else f"nearly the same ({int(ratio * 100)}% alike)"
                 yield Hit(
                     (*base, "name"),
                     f"case {case.name!r} has {same} {'steps' if isinstance(case, SimulationCase) else 'goal'} as "
@@ -1015,7 +1025,7 @@ def suite_view(loaded: LoadedSuite) -> SuiteView | None:
     located = parse_yaml(text, str(loaded.path))[0] if text is not None else None
     if located is None:
         return None
-    return SuiteView(loaded, located, _display_path(str(loaded.path)))
+    return SuiteView(loaded, located, _display_path(str(loaded.path)), text or "")
 
 
 def lint_suite(loaded: LoadedSuite, rules: Iterable[Rule] | None = None) -> list[Finding]:
