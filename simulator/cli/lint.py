@@ -20,6 +20,10 @@ from simulator.cli._output import (
 )
 
 StrictOption = Annotated[bool, typer.Option("--strict", help="Fail (exit 1) on warnings too, not only on errors.")]
+IgnoreOption = Annotated[
+    list[str] | None,
+    typer.Option("--ignore", metavar="RULE", help="Skip this rule (repeat for several), e.g. --ignore two-goals."),
+]
 LintJudgeOption = Annotated[
     str | None,
     typer.Option(
@@ -35,20 +39,23 @@ def lint_command(
     paths: Annotated[list[Path], typer.Argument(help="Suite files, hosted evals files or folders holding them.")],
     as_json: JsonOption = False,
     strict: StrictOption = False,
+    ignore: IgnoreOption = None,
     judge_model: LintJudgeOption = None,
 ) -> None:
     """Find what makes a simulation unwinnable or meaningless before any model is called: facts the user is
     never given, goals that ask two things, criteria any reply meets, say lines beyond max_turns, unreachable
     steps, contradicting checks, undeclared tools, duplicate cases. Exit 1 on an error finding (--strict: on a
     warning too), 2 on invalid files."""
-    run_lint(paths, as_json=as_json, strict=strict, judge_model=judge_model)
+    run_lint(paths, as_json=as_json, strict=strict, judge_model=judge_model, ignore=ignore or [])
 
 
-def run_lint(paths: Sequence[Path], *, as_json: bool, strict: bool, judge_model: str | None) -> None:
+def run_lint(
+    paths: Sequence[Path], *, as_json: bool, strict: bool, judge_model: str | None, ignore: Sequence[str] = ()
+) -> None:
     """Lint ``paths``, print the findings (text or JSON) and exit with the lint's code."""
     from simulator.loading.lint import RULES, lint_paths
 
-    report = lint_paths(paths)
+    report = lint_paths(paths, ignore=ignore)
     if judge_model and not report.errors and report.suites:
         import asyncio
 

@@ -32,9 +32,10 @@ from typing import Any, Literal
 
 from pydantic import JsonValue
 
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, InputError
 from simulator.kinds import kind_of
 from simulator.loading._load import LoadedSuite, _display_path, validate_paths
+from simulator.loading._schema import did_you_mean
 from simulator.loading._yaml import DataPath, Located, format_path, parse_yaml, read_text
 from simulator.models import (
     Case,
@@ -395,10 +396,10 @@ class Knowledge:
             return any(m == month and d == day and (not year or not y or y == year) for y, m, d in self.dates)
         if fact.kind == "amount" and isinstance(fact.value, float) and fact.value in self.amounts:
             return True
-        if fact.kind == "name":
-            return all(any(part.casefold() in text for text in self.texts) for part in fact.text.split())
-        wanted = fact.text.casefold().lstrip("#")
-        return any(wanted in text for text in self.texts)
+        # As a whole word or id: ORD-1 is not known because ORD-10042 is.
+        words = fact.text.split() if fact.kind == "name" else [fact.text.lstrip("#")]
+        blob = "\n".join(self.texts)
+        return all(re.search(rf"(?<![\w-]){re.escape(word.casefold())}(?![\w-])", blob) for word in words)
 
 
 def _persona_knowledge(persona: Persona) -> Knowledge:
@@ -790,7 +791,7 @@ def _conflict(first: _Check, second: _Check) -> str | None:
         all_clash = len(clashing) == len(needed) if required.spec.contain == "any" else bool(clashing)
         if all_clash and len(needed) == len(_literal_terms(required.spec, "must_contain")):
             term, ban = clashing[0]
-            return f"must contain {term!r}, which holds the forbidden {ban[0]!r}"
+            return f"{term!r} must be said, but it holds the forbidden {ban[0]!r}"
     if first.variable and second.variable:
         (name, one), (other_name, other) = first.variable, second.variable
         if name == other_name and one != other:
@@ -845,6 +846,11 @@ def _whole_conversation(base: DataPath, case: Case) -> list[_Check]:
     ]
 
 
+def _pairs(checks: Sequence[_Check]) -> list[tuple[_Check, _Check]]:
+    """Every pair of ``checks``, each check with itself too (one check can hold must_contain and must_not_contain)."""
+    return [(first, second) for i, first in enumerate(checks) for second in checks[i:]]
+
+
 @rule("unreachable-step", "error")
 def unreachable_step(view: SuiteView) -> Iterator[Hit]:
     """A step's own checks contradict each other, so it is never met and every later step is never reached.
@@ -857,25 +863,25 @@ def unreachable_step(view: SuiteView) -> Iterator[Hit]:
             continue
         count = kind_of(case).step_count(case)
         for index, deciding, _ in _step_scopes(base, case):
-            for a, first in enumerate(deciding):
-                for second in deciding[a + 1 :]:
-                    why = _conflict(first, second)
-                    if why is None:
-                        continue
-                    what = f"step {index + 1}" if isinstance(case, SimulationCase) else "the goal"
-                    later = (
-                        f"steps {index + 2}-{count} are never reached"
-                        if index + 2 < count
-                        else f"step {count} is never reached"
-                        if index + 2 == count
-                        else "the case can never pass"
-                    )
-                    yield Hit(
-                        second.path,
-                        f"{what} can never be met: this check and the one at {format_path(first.path)} read the "
-                        f"same replies, and one {why}; {later}",
-                        "remove or correct one of the two checks",
-                    )
+            for first, second in _pairs(deciding):
+                why = _conflict(first, second)
+                if why is None:
+                    continue
+                what = f"step {index + 1}" if isinstance(case, SimulationCase) else "the goal"
+                later = (
+                    f"steps {index + 2}-{count} are never reached"
+                    if index + 2 < count
+                    else f"step {count} is never reached"
+                    if index + 2 == count
+                    else "the case can never pass"
+                )
+                other = "itself" if first is second else f"the check at {format_path(first.path)}"
+                yield Hit(
+                    second.path,
+                    f"{what} can never be met: this check contradicts {other} on the same replies (the step's): "
+                    f"{why}; {later}",
+                    "remove or correct one of the two checks",
+                )
 
 
 @rule("contradicting-checks", "error")
@@ -887,14 +893,12 @@ def contradicting_checks(view: SuiteView) -> Iterator[Hit]:
     """
     for base, case in view.cases():
         whole = _whole_conversation(base, case)
-        pairs: list[tuple[_Check, _Check]] = []
+        pairs = _pairs(whole)
         for _, deciding, referenced in _step_scopes(base, case):
-            same = [*deciding, *referenced]
-            pairs += [(a, b) for a in referenced for b in deciding]
-            pairs += [(w, c) for w in whole for c in same]
+            pairs += [(w, c) for w in whole for c in [*deciding, *referenced]]
+            pairs += [(r, d) for r in referenced for d in deciding] + _pairs(referenced)
             if isinstance(case, GoldenCase):
-                pairs += [(c, c) for c in deciding]
-        pairs += [(a, b) for i, a in enumerate(whole) for b in whole[i + 1 :]]
+                pairs += [(turn, turn) for turn in deciding]  # a golden turn has one `expect`: its own keys
         seen: set[tuple[DataPath, DataPath]] = set()
         for first, second in pairs:
             why = _conflict(first, second)
@@ -904,7 +908,7 @@ def contradicting_checks(view: SuiteView) -> Iterator[Hit]:
             other = "itself" if first.path == second.path else f"the check at {format_path(first.path)}"
             yield Hit(
                 second.path,
-                f"this check contradicts {other} on the same replies: one {why}; the case can never pass",
+                f"this check contradicts {other} on the same replies: {why}; the case can never pass",
                 "remove or correct one of the two checks, or scope the expectation to another step",
             )
 
@@ -1043,10 +1047,17 @@ def lint_suite(loaded: LoadedSuite, rules: Iterable[Rule] | None = None) -> list
     return sorted(set(findings), key=Finding.sort_key)
 
 
-def lint_paths(paths: Iterable[str | Path]) -> LintReport:
-    """Validate the files under ``paths`` (as ``validate`` does) and lint every suite that loaded."""
+def lint_paths(paths: Iterable[str | Path], *, ignore: Iterable[str] = ()) -> LintReport:
+    """Validate the files under ``paths`` (as ``validate`` does) and lint every suite that loaded with every
+    rule but those in ``ignore`` (rule ids; an unknown one is an :class:`InputError`)."""
+    skipped = set(ignore)
+    unknown = sorted(skipped - set(RULES))
+    if unknown:
+        hint = did_you_mean(unknown[0], list(RULES))
+        raise InputError(f"no lint rule {unknown[0]!r}{hint}; the rules are {', '.join(RULES)}")
+    rules = [entry for entry in RULES.values() if entry.id not in skipped]
     validation = validate_paths(paths)
     report = LintReport(files=validation.files, suites=validation.suites, errors=validation.errors)
     for loaded in validation.suites:
-        report.findings.extend(lint_suite(loaded))
+        report.findings.extend(lint_suite(loaded, rules))
     return report
