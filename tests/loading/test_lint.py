@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,9 @@ def _write(folder: Path, name: str, text: str) -> Path:
     return path
 
 
-def _findings(tmp_path: Path, suite: str, *, agent: str = AGENT, personas: dict[str, str] | None = None) -> list[Finding]:
+def _findings(
+    tmp_path: Path, suite: str, *, agent: str = AGENT, personas: dict[str, str] | None = None
+) -> list[Finding]:
     _write(tmp_path, "agent.yaml", agent)
     for name, text in (personas or {}).items():
         _write(tmp_path, f"personas/{name}.yaml", text)
@@ -52,6 +55,13 @@ def _findings(tmp_path: Path, suite: str, *, agent: str = AGENT, personas: dict[
 
 def _pinned(findings: list[Finding]) -> list[tuple[str, str, int, int]]:
     return [(f.rule, f.severity, f.line, f.column) for f in findings]
+
+
+def _suite_of(param: Any) -> str:
+    """The suite text of a row of :data:`FLAWED`."""
+    text = param.values[0]
+    assert isinstance(text, str)
+    return text
 
 
 def _persona(name: str, facts: str) -> str:
@@ -444,7 +454,7 @@ def test_a_fact_one_persona_lacks_is_reported_naming_that_persona(tmp_path: Path
 
 
 def test_a_finding_says_what_where_and_the_fix(tmp_path: Path) -> None:
-    [finding] = _findings(tmp_path, FLAWED[0].values[0])
+    [finding] = _findings(tmp_path, _suite_of(FLAWED[0]))
     assert finding.file.endswith("suite.yaml")
     assert finding.key_path == "cases[0].steps[0].success_criteria"
     assert finding.render().endswith(finding.message)
@@ -454,7 +464,7 @@ def test_a_finding_says_what_where_and_the_fix(tmp_path: Path) -> None:
 
 
 def test_duplicate_findings_name_both_cases(tmp_path: Path) -> None:
-    [finding] = _findings(tmp_path, FLAWED[12].values[0])
+    [finding] = _findings(tmp_path, _suite_of(FLAWED[12]))
     assert "case 'second'" in finding.message
     assert "case 'first' (line 3)" in finding.message
 
@@ -478,7 +488,7 @@ def test_every_rule_has_an_id_severity_and_docstring() -> None:
 
 def test_ignored_rules_are_skipped_and_unknown_ones_refused(tmp_path: Path) -> None:
     _write(tmp_path, "agent.yaml", AGENT)
-    path = _write(tmp_path, "suite.yaml", FLAWED[0].values[0])
+    path = _write(tmp_path, "suite.yaml", _suite_of(FLAWED[0]))
     assert lint_paths([path], ignore=["unknown-fact"]).findings == []
     with pytest.raises(InputError, match="no lint rule 'unknown-facts'; did you mean 'unknown-fact'"):
         lint_paths([path], ignore=["unknown-facts"])
@@ -489,9 +499,15 @@ def test_ignored_rules_are_skipped_and_unknown_ones_refused(tmp_path: Path) -> N
     [
         ("Refund ORD-10042 and RF-5512 for cus_4821", [("ORD-10042", "id"), ("RF-5512", "id"), ("cus_4821", "id")]),
         ("about 25 USD (10% of 249.99)", [("249.99", "amount")]),
-        ("49,90 EUR on 2026-03-12 or 12.03.2026", [("2026-03-12", "date"), ("12.03.2026", "date"), ("49,90", "amount")]),
+        (
+            "49,90 EUR on 2026-03-12 or 12.03.2026",
+            [("2026-03-12", "date"), ("12.03.2026", "date"), ("49,90", "amount")],
+        ),
         ("within 3 turns, a 30-day window in 2026", []),
-        ("Mail jane@example.com about Blender 900", [("jane@example.com", "email"), ("900", "amount"), ("Blender", "name")]),
+        (
+            "Mail jane@example.com about Blender 900",
+            [("jane@example.com", "email"), ("900", "amount"), ("Blender", "name")],
+        ),
         ("The agent hands over to Jane Doe.", [("Jane Doe", "name")]),
     ],
 )
