@@ -475,7 +475,7 @@ class _Needs:
     what: str
 
 
-def _needs(view: SuiteView, base: DataPath, case: Case) -> Iterator[_Needs]:
+def _needs(base: DataPath, case: Case) -> Iterator[_Needs]:
     """Every text of ``case`` that can need a fact, with what the user knows at that point."""
     if isinstance(case, SimulationCase):
         everything = _user_side_of_step(case, len(case.steps) - 1)
@@ -508,23 +508,28 @@ def _needs(view: SuiteView, base: DataPath, case: Case) -> Iterator[_Needs]:
             yield _Needs(path, text, everything, "the case")
 
 
-def _missing_facts(view: SuiteView, *, names: bool) -> Iterator[tuple[_Needs, list[Fact], list[str]]]:
-    """For each text that needs facts no one gives: the place, the facts, and the personas that lack them."""
-    english = view.loaded.suite.language.split("-")[0] == "en"
+def _fact_rule(path: DataPath, fact: Fact) -> str:
+    """Which rule reports a fact no one gives: see the three rules below."""
+    if fact.kind == "name":
+        return "unknown-name"
+    passed_on = "arguments" in path or "variable" in path or "variables" in path
+    return "unknown-fact" if passed_on or fact.kind in ("id", "email") else "unknown-value"
+
+
+def _missing_facts(view: SuiteView, rule_id: str) -> Iterator[tuple[_Needs, list[Fact], list[str]]]:
+    """For each text that needs facts no one gives (those ``rule_id`` reports): the place, the facts, and the
+    personas that lack them."""
+    names = rule_id == "unknown-name" and view.loaded.suite.language.split("-")[0] == "en"
     for base, case in view.cases():
         agent = view.agent_side(case)
-        personas = view.personas_of(case)
-        known_by = {p.name: _persona_knowledge(p) for p in personas}
-        for need in _needs(view, base, case):
+        known_by = {p.name: _persona_knowledge(p) for p in view.personas_of(case)}
+        for need in _needs(base, case):
             common = need.user.merged(agent)
-            facts = [
-                f
-                for f in find_facts(need.text, names=names and english)
-                if (f.kind == "name") == names and not common.knows(f)
-            ]
             missing: list[Fact] = []
             lacking: set[str] = set()
-            for fact in facts:
+            for fact in find_facts(need.text, names=names):
+                if _fact_rule(need.path, fact) != rule_id or common.knows(fact):
+                    continue
                 without = [name for name, knowledge in known_by.items() if not knowledge.knows(fact)]
                 if without or not known_by:
                     missing.append(fact)
@@ -533,33 +538,47 @@ def _missing_facts(view: SuiteView, *, names: bool) -> Iterator[tuple[_Needs, li
                 yield need, missing, sorted(lacking)
 
 
-def _fact_hit(need: _Needs, facts: list[Fact], lacking: list[str], who: str) -> Hit:
-    listed = ", ".join(f.describe() for f in facts)
-    starts = [i for i, part in enumerate(need.path) if part in ("checks", "expect", "expectations", "success_criteria")]
-    field_name = format_path(need.path[starts[-1] :]) if starts else format_path(need.path)
-    personas = f"; personas {', '.join(lacking)} do not know it either" if lacking else ""
-    message = (
-        f"{field_name} of {need.what} needs {listed}, which {who} is given: not in the goal, response_guide, "
-        f"say lines or earlier steps, the session parameters, the tool fakes or the agent's description{personas}"
-    )
-    fix = (
-        "give the fact to the simulated user (a response_guide entry or a persona fact) or to the agent (a "
-        "session parameter or a tool fake that returns it), or take it out of what is checked"
-    )
-    return Hit(need.path, message, fix)
+def _fact_hits(view: SuiteView, rule_id: str, unless: str = "") -> Iterator[Hit]:
+    for need, facts, lacking in _missing_facts(view, rule_id):
+        listed = ", ".join(f.describe() for f in facts)
+        keys = ("checks", "expect", "expectations", "success_criteria")
+        starts = [i for i, part in enumerate(need.path) if part in keys]
+        field_name = format_path(need.path[starts[-1] :]) if starts else format_path(need.path)
+        personas = f"; personas {', '.join(lacking)} do not know it either" if lacking else ""
+        message = (
+            f"{field_name} of {need.what} needs {listed}, which neither the simulated user nor the agent is given: "
+            "not in the goal, response_guide, say lines or earlier steps, the session parameters, the tool fakes "
+            f"or the agent's description{personas}{unless}"
+        )
+        fix = (
+            "give the fact to the simulated user (a response_guide entry or a persona fact) or to the agent (a "
+            "session parameter or a tool fake that returns it), or take it out of what is checked"
+        )
+        yield Hit(need.path, message, fix)
 
 
 @rule("unknown-fact", "error")
 def unknown_fact(view: SuiteView) -> Iterator[Hit]:
-    """Criteria or checks need an id, amount, date or email that neither the user nor the agent is given.
+    """Checks need an id or email, or an expected argument or variable a value, that no one is given.
 
     The fact must appear in what the simulated user is told up to that step (goals, response guides, say
     lines, static utterances and event payloads of this and earlier steps; the persona) or in what the agent
-    can find without the user (session parameters, tool fakes, its description or instructions). Otherwise
-    only a lucky guess meets the check: the case is unwinnable.
+    can find without the user (session parameters, tool fakes, its description or instructions). An agent
+    does not make up an order number, an email or the value it passes to a tool: only a lucky guess meets the
+    check, the case is unwinnable.
     """
-    for need, facts, lacking in _missing_facts(view, names=False):
-        yield _fact_hit(need, facts, lacking, "neither the simulated user nor the agent")
+    yield from _fact_hits(view, "unknown-fact")
+
+
+@rule("unknown-value", "warning")
+def unknown_value(view: SuiteView) -> Iterator[Hit]:
+    """What the agent must say holds a date or amount that no one is given.
+
+    Like ``unknown-fact``, for dates and amounts in criteria, terms and expected messages: an agent may compute
+    them (a delivery date from today, a total, a discount), so this is a warning; if it does not, the case is
+    unwinnable.
+    """
+    yield from _fact_hits(view, "unknown-value", " (unless the agent computes it)")
 
 
 @rule("unknown-name", "warning")
@@ -569,8 +588,7 @@ def unknown_name(view: SuiteView) -> Iterator[Hit]:
     Like ``unknown-fact`` for proper names, which are found less surely (a capitalised word in the middle of a
     sentence), hence a warning; English suites only (German capitalises every noun).
     """
-    for need, facts, lacking in _missing_facts(view, names=True):
-        yield _fact_hit(need, facts, lacking, "neither the simulated user nor the agent")
+    yield from _fact_hits(view, "unknown-name")
 
 
 _REQUEST_VERBS = _words(
@@ -952,15 +970,23 @@ def undeclared_tool(view: SuiteView) -> Iterator[Hit]:
 
 
 def _case_text(case: Case) -> str:
+    """What a case asks and checks, as one text: two cases that differ only in wording are near-identical."""
     if isinstance(case, ScenarioCase):
-        parts: list[Any] = [case.goal, case.success_criteria, case.say, case.response_guide]
+        parts: list[Any] = [case.goal, case.success_criteria, case.say, case.response_guide, _dumped(case.checks)]
     elif isinstance(case, SimulationCase):
         parts = [
-            [s.goal, s.static_utterance, s.event.name if s.event else None, s.success_criteria] for s in case.steps
+            [s.goal, s.static_utterance, s.event.name if s.event else None, s.success_criteria, _dumped(s.checks)]
+            for s in case.steps
         ]
     else:
-        parts = [[t.user, t.event.name if t.event else None] for t in case.turns]
+        parts = [
+            [t.user, t.event.name if t.event else None, _dumped([t.expect] if t.expect else [])] for t in case.turns
+        ]
     return " ".join(" ".join(_flatten(parts)).casefold().split())
+
+
+def _dumped(checks: Sequence[ExpectationSpec | TurnExpectation]) -> list[Any]:
+    return [check.model_dump(mode="json", exclude_defaults=True) for check in checks]
 
 
 #: How alike two cases' goals and steps must be (difflib's ratio) to count as near-duplicates.

@@ -96,7 +96,8 @@ FLAWED = [
                 checks:
                   - must_contain: [refund]
         """,
-        [("unknown-fact", "error", 7, 9)],
+        # The email is reported as an error; the amount and date as a warning (the agent may compute them).
+        [("unknown-fact", "error", 7, 9), ("unknown-value", "warning", 7, 9)],
         id="amount-email-date-never-given",
     ),
     pytest.param(
@@ -425,6 +426,26 @@ CLEAN = [
         """,
         id="one-request-enough-turns-persona-variant",
     ),
+    pytest.param(
+        """\
+        name: t
+        cases:
+          - name: any_order
+            kind: golden
+            turns:
+              - user: Where is my order ORD-10042?
+                expect:
+                  tool_calls: [{name: lookup_order}]
+          - name: exact_calls
+            kind: golden
+            turns:
+              - user: Where is my order ORD-10042?
+                expect:
+                  tool_calls: [{name: lookup_order}]
+                  tool_order: exact
+        """,
+        id="same-turns-other-checks-are-not-duplicates",
+    ),
 ]
 
 
@@ -463,6 +484,13 @@ def test_a_finding_says_what_where_and_the_fix(tmp_path: Path) -> None:
     assert finding.source == "rule"
 
 
+def test_dates_and_amounts_are_warnings_the_agent_may_compute(tmp_path: Path) -> None:
+    error, warning = _findings(tmp_path, _suite_of(FLAWED[1]))
+    assert "'jane@example.com' (an email)" in error.message
+    assert "'12 March 2026' (a date), '49.90' (a number)" in warning.message
+    assert warning.message.endswith("(unless the agent computes it)")
+
+
 def test_duplicate_findings_name_both_cases(tmp_path: Path) -> None:
     [finding] = _findings(tmp_path, _suite_of(FLAWED[12]))
     assert "case 'second'" in finding.message
@@ -472,6 +500,7 @@ def test_duplicate_findings_name_both_cases(tmp_path: Path) -> None:
 def test_every_rule_has_an_id_severity_and_docstring() -> None:
     assert list(RULES) == [
         "unknown-fact",
+        "unknown-value",
         "unknown-name",
         "two-goals",
         "vague-criteria",
