@@ -23,6 +23,7 @@ case expectation over the whole conversation does.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -176,16 +177,26 @@ class SuiteView:
         """What the agent can learn without the user: session parameters, tool fakes, its own description."""
         knowledge = Knowledge()
         knowledge.add(case.session_parameters)
-        for fake in [*case.tool_fakes, *self.loaded.suite.tool_fakes]:
-            knowledge.add(fake.arguments)
-            knowledge.add(fake.result)
-            knowledge.add(fake.error)
+        knowledge.add([[fake.arguments, fake.result, fake.error] for fake in case.tool_fakes])
+        return knowledge.merged(self._suite_side)
+
+    @functools.cached_property
+    def _suite_side(self) -> Knowledge:
+        """What the agent of every case knows: the suite's tool fakes and the agent's description."""
+        knowledge = Knowledge()
+        knowledge.add([[fake.arguments, fake.result, fake.error] for fake in self.loaded.suite.tool_fakes])
         agent = self.loaded.agent
         if agent is not None:
             knowledge.add(agent.description)
             knowledge.add(getattr(agent, "instructions", None))
             knowledge.add({name: v.default for name, v in agent.variables.items()})
         return knowledge
+
+    @functools.cached_property
+    def missing_facts(self) -> list[tuple[_Needs, Fact, list[str]]]:
+        """Every fact a text of a case needs that no one gives, with the personas that lack it (see
+        :func:`_missing_facts`); found once for the three rules that report them."""
+        return list(_missing_facts(self))
 
     def declared_tools(self) -> list[str] | None:
         """The agent's declared tools, or None when there is no agent to ask."""
@@ -215,19 +226,14 @@ _MONTH_NAMES = (
 )
 _MONTHS = {name: number for names in _MONTH_NAMES for number, name in enumerate(names.split(), 1)} | {"sept": 9}
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
-_DATE_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, str, str]], ...] = (
-    (re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b"), ("y", "m", "d")),
-    (re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{4})\b"), ("y", "m", "d")),
-    (
-        re.compile(
-            rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th|\.)?\s+(?:of\s+)?(?P<m>{_MONTH})\.?(?:,?\s+(?P<y>\d{{4}}))?\b", re.I
-        ),
-        ("y", "m", "d"),
+#: Dates as written: 2026-12-03, 03.12.2026, 3 December 2026, 3. Dezember, December 3, 2026.
+_DATE_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b"),
+    re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{4})\b"),
+    re.compile(
+        rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th|\.)?\s+(?:of\s+)?(?P<m>{_MONTH})\.?(?:,?\s+(?P<y>\d{{4}}))?\b", re.I
     ),
-    (
-        re.compile(rf"\b(?P<m>{_MONTH})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(?P<y>\d{{4}}))?", re.I),
-        ("y", "m", "d"),
-    ),
+    re.compile(rf"\b(?P<m>{_MONTH})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(?P<y>\d{{4}}))?", re.I),
 )
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 # A token of letters and digits that names something: ORD-10042, cus_4821, RF-5512, #12345, 1Z999AA1012.
@@ -285,7 +291,7 @@ def find_facts(text: str, *, names: bool = True) -> list[Fact]:
     def free(start: int, end: int) -> bool:
         return all(end <= a or start >= b for a, b in taken)
 
-    for pattern, _ in _DATE_PATTERNS:
+    for pattern in _DATE_PATTERNS:
         for match in pattern.finditer(text):
             value = _date_value(match)
             if value is not None and free(*match.span()):
@@ -379,9 +385,10 @@ class Knowledge:
         """Learn ``value``: text, or any JSON data (keys and values)."""
         for text in _flatten(value):
             self.texts.append(text.casefold())
-            for fact in find_facts(text, names=False):
-                if fact.kind == "date" and isinstance(fact.value, tuple):
-                    self.dates.add(fact.value)
+            if not any(c.isdigit() for c in text):
+                continue
+            for pattern in _DATE_PATTERNS:
+                self.dates.update(d for m in pattern.finditer(text) if (d := _date_value(m)) is not None)
             for match in _NUMBER.finditer(text):
                 self.amounts.add(_number_value(match.group("num")))
 
@@ -516,35 +523,38 @@ def _fact_rule(path: DataPath, fact: Fact) -> str:
     return "unknown-fact" if passed_on or fact.kind in ("id", "email") else "unknown-value"
 
 
-def _missing_facts(view: SuiteView, rule_id: str) -> Iterator[tuple[_Needs, list[Fact], list[str]]]:
-    """For each text that needs facts no one gives (those ``rule_id`` reports): the place, the facts, and the
-    personas that lack them."""
-    names = rule_id == "unknown-name" and view.loaded.suite.language.split("-")[0] == "en"
+def _missing_facts(view: SuiteView) -> Iterator[tuple[_Needs, Fact, list[str]]]:
+    """Each fact a text needs that no one gives: the place, the fact, and the personas that lack it."""
+    names = view.loaded.suite.language.split("-")[0] == "en"
     for base, case in view.cases():
         agent = view.agent_side(case)
         known_by = {p.name: _persona_knowledge(p) for p in view.personas_of(case)}
         for need in _needs(base, case):
+            facts = find_facts(need.text, names=names)
+            if not facts:
+                continue
             common = need.user.merged(agent)
-            missing: list[Fact] = []
-            lacking: set[str] = set()
-            for fact in find_facts(need.text, names=names):
-                if _fact_rule(need.path, fact) != rule_id or common.knows(fact):
+            for fact in facts:
+                if common.knows(fact):
                     continue
                 without = [name for name, knowledge in known_by.items() if not knowledge.knows(fact)]
                 if without or not known_by:
-                    missing.append(fact)
-                    lacking.update(without)
-            if missing:
-                yield need, missing, sorted(lacking)
+                    yield need, fact, without
 
 
 def _fact_hits(view: SuiteView, rule_id: str, unless: str = "") -> Iterator[Hit]:
-    for need, facts, lacking in _missing_facts(view, rule_id):
+    by_place: dict[DataPath, tuple[_Needs, list[Fact], set[str]]] = {}
+    for need, fact, without in view.missing_facts:
+        if _fact_rule(need.path, fact) == rule_id:
+            entry = by_place.setdefault(need.path, (need, [], set()))
+            entry[1].append(fact)
+            entry[2].update(without)
+    for need, facts, lacking in by_place.values():
         listed = ", ".join(f.describe() for f in facts)
         keys = ("checks", "expect", "expectations", "success_criteria")
         starts = [i for i, part in enumerate(need.path) if part in keys]
         field_name = format_path(need.path[starts[-1] :]) if starts else format_path(need.path)
-        personas = f"; personas {', '.join(lacking)} do not know it either" if lacking else ""
+        personas = f"; personas {', '.join(sorted(lacking))} do not know it either" if lacking else ""
         message = (
             f"{field_name} of {need.what} needs {listed}, which neither the simulated user nor the agent is given: "
             "not in the goal, response_guide, say lines or earlier steps, the session parameters, the tool fakes "
@@ -970,58 +980,80 @@ def undeclared_tool(view: SuiteView) -> Iterator[Hit]:
 
 
 def _case_text(case: Case) -> str:
-    """What a case asks and checks, as one text: two cases that differ only in wording are near-identical."""
+    """What a case asks, as one text: two cases that differ only in wording are near-identical."""
     if isinstance(case, ScenarioCase):
-        parts: list[Any] = [case.goal, case.success_criteria, case.say, case.response_guide, _dumped(case.checks)]
+        parts: list[Any] = [case.goal, case.success_criteria, case.say, case.response_guide]
     elif isinstance(case, SimulationCase):
-        parts = [
-            [s.goal, s.static_utterance, s.event.name if s.event else None, s.success_criteria, _dumped(s.checks)]
-            for s in case.steps
-        ]
+        parts = [[s.goal, s.static_utterance, s.event, s.success_criteria, s.response_guide, s.say] for s in case.steps]
     else:
-        parts = [
-            [t.user, t.event.name if t.event else None, _dumped([t.expect] if t.expect else [])] for t in case.turns
-        ]
-    return " ".join(" ".join(_flatten(parts)).casefold().split())
+        parts = [[t.user, t.event] for t in case.turns]
+    return " ".join(" ".join(_flatten(_plain(parts))).casefold().split())
 
 
-def _dumped(checks: Sequence[ExpectationSpec | TurnExpectation]) -> list[Any]:
-    return [check.model_dump(mode="json", exclude_defaults=True) for check in checks]
+def _case_checks(case: Case) -> Any:
+    """What a case checks, which near-duplicates share exactly (another check is another test)."""
+    kind = kind_of(case)
+    golden = [t.expect for t in case.turns] if isinstance(case, GoldenCase) else []
+    return _plain([[check for _, check in kind.checks_written(case)], golden, case.expectations])
 
 
-#: How alike two cases' goals and steps must be (difflib's ratio) to count as near-duplicates.
+def _plain(value: Any) -> Any:
+    """Models in ``value`` as plain data (what was written)."""
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json", exclude_defaults=True)
+    return value
+
+
+#: How alike two cases' goals and steps must be (difflib's ratio of their words) to count as near-duplicates.
 DUPLICATE_RATIO = 0.9
+#: Shared words over all words below which two texts cannot reach DUPLICATE_RATIO (a cheap first test).
+_JACCARD_BOUND = 0.75
 
 
 @rule("duplicate-case", "warning")
 def duplicate_case(view: SuiteView) -> Iterator[Hit]:
-    """Two cases of the same kind with (nearly) the same goals or steps, personas and session parameters.
+    """Two cases of the same kind with (nearly) the same goals or steps, the same checks, personas and session
+    parameters.
 
     They cost twice and test once; a failing pair doubles one failure in the report. Cases that differ in
-    persona or session parameters are variations on purpose and are not reported.
+    checks, persona, session parameters or the facts they name (another order number, amount or date) are
+    variations on purpose and are not reported.
     """
-    seen: list[tuple[DataPath, Case, str]] = []
+    # Cases are grouped by what must be equal, and cheap bounds come before difflib's ratio, so a suite of a
+    # thousand similar cases does not cost a million full comparisons.
+    groups: dict[str, list[tuple[DataPath, Case, list[str], frozenset[str]]]] = {}
     for base, case in view.cases():
         text = _case_text(case)
-        for other_base, other, other_text in seen:
-            if (
-                other.kind != case.kind
-                or other.personas != case.personas
-                or other.session_parameters != case.session_parameters
-            ):
+        facts = sorted(fact.text.casefold() for fact in find_facts(text, names=False))
+        equal = [case.kind, case.personas, case.session_parameters, facts, _case_checks(case)]
+        key = json.dumps(equal, sort_keys=True, default=str)
+        # Compared word by word: a changed word in a short goal is another goal, a changed full stop is not.
+        words = re.findall(r"\w+", text)
+        vocabulary = frozenset(words)
+        for other_base, other, other_words, other_vocabulary in groups.setdefault(key, []):
+            shared = len(vocabulary & other_vocabulary)
+            if not words or shared < _JACCARD_BOUND * len(vocabulary | other_vocabulary):
                 continue
-            ratio = difflib.SequenceMatcher(None, other_text, text).ratio() if text and other_text else 0.0
+            matcher = difflib.SequenceMatcher(None, other_words, words, autojunk=False)
+            if matcher.quick_ratio() < DUPLICATE_RATIO:
+                continue
+            ratio = matcher.ratio()
             if ratio >= DUPLICATE_RATIO:
                 line = view.located.position((*other_base, "name")).line
                 same = "the same" if ratio == 1.0 else f"nearly the same ({int(ratio * 100)}% alike)"
+                what = (
+                    "steps" if isinstance(case, SimulationCase) else "turns" if isinstance(case, GoldenCase) else "goal"
+                )
                 yield Hit(
                     (*base, "name"),
-                    f"case {case.name!r} has {same} {'steps' if isinstance(case, SimulationCase) else 'goal'} as "
-                    f"case {other.name!r} (line {line}), with the same personas and session parameters",
+                    f"case {case.name!r} has {same} {what} as case {other.name!r} (line {line}), with the same "
+                    "checks, personas and session parameters",
                     "remove one, or make them differ in what they test (goal, facts, persona)",
                 )
                 break
-        seen.append((base, case, text))
+        groups[key].append((base, case, words, vocabulary))
 
 
 # ------------------------------------------------------------------------------------------------------------
