@@ -237,14 +237,16 @@ _DATE_PATTERNS: tuple[re.Pattern[str], ...] = (
 )
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 # A token of letters and digits that names something: ORD-10042, cus_4821, RF-5512, #12345, 1Z999AA1012.
-_TOKEN = re.compile(r"#?[A-Za-z0-9][A-Za-z0-9_-]*[A-Za-z0-9]|#\d+")
+_TOKEN = re.compile(r"#?[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*")
 _NUMBER = re.compile(r"(?<![\w.,])(?P<num>\d+(?:[.,]\d+)?)(?![\w])")
-_CURRENCY = re.compile(r"(?:[$€£¥]\s*$|(?:usd|eur|gbp|chf|dollars?|euros?|pounds?)\b)", re.I)
+_CURRENCY_BEFORE = re.compile(r"[$€£¥]\s*$")
+_CURRENCY_AFTER = re.compile(r"\s*(?:usd|eur|gbp|chf|dollars?|euros?|pounds?|[$€£])", re.I)
 _APPROXIMATE = re.compile(
     r"(?:about|around|approximately|approx\.?|roughly|circa|ca\.|~|etwa|ungefähr)\s*[$€£]?\s*$", re.I
 )
-_NAME_WORD = re.compile(r"[A-ZÄÖÜ][\w'’&-]*")
-_SENTENCE_END = re.compile(r"[.!?:;\"“”'(\[]\s*$")
+_NAME_WORD = re.compile(r"[A-ZÄÖÜ][^\W\d_]*(?:['’&-][^\W\d_]+)*")
+_PUNCTUATION = ".,;:!?()[]\"“”'"
+_SHORT_ID = re.compile(r"[A-Za-z]{1,6}(?:[-_]\d+|\d{2,})")
 #: Capitalised words that are not names of a person, place, product or company.
 _NOT_NAMES = _words(
     """i ai ok okay faq id ids url pdf api sms the a an yes no usd eur gbp chf monday tuesday wednesday thursday
@@ -283,75 +285,84 @@ def _number_value(text: str) -> float:
     return float(text.replace(",", ""))
 
 
-def find_facts(text: str, *, names: bool = True) -> list[Fact]:
-    """The concrete facts ``text`` mentions: dates, emails, ids, amounts and (with ``names``) proper names."""
-    facts: list[Fact] = []
-    taken: list[tuple[int, int]] = []
+class _Taken:
+    """The characters of a text already read as a fact (so a date's digits are not also an amount)."""
 
-    def free(start: int, end: int) -> bool:
-        return all(end <= a or start >= b for a, b in taken)
+    def __init__(self, text: str) -> None:
+        self._marks = bytearray(len(text))
+
+    def free(self, start: int, end: int) -> bool:
+        return not any(self._marks[start:end])
+
+    def take(self, start: int, end: int) -> None:
+        self._marks[start:end] = b"\x01" * (end - start)
+
+
+def find_facts(text: str, *, names: bool = True) -> list[Fact]:
+    """The concrete facts ``text`` mentions: dates, emails, ids, amounts and (with ``names``) proper names.
+
+    Linear in the length of the text (a criterion can be as long as a file may be)."""
+    facts: list[Fact] = []
+    taken = _Taken(text)
+
+    def keep(match: re.Match[str], fact: Fact) -> None:
+        taken.take(*match.span())
+        facts.append(fact)
 
     for pattern in _DATE_PATTERNS:
         for match in pattern.finditer(text):
             value = _date_value(match)
-            if value is not None and free(*match.span()):
-                taken.append(match.span())
-                facts.append(Fact(match.group(0), "date", value))
+            if value is not None and taken.free(*match.span()):
+                keep(match, Fact(match.group(0), "date", value))
     for match in _EMAIL.finditer(text):
-        if free(*match.span()):
-            taken.append(match.span())
-            facts.append(Fact(match.group(0), "email"))
+        if taken.free(*match.span()):
+            keep(match, Fact(match.group(0), "email"))
     for match in _TOKEN.finditer(text):
-        token = match.group(0)
+        token = match.group(0).strip("-_")
         digits = sum(c.isdigit() for c in token)
         letters = sum(c.isalpha() for c in token)
-        named = (
-            (letters and digits >= 3)
-            or re.fullmatch(r"[A-Za-z]{1,6}(?:[-_]\d+|\d{2,})", token)
-            or token.startswith("#")
-        )
-        if named and digits and free(*match.span()):
-            taken.append(match.span())
-            facts.append(Fact(token, "id"))
+        named = (letters and digits >= 3) or _SHORT_ID.fullmatch(token) or token.startswith("#")
+        if named and digits and taken.free(*match.span()):
+            keep(match, Fact(token, "id"))
     for match in _NUMBER.finditer(text):
         start, end = match.span()
         raw = match.group("num")
-        if not free(start, end):
-            continue
-        money = bool(_CURRENCY.search(text[max(0, start - 2) : start])) or bool(
-            re.match(r"\s*(?:usd|eur|gbp|chf|dollars?|euros?|pounds?|[$€£])", text[end:], re.I)
-        )
-        if _APPROXIMATE.search(text[max(0, start - 16) : start]):
+        if not taken.free(start, end) or _APPROXIMATE.search(text, max(0, start - 16), start):
             continue  # "about 25 USD": a computed amount, not one to be given
+        money = bool(_CURRENCY_BEFORE.search(text, max(0, start - 2), start) or _CURRENCY_AFTER.match(text, end))
         decimal = bool(re.search(r"[.,]\d{1,2}$", raw))
         whole = raw.isdigit() and len(raw) >= 3 and not (len(raw) == 4 and 1900 <= int(raw) <= 2100)
         if money or decimal or whole:
-            taken.append((start, end))
-            facts.append(Fact(raw, "amount", _number_value(raw)))
+            keep(match, Fact(raw, "amount", _number_value(raw)))
     if names:
         facts.extend(_names(text, taken))
     return facts
 
 
-def _names(text: str, taken: list[tuple[int, int]]) -> list[Fact]:
+def _names(text: str, taken: _Taken) -> list[Fact]:
     """Runs of capitalised words that do not start a sentence: Jane Doe, Royal Mail, PayPal."""
     found: list[Fact] = []
     run: list[re.Match[str]] = []
 
     def close() -> None:
         if run:
-            found.append(Fact(text[run[0].start() : run[-1].end()].strip(".,;:!?()[]\"“”'"), "name"))
+            found.append(Fact(text[run[0].start() : run[-1].end()].strip(_PUNCTUATION), "name"))
             run.clear()
 
+    previous = ""
     for match in re.finditer(r"\S+", text):
-        word = match.group(0).strip(".,;:!?()[]\"“”'")
-        inner = _NAME_WORD.fullmatch(word)
-        start = match.start()
-        sentence_start = start == 0 or bool(_SENTENCE_END.search(text[:start]))
-        overlaps = any(not (match.end() <= a or start >= b) for a, b in taken)
-        if inner and not sentence_start and not overlaps and word.casefold() not in _NOT_NAMES:
+        written = match.group(0)
+        word = written.strip(_PUNCTUATION)
+        sentence_start = not previous or previous[-1] in ".!?:;" or written[0] in "\"“'(["
+        previous = written
+        if (
+            _NAME_WORD.fullmatch(word)
+            and not sentence_start
+            and taken.free(*match.span())
+            and word.casefold() not in _NOT_NAMES
+        ):
             run.append(match)
-            if match.group(0)[-1] in ".,;:!?)":
+            if written[-1] in ".,;:!?)":
                 close()
         else:
             close()
@@ -380,9 +391,11 @@ class Knowledge:
     texts: list[str] = field(default_factory=list)
     dates: set[tuple[int, int, int]] = field(default_factory=set)
     amounts: set[float] = field(default_factory=set)
+    _blob: str | None = field(default=None, repr=False, compare=False)
 
     def add(self, value: Any) -> None:
         """Learn ``value``: text, or any JSON data (keys and values)."""
+        self._blob = None
         for text in _flatten(value):
             self.texts.append(text.casefold())
             if not any(c.isdigit() for c in text):
@@ -391,6 +404,10 @@ class Knowledge:
                 self.dates.update(d for m in pattern.finditer(text) if (d := _date_value(m)) is not None)
             for match in _NUMBER.finditer(text):
                 self.amounts.add(_number_value(match.group("num")))
+
+    def copy(self) -> Knowledge:
+        """What is known now, apart from what is learnt later."""
+        return Knowledge(list(self.texts), set(self.dates), set(self.amounts))
 
     def merged(self, other: Knowledge) -> Knowledge:
         """What both know."""
@@ -405,7 +422,9 @@ class Knowledge:
             return True
         # As a whole word or id: ORD-1 is not known because ORD-10042 is.
         words = fact.text.split() if fact.kind == "name" else [fact.text.lstrip("#")]
-        blob = "\n".join(self.texts)
+        if self._blob is None:
+            self._blob = "\n".join(self.texts)
+        blob = self._blob
         return all(re.search(rf"(?<![\w-]){re.escape(word.casefold())}(?![\w-])", blob) for word in words)
 
 
@@ -417,16 +436,6 @@ def _persona_knowledge(persona: Persona) -> Knowledge:
 
 # ------------------------------------------------------------------------------------------------------------
 # Rules
-
-
-def _user_side_of_step(case: SimulationCase, upto: int) -> Knowledge:
-    """What the simulated user of a simulation is told up to step ``upto`` (its own and earlier steps')."""
-    knowledge = Knowledge()
-    for step in case.steps[: upto + 1]:
-        knowledge.add([step.goal, step.response_guide, step.say, step.static_utterance])
-        if step.event is not None:
-            knowledge.add(step.event.payload)
-    return knowledge
 
 
 def _texts_of_check(check: ExpectationSpec | TurnExpectation, base: DataPath) -> Iterator[tuple[DataPath, str]]:
@@ -484,10 +493,13 @@ class _Needs:
 
 def _needs(base: DataPath, case: Case) -> Iterator[_Needs]:
     """Every text of ``case`` that can need a fact, with what the user knows at that point."""
+    everything = Knowledge()
     if isinstance(case, SimulationCase):
-        everything = _user_side_of_step(case, len(case.steps) - 1)
         for index, step in enumerate(case.steps):
-            known = _user_side_of_step(case, index)
+            # What the user is told up to this step: its own and earlier steps' (event payloads reach the agent).
+            everything.add([step.goal, step.response_guide, step.say, step.static_utterance])
+            everything.add(step.event.payload if step.event else None)
+            known = everything.copy()
             where = (*base, "steps", index)
             if step.success_criteria:
                 yield _Needs((*where, "success_criteria"), step.success_criteria, known, f"step {index + 1}")
@@ -495,7 +507,6 @@ def _needs(base: DataPath, case: Case) -> Iterator[_Needs]:
                 for path, text in _texts_of_check(check, (*where, "checks", c)):
                     yield _Needs(path, text, known, f"step {index + 1}")
     elif isinstance(case, ScenarioCase):
-        everything = Knowledge()
         everything.add([case.goal, case.response_guide, case.say])
         if case.success_criteria:
             yield _Needs((*base, "success_criteria"), case.success_criteria, everything, "the goal")
@@ -503,11 +514,10 @@ def _needs(base: DataPath, case: Case) -> Iterator[_Needs]:
             for path, text in _texts_of_check(check, (*base, "checks", c)):
                 yield _Needs(path, text, everything, "the goal")
     else:
-        everything = Knowledge()
         for index, turn in enumerate(case.turns):
             everything.add([turn.user, turn.event.payload if turn.event else None])
             if turn.expect is not None:
-                known = Knowledge(list(everything.texts), set(everything.dates), set(everything.amounts))
+                known = everything.copy()
                 for path, text in _texts_of_check(turn.expect, (*base, "turns", index, "expect")):
                     yield _Needs(path, text, known, f"turn {index + 1}")
     for e, expectation in enumerate(case.expectations):
@@ -530,16 +540,17 @@ def _missing_facts(view: SuiteView) -> Iterator[tuple[_Needs, Fact, list[str]]]:
         agent = view.agent_side(case)
         known_by = {p.name: _persona_knowledge(p) for p in view.personas_of(case)}
         for need in _needs(base, case):
-            facts = find_facts(need.text, names=names)
-            if not facts:
-                continue
-            common = need.user.merged(agent)
+            facts = list(dict.fromkeys(find_facts(need.text, names=names)))  # each fact once per text
             for fact in facts:
-                if common.knows(fact):
+                if need.user.knows(fact) or agent.knows(fact):
                     continue
                 without = [name for name, knowledge in known_by.items() if not knowledge.knows(fact)]
                 if without or not known_by:
                     yield need, fact, without
+
+
+#: Facts a finding names; the others are counted.
+_LISTED = 5
 
 
 def _fact_hits(view: SuiteView, rule_id: str, unless: str = "") -> Iterator[Hit]:
@@ -550,7 +561,8 @@ def _fact_hits(view: SuiteView, rule_id: str, unless: str = "") -> Iterator[Hit]
             entry[1].append(fact)
             entry[2].update(without)
     for need, facts, lacking in by_place.values():
-        listed = ", ".join(f.describe() for f in facts)
+        more = f" and {len(facts) - _LISTED} more" if len(facts) > _LISTED else ""
+        listed = ", ".join(f.describe() for f in facts[:_LISTED]) + more
         keys = ("checks", "expect", "expectations", "success_criteria")
         starts = [i for i, part in enumerate(need.path) if part in keys]
         field_name = format_path(need.path[starts[-1] :]) if starts else format_path(need.path)
@@ -1010,6 +1022,8 @@ def _plain(value: Any) -> Any:
 DUPLICATE_RATIO = 0.9
 #: Shared words over all words below which two texts cannot reach DUPLICATE_RATIO (a cheap first test).
 _JACCARD_BOUND = 0.75
+#: Cases of more words than this are compared for equality only.
+_LONGEST_COMPARED = 2000
 
 
 @rule("duplicate-case", "warning")
@@ -1036,10 +1050,11 @@ def duplicate_case(view: SuiteView) -> Iterator[Hit]:
             shared = len(vocabulary & other_vocabulary)
             if not words or shared < _JACCARD_BOUND * len(vocabulary | other_vocabulary):
                 continue
-            matcher = difflib.SequenceMatcher(None, other_words, words, autojunk=False)
-            if matcher.quick_ratio() < DUPLICATE_RATIO:
-                continue
-            ratio = matcher.ratio()
+            if max(len(words), len(other_words)) > _LONGEST_COMPARED:
+                ratio = 1.0 if words == other_words else 0.0  # difflib's ratio is quadratic at worst
+            else:
+                matcher = difflib.SequenceMatcher(None, other_words, words, autojunk=False)
+                ratio = matcher.ratio() if matcher.quick_ratio() >= DUPLICATE_RATIO else 0.0
             if ratio >= DUPLICATE_RATIO:
                 line = view.located.position((*other_base, "name")).line
                 same = "the same" if ratio == 1.0 else f"nearly the same ({int(ratio * 100)}% alike)"
