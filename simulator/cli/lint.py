@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from simulator.cli._output import (
+    EXIT_INCOMPLETE,
     EXIT_INVALID,
     JsonOption,
     _handles_errors,
@@ -56,14 +57,20 @@ def run_lint(
     from simulator.loading.lint import RULES, lint_paths
 
     report = lint_paths(paths, ignore=ignore)
+    model_error: str | None = None
     if judge_model and not report.errors and report.suites:
         import asyncio
 
+        from simulator.errors import ModelError
         from simulator.judges.spec_review import review_suites
 
-        report.findings += asyncio.run(review_suites(report.suites, report.findings, judge_model=judge_model))
+        try:
+            report.findings += asyncio.run(review_suites(report.suites, report.findings, judge_model=judge_model))
+        except ModelError as exc:
+            # The rules' findings stand; the review that could not be had is said, and the exit code says so.
+            model_error = f"the review by {judge_model} failed: {exc}"
         report.findings.sort(key=lambda f: f.sort_key())
-    code = report.exit_code(strict=strict)
+    code = EXIT_INCOMPLETE if model_error else report.exit_code(strict=strict)
     counts = report.counts()
     if as_json:
         _print_json(
@@ -74,6 +81,7 @@ def run_lint(
                 "counts": counts,
                 "rules": {rule.id: {"severity": rule.severity, "summary": rule.summary} for rule in RULES.values()},
                 "findings": [finding.as_dict() for finding in report.findings],
+                "model_error": model_error,
                 "errors": [
                     {"file": e.file, "line": e.line, "column": e.column, "key": e.key_path, "message": e.message}
                     for e in report.errors
@@ -96,9 +104,12 @@ def run_lint(
     files = len({f.file for f in report.findings})
     where = f" in {_plural(files, 'file')}" if report.findings else ""
     out.print(f"Linted {_plural(len(report.suites), 'suite')}: {summary}{where}.", markup=False)
-    if code:
+    if model_error:
+        err.print(f"error: {model_error}", markup=False)
+    elif code:
         failing = "errors or warnings (--strict)" if strict else "errors"
         err.print(f"lint failed: fix the {failing} above.", markup=False)
+    if code:
         raise typer.Exit(code)
 
 

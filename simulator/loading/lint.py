@@ -51,15 +51,19 @@ from simulator.models.case import KeywordChecks, KeywordTerm, TurnExpectation
 
 __all__ = [
     "RULES",
+    "Fact",
     "Finding",
     "Hit",
+    "Knowledge",
     "LintReport",
     "Rule",
     "Severity",
     "SuiteView",
+    "find_facts",
     "lint_paths",
     "lint_suite",
     "rule",
+    "suite_view",
 ]
 
 Severity = Literal["error", "warning", "info"]
@@ -567,10 +571,12 @@ def _fact_hits(view: SuiteView, rule_id: str, unless: str = "") -> Iterator[Hit]
         starts = [i for i, part in enumerate(need.path) if part in keys]
         field_name = format_path(need.path[starts[-1] :]) if starts else format_path(need.path)
         personas = f"; personas {', '.join(sorted(lacking))} do not know it either" if lacking else ""
+        golden = need.what.startswith("turn")
+        told = "the user turns up to it" if golden else "the goal, response_guide, say lines or earlier steps"
         message = (
             f"{field_name} of {need.what} needs {listed}, which neither the simulated user nor the agent is given: "
-            "not in the goal, response_guide, say lines or earlier steps, the session parameters, the tool fakes "
-            f"or the agent's description{personas}{unless}"
+            f"not in {told}, the session parameters, the tool fakes or the agent's description"
+            f"{personas}{unless}"
         )
         fix = (
             "give the fact to the simulated user (a response_guide entry or a persona fact) or to the agent (a "

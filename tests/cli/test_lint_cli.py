@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simulator.cli import EXIT_BELOW_BAR, EXIT_INVALID, EXIT_OK, app
-from simulator.llm import FakeScript
+from simulator.cli import EXIT_BELOW_BAR, EXIT_INCOMPLETE, EXIT_INVALID, EXIT_OK, app
+from simulator.llm import FakeScript, fake_auth_error
 from tests.loading.test_lint import AGENT
 
 runner = CliRunner()
@@ -169,6 +169,21 @@ def test_the_judge_model_adds_labelled_suggestions_in_one_request_per_suite(fold
         script.enqueue("judge", reply)
         text = runner.invoke(app, ["lint", path, "--judge-model", "fake/judge"]).stdout
     assert "info model-review (model suggestion): cases[0].goal: Opening hours of which shop?" in text
+
+
+def test_a_failing_judge_model_keeps_the_rules_findings_and_exits_3(folder: Path) -> None:
+    path = _suite(folder, WARNING_ONLY)
+    with FakeScript().enqueue("judge", fake_auth_error()).active():
+        result = runner.invoke(app, ["lint", path, "--judge-model", "fake/judge", "--json"])
+    assert result.exit_code == EXIT_INCOMPLETE
+    document = json.loads(result.stdout)
+    assert [f["rule"] for f in document["findings"]] == ["vague-criteria"]
+    assert document["model_error"].startswith("the review by fake/judge failed: ")
+    with FakeScript().enqueue("judge", fake_auth_error()).active():
+        result = runner.invoke(app, ["lint", path, "--judge-model", "fake/judge"])
+    assert result.exit_code == EXIT_INCOMPLETE
+    assert "warning vague-criteria" in result.stdout
+    assert "error: the review by fake/judge failed: " in result.stderr
 
 
 def test_without_a_judge_model_nothing_is_sent(folder: Path) -> None:
