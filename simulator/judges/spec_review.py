@@ -24,11 +24,20 @@ from simulator.loading.lint import Finding, suite_view
 from simulator.models import ModelRoles
 from simulator.safety import redact
 
-__all__ = ["MODEL_RULE", "SpecReviewReply", "SpecSuggestion", "review_suite", "review_suites", "spec_review_prompt"]
+__all__ = [
+    "MODEL_RULE",
+    "SPEC_REVIEW_PROMPT",
+    "SpecReviewReply",
+    "SpecSuggestion",
+    "review_suite",
+    "review_suites",
+    "spec_review_prompt",
+]
 
 #: The rule id of every model suggestion.
 MODEL_RULE = "model-review"
-_PROMPT = "spec_review"
+#: The review's prompt, a file under ``prompts/`` like the judge questions' (not overridable by a suite).
+SPEC_REVIEW_PROMPT = "spec_review"
 _HEADER = re.compile(r"\A\s*<!--.*?-->\s*", re.DOTALL)
 
 
@@ -51,7 +60,9 @@ class SpecReviewReply(BaseModel):
 @functools.cache
 def spec_review_prompt() -> str:
     """The system message: ``prompts/spec_review.md`` without its header comment."""
-    text = resources.files("simulator.judges").joinpath("prompts", f"{_PROMPT}.md").read_text(encoding="utf-8")
+    text = (
+        resources.files("simulator.judges").joinpath("prompts", f"{SPEC_REVIEW_PROMPT}.md").read_text(encoding="utf-8")
+    )
     return _HEADER.sub("", text, count=1).rstrip("\n").format()
 
 
