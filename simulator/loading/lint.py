@@ -651,7 +651,7 @@ def _two_requests(goal: str) -> str | None:
     clauses = _JOINERS.split(goal)
     requests = [c.strip() for c in clauses if _request_clause(c)]
     if len(requests) >= 2:
-        return "asks for " + " and ".join(repr(c.rstrip(".")) for c in requests[:3])
+        return "asks for " + " and ".join(_quoted(c.rstrip(".")) for c in requests[:3])
     return None
 
 
@@ -698,6 +698,11 @@ _VAGUE_WORDS = _words(
 )
 
 
+def _quoted(text: str, limit: int = 80) -> str:
+    """``text`` in quotes, shortened to ``limit`` characters for a message."""
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
 def _vague(text: str) -> bool:
     words = re.findall(r"[a-zäöüß']+", text.casefold())
     return bool(words) and all(w.strip("'") in _VAGUE_WORDS for w in words)
@@ -736,17 +741,17 @@ def vague_criteria(view: SuiteView) -> Iterator[Hit]:
             if criteria is not None and _vague(criteria):
                 yield Hit(
                     (*where, "success_criteria"),
-                    f"the success criteria of {what} ({criteria!r}) are met by almost any reply",
+                    f"the success criteria of {what} ({_quoted(criteria)}) are met by almost any reply",
                     fix,
                 )
             for c, check in enumerate(checks):
                 if check.text and _vague(check.text):
-                    yield Hit((*where, "checks", c), f"the check {check.text!r} is met by almost any reply", fix)
+                    yield Hit((*where, "checks", c), f"the check {_quoted(check.text)} is met by almost any reply", fix)
         for e, expectation in enumerate(case.expectations):
             if not _deterministic(expectation) and expectation.message is None and _vague(expectation.text or ""):
                 yield Hit(
                     (*base, "expectations", e),
-                    f"the expectation {expectation.text!r} is met by almost any reply",
+                    f"the expectation {_quoted(expectation.text or '')} is met by almost any reply",
                     fix,
                 )
 
