@@ -181,14 +181,15 @@ class SuiteView:
         """What the agent can learn without the user: session parameters, tool fakes, its own description."""
         knowledge = Knowledge()
         knowledge.add(case.session_parameters)
-        knowledge.add([[fake.arguments, fake.result, fake.error] for fake in case.tool_fakes])
+        # A fake's arguments tell the agent nothing (it must know them to make the call); its answer does.
+        knowledge.add([[fake.result, fake.error] for fake in case.tool_fakes])
         return knowledge.merged(self._suite_side)
 
     @functools.cached_property
     def _suite_side(self) -> Knowledge:
         """What the agent of every case knows: the suite's tool fakes and the agent's description."""
         knowledge = Knowledge()
-        knowledge.add([[fake.arguments, fake.result, fake.error] for fake in self.loaded.suite.tool_fakes])
+        knowledge.add([[fake.result, fake.error] for fake in self.loaded.suite.tool_fakes])
         agent = self.loaded.agent
         if agent is not None:
             knowledge.add(agent.description)

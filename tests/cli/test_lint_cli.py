@@ -72,6 +72,8 @@ def test_warnings_pass_unless_strict(folder: Path) -> None:
     assert runner.invoke(app, ["lint", path]).exit_code == EXIT_OK
     assert runner.invoke(app, ["lint", path, "--strict"]).exit_code == EXIT_BELOW_BAR
     assert runner.invoke(app, ["lint", path, "--strict", "--ignore", "vague-criteria"]).exit_code == EXIT_OK
+    assert runner.invoke(app, ["validate", "--lint", path, "--strict"]).exit_code == EXIT_BELOW_BAR
+    assert runner.invoke(app, ["validate", "--lint", path, "--strict", "--ignore", "vague-criteria"]).exit_code == 0
 
 
 def test_json_is_one_document_with_every_finding(folder: Path) -> None:

@@ -337,6 +337,24 @@ FLAWED = [
     ),
     pytest.param(
         """\
+        name: t
+        tool_fakes:
+          - tool: lookup_order
+            arguments: {order_id: ORD-88888}
+            result: {status: shipped}
+        cases:
+          - name: status
+            kind: scenario
+            goal: Ask where your order is.
+            checks:
+              - tool_call: {name: lookup_order, arguments: {order_id: ORD-88888}}
+        """,
+        # A fake's arguments are what the agent must already know to make the call: they tell it nothing.
+        [("unknown-fact", "error", 11, 53)],
+        id="fact-only-in-a-fakes-arguments",
+    ),
+    pytest.param(
+        """\
         evals:
           - name: billing
             steps:
