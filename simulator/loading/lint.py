@@ -592,9 +592,9 @@ def unknown_fact(view: SuiteView) -> Iterator[Hit]:
 
     The fact must appear in what the simulated user is told up to that step (goals, response guides, say
     lines, static utterances and event payloads of this and earlier steps; the persona) or in what the agent
-    can find without the user (session parameters, tool fakes, its description or instructions). An agent
-    does not make up an order number, an email or the value it passes to a tool: only a lucky guess meets the
-    check, the case is unwinnable.
+    can find without the user (session parameters, what tool fakes answer, its description or instructions).
+    An agent does not make up an order number, an email or the value it passes to a tool: only a lucky guess
+    meets the check, the case is unwinnable.
     """
     yield from _fact_hits(view, "unknown-fact")
 
