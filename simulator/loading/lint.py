@@ -255,7 +255,7 @@ _SHORT_ID = re.compile(r"[A-Za-z]{1,6}(?:[-_]\d+|\d{2,})")
 #: Capitalised words that are not names of a person, place, product or company.
 _NOT_NAMES = _words(
     """i ai ok okay faq id ids url pdf api sms the a an yes no usd eur gbp chf monday tuesday wednesday thursday
-    friday saturday sunday today tomorrow"""
+    friday saturday sunday today tomorrow pin iban bic vat gdpr sku cvv otp eta tos sla kyc 2fa"""
 ) | set(_MONTHS)
 
 
