@@ -3,9 +3,9 @@
 One module per command group, each a thin layer (parse the options, call the public API or the module that owns
 the work, print): ``suites`` (validate, schema, personas, import csv), ``run`` (run, simulate), ``runs`` (stored
 runs), ``reports`` (report, compare, digest), ``exchange`` (export, import run / csv-turns, golden), ``judge``
-(judge-check), ``replay`` (replay and rerun of recorded runs); ``_output`` holds what they share (consoles, exit
-codes, error handling, option aliases) and ``_progress`` the progress bar and signal handling of a running run.
-This module builds the app from them.
+(judge-check), ``replay`` (replay and rerun of recorded runs), ``lint`` (spec lint); ``_output`` holds what
+they share (consoles, exit codes, error handling, option aliases) and ``_progress`` the progress bar and signal
+handling of a running run. This module builds the app from them.
 
 Exit codes: 0 success, 1 results below the bar (``--fail-under``), 2 invalid input, 3 the run could not
 complete (or another process is running it), 70 an internal error (a bug in Simulator), 130 interrupted by
@@ -22,7 +22,7 @@ from typing import Annotated
 import typer
 
 from simulator import __version__
-from simulator.cli import exchange, judge, replay, reports, run, runs, suites
+from simulator.cli import exchange, judge, lint, replay, reports, run, runs, suites
 from simulator.cli._output import (
     EXIT_BELOW_BAR,
     EXIT_INCOMPLETE,
@@ -81,6 +81,7 @@ def _root(
 
 
 app.command()(suites.validate)
+app.command("lint")(lint.lint_command)
 app.command()(suites.schema)
 personas_app.command("list")(suites.personas_list)
 import_app.command("csv")(suites.import_csv_command)

@@ -23,16 +23,28 @@ from simulator.cli._output import (
     err,
     out,
 )
+from simulator.cli.lint import IgnoreOption, LintJudgeOption, StrictOption, run_lint
 
 
 @_handles_errors
 def validate(
     paths: Annotated[list[Path], typer.Argument(help="Suite files, persona files or folders holding them.")],
     as_json: JsonOption = False,
+    lint: Annotated[
+        bool, typer.Option("--lint", help="Also lint the suites (see `simulator lint`): exit 1 on an error finding.")
+    ] = False,
+    strict: StrictOption = False,
+    ignore: IgnoreOption = None,
+    judge_model: LintJudgeOption = None,
 ) -> None:
     """Check suites, hosted evals files, agent files and personas; report every problem with its place.
-    With --json, one JSON document: the counts and every error with its file, line, column and key."""
+    With --json, one JSON document: the counts and every error with its file, line, column and key.
+    With --lint, what `simulator lint` prints instead (--strict, --ignore and --judge-model as there)."""
     from simulator.loading import validate_paths
+
+    if lint:
+        run_lint(paths, as_json=as_json, strict=strict, judge_model=judge_model, ignore=ignore or [])
+        return
 
     report = validate_paths(paths)
     counts = report.case_counts()

@@ -18,6 +18,7 @@ from simulator.judges.llm_judges import (
     check_prompt,
     quote_in,
 )
+from simulator.judges.spec_review import SPEC_REVIEW_PROMPT
 from simulator.judges.step import NO_JUDGE, STEP_PROMPT
 from simulator.llm import FakeScript, LLMClient, StaticReply, fake_auth_error
 from simulator.models import ModelRoles, ReferenceAnswerSpec
@@ -467,8 +468,9 @@ def _fields(template: str) -> set[str]:
 def test_the_prompt_files_are_the_questions() -> None:
     folder = resources.files("simulator.judges").joinpath("prompts")
     names = {entry.name for entry in folder.iterdir() if entry.name.endswith(".md")}
-    # The step judge's prompt is a file too (the engine asks it while the conversation runs; not overridable).
-    assert names == {f"{name}.md" for name in PROMPT_PLACEHOLDERS} | {f"{STEP_PROMPT}.md"}
+    # The step judge's prompt is a file too (the engine asks it while the conversation runs; not overridable),
+    # and so is spec lint's review prompt (`simulator lint --judge-model`).
+    assert names == {f"{name}.md" for name in PROMPT_PLACEHOLDERS} | {f"{STEP_PROMPT}.md", f"{SPEC_REVIEW_PROMPT}.md"}
 
 
 @pytest.mark.parametrize("name", sorted(PROMPT_PLACEHOLDERS))

@@ -1,0 +1,128 @@
+"""lint (and validate --lint): what makes a suite unwinnable or meaningless, found before anything runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from simulator.cli._output import (
+    EXIT_INCOMPLETE,
+    EXIT_INVALID,
+    JsonOption,
+    _handles_errors,
+    _plural,
+    _print_config_errors,
+    _print_json,
+    err,
+    out,
+)
+
+StrictOption = Annotated[bool, typer.Option("--strict", help="Fail (exit 1) on warnings too, not only on errors.")]
+IgnoreOption = Annotated[
+    list[str] | None,
+    typer.Option("--ignore", metavar="RULE", help="Skip this rule (repeat for several), e.g. --ignore two-goals."),
+]
+LintJudgeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--judge-model",
+        help="Also ask this model (one request per suite) where the suite is ambiguous; its findings are "
+        "labelled model suggestions (info). Without it nothing is sent anywhere.",
+    ),
+]
+
+
+@_handles_errors
+def lint_command(
+    paths: Annotated[list[Path], typer.Argument(help="Suite files, hosted evals files or folders holding them.")],
+    as_json: JsonOption = False,
+    strict: StrictOption = False,
+    ignore: IgnoreOption = None,
+    judge_model: LintJudgeOption = None,
+) -> None:
+    """Find what makes a simulation unwinnable or meaningless before any model is called: facts the user is
+    never given, goals that ask two things, criteria any reply meets, say lines beyond max_turns, unreachable
+    steps, contradicting checks, undeclared tools, duplicate cases. Exit 1 on an error finding (--strict: on a
+    warning too), 2 on invalid files."""
+    run_lint(paths, as_json=as_json, strict=strict, judge_model=judge_model, ignore=ignore or [])
+
+
+def run_lint(
+    paths: Sequence[Path], *, as_json: bool, strict: bool, judge_model: str | None, ignore: Sequence[str] = ()
+) -> None:
+    """Lint ``paths``, print the findings (text or JSON) and exit with the lint's code."""
+    from simulator.loading.lint import RULES, lint_paths
+
+    report = lint_paths(paths, ignore=ignore)
+    model_error: str | None = None
+    if judge_model and not report.errors and report.suites:
+        import asyncio
+
+        from simulator.errors import ModelError
+        from simulator.judges.spec_review import review_suites
+
+        try:
+            report.findings += asyncio.run(review_suites(report.suites, report.findings, judge_model=judge_model))
+        except ModelError as exc:
+            # The rules' findings stand; the review that could not be had is said, and the exit code says so.
+            model_error = f"the review by {judge_model} failed: {exc}"
+        report.findings.sort(key=lambda f: f.sort_key())
+    code = EXIT_INCOMPLETE if model_error else report.exit_code(strict=strict)
+    counts = report.counts()
+    if as_json:
+        _print_json(
+            {
+                "valid": not report.errors,
+                "files": [str(path) for path in report.files],
+                "suites": len(report.suites),
+                "counts": counts,
+                "rules": {rule.id: {"severity": rule.severity, "summary": rule.summary} for rule in RULES.values()},
+                "findings": [finding.as_dict() for finding in report.findings],
+                "model_error": model_error,
+                "errors": [
+                    {"file": e.file, "line": e.line, "column": e.column, "key": e.key_path, "message": e.message}
+                    for e in report.errors
+                ],
+            }
+        )
+        if code:
+            raise typer.Exit(code)
+        return
+    if report.errors:
+        _print_config_errors(report.errors)
+        bad_files = len({e.file for e in report.errors})
+        out.print(
+            f"Found {_plural(len(report.errors), 'error')} in {_plural(bad_files, 'file')}: fix them, then lint again.",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_INVALID)
+    _print_findings(report.findings)
+    summary = f"{_plural(counts['error'], 'error')}, {_plural(counts['warning'], 'warning')}, {counts['info']} info"
+    files = len({f.file for f in report.findings})
+    where = f" in {_plural(files, 'file')}" if report.findings else ""
+    out.print(f"Linted {_plural(len(report.suites), 'suite')}: {summary}{where}.", markup=False)
+    if model_error:
+        err.print(f"error: {model_error}", markup=False)
+    elif code:
+        failing = "errors or warnings (--strict)" if strict else "errors"
+        err.print(f"lint failed: fix the {failing} above.", markup=False)
+    if code:
+        raise typer.Exit(code)
+
+
+def _print_findings(findings: Sequence[Any]) -> None:
+    """Findings grouped by file, each with its fix."""
+    current: str | None = None
+    for finding in findings:
+        if finding.file != current:
+            if current is not None:
+                out.print("", markup=False)
+            current = finding.file
+            out.print(current, style="bold", markup=False)
+        out.print(f"  {finding.render()}", markup=False)
+        out.print(f"      fix: {finding.fix}", markup=False)
+    if findings:
+        out.print("", markup=False)
