@@ -275,6 +275,20 @@ def test_the_compact_view_is_bounded() -> None:
     assert lines[-1] == "  the whole coverage: simulator coverage run-cov"
 
 
+def test_the_compact_view_says_a_shared_reason_once() -> None:
+    record, _ = known_run()
+    assert record.totals is not None
+    assert record.totals.coverage is not None
+    coverage = record.totals.coverage
+    judged = [e.model_copy(update={"reason": "needs a judge model"}) if e.reason else e for e in coverage.expectations]
+    lines = coverage_summary_lines(record, coverage.model_copy(update={"expectations": judged}), "simulator coverage")
+    assert lines[-3:] == [
+        "    escalate › steps[1].checks[0]: must_contain: 'transfer'",
+        "    status › turns[1].expect.must_not_contain: must_not_contain: 'sorry'",
+        "    why: needs a judge model (2)",
+    ]
+
+
 # -- the command line ------------------------------------------------------------------------------------------
 
 

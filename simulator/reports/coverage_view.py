@@ -8,6 +8,7 @@ The figures are those of :class:`simulator.models.coverage.RunCoverage`, compute
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from simulator.models.coverage import CoverageCell, ExpectationUse, RunCoverage, StepReach
@@ -87,8 +88,9 @@ def coverage_matrix(record: RunRecord, coverage: RunCoverage) -> CoverageMatrix:
     return CoverageMatrix(personas, [(_case_title(record, s, c), cells) for (s, c), cells in rows.items()])
 
 
-def gap_sections(record: RunRecord, coverage: RunCoverage) -> list[tuple[str, list[str]]]:
-    """Every gap, by kind: (heading, one line per item); kinds with no gap are left out."""
+def gap_sections(record: RunRecord, coverage: RunCoverage, *, reasons: bool = True) -> list[tuple[str, list[str]]]:
+    """Every gap, by kind: (heading, one line per item); kinds with no gap are left out. Without ``reasons``
+    an expectation's line leaves out why it was never evaluated (the compact view says each reason once)."""
     sections = [
         ("cases x personas not run", [f"{_case_title(record, c.suite, c.case)} [{CoverageMatrix.column(c.persona)}]"
                                        for c in coverage.cells_not_run()]),
@@ -96,7 +98,8 @@ def gap_sections(record: RunRecord, coverage: RunCoverage) -> list[tuple[str, li
         ("tools never called", [tool.name for tool in coverage.unused_tools()]),
         ("personas never used", [persona.name for persona in coverage.unused_personas()]),
         ("expectations never evaluated", [
-            f"{expectation_text(record, e)} ({e.reason})" for e in coverage.unevaluated_expectations()
+            f"{expectation_text(record, e)} ({e.reason})" if reasons else expectation_text(record, e)
+            for e in coverage.unevaluated_expectations()
         ]),
     ]  # fmt: skip
     return [(heading, items) for heading, items in sections if items]
@@ -105,15 +108,20 @@ def gap_sections(record: RunRecord, coverage: RunCoverage) -> list[tuple[str, li
 def coverage_summary_lines(record: RunRecord, coverage: RunCoverage, command: str) -> list[str]:
     """The compact view printed after a run: the headline, then each gap with at most :data:`GAPS_SHOWN`
     items and how many more, then ``command`` (the one that prints the whole view) when anything was left
-    out. At most 2 + 5 x (1 + GAPS_SHOWN) lines whatever the run's size."""
+    out. When several expectations share a reason, each reason is said once with its count. At most
+    2 + 5 x (1 + GAPS_SHOWN) + GAPS_SHOWN lines whatever the run's size."""
     lines = [coverage_headline(coverage)]
     cut = False
-    for heading, items in gap_sections(record, coverage):
+    why = Counter(e.reason or "" for e in coverage.unevaluated_expectations())
+    grouped = len(why) < why.total()  # a reason shared by several expectations is said once, with its count
+    for heading, items in gap_sections(record, coverage, reasons=not grouped):
         lines.append(f"  {heading} ({len(items)}):")
         lines += [f"    {item}" for item in items[:GAPS_SHOWN]]
         if len(items) > GAPS_SHOWN:
             lines[-1] += f" (+{len(items) - GAPS_SHOWN} more)"
             cut = True
+        if grouped and heading == "expectations never evaluated":
+            lines += [f"    why: {reason} ({count})" for reason, count in why.most_common(GAPS_SHOWN)]
     if cut:
         lines.append(f"  the whole coverage: {command}")
     return lines
