@@ -263,10 +263,11 @@ def plan(suites: Suites, settings: RunSettings | None = None, **options: Any) ->
     unknown = unknown_case_filters(loaded, chosen)
     if unknown:
         raise InputError(f"no case named {', '.join(map(repr, unknown))} in these suites")
-    check_environment(loaded)
     items = build_plan(loaded, chosen)
     if not items:
         raise InputError("nothing to run: no case matches the --tag / --case filters")
+    # Only the suites the filters leave in run their agents: a suite filtered out needs none of its variables.
+    check_environment([loaded[index] for index in sorted({item.suite for item in items})])
     # Only the suites the filters leave in need a model for their simulated tools.
     check_simulated_tools([loaded[index] for index in sorted({item.suite for item in items})], chosen)
     snapshots = [snapshot_of(item, _path_as_given(item)) for item in loaded]
@@ -459,7 +460,9 @@ def _trust(record: RunRecord, trust_imported: bool, doing: str) -> None:
 
 
 def _check_environment_of(record: RunRecord) -> None:
-    check_environment([restore(snapshot) for snapshot in record.snapshot])
+    """The environment variables of the agents the run's plan runs (a suite its filters left out needs none)."""
+    planned = sorted({item.suite for item in record.plan})
+    check_environment([restore(record.snapshot[index]) for index in planned])
 
 
 async def resume_async(

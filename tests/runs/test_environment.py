@@ -71,3 +71,26 @@ def test_with_the_variables_set_the_run_goes_ahead(tmp_path: Path, monkeypatch: 
     assert result.exit_code == 1, result.stdout + result.stderr
     with sqlite3.connect(root / "runs.db") as db:
         assert len(list(db.execute("SELECT id FROM runs"))) == 1
+
+
+def test_a_suite_the_filters_leave_out_needs_none_of_its_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`simulator run suites --tag refunds` on a fresh checkout: the HTTP example's variables are not set, and
+    its suite has no case with that tag, so it is not asked for them."""
+    root = _project(tmp_path)
+    other = root / "other"
+    other.mkdir()
+    (other / "suite.yaml").write_text(
+        "name: other\nagent: {type: python, callable: simulator.demo.shop:respond}\ncases:\n"
+        "  - {kind: golden, name: greet, tags: [mine], turns: [{user: hello}]}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("SIMULATOR_TEST_AGENT_KEY", raising=False)
+    monkeypatch.delenv("SIMULATOR_TEST_TENANT", raising=False)
+    kept = runner.invoke(app, ["run", "suite.yaml", "other/suite.yaml", "--tag", "mine", "--db", "runs.db"])
+    assert kept.exit_code == 0, kept.stdout + kept.stderr
+    both = runner.invoke(app, ["run", "suite.yaml", "other/suite.yaml", "--db", "runs.db"])
+    assert both.exit_code == EXIT_INVALID
+    assert "SIMULATOR_TEST_AGENT_KEY, which is not set" in both.stdout + both.stderr
