@@ -18,9 +18,9 @@ What the client adds on top of a backend
   * :meth:`LLMClient.structured`: JSON output validated with pydantic, re-asked with the validation error.
 
 Backends (chosen per role by :func:`backend_name`): ``fake/...`` models are answered in process by the fake backend
-(:mod:`simulator.llm._fake`); with ``backend: auto`` (the default) ``openai/...`` models go through the openai SDK
-(:mod:`simulator.llm._openai`, pooled connections, no litellm) and every other model through litellm
-(:mod:`simulator.llm._litellm`, the only importer of litellm); ``backend: litellm`` or ``openai`` forces one.
+(:mod:`simulator.llm._fake`); with ``backend: auto`` (the default) ``openai/...`` models go straight to their
+OpenAI-compatible endpoint over httpx (:mod:`simulator.llm._openai`, pooled connections, neither litellm nor the
+openai SDK) and every other model through litellm (:mod:`simulator.llm._litellm`, the only importer of litellm); ``backend: litellm`` or ``openai`` forces one.
 
 The request cache (:class:`RequestCache`): the simulated user and the judge are cached by default, the agent
 under test only when asked (``cache_roles``), since it is what a run measures. A cache hit returns the stored
@@ -80,7 +80,7 @@ def backend_name(settings: ModelSettings) -> str:
 
 
 def preload(roles: ModelRoles) -> None:
-    """Import now what the roles' backends need (litellm, or the openai SDK and the price list): a run calls this
+    """Import now what the roles' backends need (litellm, or httpx and the price list): a run calls this
     before its conversations start, because an import takes up to seconds and, done inside the first model call,
     blocks the event loop while the agent timeouts of every other conversation keep running (their agents then
     look as if they never answered). Fake models need neither; openai models never import litellm."""
@@ -153,7 +153,7 @@ def metering() -> Iterator[UsageMeter]:
 
 class LLMClient:
     """Calls models for the agent, user and judge roles: ``fake/...`` models through the in-process fake backend,
-    ``openai/...`` models through the openai SDK and every other model through litellm (see :func:`backend_name`).
+    ``openai/...`` models straight to their endpoint and every other model through litellm (see :func:`backend_name`).
 
     ``fake_script`` answers ``fake/...`` models in this client's calls (it overrides a script made active with
     :meth:`FakeScript.active`). ``backoff_base`` and ``backoff_cap`` (seconds) shape the retry delays: before
