@@ -256,10 +256,8 @@ def _print_timeline(row: Measured, concurrency: int) -> None:
     print(f"    {'conversation (1st request->last reply)':<36}{_spread(durations)}   hops {statistics.median(hops):g}")
     print(f"    {'handoff: conv end -> next conv start':<36}{_spread(handoffs)}   n={len(handoffs)}")
     if judged:
-        print(
-            f"    {'2nd judge call after the 1st':<36}{_spread(judge_offsets)}   "
-            f"concurrent in {overlapped} of {judged}"
-        )
+        at_once = f"concurrent in {overlapped} of {judged}"
+        print(f"    {'2nd judge call after the 1st':<36}{_spread(judge_offsets)}   {at_once}")
     print(f"    {'last reply -> end of the run':<36}{(ended - last) * 1000:8.1f}")
     print(f"    {'run wall':<36}{(ended - began) * 1000:8.1f}")
 

@@ -20,7 +20,8 @@ What the client adds on top of a backend
 Backends (chosen per role by :func:`backend_name`): ``fake/...`` models are answered in process by the fake backend
 (:mod:`simulator.llm._fake`); with ``backend: auto`` (the default) ``openai/...`` models go straight to their
 OpenAI-compatible endpoint over httpx (:mod:`simulator.llm._openai`, pooled connections, neither litellm nor the
-openai SDK) and every other model through litellm (:mod:`simulator.llm._litellm`, the only importer of litellm); ``backend: litellm`` or ``openai`` forces one.
+openai SDK) and every other model through litellm (:mod:`simulator.llm._litellm`, the only importer of litellm);
+``backend: litellm`` or ``openai`` forces one.
 
 The request cache (:class:`RequestCache`): the simulated user and the judge are cached by default, the agent
 under test only when asked (``cache_roles``), since it is what a run measures. A cache hit returns the stored
