@@ -50,7 +50,7 @@ from simulator.llm._backend import Backend
 from simulator.llm._cache import RequestCache, cache_salt, request_cache_key
 from simulator.llm._fake import FakeBackend, FakeScript, is_fake_model
 from simulator.llm._litellm import LitellmBackend, load_litellm
-from simulator.llm._openai import OPENAI_PREFIX, OpenAIBackend, load_openai, price_table
+from simulator.llm._openai import OPENAI_PREFIX, OpenAIBackend, load_openai
 from simulator.llm._retry import Failure, RetryPolicy, full_jitter
 from simulator.llm._types import Completion, Role, StructuredOutputError, Usage
 from simulator.models.settings import ModelRoles, ModelSettings
@@ -91,7 +91,6 @@ def preload(roles: ModelRoles) -> None:
         load_litellm()
     if "openai" in needed:
         load_openai()
-        price_table()
 
 
 @functools.cache

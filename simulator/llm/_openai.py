@@ -31,6 +31,8 @@ import functools
 import importlib.util
 import json
 import os
+import ssl
+import threading
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -97,14 +99,35 @@ class MalformedReplyError(Exception):
 
 @functools.cache
 def load_openai() -> None:
-    """Import what the first request needs (httpx) once per process."""
-    import httpx  # noqa: F401
+    """Import what the first request needs (httpx) and build its TLS context, once per process; start reading the
+    price list in a thread (:func:`price_table`, ~0.1 s of JSON), so that it overlaps the first requests instead
+    of delaying them."""
+    _tls()
+    threading.Thread(target=price_table, name="simulator-price-table", daemon=True).start()
 
 
 @functools.cache
+def _tls() -> ssl.SSLContext:
+    """The TLS context of every connection pool: httpx's default (certifi's CA bundle), built once, since each
+    build loads the bundle (20-70 ms measured); a pool per endpoint and key would otherwise pay it again."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
+_PRICES = threading.Lock()
+
+
 def price_table() -> Mapping[str, Mapping[str, Any]]:
     """litellm's bundled price list, read as JSON without importing litellm (which takes seconds); empty when
-    litellm is not installed or the file is missing or unreadable (every cost is then unknown)."""
+    litellm is not installed or the file is missing or unreadable (every cost is then unknown). Read once: a
+    caller that comes while :func:`load_openai`'s thread reads it waits for that reading."""
+    with _PRICES:
+        return _read_price_table()
+
+
+@functools.cache
+def _read_price_table() -> Mapping[str, Mapping[str, Any]]:
     try:
         spec = importlib.util.find_spec("litellm")  # a top-level package: found, not imported
     except (ImportError, ValueError):
@@ -345,6 +368,7 @@ class OpenAIBackend:
                 base_url=base.rstrip("/") + "/",
                 headers=headers,
                 follow_redirects=True,
+                verify=_tls(),
                 limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
             )
         return client
