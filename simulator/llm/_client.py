@@ -295,8 +295,9 @@ class LLMClient:
             try:
                 async with self._semaphore(role, settings):
                     # A provider's HTTP client bounds each read, not the whole call; this bounds the whole call,
-                    # and also covers providers that ignore the timeout.
-                    completion = await asyncio.wait_for(backend.complete(request, role=role), timeout)
+                    # and also covers providers that ignore the timeout (in this task: wait_for made one per call).
+                    async with asyncio.timeout(timeout):
+                        completion = await backend.complete(request, role=role)
             except Exception as exc:
                 failure = _timed_out(timeout) if isinstance(exc, TimeoutError) else backend.classify(exc)
                 if failure is None:
