@@ -151,6 +151,7 @@ class Measured:
     timeline: list[dict[str, Any]] = field(default_factory=list)
     spawned: float = 0.0
     exited: float = 0.0
+    first_request_s: float | None = None  # with --timeline: the run's start (its own clock) to its first request
 
     @property
     def total(self) -> int:
@@ -198,6 +199,9 @@ def _measure(system: str, command: list[str], server: FakeServer, env: dict[str,
         schemas=stats["schemas"],
         wall_run=report.get("wall"), cpu_run=report.get("cpu"), report=report,
         timeline=timeline, spawned=spawned, exited=exited,
+        first_request_s=(
+            min(entry["arrived"] for entry in timeline) - report["began"] if timeline and "began" in report else None
+        ),
     )  # fmt: skip
 
 
@@ -450,7 +454,7 @@ def _median(runs: list[Measured]) -> Measured:
         max_in_flight_total=round(statistics.median(run.max_in_flight_total for run in runs)),
         schemas=mid_counts([run.schemas for run in runs]),
         wall_run=mid([run.wall_run for run in runs]), cpu_run=mid([run.cpu_run for run in runs]),
-        report=last.report,
+        report=last.report, first_request_s=mid([run.first_request_s for run in runs]),
     )  # fmt: skip
 
 
@@ -472,6 +476,9 @@ def _bench_line(results: dict[tuple[int, int, float], list[Measured]], concurren
             f"ratio_bare_inproc={inproc.wall / bare.wall:.3f}",
             f"cpu_ms_per_req_cli={cli.cpu * 1000 / cli.total:.2f}",
         ]
+        for row in (bare, inproc):  # with --timeline: from the start of the run to its first request
+            if row.first_request_s is not None:
+                fields.append(f"first_request_s_{row.system}={row.first_request_s:.3f}")
     zero = results.get((40, 6, 0.0))
     if zero is not None:
         bare, inproc, cli = zero
