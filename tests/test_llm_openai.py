@@ -431,6 +431,18 @@ def test_a_reply_that_is_not_json_is_retried_like_a_server_error(server: ModelSe
     assert len(server.bodies) == 2
 
 
+def test_a_reply_with_fields_of_the_wrong_shape_is_retried_like_a_server_error(server: ModelServer) -> None:
+    broken = completion_body()
+    broken["choices"][0]["message"]["tool_calls"] = ["not a tool call"]
+    server.reset(Reply(body=broken), Reply())
+    sleeps = Sleeps()
+    client = client_for(server, sleeps=sleeps)
+    completion = call(client, client.complete("judge", HELLO))
+    assert completion.content == "hello there"
+    assert sleeps.delays == [1.0]
+    assert len(server.bodies) == 2
+
+
 def test_a_missing_key_is_an_authentication_error_before_any_request(
     server: ModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

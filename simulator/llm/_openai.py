@@ -304,7 +304,10 @@ class OpenAIBackend:
             raise MalformedReplyError(f"the reply is not JSON: {exc}") from exc
         if not isinstance(reply, dict) or not isinstance(reply.get("choices"), list):
             raise MalformedReplyError(f"the reply is not a chat completion: {response.text[:200]}")
-        return _to_completion(reply, model)
+        try:
+            return _to_completion(reply, model)
+        except (AttributeError, TypeError, ValueError) as exc:  # a field of the wrong shape (a string for an object)
+            raise MalformedReplyError(f"the reply is not a chat completion ({exc}): {response.text[:200]}") from exc
 
     def classify(self, exc: Exception) -> Failure | None:
         """This backend's failures as the client's failure kinds (the same ones litellm's map to)."""
