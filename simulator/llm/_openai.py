@@ -100,8 +100,8 @@ class MalformedReplyError(Exception):
 @functools.cache
 def load_openai() -> None:
     """Import what the first request needs (httpx) and build its TLS context, once per process; start reading the
-    price list in a thread (:func:`price_table`, ~0.1 s of JSON), so that it overlaps the first requests instead
-    of delaying them."""
+    price list in a thread (:func:`price_table`, 0.05-0.1 s of JSON), so that it can overlap the run's set-up and
+    the wait for the first replies instead of coming before them."""
     _tls()
     threading.Thread(target=price_table, name="simulator-price-table", daemon=True).start()
 
