@@ -8,7 +8,13 @@ model name. ``GET /stats`` returns the counts since the last ``/stats`` (per rol
 of structured requests), the most requests in flight at once (overall and per role; at 0 latency a request
 is never in flight while another is) and the wall-clock time (``time.time()``) of the first request, and resets them.
 
-    python bench/_server.py --port P --latency S
+With ``--timeline`` every reply carries a marker `` [rN]`` (N: the request's serial number) at the end of its
+text (the ``message`` or ``reason`` of a structured reply), and every request is logged: serial, role, schema,
+arrival and reply times (``time.time()``) and its parent, the highest marker found in its body (the reply it
+follows in its conversation; none for a conversation's first request). ``GET /timeline`` returns the log since
+the last call and empties it. The markers change the texts a little, never their shape.
+
+    python bench/_server.py --port P --latency S [--timeline]
 
 :class:`FakeServer` starts it as a subprocess and reads ``/stats`` with the standard library only, so a bench
 that uses it imports neither aiohttp nor a model library itself.
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -76,14 +83,30 @@ def fill(schema: dict[str, Any], root: dict[str, Any] | None = None, name: str =
     return text.ljust(int(schema.get("minLength", 0)), ".")
 
 
-def structured_content(response_format: Any) -> str:
-    """The JSON text answering a request's ``response_format``."""
+def structured_content(response_format: Any, marker: str = "") -> str:
+    """The JSON text answering a request's ``response_format``; ``marker`` appended to its ``message`` (else
+    its ``reason``) when the answer has one."""
     schema: Any = None
     if isinstance(response_format, dict):
         schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get("schema")
     if not isinstance(schema, dict):  # {"type": "json_object"}: no schema to follow
-        return json.dumps({"message": USER_MESSAGE, "done": False, "reason": _STRINGS["reason"]})
-    return json.dumps(fill(schema))
+        value: Any = {"message": USER_MESSAGE, "done": False, "reason": _STRINGS["reason"]}
+    else:
+        value = fill(schema)
+    if marker and isinstance(value, dict):
+        key = next((k for k in ("message", "reason") if isinstance(value.get(k), str)), None)
+        if key is not None:
+            value[key] += marker
+    return json.dumps(value)
+
+
+_MARKER = re.compile(r"\[r(\d+)\]")
+
+
+def parent_of(body: bytes) -> int | None:
+    """The highest reply marker in a request's body: the reply this request follows (see ``--timeline``)."""
+    found = [int(n) for n in _MARKER.findall(body.decode("utf-8", errors="replace"))]
+    return max(found) if found else None
 
 
 def schema_name(response_format: Any) -> str:
@@ -128,19 +151,24 @@ class _Counts:
         self.first_request = None
 
 
-def build_app(latency: float) -> Any:
+def build_app(latency: float, timeline: bool = False) -> Any:
     """The aiohttp application (aiohttp is imported here, in the server's process only)."""
     from aiohttp import web
 
     counts = _Counts()
+    log: list[dict[str, Any]] = []
 
     async def chat(request: web.Request) -> web.Response:
+        arrived = time.time()
         if counts.first_request is None:
-            counts.first_request = time.time()
-        body = await request.json()
+            counts.first_request = arrived
+        raw = await request.read()
+        body = json.loads(raw)
         model = str(body.get("model", "fake"))
         role = role_of(model)
         counts.serial += 1
+        serial = counts.serial
+        marker = f" [r{serial}]" if timeline else ""
         counts.requests[role] = counts.requests.get(role, 0) + 1
         counts.total_in_flight += 1
         counts.in_flight[role] = counts.in_flight.get(role, 0) + 1
@@ -153,13 +181,18 @@ def build_app(latency: float) -> Any:
             if form:
                 kind = f"{role}:{schema_name(form)}"
                 counts.schemas[kind] = counts.schemas.get(kind, 0) + 1
-            content = structured_content(form) if form else AGENT_REPLY
+            content = structured_content(form, marker) if form else AGENT_REPLY + marker
         finally:
             counts.total_in_flight -= 1
             counts.in_flight[role] -= 1
+        if timeline:
+            log.append(
+                {"serial": serial, "role": role, "schema": schema_name(form) if form else None,
+                 "arrived": arrived, "replied": time.time(), "parent": parent_of(raw)}
+            )  # fmt: skip
         return web.json_response(
             {
-                "id": f"c{counts.serial}", "object": "chat.completion", "created": int(time.time()), "model": model,
+                "id": f"c{serial}", "object": "chat.completion", "created": int(time.time()), "model": model,
                 "choices": [
                     {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
                 ],
@@ -172,7 +205,13 @@ def build_app(latency: float) -> Any:
         counts.reset()
         return web.json_response(answer)
 
+    async def timeline_log(request: web.Request) -> web.Response:
+        answer = list(log)
+        log.clear()
+        return web.json_response(answer)
+
     app = web.Application()
+    app.router.add_get("/timeline", timeline_log)
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_post("/chat/completions", chat)
     app.router.add_get("/stats", stats)
@@ -188,14 +227,16 @@ def free_port() -> int:
 class FakeServer:
     """The fake server in a subprocess: ``with FakeServer(latency=0.2) as server: ... server.stats()``."""
 
-    def __init__(self, latency: float = 0.0, port: int | None = None) -> None:
+    def __init__(self, latency: float = 0.0, port: int | None = None, timeline: bool = False) -> None:
         self.latency = latency
+        self.timeline = timeline
         self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self, limit: float = 20.0) -> FakeServer:
         command = [sys.executable, str(Path(__file__)), "--port", str(self.port), "--latency", str(self.latency)]
+        command += ["--timeline"] if self.timeline else []
         self._process = subprocess.Popen(command)
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
@@ -212,6 +253,12 @@ class FakeServer:
         """Counts since the last call (see the module docstring); resets them."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=10) as reply:
             answer: dict[str, Any] = json.loads(reply.read())
+        return answer
+
+    def timeline_log(self) -> list[dict[str, Any]]:
+        """The requests logged since the last call (``--timeline``); empties the log."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/timeline", timeout=10) as reply:
+            answer: list[dict[str, Any]] = json.loads(reply.read())
         return answer
 
     def stop(self) -> None:
@@ -237,10 +284,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--timeline", action="store_true", help="Mark replies and log every request.")
     args = parser.parse_args()
     from aiohttp import web
 
-    web.run_app(build_app(args.latency), host="127.0.0.1", port=args.port, print=None, access_log=None)
+    web.run_app(build_app(args.latency, args.timeline), host="127.0.0.1", port=args.port, print=None, access_log=None)
 
 
 if __name__ == "__main__":

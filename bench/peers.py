@@ -14,7 +14,9 @@ latency, at a given concurrency. Three systems run it, each in its own subproces
 Each is measured from outside: wall of the process, its CPU (user+sys) and peak RSS from ``os.wait4`` (the
 rusage of that one child), requests per conversation by role and the most in flight (per role) from the
 server's ``/stats`` (roles told apart by model name), and start-up = the server's first request time minus the
-spawn time. ``bare`` and ``inproc`` also report their own wall and CPU around the run itself (imports left out).
+spawn time. ``bare`` and ``inproc`` also report their own wall and CPU around the run itself (imports left out: for
+``inproc`` that includes the runner that ``simulator.run`` imports on first use; what the run imports or loads
+itself, the model backend's, is in).
 
 The latency-bound ideal is the issue's, from the 13-request workload (2T+1 requests in one sequential chain
 per conversation): ideal = (2T+1) x latency x N / concurrency. Ratios: each wall / ideal (``inproc`` and
@@ -26,7 +28,13 @@ only the wall ratio to ``bare`` and CPU per request mean anything there.
 and tokenizers; requests to ``api_base`` (the fake server) go out as usual.
 
     python bench/peers.py [--sizes 40x6,500x6] [--latencies 0.2,0] [--concurrency 20] [--full]
-        [--role-concurrency K] [--keep DIR] [--sittings S]
+        [--role-concurrency K] [--keep DIR] [--sittings S] [--timeline]
+
+With ``--timeline`` the server marks its replies and logs every request (``bench/_server.py --timeline``), and each
+table is followed by where each system's wall went: run start to the first request, the client's gap between a
+reply and the conversation's next request (by role), the server's own time, each conversation's length, the
+gap between a conversation's end and the next one's start, whether a conversation's two judge calls ran at once,
+and the tail from the last reply to the end of the run.
 
 With ``--sittings S`` every workload runs S times (the sittings one after another, so a burst of load on a
 shared machine hits one sitting, not one system) and the tables and the BENCH line give the medians.
@@ -94,11 +102,13 @@ async def conversation(client, gate):
 async def main():
     client = AsyncOpenAI(base_url=base_url, api_key="not-a-real-key", max_retries=2)
     gate = asyncio.Semaphore(concurrency)
-    wall, cpu = time.perf_counter(), time.process_time()
+    began, wall, cpu = time.time(), time.perf_counter(), time.process_time()
     verdicts = await asyncio.gather(*(conversation(client, gate) for _ in range(conversations)))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    ended = time.time()
     await client.close()
-    print(json.dumps({"wall": wall, "cpu": cpu, "import_s": imported, "outcomes": {"done": len(verdicts)}}))
+    print(json.dumps({"wall": wall, "cpu": cpu, "import_s": imported, "outcomes": {"done": len(verdicts)},
+                      "began": began, "ended": ended}))
 
 asyncio.run(main())
 """
@@ -107,15 +117,17 @@ INPROC = """
 import json, sys, time
 started = time.perf_counter()
 import simulator
+run = simulator.run  # the lazy attribute imports the runner (and LangGraph): an import, left out like the others
 imported = time.perf_counter() - started
 suite, db, conversations, concurrency = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-wall, cpu = time.perf_counter(), time.process_time()
-outcome = simulator.run([suite], db=db, repeat=conversations, concurrency=concurrency, seed=1, cache=False)
+began, wall, cpu = time.time(), time.perf_counter(), time.process_time()
+outcome = run([suite], db=db, repeat=conversations, concurrency=concurrency, seed=1, cache=False)
 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+ended = time.time()
 totals = outcome.record.totals
 counts = {k: getattr(totals, k) for k in ("passed", "failed", "error", "unsure")} if totals else {}
 print(json.dumps({"wall": wall, "cpu": cpu, "import_s": imported, "status": outcome.record.status,
-                  "outcomes": counts, "run": outcome.id}))
+                  "outcomes": counts, "run": outcome.id, "began": began, "ended": ended}))
 """
 
 
@@ -136,6 +148,10 @@ class Measured:
     wall_run: float | None = None
     cpu_run: float | None = None
     report: dict[str, Any] = field(default_factory=dict)
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+    spawned: float = 0.0
+    exited: float = 0.0
+    first_request_s: float | None = None  # with --timeline: the run's start (its own clock) to its first request
 
     @property
     def total(self) -> int:
@@ -158,9 +174,10 @@ def _measure(system: str, command: list[str], server: FakeServer, env: dict[str,
         spawned, wall = time.time(), time.perf_counter()
         process = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=cwd)
         _, status, usage = os.wait4(process.pid, 0)  # the rusage of this one child (and what it waited for)
-        wall = time.perf_counter() - wall
+        wall, exited = time.perf_counter() - wall, time.time()
     process.returncode = os.waitstatus_to_exitcode(status)
     stats = server.stats()
+    timeline = server.timeline_log() if server.timeline else []
     stdout = out_path.read_text(encoding="utf-8", errors="replace")
     report: dict[str, Any] = {}
     for line in reversed(stdout.splitlines()):
@@ -181,7 +198,75 @@ def _measure(system: str, command: list[str], server: FakeServer, env: dict[str,
         max_in_flight=stats["max_in_flight_by_role"], max_in_flight_total=stats["max_in_flight"],
         schemas=stats["schemas"],
         wall_run=report.get("wall"), cpu_run=report.get("cpu"), report=report,
+        timeline=timeline, spawned=spawned, exited=exited,
+        first_request_s=(
+            min(entry["arrived"] for entry in timeline) - report["began"] if timeline and "began" in report else None
+        ),
     )  # fmt: skip
+
+
+def _spread(values: list[float]) -> str:
+    """``median / mean / p90 / max`` of ``values`` in milliseconds."""
+    if not values:
+        return "-"
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+    return (
+        f"{statistics.median(ordered) * 1000:7.1f} {statistics.fmean(ordered) * 1000:7.1f} "
+        f"{p90 * 1000:7.1f} {ordered[-1] * 1000:7.1f}"
+    )
+
+
+def _print_timeline(row: Measured, concurrency: int) -> None:
+    """Where one system's wall went, from the server's request log (``bench/_server.py --timeline``)."""
+    log = sorted(row.timeline, key=lambda r: r["serial"])
+    if not log:
+        return
+    began = row.report.get("began", row.spawned)
+    ended = row.report.get("ended", row.exited)
+    by_serial = {r["serial"]: r for r in log}
+    conversation: dict[int, int] = {}
+    for r in log:  # a request's conversation is its parent's (the reply it follows); a first request starts one
+        parent = r["parent"]
+        conversation[r["serial"]] = conversation.get(parent, r["serial"]) if parent else r["serial"]
+    chains: dict[int, list[dict[str, Any]]] = {}
+    for r in log:
+        chains.setdefault(conversation[r["serial"]], []).append(r)
+    gaps: dict[str, list[float]] = {}
+    for r in log:
+        parent = by_serial.get(r["parent"]) if r["parent"] else None
+        if parent is not None:
+            gaps.setdefault(f"{parent['role']} -> {r['role']}", []).append(r["arrived"] - parent["replied"])
+    server_s = [r["replied"] - r["arrived"] for r in log]
+    judge_offsets, overlapped, judged = [], 0, 0
+    for chain in chains.values():
+        judges = sorted((r for r in chain if r["role"] == "judge"), key=lambda r: r["arrived"])
+        if len(judges) >= 2:
+            judged += 1
+            judge_offsets.append(judges[-1]["arrived"] - judges[0]["arrived"])
+            overlapped += judges[-1]["arrived"] < judges[0]["replied"]
+    starts = sorted(min(r["arrived"] for r in chain) for chain in chains.values())
+    ends = sorted(max(r["replied"] for r in chain) for chain in chains.values())
+    # A worker that finished a conversation starts the next: the k-th start after the first wave follows
+    # the k-th end (a pool of `concurrency` workers).
+    handoffs = [start - end for start, end in zip(starts[concurrency:], ends, strict=False)]
+    durations = [max(r["replied"] for r in chain) - min(r["arrived"] for r in chain) for chain in chains.values()]
+    hops = [len(chain) for chain in chains.values()]
+    first, last = min(r["arrived"] for r in log), max(r["replied"] for r in log)
+    print(f"  timeline of {_NAMES[row.system]} ({len(chains)} conversations, {len(log)} requests):")
+    print(f"    {'':<36}{'median':>8}{'mean':>8}{'p90':>8}{'max':>8}  (ms)")
+    print(f"    {'start of the run -> first request':<36}{(first - began) * 1000:8.1f}")
+    print(f"    {'first wave: run start -> 1st request':<36}{_spread([s - began for s in starts[:concurrency]])}")
+    for kind, values in sorted(gaps.items()):
+        print(f"    {'client gap ' + kind:<36}{_spread(values)}   n={len(values)}")
+    print(f"    {'server time per request':<36}{_spread(server_s)}")
+    print(f"    {'conversation (1st request->last reply)':<36}{_spread(durations)}   hops {statistics.median(hops):g}")
+    print(f"    {'handoff: conv end -> next conv start':<36}{_spread(handoffs)}   n={len(handoffs)}")
+    if judged:
+        at_once = f"concurrent in {overlapped} of {judged}"
+        print(f"    {'2nd judge call after the 1st':<36}{_spread(judge_offsets)}   {at_once}")
+    print(f"    {'last reply -> end of the run':<36}{(ended - last) * 1000:8.1f}")
+    print(f"    {'run wall':<36}{(ended - began) * 1000:8.1f}")
 
 
 def _suite(root: Path, base_url: str, turns: int, role_concurrency: int | None) -> Path:
@@ -219,13 +304,20 @@ def _console_script() -> str:
 
 
 def _workload(
-    conversations: int, turns: int, latency: float, *, concurrency: int, role_concurrency: int | None, root: Path
+    conversations: int,
+    turns: int,
+    latency: float,
+    *,
+    concurrency: int,
+    role_concurrency: int | None,
+    root: Path,
+    timeline: bool = False,
 ) -> list[Measured]:
     env = {k: v for k, v in os.environ.items() if k not in ("SIMULATOR_DB", "OPENAI_BASE_URL", "OPENAI_API_BASE")}
     env.update(BENCH_FAKE_KEY="not-a-real-key", LITELLM_OFFLINE_MODE="true", LITELLM_LOCAL_MODEL_COST_MAP="True")
     where = root / f"{conversations}x{turns}-{int(latency * 1000)}ms"
     where.mkdir()
-    with FakeServer(latency=latency) as server:
+    with FakeServer(latency=latency, timeline=timeline) as server:
         suite = _suite(where, server.base_url, turns, role_concurrency)
         n, c = str(conversations), str(concurrency)
         runs = [
@@ -278,6 +370,8 @@ def _print_table(
             f"{row.peak_mb:>9.0f}{start:>9}{flight:>17}  {outcomes}"
         )
     for row in rows:
+        _print_timeline(row, concurrency)
+    for row in rows:
         kinds = ", ".join(f"{k} {v / conversations:g}" for k, v in sorted(row.schemas.items()))
         print(f"  structured requests per conversation, {row.system}: {kinds or '-'}")
     print(
@@ -300,6 +394,9 @@ def main() -> None:
     parser.add_argument("--role-concurrency", type=int, default=None, help="Set the suite's user/judge limits.")
     parser.add_argument("--keep", type=Path, default=None, help="Keep the suites, stores and outputs here.")
     parser.add_argument(
+        "--timeline", action="store_true", help="Log every request at the server; print where each wall went."
+    )
+    parser.add_argument(
         "--sittings", type=int, default=1, help="Run every workload this many times, interleaved; report medians."
     )
     args = parser.parse_args()
@@ -321,6 +418,7 @@ def main() -> None:
                     rows = _workload(
                         conversations, turns, latency,
                         concurrency=args.concurrency, role_concurrency=args.role_concurrency, root=root,
+                        timeline=args.timeline,
                     )  # fmt: skip
                     sittings.setdefault((conversations, turns, latency), []).append(rows)
                     title = f"sitting {sitting + 1} of {args.sittings}: " if args.sittings > 1 else ""
@@ -356,7 +454,7 @@ def _median(runs: list[Measured]) -> Measured:
         max_in_flight_total=round(statistics.median(run.max_in_flight_total for run in runs)),
         schemas=mid_counts([run.schemas for run in runs]),
         wall_run=mid([run.wall_run for run in runs]), cpu_run=mid([run.cpu_run for run in runs]),
-        report=last.report,
+        report=last.report, first_request_s=mid([run.first_request_s for run in runs]),
     )  # fmt: skip
 
 
@@ -378,6 +476,9 @@ def _bench_line(results: dict[tuple[int, int, float], list[Measured]], concurren
             f"ratio_bare_inproc={inproc.wall / bare.wall:.3f}",
             f"cpu_ms_per_req_cli={cli.cpu * 1000 / cli.total:.2f}",
         ]
+        for row in (bare, inproc):  # with --timeline: from the start of the run to its first request
+            if row.first_request_s is not None:
+                fields.append(f"first_request_s_{row.system}={row.first_request_s:.3f}")
     zero = results.get((40, 6, 0.0))
     if zero is not None:
         bare, inproc, cli = zero

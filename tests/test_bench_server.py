@@ -95,3 +95,36 @@ def test_the_server_answers_by_schema_and_counts_roles(server_module: ModuleType
         assert stats["max_in_flight"] == 1
         assert stats["first_request"] is not None
         assert server.stats()["requests"] == {}  # /stats resets the counts
+
+
+def test_with_a_timeline_replies_are_marked_and_each_request_names_the_reply_it_follows(
+    server_module: ModuleType,
+) -> None:
+    with server_module.FakeServer(latency=0.0, timeline=True) as server:
+        asked = {
+            "model": "peer-user",
+            "messages": [{"role": "user", "content": "hi"}],
+            "response_format": _response_format(UserMove),
+        }
+        move = UserMove.model_validate_json(_post(server.base_url, asked)["choices"][0]["message"]["content"])
+        assert move.message.endswith(" [r1]")
+        agent = _post(server.base_url, {"model": "peer-agent", "messages": [{"role": "user", "content": move.message}]})
+        reply = agent["choices"][0]["message"]["content"]
+        assert reply == f"{server_module.AGENT_REPLY} [r2]"
+        # The next user turn carries both earlier replies: it follows the latest.
+        seen = [{"role": "user", "content": move.message}, {"role": "assistant", "content": reply}]
+        _post(server.base_url, {**asked, "messages": seen})
+        log = server.timeline_log()
+        assert [(entry["serial"], entry["role"], entry["parent"]) for entry in log] == [
+            (1, "user", None), (2, "agent", 1), (3, "user", 2),
+        ]  # fmt: skip
+        assert all(entry["arrived"] <= entry["replied"] for entry in log)
+        assert log[0]["schema"] == "UserMove"
+        assert server.timeline_log() == []  # /timeline empties the log
+
+
+def test_without_a_timeline_replies_are_not_marked(server_module: ModuleType) -> None:
+    with server_module.FakeServer(latency=0.0) as server:
+        agent = _post(server.base_url, {"model": "peer-agent", "messages": [{"role": "user", "content": "hi"}]})
+        assert agent["choices"][0]["message"]["content"] == server_module.AGENT_REPLY
+        assert server.timeline_log() == []

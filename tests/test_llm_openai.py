@@ -8,6 +8,7 @@ It must behave like the litellm backend through the client: same request body (s
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import os
 import shutil
@@ -20,12 +21,12 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from simulator.errors import ModelError
 from simulator.llm import Completion, FakeScript, LLMClient, RetryPolicy, Role, metering
 from simulator.llm._client import backend_name
-from simulator.llm._openai import OpenAIBackend, price_table, usage_cost
+from simulator.llm._openai import OpenAIBackend, price_table, strict_json_schema, usage_cost
 from simulator.models.settings import ModelSettings
 from tests._loop_thread import LoopThread
 from tests.acceptance._servers import StubServers
@@ -266,6 +267,37 @@ def test_structured_output_sends_litellms_response_format(server: ModelServer) -
     assert second["messages"][-1]["role"] == "user"  # the correction after the reply that was not JSON
 
 
+class Kind(enum.Enum):
+    A = "a"
+    B = "b"
+
+
+class Inner(BaseModel):
+    """An inner object."""
+
+    label: str
+    weight: float = 1.0
+
+
+class Nested(BaseModel):
+    kind: Kind
+    inner: Inner
+    described: Inner = Field(description="a $ref with a sibling key")
+    maybe: Inner | None = None
+    items: list[Inner] = []
+    tags: dict[str, int] = {}
+    either: int | str = 0
+    note: str | None = None
+
+
+@pytest.mark.parametrize("schema", [Verdict, Nested])
+def test_the_strict_schema_is_the_openai_sdks(schema: type[BaseModel]) -> None:
+    # The SDK is no longer imported by Simulator; what it would send is still what is sent.
+    from openai.lib._pydantic import to_strict_json_schema
+
+    assert strict_json_schema(schema) == to_strict_json_schema(schema)
+
+
 def test_one_pooled_connection_serves_many_calls(server: ModelServer) -> None:
     client = client_for(server)
     other = client_for(server)  # another client of the same endpoint and key shares the pool
@@ -293,7 +325,7 @@ def test_the_pool_is_closed_when_the_loop_ends(server: ModelServer) -> None:
         sdk_clients.append(await backend._client(server.url, None))
 
     asyncio.run(go())  # no aclose: asyncio.run's shutdown closes the pool
-    assert sdk_clients[0].is_closed()
+    assert sdk_clients[0].is_closed
     assert server.headers[0]["Authorization"] == f"Bearer {KEY}"  # OPENAI_API_KEY without api_key_env
 
 
@@ -399,6 +431,18 @@ def test_a_reply_that_is_not_json_is_retried_like_a_server_error(server: ModelSe
     assert len(server.bodies) == 2
 
 
+def test_a_reply_with_fields_of_the_wrong_shape_is_retried_like_a_server_error(server: ModelServer) -> None:
+    broken = completion_body()
+    broken["choices"][0]["message"]["tool_calls"] = ["not a tool call"]
+    server.reset(Reply(body=broken), Reply())
+    sleeps = Sleeps()
+    client = client_for(server, sleeps=sleeps)
+    completion = call(client, client.complete("judge", HELLO))
+    assert completion.content == "hello there"
+    assert sleeps.delays == [1.0]
+    assert len(server.bodies) == 2
+
+
 def test_a_missing_key_is_an_authentication_error_before_any_request(
     server: ModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -430,7 +474,7 @@ roles = ModelRoles.model_validate({{
     "judge": {{"model": "openai/stub-judge", "api_base": {url!r}, "api_key_env": "TEST_OPENAI_KEY"}},
 }})
 preload(roles)
-assert "openai" in sys.modules, "preload did not import the openai SDK"
+assert "httpx" in sys.modules, "preload did not import httpx"
 client = LLMClient(roles)
 
 async def main():
@@ -439,6 +483,7 @@ async def main():
 
 asyncio.run(main())
 assert "litellm" not in sys.modules, "litellm was imported"
+assert "openai" not in sys.modules, "the openai SDK was imported"
 """
 
 

@@ -3,8 +3,9 @@
 * :class:`LLMClient` (``_client``): roles, the request cache, concurrency limits, retries, accounting
   (:func:`metering`) and structured output, the same for every backend;
 * backends (``_backend``: the protocol): ``fake/...`` models are answered in process by a :class:`FakeScript`
-  (``_fake``, no litellm); ``openai/...`` models by default through the openai SDK (``_openai``: pooled
-  connections, cost from litellm's price list read as JSON, no litellm import); every other model by litellm
+  (``_fake``, no litellm); ``openai/...`` models by default straight to their OpenAI-compatible endpoint
+  over httpx (``_openai``: pooled connections, cost from litellm's price list read as JSON, neither litellm nor
+  the openai SDK imported); every other model by litellm
   (``_litellm``: the only module that imports it, lazily, since ``import litellm`` takes seconds). A role's
   ``backend`` setting (``auto``, ``litellm``, ``openai``) overrides the choice;
 * :class:`RequestCache` (``_cache``): replies stored by request in SQLite, so re-runs are fast, free and

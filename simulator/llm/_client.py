@@ -18,9 +18,10 @@ What the client adds on top of a backend
   * :meth:`LLMClient.structured`: JSON output validated with pydantic, re-asked with the validation error.
 
 Backends (chosen per role by :func:`backend_name`): ``fake/...`` models are answered in process by the fake backend
-(:mod:`simulator.llm._fake`); with ``backend: auto`` (the default) ``openai/...`` models go through the openai SDK
-(:mod:`simulator.llm._openai`, pooled connections, no litellm) and every other model through litellm
-(:mod:`simulator.llm._litellm`, the only importer of litellm); ``backend: litellm`` or ``openai`` forces one.
+(:mod:`simulator.llm._fake`); with ``backend: auto`` (the default) ``openai/...`` models go straight to their
+OpenAI-compatible endpoint over httpx (:mod:`simulator.llm._openai`, pooled connections, neither litellm nor the
+openai SDK) and every other model through litellm (:mod:`simulator.llm._litellm`, the only importer of litellm);
+``backend: litellm`` or ``openai`` forces one.
 
 The request cache (:class:`RequestCache`): the simulated user and the judge are cached by default, the agent
 under test only when asked (``cache_roles``), since it is what a run measures. A cache hit returns the stored
@@ -51,7 +52,7 @@ from simulator.llm._backend import Backend
 from simulator.llm._cache import RequestCache, cache_salt, request_cache_key
 from simulator.llm._fake import FakeBackend, FakeScript, is_fake_model
 from simulator.llm._litellm import LitellmBackend, load_litellm
-from simulator.llm._openai import OPENAI_PREFIX, OpenAIBackend, load_openai, price_table
+from simulator.llm._openai import OPENAI_PREFIX, OpenAIBackend, load_openai
 from simulator.llm._retry import Failure, RetryPolicy, full_jitter
 from simulator.llm._types import Completion, Role, StructuredOutputError, Usage
 from simulator.models.settings import ModelRoles, ModelSettings
@@ -93,7 +94,7 @@ def backend_name(settings: ModelSettings) -> str:
 
 
 def preload(roles: ModelRoles) -> None:
-    """Import now what the roles' backends need (litellm, or the openai SDK and the price list): a run calls this
+    """Import now what the roles' backends need (litellm, or httpx and the price list): a run calls this
     before its conversations start, because an import takes up to seconds and, done inside the first model call,
     blocks the event loop while the agent timeouts of every other conversation keep running (their agents then
     look as if they never answered). Fake models need neither; openai models never import litellm."""
@@ -103,7 +104,6 @@ def preload(roles: ModelRoles) -> None:
         load_litellm()
     if "openai" in needed:
         load_openai()
-        price_table()
 
 
 @functools.cache
@@ -228,7 +228,7 @@ def _taped(role: Role, request: Mapping[str, Any], completion: Completion) -> No
 
 class LLMClient:
     """Calls models for the agent, user and judge roles: ``fake/...`` models through the in-process fake backend,
-    ``openai/...`` models through the openai SDK and every other model through litellm (see :func:`backend_name`).
+    ``openai/...`` models straight to their endpoint and every other model through litellm (see :func:`backend_name`).
 
     ``fake_script`` answers ``fake/...`` models in this client's calls (it overrides a script made active with
     :meth:`FakeScript.active`). ``backoff_base`` and ``backoff_cap`` (seconds) shape the retry delays: before
@@ -378,8 +378,9 @@ class LLMClient:
             try:
                 async with self._semaphore(role, settings):
                     # A provider's HTTP client bounds each read, not the whole call; this bounds the whole call,
-                    # and also covers providers that ignore the timeout.
-                    completion = await asyncio.wait_for(backend.complete(request, role=role), timeout)
+                    # and also covers providers that ignore the timeout (in this task: wait_for made one per call).
+                    async with asyncio.timeout(timeout):
+                        completion = await backend.complete(request, role=role)
             except Exception as exc:
                 failure = _timed_out(timeout) if isinstance(exc, TimeoutError) else backend.classify(exc)
                 if failure is None:

@@ -1,20 +1,27 @@
-"""The openai backend: ``openai/<model>`` strings (and any model with ``backend: openai``) through the ``openai``
-SDK, for OpenAI and OpenAI-compatible endpoints, without litellm.
+"""The openai backend: ``openai/<model>`` strings (and any model with ``backend: openai``) sent straight to an
+OpenAI-compatible ``/chat/completions`` endpoint over httpx, without litellm and without the openai SDK.
 
 Why beside litellm: at 0 ms latency litellm was 58% of the client's CPU (much of it logging, hidden params and
-cost bookkeeping per call), and ``import litellm`` takes 3-4 s. This backend sends the same request litellm
-would (same body, same ``response_format`` JSON schema for structured output) and reads the reply into the same
-:class:`Completion`; retries stay the client's (the SDK's own are off).
+cost bookkeeping per call), and ``import litellm`` takes 3-4 s. Why not the openai SDK: ``import openai`` alone
+took ~0.5 s of every run's start-up (measured with ``python -X importtime``: 0.45-0.63 s; httpx, which the HTTP
+agent imports anyway, ~0.08 s), and it bought one POST. This backend sends the same request litellm would (same
+body, same strict ``response_format`` JSON schema for structured output, :func:`strict_json_schema`) and reads
+the reply into the same :class:`Completion`; retries stay the client's.
 
-* One ``AsyncOpenAI`` (one httpx connection pool) per event loop, base URL and API key, made on first use and
+* One ``httpx.AsyncClient`` (one connection pool) per event loop, base URL and API key, made on first use and
   closed when its loop shuts down (``asyncio.run`` closes async generators, see :func:`_close_at_shutdown`) or
   by :meth:`OpenAIBackend.aclose`.
-* The key is the request's (from ``api_key_env``), else ``OPENAI_API_KEY``; none at all is an authentication
-  failure before any request (litellm reports it as a retried server error 500).
+* The base URL is the request's ``api_base``, else ``OPENAI_BASE_URL``, else OpenAI's; the key is the request's
+  (from ``api_key_env``), else ``OPENAI_API_KEY``; none at all is an authentication failure before any request
+  (litellm reports it as a retried server error 500). ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID`` are sent as the
+  SDK sends them.
+* Failures mean what the SDK's exceptions meant (:meth:`OpenAIBackend.classify`): an HTTP status as the status
+  (``Retry-After`` read from the response), a timeout, a connection error, a reply that is not a chat completion
+  (retried like a server error, as litellm does).
 * Cost is computed once from the usage, with litellm's bundled price table read as JSON (litellm itself is not
   imported: see :func:`price_table`); a model missing from it costs ``None``, as with litellm.
 
-This is the only module of Simulator that imports ``openai``, lazily (``import openai`` takes ~0.5 s).
+No module of Simulator imports the openai SDK.
 """
 
 from __future__ import annotations
@@ -22,9 +29,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib.util
-import inspect
 import json
 import os
+import ssl
+import threading
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,13 +44,25 @@ from simulator.llm._types import Completion, Role, ToolCallRequest, Usage
 from simulator.safety import register_secret
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI
-    from openai.types.chat import ChatCompletion
+    import httpx
 
-__all__ = ["OPENAI_PREFIX", "MissingCredentialsError", "OpenAIBackend", "load_openai", "price_table", "usage_cost"]
+__all__ = [
+    "OPENAI_PREFIX",
+    "MalformedReplyError",
+    "MissingCredentialsError",
+    "OpenAIBackend",
+    "StatusError",
+    "load_openai",
+    "price_table",
+    "strict_json_schema",
+    "usage_cost",
+]
 
 #: The model-string prefix the ``auto`` backend sends through this backend.
 OPENAI_PREFIX = "openai/"
+
+#: Where requests go when neither the role's ``api_base`` nor ``OPENAI_BASE_URL`` says otherwise.
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 # Keys of the client's request that are not chat-completion parameters: they choose the connection or bound it.
 _CONNECTION_KEYS = frozenset({"model", "api_key", "api_base", "timeout"})
@@ -50,23 +70,64 @@ _CONNECTION_KEYS = frozenset({"model", "api_key", "api_base", "timeout"})
 # The price list litellm ships (and uses itself when LITELLM_LOCAL_MODEL_COST_MAP is set).
 _PRICE_FILE = "model_prices_and_context_window_backup.json"
 
+# A request without a timeout of its own: the SDK's defaults (10 minutes, 5 s to connect).
+_DEFAULT_TIMEOUT = 600.0
+_CONNECT_TIMEOUT = 5.0
+
 
 class MissingCredentialsError(Exception):
     """No API key for an openai-backend model: neither ``api_key_env`` nor ``OPENAI_API_KEY`` gave one."""
 
 
+class StatusError(Exception):
+    """The endpoint answered with an HTTP error status; ``response`` is its reply (its headers give the wait a
+    rate limit asks for)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.status_code = response.status_code
+        self.response = response
+        try:
+            body: Any = json.loads(response.content)
+        except ValueError:
+            body = response.text
+        super().__init__(f"Error code: {response.status_code} - {body}")
+
+
+class MalformedReplyError(Exception):
+    """The endpoint answered 200 with a body that is not a chat completion (cut off, an HTML page, no choices)."""
+
+
 @functools.cache
 def load_openai() -> None:
-    """Import the openai SDK (and the parts the first request needs) once per process."""
-    import openai
-    import openai.lib._pydantic
-    import openai.types.chat  # noqa: F401  (imported lazily by the SDK on the first reply otherwise)
+    """Import what the first request needs (httpx) and build its TLS context, once per process; start reading the
+    price list in a thread (:func:`price_table`, 0.05-0.1 s of JSON), so that it can overlap the run's set-up and
+    the wait for the first replies instead of coming before them."""
+    _tls()
+    threading.Thread(target=price_table, name="simulator-price-table", daemon=True).start()
 
 
 @functools.cache
+def _tls() -> ssl.SSLContext:
+    """The TLS context of every connection pool: httpx's default (certifi's CA bundle), built once, since each
+    build loads the bundle (20-70 ms measured); a pool per endpoint and key would otherwise pay it again."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
+_PRICES = threading.Lock()
+
+
 def price_table() -> Mapping[str, Mapping[str, Any]]:
     """litellm's bundled price list, read as JSON without importing litellm (which takes seconds); empty when
-    litellm is not installed or the file is missing or unreadable (every cost is then unknown)."""
+    litellm is not installed or the file is missing or unreadable (every cost is then unknown). Read once: a
+    caller that comes while :func:`load_openai`'s thread reads it waits for that reading."""
+    with _PRICES:
+        return _read_price_table()
+
+
+@functools.cache
+def _read_price_table() -> Mapping[str, Mapping[str, Any]]:
     try:
         spec = importlib.util.find_spec("litellm")  # a top-level package: found, not imported
     except (ImportError, ValueError):
@@ -107,7 +168,7 @@ def usage_cost(model: str, prompt_tokens: int, completion_tokens: int, cached_to
 
 
 def response_format_param(response_format: Any) -> Any:
-    """The ``response_format`` body field for a pydantic class, exactly as litellm sends it (the SDK's strict JSON
+    """The ``response_format`` body field for a pydantic class, exactly as litellm sends it (the strict JSON
     schema, named after the class); any other value as given."""
     if isinstance(response_format, type) and issubclass(response_format, BaseModel):
         return _strict_response_format(response_format)
@@ -118,30 +179,77 @@ def response_format_param(response_format: Any) -> Any:
 def _strict_response_format(schema: type[BaseModel]) -> dict[str, Any]:
     # Once per class: generating the JSON schema costs ~0.5 ms, on every structured request otherwise. The dict is
     # only ever serialised, never changed.
-    from openai.lib._pydantic import to_strict_json_schema
-
     return {
         "type": "json_schema",
-        "json_schema": {"schema": to_strict_json_schema(schema), "name": schema.__name__, "strict": True},
+        "json_schema": {"schema": strict_json_schema(schema), "name": schema.__name__, "strict": True},
     }
 
 
-@functools.cache
-def _request_options(timeout: float | None) -> Any:
-    """The SDK's per-request options (timeout, bearer auth) for a raw ``post``."""
-    from openai._base_client import make_request_options
+def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema in the form OpenAI's strict structured output accepts, the one litellm and the
+    openai SDK send: every object closed (``additionalProperties: false`` unless set) with all its properties
+    required, a lone ``allOf`` merged into its parent, ``default: null`` dropped, and a ``$ref`` that has
+    sibling keys replaced by what it points to."""
+    root = model.model_json_schema()
+    return _strict(root, root)
 
-    options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
-    if "security" in inspect.signature(make_request_options).parameters:  # SDKs that add auth per request
-        options["security"] = {"bearer_auth": True}
-    return make_request_options(**options)
+
+def _strict(node: Any, root: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(node, dict):
+        raise TypeError(f"a JSON schema node must be an object, not {node!r}")
+    for container in ("$defs", "definitions"):
+        named = node.get(container)
+        if isinstance(named, dict):
+            for child in named.values():
+                _strict(child, root)
+    if node.get("type") == "object":
+        node.setdefault("additionalProperties", False)
+    properties = node.get("properties")
+    if isinstance(properties, dict):
+        node["required"] = list(properties)
+        node["properties"] = {name: _strict(child, root) for name, child in properties.items()}
+    items = node.get("items")
+    if isinstance(items, dict):
+        node["items"] = _strict(items, root)
+    variants = node.get("anyOf")
+    if isinstance(variants, list):
+        node["anyOf"] = [_strict(child, root) for child in variants]
+    parts = node.get("allOf")
+    if isinstance(parts, list):
+        if len(parts) == 1:
+            node.update(_strict(parts[0], root))
+            del node["allOf"]
+        else:
+            node["allOf"] = [_strict(child, root) for child in parts]
+    if "default" in node and node["default"] is None:
+        del node["default"]
+    ref = node.get("$ref")
+    if ref and len(node) > 1:
+        target = _resolve(root, str(ref))
+        merged = {**target, **node}  # the node's own keys win over the referenced schema's
+        node.clear()
+        node.update(merged)
+        del node["$ref"]
+        return _strict(node, root)  # what was inlined is made strict too
+    return node
+
+
+def _resolve(root: dict[str, Any], ref: str) -> dict[str, Any]:
+    if not ref.startswith("#/"):
+        raise ValueError(f"a $ref must point inside the schema (#/...), not {ref!r}")
+    target: Any = root
+    for part in ref[2:].split("/"):
+        target = target[part]
+        if not isinstance(target, dict):
+            raise ValueError(f"$ref {ref!r} does not point to an object")
+    return dict(target)
 
 
 class _LoopClients:
-    """The SDK clients made on one event loop, and the async generator that closes them when it shuts down."""
+    """The HTTP clients made on one event loop, and the async generator that closes them when it shuts down."""
 
     def __init__(self) -> None:
-        self.clients: dict[tuple[str | None, str], AsyncOpenAI] = {}
+        self.clients: dict[tuple[str, str], httpx.AsyncClient] = {}
         self.closer: AsyncIterator[None] | None = None
 
 
@@ -158,11 +266,11 @@ async def _close_all(entry: _LoopClients) -> None:
     clients = list(entry.clients.values())
     entry.clients.clear()
     for client in clients:
-        await client.close()
+        await client.aclose()
 
 
 class OpenAIBackend:
-    """Sends requests with ``AsyncOpenAI.chat.completions.create`` over one pooled client per endpoint and key."""
+    """POSTs requests to ``<base>/chat/completions`` over one pooled ``httpx.AsyncClient`` per endpoint and key."""
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._environ: Mapping[str, str] = os.environ if environ is None else environ
@@ -171,40 +279,51 @@ class OpenAIBackend:
 
     async def complete(self, request: Mapping[str, Any], *, role: Role) -> Completion:
         """One chat-completions request, its reply as a :class:`Completion` priced from its usage."""
-        load_openai()
+        import httpx
+
         model = str(request["model"])
         client = await self._client(request.get("api_base"), request.get("api_key"))
-        from openai.types.chat import ChatCompletion
-
-        # The body is posted as it is: ``chat.completions.create`` would first walk every message through the
-        # SDK's TypedDict transform (~3 ms of CPU a request, more than everything else here together). Known
-        # parameters and a provider's own ones go in the same body, as ``extra_body`` would put them.
+        # Known parameters and a provider's own ones go in the same body, as litellm sends them.
         body: dict[str, Any] = {"model": model.removeprefix(OPENAI_PREFIX)}
         for name, value in request.items():
             if name in _CONNECTION_KEYS:
                 continue
             body[name] = response_format_param(value) if name == "response_format" else value
         timeout = request.get("timeout")
-        options: Any = {**_request_options(float(timeout) if timeout is not None else None)}  # a copy per request
-        response = await client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options)
-        return _to_completion(response, model)
+        seconds = float(timeout) if timeout is not None else _DEFAULT_TIMEOUT
+        response = await client.post(
+            "chat/completions",
+            content=json.dumps(body).encode(),
+            timeout=httpx.Timeout(seconds, connect=min(seconds, _CONNECT_TIMEOUT)),
+        )
+        if response.is_error:  # 4xx, 5xx
+            raise StatusError(response)
+        try:
+            reply = json.loads(response.content)
+        except ValueError as exc:
+            raise MalformedReplyError(f"the reply is not JSON: {exc}") from exc
+        if not isinstance(reply, dict) or not isinstance(reply.get("choices"), list):
+            raise MalformedReplyError(f"the reply is not a chat completion: {response.text[:200]}")
+        try:
+            return _to_completion(reply, model)
+        except (AttributeError, TypeError, ValueError) as exc:  # a field of the wrong shape (a string for an object)
+            raise MalformedReplyError(f"the reply is not a chat completion ({exc}): {response.text[:200]}") from exc
 
     def classify(self, exc: Exception) -> Failure | None:
-        """The SDK's exception types as the client's failure kinds (the same ones litellm's map to)."""
-        import openai
+        """This backend's failures as the client's failure kinds (the same ones litellm's map to)."""
+        import httpx
 
         if isinstance(exc, MissingCredentialsError):
             return Failure(retry=False, kind="authentication", detail=failure_detail(exc))
-        # The timeout first: it is a subclass of the connection error.
-        if isinstance(exc, openai.APITimeoutError):
-            return Failure(retry=True, kind="timeout", detail=failure_detail(exc))
-        if isinstance(exc, openai.APIConnectionError):
+        # The timeout first: it is a kind of transport error.
+        if isinstance(exc, httpx.TimeoutException):
+            return Failure(retry=True, kind="timeout", detail=failure_detail(exc) or "timed out")
+        if isinstance(exc, httpx.TransportError):
             return Failure(retry=True, kind="connection error", detail=failure_detail(exc))
-        if isinstance(exc, openai.APIStatusError):
+        if isinstance(exc, StatusError):
             return failure_for_status(exc.status_code, exc)  # reads Retry-After from exc.response.headers
-        if isinstance(exc, json.JSONDecodeError | openai.APIResponseValidationError):
-            # The server answered 200 with a body that is not a chat completion (cut off, an HTML page): retried
-            # like a server error, as litellm does (it reports such a reply as a server error 500).
+        if isinstance(exc, MalformedReplyError):
+            # Retried like a server error, as litellm does (it reports such a reply as a server error 500).
             return Failure(retry=True, kind="malformed reply", detail=failure_detail(exc))
         return None  # not a provider failure: a bug, which the client lets surface
 
@@ -217,8 +336,8 @@ class OpenAIBackend:
             await entry.closer.aclose()  # type: ignore[attr-defined]  # an async generator
         await _close_all(entry)
 
-    async def _client(self, api_base: Any, api_key: Any) -> AsyncOpenAI:
-        from openai import AsyncOpenAI
+    async def _client(self, api_base: Any, api_key: Any) -> httpx.AsyncClient:
+        import httpx
 
         key = str(api_key) if api_key else self._environ.get("OPENAI_API_KEY", "")
         if not key:
@@ -236,45 +355,64 @@ class OpenAIBackend:
             closer = _close_at_shutdown(entry)
             await closer.__anext__()  # started on this loop, so the loop closes it at shutdown
             entry.closer = closer
-        base = str(api_base) if api_base else None
+        base = str(api_base) if api_base else self._environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         client = entry.clients.get((base, key))
         if client is None:
-            # Retries are the client's; the SDK's (two by default) would multiply them.
-            client = entry.clients[(base, key)] = AsyncOpenAI(api_key=key, base_url=base, max_retries=0)
+            headers = {
+                "Authorization": f"Bearer {key}",
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+            }
+            for variable, header in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
+                if self._environ.get(variable):
+                    headers[header] = self._environ[variable]
+            # The SDK's pool limits; a trailing slash so that "chat/completions" is joined under the base's path.
+            client = entry.clients[(base, key)] = httpx.AsyncClient(
+                base_url=base.rstrip("/") + "/",
+                headers=headers,
+                follow_redirects=True,
+                verify=_tls(),
+                limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+            )
         return client
 
 
-def _to_completion(response: ChatCompletion, model: str) -> Completion:
-    choice = response.choices[0] if response.choices else None
+def _to_completion(reply: Mapping[str, Any], model: str) -> Completion:
+    choices = reply["choices"]
+    choice = choices[0] if choices and isinstance(choices[0], dict) else None
     content: str | None = None
     finish_reason: str | None = None
     tool_calls: list[ToolCallRequest] = []
     if choice is not None:
-        finish_reason = choice.finish_reason
-        message = choice.message
-        content = message.content if isinstance(message.content, str) else None
-        for call in message.tool_calls or []:
-            function = getattr(call, "function", None)
-            if function is not None:
-                tool_calls.append(ToolCallRequest.parse(call.id or "", function.name or "", function.arguments))
+        finish_reason = choice.get("finish_reason")
+        message = choice.get("message") or {}
+        content = message.get("content") if isinstance(message.get("content"), str) else None
+        for call in message.get("tool_calls") or []:
+            function = call.get("function")
+            if isinstance(function, dict):
+                tool_calls.append(
+                    ToolCallRequest.parse(call.get("id") or "", function.get("name") or "", function.get("arguments"))
+                )
                 continue
-            custom = getattr(call, "custom", None)
+            custom = call.get("custom") if isinstance(call.get("custom"), dict) else {}
             # A free-form ("custom") tool call carries text, not JSON arguments: keep it, flagged.
             tool_calls.append(
                 ToolCallRequest(
-                    id=call.id,
-                    name=str(getattr(custom, "name", "") or ""),
+                    id=call.get("id"),
+                    name=str(custom.get("name") or ""),
                     arguments={},
-                    raw_arguments=str(getattr(custom, "input", "") or ""),
+                    raw_arguments=str(custom.get("input") or ""),
                     arguments_error="free-form (custom) tool call: the input is text, not JSON arguments",
                 )
             )
-    usage_data = response.usage
-    prompt = int(getattr(usage_data, "prompt_tokens", 0) or 0)
-    completion = int(getattr(usage_data, "completion_tokens", 0) or 0)
-    details = getattr(usage_data, "prompt_tokens_details", None)
-    cached = int(getattr(details, "cached_tokens", 0) or 0)
-    cost = usage_cost(model, prompt, completion, cached) if usage_data is not None else None
+    usage_data = reply.get("usage")
+    known = isinstance(usage_data, dict)
+    used: Mapping[str, Any] = usage_data if isinstance(usage_data, dict) else {}
+    prompt = int(used.get("prompt_tokens") or 0)
+    completion = int(used.get("completion_tokens") or 0)
+    details = used.get("prompt_tokens_details")
+    cached = int((details.get("cached_tokens") if isinstance(details, dict) else 0) or 0)
+    cost = usage_cost(model, prompt, completion, cached) if known else None
     usage = Usage(prompt_tokens=prompt, completion_tokens=completion, calls=1, cost=cost)
     return Completion(
         content=content,

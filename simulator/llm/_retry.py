@@ -118,29 +118,13 @@ def _finite(text: str | None) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _exception_retry_after(exc: BaseException) -> float | None:
-    """The ``Retry-After`` of the response a litellm exception came from, if the server sent one.
-
-    litellm keeps the provider's response headers on the exception (``litellm_response_headers``, and on
-    ``response.headers`` for status errors); ``headers`` holds ones a litellm proxy attached explicitly.
-    """
-    for headers in (
-        getattr(exc, "headers", None),
-        getattr(exc, "litellm_response_headers", None),
-        getattr(getattr(exc, "response", None), "headers", None),
-    ):
-        seconds = retry_after_seconds(headers)
-        if seconds is not None:
-            return seconds
-    return None
-
-
 def exception_retry_after(exc: BaseException) -> float | None:
     """The ``Retry-After`` of the response a provider exception came from, if the server sent one.
 
     litellm keeps the provider's response headers on the exception (``litellm_response_headers``, and on
     ``response.headers`` for status errors); ``headers`` holds ones a litellm proxy attached explicitly. The
-    fake backend's errors carry theirs the same way.
+    openai backend's status errors keep their reply (``response``), and the fake backend's errors carry theirs
+    the same way.
     """
     for headers in (
         getattr(exc, "headers", None),
