@@ -13,7 +13,7 @@
 """
 
 from simulator.llm._cache import RequestCache, cache_scope, request_cache_key
-from simulator.llm._client import LLMClient, UsageMeter, metering, preload
+from simulator.llm._client import CallLimiter, LLMClient, UsageMeter, metering, preload
 from simulator.llm._fake import (
     FAKE_PROVIDER,
     FakeProviderError,
@@ -36,6 +36,7 @@ from simulator.llm._types import Completion, Role, StructuredOutputError, ToolCa
 __all__ = [
     "FAKE_PROVIDER",
     "RETRY_AFTER_CAP",
+    "CallLimiter",
     "Completion",
     "FakeProviderError",
     "FakeReply",
