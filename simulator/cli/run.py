@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from simulator.cli._choices import ReportFormatChoice
+from simulator.cli._choices import ExecutorChoice, ReportFormatChoice
 from simulator.cli._output import (
     _STYLES,
     EXIT_BELOW_BAR,
@@ -16,6 +16,8 @@ from simulator.cli._output import (
     DbOption,
     JudgeApiBaseOption,
     ModelsFileOption,
+    RayAddressOption,
+    RayWorkersOption,
     SafeConsole,
     UserApiBaseOption,
     VerboseOption,
@@ -159,6 +161,16 @@ def run(
             "(costs ~0.3 ms of CPU a turn).",
         ),
     ] = True,
+    executor: Annotated[
+        ExecutorChoice,
+        typer.Option(
+            "--executor",
+            help="Where conversations run: local (this process) or ray (a Ray cluster: pip install "
+            "'simulator[ray]'; this process plans and stores, model limits hold across the cluster).",
+        ),
+    ] = ExecutorChoice.local,
+    ray_address: RayAddressOption = None,
+    ray_workers: RayWorkersOption = None,
     report_formats: Annotated[
         list[ReportFormatChoice] | None,
         typer.Option("--report", help="Also write a report in this format (repeatable)."),
@@ -191,6 +203,7 @@ def run(
         paths, persona=persona, repeat=repeat, tags=tag or [], cases=case or [], live=live, user_model=user_model,
         judge_model=judge_model, models=_model_overrides(models_file, judge_api_base, user_api_base, agent_api_base),
         concurrency=concurrency, fail_under=fail_under, seed=seed, cache=not no_cache, checkpoints=checkpoints,
+        executor=executor.value, ray_address=ray_address, ray_workers=ray_workers,
     )  # fmt: skip
 
     def started(event: Any) -> None:

@@ -31,6 +31,7 @@ import os
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from simulator.errors import InputError
@@ -172,7 +173,13 @@ async def run_on_ray(record: RunRecord, base: RunSettings, items: Iterator[PlanI
     limits: Any = None
     try:
         limits = ray.remote(ClusterLimits).options(max_concurrency=10_000).remote()
-        snapshots = ray.put([snapshot.model_dump(mode="json") for snapshot in record.snapshot])
+        # Paths made absolute: a worker's working folder is not the driver's.
+        snapshots = ray.put(
+            [
+                snapshot.model_copy(update={"path": str(Path(snapshot.path).resolve())}).model_dump(mode="json")
+                for snapshot in record.snapshot
+            ]
+        )
         settings = base.model_dump(mode="json")
         names = (f"{record.id}-worker-{number}" for number in itertools.count())
         actor = ray.remote(ConversationWorker).options(
