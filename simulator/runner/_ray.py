@@ -28,6 +28,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import signal
+import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -70,16 +72,23 @@ def _start(ray: Any, settings: RunSettings) -> bool:
     if ray.is_initialized():
         return False  # the caller's cluster (a test session, a notebook): used as it is and left running
     common = {"log_to_driver": False, "configure_logging": False, "include_dashboard": False}
-    if settings.ray_address:
-        try:
-            ray.init(address=settings.ray_address, **common)
-        except ConnectionError as exc:
-            raise InputError(
-                f"--ray-address {settings.ray_address}: no Ray cluster answers there ({exc}); start one "
-                "(ray start --head) or leave out --ray-address to run on a local cluster"
-            ) from None
-        return True
-    ray.init(num_cpus=settings.ray_workers or LOCAL_WORKERS, **common)
+    # ray.init replaces the SIGTERM handler with one that exits at once: the caller's (the command line's, which
+    # cancels the run so it is stored as interrupted) is put back.
+    on_sigterm = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
+    try:
+        if settings.ray_address:
+            try:
+                ray.init(address=settings.ray_address, **common)
+            except ConnectionError as exc:
+                raise InputError(
+                    f"--ray-address {settings.ray_address}: no Ray cluster answers there ({exc}); start one "
+                    "(ray start --head) or leave out --ray-address to run on a local cluster"
+                ) from None
+        else:
+            ray.init(num_cpus=settings.ray_workers or LOCAL_WORKERS, **common)
+    finally:
+        if on_sigterm is not None:
+            signal.signal(signal.SIGTERM, on_sigterm)
     return True
 
 
