@@ -1,0 +1,46 @@
+"""The executor options are checked before anything is stored: Ray's own options without ``--executor ray`` are
+refused, naming them and the fix; the executor a run asked for is stored with it (``runs resume`` reads it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import simulator
+from simulator.cli import EXIT_INVALID, app
+from simulator.errors import InputError
+
+DEMO = Path(__file__).resolve().parents[2] / "suites" / "demo"
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"ray_address": "127.0.0.1:6379"}, "--ray-address only apply"),
+        ({"ray_workers": 4}, "--ray-workers only apply"),
+        ({"ray_address": "auto", "ray_workers": 2}, "--ray-address and --ray-workers only apply"),
+    ],
+)
+def test_ray_options_without_the_ray_executor_are_refused(options: dict[str, object], named: str) -> None:
+    with pytest.raises(InputError, match=named) as raised:
+        simulator.plan(DEMO, **options)
+    assert "add --executor ray" in str(raised.value)
+
+
+def test_an_unknown_executor_is_exit_2_before_anything_is_stored(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    result = CliRunner().invoke(app, ["run", str(DEMO), "--db", str(db), "--executor", "spark"])
+    assert result.exit_code == EXIT_INVALID
+    assert "'spark' is not one of 'local', 'ray'" in " ".join(result.stderr.replace("│", " ").split())
+    result = CliRunner().invoke(app, ["run", str(DEMO), "--db", str(db), "--ray-address", "auto"])
+    assert result.exit_code == EXIT_INVALID
+    assert "--ray-address only apply to Ray runs: add --executor ray" in result.stderr
+    assert not db.exists()
+
+
+def test_a_local_run_stores_its_executor(tmp_path: Path) -> None:
+    outcome = simulator.run(DEMO, db=tmp_path / "r.db", seed=1, cases=["refund_within_30_days"])
+    assert outcome.record.settings.executor == "local"
+    assert outcome.record.settings.ray_address is None
