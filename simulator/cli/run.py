@@ -217,7 +217,7 @@ def run(
         talk.print(
             f"Run {event.record.id}: {len(planned.items)} conversation(s) of {planned.cases} case(s) from "
             f"{len(planned.snapshots)} suite(s), concurrency {concurrency}"
-            f"{f' (model limits: {limits})' if limits else ''}; {guess}.",
+            f"{f' (model limits: {limits})' if limits else ''}{_where(planned.settings)}; {guess}.",
             markup=False,
         )
         for note_text in planned.notes:
@@ -236,6 +236,13 @@ def run(
     if formats:
         _write_reports(outcome, formats, report_dir, talk)
     _exit_for(outcome, fail_under)
+
+
+def _where(settings: Any) -> str:
+    """Where the conversations run, when not in this process (the plan line)."""
+    if settings.executor != "ray":
+        return ""
+    return f", on Ray ({settings.ray_address or 'a local cluster'}, model limits held across its workers)"
 
 
 def report_format(choice: ReportFormatChoice) -> ReportFormat:

@@ -20,8 +20,10 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from typer.testing import CliRunner
 
 import simulator
+from simulator.cli import EXIT_BELOW_BAR, app
 from simulator.store import RunStore
 from tests._loop_thread import LoopThread
 from tests.runs.test_model_limits import SlowUserModel
@@ -122,8 +124,11 @@ def _wait_for(path: Path) -> str:
 def test_a_ray_run_stores_what_a_local_run_stores(tmp_path: Path) -> None:
     demo = Path(__file__).resolve().parents[2] / "suites" / "demo"
     db = tmp_path / "runs.db"
-    events: list[object] = []
-    spread = simulator.run(demo, db=db, seed=5, repeat=2, executor="ray", on_event=events.append)
+    command = ["run", str(demo), "--seed", "5", "--repeat", "2", "--db", str(db), "--executor", "ray"]
+    shown = CliRunner().invoke(app, command)
+    assert shown.exit_code == EXIT_BELOW_BAR, shown.output  # the demo has cases meant to fail
+    assert "on Ray (a local cluster, model limits held across its workers)" in shown.stdout
+    spread = simulator.get_run("latest", db=db)
     local = simulator.run(demo, db=db, seed=5, repeat=2)
     assert spread.record.status == local.record.status == "completed"
     assert spread.record.settings.executor == "ray"
@@ -132,9 +137,11 @@ def test_a_ray_run_stores_what_a_local_run_stores(tmp_path: Path) -> None:
     assert local.record.totals is not None
     counts = {"total", "passed", "failed", "error", "unsure"}
     assert spread.record.totals.model_dump(include=counts) == local.record.totals.model_dump(include=counts)
-    # Progress is reported as for a local run: one event per conversation, counting up.
-    done = [event.done for event in events if isinstance(event, simulator.Progress)]
-    assert done == list(range(1, len(spread.record.plan) + 1))
+    # Progress is shown as for a local run: one line per conversation, counting up.
+    total = len(spread.record.plan)
+    assert [line.split()[0] for line in shown.stdout.splitlines() if line.startswith("[")] == [
+        f"[{done}/{total}]" for done in range(1, total + 1)
+    ]
 
 
 @pytest.mark.usefixtures("cluster")
