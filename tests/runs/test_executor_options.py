@@ -4,6 +4,7 @@ refused, naming them and the fix; the executor a run asked for is stored with it
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -23,7 +24,7 @@ DEMO = Path(__file__).resolve().parents[2] / "suites" / "demo"
         ({"ray_address": "auto", "ray_workers": 2}, "--ray-address and --ray-workers only apply"),
     ],
 )
-def test_ray_options_without_the_ray_executor_are_refused(options: dict[str, object], named: str) -> None:
+def test_ray_options_without_the_ray_executor_are_refused(options: dict[str, Any], named: str) -> None:
     with pytest.raises(InputError, match=named) as raised:
         simulator.plan(DEMO, **options)
     assert "add --executor ray" in str(raised.value)
