@@ -11,6 +11,8 @@
   second process resuming the same run is refused, and a killed run reads ``interrupted``. The run ends
   ``completed``, ``interrupted`` (cancelled: Ctrl-C, SIGTERM) or ``failed`` (any other error), lease given back
   in the same transaction.
+* With ``executor="ray"`` the conversations run on a Ray cluster (:mod:`simulator.runner._ray`); this process
+  keeps the lease and stores each result as it arrives, through the same ``save`` as a local run.
 * Live tools are a decision of the command that runs: :func:`execute` runs real tool functions only when its
   caller says ``live=True``, and only for a run recorded as live; a run is never made live by what it stored.
 """
