@@ -40,8 +40,9 @@ pytestmark = pytest.mark.ray
 LIMIT = 120.0
 CASES = 6
 
-#: The agent: answers every turn, except the turn "c2 two" while no ``stuck`` marker exists: then it writes its
-#: process id to ``stuck`` and waits (at most LIMIT seconds) until its worker is killed or the run cancelled.
+#: The agent: logs the process id of every call to ``calls.log`` and answers every turn, except the turn "c2 two"
+#: while no ``stuck`` marker exists: then it writes its process id to ``stuck`` and waits (at most LIMIT seconds)
+#: until its worker is killed or the run cancelled.
 AGENT = """
 import asyncio
 import os
@@ -52,6 +53,8 @@ HERE = Path(__file__).parent
 
 async def respond(messages, *, turn):
     user = messages[-1]["content"] if messages else ""
+    with (HERE / "calls.log").open("a") as log:
+        log.write(f"{os.getpid()}\\n")
     marker = HERE / "stuck"
     if user == "c2 two" and not marker.exists():
         marker.write_text(str(os.getpid()))
@@ -222,9 +225,14 @@ def test_a_cancelled_ray_run_is_interrupted_and_resumes_on_ray(project: Path) ->
     before = _stored(db, interrupted.id)
     assert len(before) < CASES
 
+    calls_before = len((project / "calls.log").read_text().split())
     resumed = simulator.resume(interrupted.id, db=db)
     assert resumed.record.status == "completed"
     assert resumed.record.settings.executor == "ray"
+    # It resumed on the cluster, as stored: none of its conversations ran in this process.
+    resumed_in = set((project / "calls.log").read_text().split()[calls_before:])
+    assert resumed_in
+    assert str(os.getpid()) not in resumed_in
     after = _stored(db, resumed.id)
     assert len(after) == CASES
     assert all(after[key] == result for key, result in before.items())  # what was stored is untouched
