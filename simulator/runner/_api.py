@@ -157,8 +157,8 @@ def _settings(settings: RunSettings | None, options: Mapping[str, Any]) -> RunSe
 
 
 def check_executor(settings: RunSettings) -> None:
-    """The executor options fit together, and Ray is installed when the run asks for it (before anything is
-    stored), or an InputError saying what to change."""
+    """The executor options fit together, Ray is installed when the run asks for it and something answers at its
+    ``ray_address`` (before anything is stored), or an InputError saying what to change."""
     if settings.executor == "local":
         given = [option for option, value in (("--ray-address", settings.ray_address),
                                                ("--ray-workers", settings.ray_workers)) if value]  # fmt: skip
@@ -172,6 +172,10 @@ def check_executor(settings: RunSettings) -> None:
             "--executor ray needs Ray, which is not installed: pip install 'simulator[ray]' (or run with "
             "--executor local)"
         )
+    if settings.ray_address:
+        from simulator.runner._ray import check_reachable
+
+        check_reachable(settings.ray_address)  # before the run is stored: Ray would retry for minutes
 
 
 def role_overrides(models: Mapping[Any, Mapping[str, Any]]) -> dict[ModelRole, dict[str, Any]]:

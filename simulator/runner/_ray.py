@@ -29,6 +29,7 @@ import asyncio
 import itertools
 import os
 import signal
+import socket
 import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -46,6 +47,8 @@ from simulator.runner._plan import restore
 
 #: How many times one conversation is started on a worker before a worker death counts as its result.
 ATTEMPTS = 3
+#: Seconds to wait for a cluster's address to accept a connection before saying nothing answers there.
+REACH_TIMEOUT = 10.0
 #: Worker processes of a local cluster when the run does not say.
 LOCAL_WORKERS = 2
 
@@ -77,6 +80,7 @@ def _start(ray: Any, settings: RunSettings) -> bool:
     on_sigterm = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
     try:
         if settings.ray_address:
+            check_reachable(settings.ray_address)
             try:
                 ray.init(address=settings.ray_address, **common)
             except ConnectionError as exc:
@@ -90,6 +94,21 @@ def _start(ray: Any, settings: RunSettings) -> bool:
         if on_sigterm is not None:
             signal.signal(signal.SIGTERM, on_sigterm)
     return True
+
+
+def check_reachable(address: str) -> None:
+    """An InputError at once when nothing listens at ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``): Ray itself
+    keeps retrying for minutes. ``auto`` (the cluster this machine belongs to) is left to Ray."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT).close()
+    except OSError as exc:
+        raise InputError(
+            f"--ray-address {address}: nothing answers there ({exc.strerror or exc}); start the cluster "
+            "(ray start --head) or fix the address, or leave out --ray-address to run on a local cluster"
+        ) from None
 
 
 def worker_count(ray: Any, settings: RunSettings) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import textwrap
 import threading
 import time
@@ -23,7 +24,7 @@ from aiohttp import web
 from typer.testing import CliRunner
 
 import simulator
-from simulator.cli import EXIT_BELOW_BAR, app
+from simulator.cli import EXIT_BELOW_BAR, EXIT_INVALID, app
 from simulator.store import RunStore
 from tests._loop_thread import LoopThread
 from tests.runs.test_model_limits import SlowUserModel
@@ -236,3 +237,16 @@ def test_a_cancelled_ray_run_is_interrupted_and_resumes_on_ray(project: Path) ->
     after = _stored(db, resumed.id)
     assert len(after) == CASES
     assert all(after[key] == result for key, result in before.items())  # what was stored is untouched
+
+
+def test_an_address_where_no_cluster_answers_is_exit_2_before_anything_is_stored(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again below: nothing listens there
+    db = tmp_path / "r.db"
+    demo = Path(__file__).resolve().parents[2] / "suites" / "demo"
+    address = f"127.0.0.1:{port}"
+    result = CliRunner().invoke(app, ["run", str(demo), "--db", str(db), "--executor", "ray", "--ray-address", address])
+    assert result.exit_code == EXIT_INVALID
+    assert f"--ray-address {address}: nothing answers there" in result.stderr
+    assert not db.exists()
