@@ -125,12 +125,15 @@ class ClusterLimits:
     def __init__(self) -> None:
         self._held: Counter[str] = Counter()
         self._by_holder: dict[str, Counter[str]] = {}
+        self._dead: set[str] = set()
         self._changed = asyncio.Condition()
 
     async def acquire(self, key: str, limit: int, holder: str) -> None:
         """Wait until ``key`` has fewer than ``limit`` slots held, then hold one for ``holder``."""
         async with self._changed:
             await self._changed.wait_for(lambda: self._held[key] < limit)
+            if holder in self._dead:
+                return  # asked for before its holder died: nobody would give it back
             self._held[key] += 1
             self._by_holder.setdefault(holder, Counter())[key] += 1
 
@@ -147,6 +150,7 @@ class ClusterLimits:
     async def forget(self, holder: str) -> None:
         """Give back every slot ``holder`` held (it died holding them)."""
         async with self._changed:
+            self._dead.add(holder)
             for key, count in self._by_holder.pop(holder, Counter()).items():
                 self._held[key] -= count
             self._changed.notify_all()

@@ -1,8 +1,10 @@
 """The executor options are checked before anything is stored: Ray's own options without ``--executor ray`` are
-refused, naming them and the fix; the executor a run asked for is stored with it (``runs resume`` reads it)."""
+refused, naming them and the fix; the executor a run asked for is stored with it (``runs resume`` reads it); the
+cluster limiter (plain asyncio, tested without Ray) holds a limit across holders."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -45,3 +47,24 @@ def test_a_local_run_stores_its_executor(tmp_path: Path) -> None:
     outcome = simulator.run(DEMO, db=tmp_path / "r.db", seed=1, cases=["refund_within_30_days"])
     assert outcome.record.settings.executor == "local"
     assert outcome.record.settings.ray_address is None
+
+
+def test_the_cluster_limiter_holds_a_limit_across_holders_and_gives_back_a_dead_holders_slots() -> None:
+    from simulator.runner._ray import ClusterLimits
+
+    async def scenario() -> None:
+        limits = ClusterLimits()
+        await limits.acquire("0:user", 2, "worker-a")
+        await limits.acquire("0:user", 2, "worker-b")
+        third = asyncio.create_task(limits.acquire("0:user", 2, "worker-b"))
+        await asyncio.sleep(0)
+        assert not third.done()  # two slots held on the whole cluster: the third waits, whoever asks
+        await limits.acquire("0:judge", 1, "worker-b")  # another role has its own slots
+        await limits.forget("worker-a")  # worker-a died holding a slot: it is given back
+        await asyncio.wait_for(third, timeout=10)
+        late = asyncio.create_task(limits.acquire("0:judge", 1, "worker-a"))
+        await limits.release("0:judge", "worker-b")
+        await asyncio.wait_for(late, timeout=10)  # granted after its holder died: not counted as held
+        await limits.acquire("0:judge", 1, "worker-c")
+
+    asyncio.run(scenario())
