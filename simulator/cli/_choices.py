@@ -51,3 +51,10 @@ class SchemaKind(StrEnum):
     agent = "agent"
     persona = "persona"
     personas = "personas"
+
+
+class ExecutorChoice(StrEnum):
+    """Where a run's conversations run (``RunSettings.executor``)."""
+
+    local = "local"
+    ray = "ray"

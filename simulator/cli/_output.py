@@ -179,6 +179,25 @@ AgentApiBaseOption = Annotated[
 ]
 
 
+RayAddressOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        help="With --executor ray: the Ray cluster to connect to (ray://HOST:10001, HOST:6379 or auto); without it "
+        "a local cluster is started.",
+    ),
+]
+RayWorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        "--ray-workers",
+        min=1,
+        help="With --executor ray: worker processes running conversations (default: 2 on a local cluster, one per "
+        "CPU of a cluster connected to).",
+    ),
+]
+
+
 DbOption = Annotated[
     Path | None, typer.Option("--db", help="Run store (default: $SIMULATOR_DB or .simulator/runs.db).")
 ]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from simulator.cli._choices import ReportFormatChoice
+from simulator.cli._choices import ExecutorChoice, ReportFormatChoice
 from simulator.cli._output import (
     _STYLES,
     EXIT_BELOW_BAR,
@@ -16,6 +16,8 @@ from simulator.cli._output import (
     DbOption,
     JudgeApiBaseOption,
     ModelsFileOption,
+    RayAddressOption,
+    RayWorkersOption,
     SafeConsole,
     UserApiBaseOption,
     VerboseOption,
@@ -186,6 +188,16 @@ def run(
             "(costs ~0.3 ms of CPU a turn).",
         ),
     ] = True,
+    executor: Annotated[
+        ExecutorChoice,
+        typer.Option(
+            "--executor",
+            help="Where conversations run: local (this process) or ray (a Ray cluster: pip install "
+            "'simulator[ray]'; this process plans and stores, model limits hold across the cluster).",
+        ),
+    ] = ExecutorChoice.local,
+    ray_address: RayAddressOption = None,
+    ray_workers: RayWorkersOption = None,
     report_formats: Annotated[
         list[ReportFormatChoice] | None,
         typer.Option("--report", help="Also write a report in this format (repeatable)."),
@@ -228,6 +240,7 @@ def run(
         judge_model=judge_model, models=_model_overrides(models_file, judge_api_base, user_api_base, agent_api_base),
         concurrency=concurrency, fail_under=fail_under, fail_under_coverage=fail_under_coverage, seed=seed,
         cache=not no_cache, checkpoints=checkpoints, shard=shard, record=record, count_user_errors=count_user_errors,
+        executor=executor.value, ray_address=ray_address, ray_workers=ray_workers,
     )  # fmt: skip
 
     def started(event: Any) -> None:
@@ -243,7 +256,7 @@ def run(
         talk.print(
             f"Run {event.record.id}: {len(planned.items)} conversation(s) of {planned.cases} case(s) from "
             f"{len(planned.snapshots)} suite(s), concurrency {concurrency}"
-            f"{f' (model limits: {limits})' if limits else ''}{tools}; {guess}.",
+            f"{f' (model limits: {limits})' if limits else ''}{tools}{_where(planned.settings)}; {guess}.",
             markup=False,
         )
         for note_text in planned.notes:
@@ -262,6 +275,13 @@ def run(
     if formats:
         _write_reports(outcome, formats, report_dir, talk)
     _exit_for(outcome, fail_under, fail_under_coverage)
+
+
+def _where(settings: Any) -> str:
+    """Where the conversations run, when not in this process (the plan line)."""
+    if settings.executor != "ray":
+        return ""
+    return f", on Ray ({settings.ray_address or 'a local cluster'}, model limits held across its workers)"
 
 
 def report_format(choice: ReportFormatChoice) -> ReportFormat:

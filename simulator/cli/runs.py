@@ -7,11 +7,14 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from simulator.cli._choices import ExecutorChoice
 from simulator.cli._output import (
     EXIT_INVALID,
     EXIT_OK,
     DbOption,
     LiveOption,
+    RayAddressOption,
+    RayWorkersOption,
     VerboseOption,
     YesOption,
     _api,
@@ -143,10 +146,17 @@ def runs_resume(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the model request cache.")] = False,
     live: LiveOption = False,
     yes: YesOption = False,
+    executor: Annotated[
+        ExecutorChoice | None,
+        typer.Option("--executor", help="Where conversations run (default: where the run was started)."),
+    ] = None,
+    ray_address: RayAddressOption = None,
+    ray_workers: RayWorkersOption = None,
 ) -> None:
     """Finish an interrupted or failed run: finished cases are not run again; unfinished conversations continue
     where they stopped (for agents without state of their own). A run another live process runs is refused
-    (exit 3). A run started with --live continues only with --live. Exits like `run` (its --fail-under)."""
+    (exit 3). A run started with --live continues only with --live. A run started on Ray resumes on Ray (the
+    same --ray-address) unless --executor says otherwise. Exits like `run` (its --fail-under)."""
     from simulator.runner._execute import check_live
 
     with _store(db) as store:
@@ -168,7 +178,15 @@ def runs_resume(
     out.print(f"Resuming {record.id}: {missing} of {len(record.plan)} conversation(s) left.", markup=False)
     outcome = _run_with_progress(
         lambda on_event: _api().resume_async(
-            record.id, db=db, live=live, trust_imported=yes, cache=not no_cache, on_event=on_event
+            record.id,
+            db=db,
+            live=live,
+            trust_imported=yes,
+            cache=not no_cache,
+            on_event=on_event,
+            executor=executor.value if executor else None,
+            ray_address=ray_address,
+            ray_workers=ray_workers,
         ),
         db=db,
     )

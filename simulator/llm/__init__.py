@@ -15,6 +15,7 @@
 
 from simulator.llm._cache import RequestCache, cache_scope, request_cache_key
 from simulator.llm._client import (
+    CallLimiter,
     LLMClient,
     RecordedAnswers,
     UsageMeter,
@@ -46,6 +47,7 @@ from simulator.llm._types import Completion, Role, StructuredOutputError, ToolCa
 __all__ = [
     "FAKE_PROVIDER",
     "RETRY_AFTER_CAP",
+    "CallLimiter",
     "Completion",
     "FakeProviderError",
     "FakeReply",

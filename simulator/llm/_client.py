@@ -42,7 +42,7 @@ import json
 import os
 import re
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -60,6 +60,7 @@ from simulator.safety import redact, register_secret
 from simulator.taps import active_tape
 
 __all__ = [
+    "CallLimiter",
     "LLMClient",
     "RecordedAnswers",
     "UsageMeter",
@@ -113,6 +114,16 @@ def _quick_exit() -> None:
     (measured; 0.07 s frozen). Nothing is lost: objects still referenced are torn down as before, and only
     garbage cycles left at exit go uncollected, which the interpreter does not promise to finalize anyway."""
     atexit.register(gc.freeze)
+
+
+class CallLimiter(Protocol):
+    """Where a client takes a slot before each call of a role (``limit``: the role's ``concurrency``). Without
+    one, a client holds a semaphore per role of its own; a run spread over many processes (the Ray executor)
+    gives every client one shared limiter, so a role's limit holds across all of them."""
+
+    def slot(self, role: Role, limit: int) -> AbstractAsyncContextManager[Any]:
+        """Held while one call of ``role`` is in flight."""
+        ...
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -248,6 +259,9 @@ class LLMClient:
 
     Usage is counted only by :func:`metering` blocks (there is no client-wide total: a client is shared by the
     conversations of a run, and each needs its own account).
+
+    ``limiter`` (a :class:`CallLimiter`) replaces the client's own per-role semaphores: a run on many processes
+    passes one that all of them share.
     """
 
     def __init__(
@@ -263,6 +277,7 @@ class LLMClient:
         cache: RequestCache | None = None,
         cache_roles: Collection[Role | str] = (Role.USER, Role.JUDGE),
         retry: RetryPolicy | None = None,
+        limiter: CallLimiter | None = None,
     ) -> None:
         if backoff_base < 0 or backoff_cap < 0:
             raise ValueError("backoff_base and backoff_cap must not be negative")
@@ -278,6 +293,7 @@ class LLMClient:
         # One semaphore per role and event loop: a semaphore binds to the loop it is first contended on, and a
         # client may outlive one `asyncio.run`.
         self._semaphores: dict[Role, tuple[asyncio.AbstractEventLoop, asyncio.Semaphore]] = {}
+        self._limiter = limiter
 
     def settings(self, role: Role | str) -> ModelSettings:
         """The settings of ``role``."""
@@ -376,7 +392,7 @@ class LLMClient:
         last_exc: BaseException | None = None
         for attempt in range(1, attempts + 1):
             try:
-                async with self._semaphore(role, settings):
+                async with self._slot(role, settings):
                     # A provider's HTTP client bounds each read, not the whole call; this bounds the whole call,
                     # and also covers providers that ignore the timeout (in this task: wait_for made one per call).
                     async with asyncio.timeout(timeout):
@@ -531,6 +547,11 @@ class LLMClient:
             )
         register_secret(settings.api_key_env, key)
         return key
+
+    def _slot(self, role: Role, settings: ModelSettings) -> AbstractAsyncContextManager[Any]:
+        if self._limiter is not None:
+            return self._limiter.slot(role, settings.concurrency or 8)
+        return self._semaphore(role, settings)
 
     def _semaphore(self, role: Role, settings: ModelSettings) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()

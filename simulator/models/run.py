@@ -103,6 +103,21 @@ class RunSettings(DataModel):
         "user, judge), for `simulator replay` and `simulator rerun`. A recorded run is not checkpointed mid-"
         "conversation: a resumed conversation starts over, so that its cassette is whole.",
     )
+    executor: Literal["local", "ray"] = Field(
+        default="local",
+        description="Where the conversations run: local (this process) or ray (on a Ray cluster; this process "
+        "plans and stores). A resume runs on the executor stored here unless told otherwise.",
+    )
+    ray_address: str | None = Field(
+        default=None, description="--ray-address: the Ray cluster to connect to; none starts a local one."
+    )
+    ray_workers: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="--ray-workers: worker processes running conversations on the cluster; none means 2 on a "
+        "local cluster, one per CPU of a cluster connected to.",
+    )
 
 
 class PlanItem(DataModel):

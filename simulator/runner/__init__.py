@@ -3,7 +3,9 @@ repeats, runs them concurrently, scores and stores each as it finishes.
 
 ``_case`` wires one conversation (agent, simulated user, judge, tools) into the engine and scores it;
 ``_plan`` expands what to run and snapshots the suites; ``_execute`` runs a stored plan with bounded
-concurrency, commits every result as soon as it is scored, and resumes what a crash or Ctrl-C left undone.
+concurrency, commits every result as soon as it is scored, and resumes what a crash or Ctrl-C left undone;
+``_ray`` (the only importer of ray, an optional extra) runs the conversations of a stored plan on a Ray cluster
+instead, results stored here as they arrive.
 """
 
 from simulator.runner._api import (

@@ -197,9 +197,37 @@ def _settings(settings: RunSettings | None, options: Mapping[str, Any]) -> RunSe
             f"{'.'.join(str(part) for part in error['loc']) or 'settings'}: {error['msg']}" for error in exc.errors()
         )
         raise InputError(f"invalid run settings: {problems}") from None
+    check_executor(chosen)
     # RunSettings keeps per-role overrides as plain data: checked here against the models' schema, so a misspelt
     # key is an error before the run, not a field silently set on a role.
     return chosen.model_copy(update={"models": role_overrides(chosen.models)}) if chosen.models else chosen
+
+
+def check_executor(settings: RunSettings) -> None:
+    """The executor options fit together, Ray is installed when the run asks for it and something answers at its
+    ``ray_address`` (before anything is stored), or an InputError saying what to change."""
+    if settings.executor == "local":
+        given = [option for option, value in (("--ray-address", settings.ray_address),
+                                               ("--ray-workers", settings.ray_workers)) if value]  # fmt: skip
+        if given:
+            raise InputError(f"{' and '.join(given)} only apply to Ray runs: add --executor ray, or leave them out")
+        return
+    if settings.record:
+        raise InputError(
+            "--record does not work with --executor ray yet (the cassettes would have to come back from the "
+            "workers): record with --executor local"
+        )
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise InputError(
+            "--executor ray needs Ray, which is not installed: pip install 'simulator[ray]' (or run with "
+            "--executor local)"
+        )
+    if settings.ray_address:
+        from simulator.runner._ray import check_reachable
+
+        check_reachable(settings.ray_address)  # before the run is stored: Ray would retry for minutes
 
 
 def role_overrides(models: Mapping[Any, Mapping[str, Any]]) -> dict[ModelRole, dict[str, Any]]:
@@ -474,11 +502,16 @@ async def resume_async(
     cache: bool = True,
     cache_size_mb: int = 200,
     on_event: EventHandler | None = None,
+    executor: Literal["local", "ray"] | None = None,
+    ray_address: str | None = None,
+    ray_workers: int | None = None,
 ) -> RunOutcome:
     """Finish an interrupted or failed run (``run_ref``: an id, a unique prefix, ``latest`` or ``latest~N``):
     finished conversations are not run again, unfinished ones continue where they stopped. A run another live
     process runs is refused (:class:`~simulator.store.RunBusyError`); a run started live continues only with
-    ``live=True``; an imported run only with ``trust_imported=True``. A complete run is returned as it is."""
+    ``live=True``; an imported run only with ``trust_imported=True``. A complete run is returned as it is.
+    It runs on the executor it was started with (``executor``, ``ray_address`` and ``ray_workers`` as stored)
+    unless these say otherwise."""
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         store.require_writable("resume a run")
@@ -495,10 +528,28 @@ async def resume_async(
         check_live(record, live)
         _trust(record, trust_imported, "resuming")
         _check_environment_of(record)
+        record = _on_executor(record, executor, ray_address, ray_workers)
         return await _execute(
             store, record, live=live, cache=record.settings.cache and cache, cache_size_mb=cache_size_mb,
             on_event=on_event,
         )  # fmt: skip
+
+
+def _on_executor(
+    record: RunRecord, executor: str | None, ray_address: str | None, ray_workers: int | None
+) -> RunRecord:
+    """``record`` to run on the executor given, where one is (the stored one otherwise)."""
+    given: dict[str, Any] = {}
+    if executor is not None:
+        given = {"executor": executor, "ray_address": None, "ray_workers": None}
+    if ray_address is not None:
+        given["ray_address"] = ray_address
+    if ray_workers is not None:
+        given["ray_workers"] = ray_workers
+    if not given:
+        return record
+    settings = _settings(record.settings, given)
+    return record.model_copy(update={"settings": settings})
 
 
 async def repeat_async(

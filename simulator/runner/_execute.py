@@ -11,6 +11,8 @@
   second process resuming the same run is refused, and a killed run reads ``interrupted``. The run ends
   ``completed``, ``interrupted`` (cancelled: Ctrl-C, SIGTERM) or ``failed`` (any other error), lease given back
   in the same transaction.
+* With ``executor="ray"`` the conversations run on a Ray cluster (:mod:`simulator.runner._ray`); this process
+  keeps the lease and stores each result as it arrives, through the same ``save`` as a local run.
 * Live tools are a decision of the command that runs: :func:`execute` runs real tool functions only when its
   caller says ``live=True``, and only for a run recorded as live; a run is never made live by what it stored.
 """
@@ -35,7 +37,7 @@ from simulator.llm import LLMClient, RequestCache, cache_scope, preload, replayi
 from simulator.loading import LoadedSuite
 from simulator.metrics import run_summary
 from simulator.models import Case, Persona
-from simulator.models.run import PlanItem, RunRecord, RunStatus, StoredResult
+from simulator.models.run import PlanItem, RunRecord, RunSettings, RunStatus, StoredResult
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
 from simulator.runner._case import find_case, model_roles, run_case, score_case
@@ -66,7 +68,8 @@ def forget_checkpoints(store_path: Path, run_id: str) -> None:
     forget_threads(checkpoint_path(store_path), f"{run_id}:")
 
 
-def _error_result(case: Case, item: PlanItem, message: str) -> CaseResult:
+def error_result(case: Case, item: PlanItem, message: str) -> CaseResult:
+    """A conversation that could not finish, stored as ``error`` with ``message`` as its reason."""
     now = utc_now()
     transcript = Transcript(
         case=case.name, kind=case.kind, persona=item.persona, seed=item.seed,
@@ -145,49 +148,23 @@ async def execute(
     started = time.monotonic()
 
     async def one(item: PlanItem, saver: Any) -> None:
-        nonlocal finished
-        loaded = suites[item.suite]
-        case = find_case(loaded, item.case)
-        persona: Persona | None = loaded.personas.get(item.persona) if item.persona else None
-        options = base.model_copy(update={"seed": item.seed})
-        began = time.monotonic()
         playback = playbacks(item) if playbacks is not None else None
         with ExitStack() as scope:
             tape = scope.enter_context(recording()) if settings.record else None
             if playback is not None:
                 scope.enter_context(replaying(playback))
-            try:
-                with cache_scope(f"repeat {item.repeat}"):
-                    transcript = await run_case(
-                        loaded,
-                        case,
-                        persona=persona,
-                        llm=client(item.suite),
-                        options=options,
-                        checkpointer=saver,
-                        thread_id=f"{record.id}:{item.key}",
-                        playback=playback,
-                    )
-                    result = await score_case(
-                        loaded, case, transcript, llm=client(item.suite), options=options, repeat=item.repeat
-                    )
-            except Exception as exc:  # one broken case must not stop the run: it is stored as an error
-                result = _error_result(case, item, f"{type(exc).__name__}: {exc}")
-        duration = time.monotonic() - began
-        stored = StoredResult(
-            run_id=record.id,
-            key=item.key,
-            suite=item.suite,
-            case=item.case,
-            persona=item.persona,
-            repeat=item.repeat,
-            outcome=result.outcome,
-            duration_s=duration,
-            finished=datetime.now(UTC),
-            result=result,
-        )
+            result, duration = await converse(
+                suites[item.suite], item, client(item.suite), base, checkpointer=saver,
+                thread_id=f"{record.id}:{item.key}", playback=playback,
+            )  # fmt: skip
+        await save(item, result, duration, saver, tape)
+
+    async def save(item: PlanItem, result: CaseResult, duration: float, saver: Any = None, tape: Any = None) -> None:
+        """Store one finished conversation (from this process or a Ray worker), its cassette when recorded, and
+        report it."""
+        nonlocal finished
         # In the store's writer thread: a write that waits for the file lock must not stall the event loop.
-        await loop.run_in_executor(writer, store.save_result, stored)
+        await loop.run_in_executor(writer, store.save_result, stored_result(record.id, item, result, duration))
         if tape is not None:
             cassette = cassette_of(
                 tape, run_id=record.id, key=item.key, case=item.case, persona=item.persona,
@@ -237,7 +214,13 @@ async def execute(
 
     try:
         with store.heartbeat(lease, on_lost=on_lost):
-            if checkpoints:
+            if settings.executor == "ray" and playbacks is None:  # a replay plays its cassettes here
+                from simulator.runner._ray import run_on_ray
+
+                # Checkpoints and the request cache are files beside the store, which workers elsewhere cannot
+                # reach: a conversation a worker lost starts over on another.
+                await run_on_ray(record, base, iter(todo), save)
+            elif checkpoints:
                 async with open_checkpointer(checkpoint_path(store.path)) as saver:
                     await run_all(saver)
             else:
@@ -262,6 +245,50 @@ async def execute(
         finished=datetime.now(UTC) if complete else None,
     )  # fmt: skip
     return store.get_run(record.id)
+
+
+async def converse(
+    loaded: LoadedSuite,
+    item: PlanItem,
+    llm: LLMClient,
+    base: RunSettings,
+    *,
+    checkpointer: Any = None,
+    thread_id: str | None = None,
+    playback: Playback | None = None,
+) -> tuple[CaseResult, float]:
+    """Run and score one planned conversation; returns its result and how long it took. A case that breaks is
+    an ``error`` result, never an exception: one broken case must not stop the run."""
+    case = find_case(loaded, item.case)
+    persona: Persona | None = loaded.personas.get(item.persona) if item.persona else None
+    options = base.model_copy(update={"seed": item.seed})
+    began = time.monotonic()
+    try:
+        with cache_scope(f"repeat {item.repeat}"):
+            transcript = await run_case(
+                loaded, case, persona=persona, llm=llm, options=options, checkpointer=checkpointer,
+                thread_id=thread_id, playback=playback,
+            )  # fmt: skip
+            result = await score_case(loaded, case, transcript, llm=llm, options=options, repeat=item.repeat)
+    except Exception as exc:
+        result = error_result(case, item, f"{type(exc).__name__}: {exc}")
+    return result, time.monotonic() - began
+
+
+def stored_result(run_id: str, item: PlanItem, result: CaseResult, duration: float) -> StoredResult:
+    """One finished conversation as the store keeps it."""
+    return StoredResult(
+        run_id=run_id,
+        key=item.key,
+        suite=item.suite,
+        case=item.case,
+        persona=item.persona,
+        repeat=item.repeat,
+        outcome=result.outcome,
+        duration_s=duration,
+        finished=datetime.now(UTC),
+        result=result,
+    )
 
 
 def _finish(

@@ -162,6 +162,9 @@ HOW_IT_RUNS: Final = frozenset(
         "record",
         "shard",
         "plan_hash",
+        "executor",
+        "ray_address",
+        "ray_workers",
     }
 )
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")

@@ -1,0 +1,276 @@
+"""The Ray executor: a stored plan's conversations run on a Ray cluster; this process plans and stores.
+
+The only importer of ray (the optional extra ``simulator[ray]``), imported when a run asks for
+``executor="ray"``. How a run is spread:
+
+* the driver (this process) holds the run's lease and is the store's only writer: every result comes back to it
+  and is stored the moment it arrives, by the same code as a local run (``save`` from :func:`execute`);
+* the conversations run in worker actors on the cluster (``ray_workers`` of them, async, many conversations
+  each); the run's suite snapshot is put in the object store once and every worker builds its suites from it,
+  as a resumed run does (:func:`~simulator.runner._plan.restore`), so nothing is read from the driver's files;
+* the plan is streamed: at most ``concurrency`` conversations are in flight on the whole cluster, handed out
+  one by one to the least busy worker, so the driver's memory does not grow with the plan;
+* every model call takes a slot of its role from one limiter actor (:class:`ClusterLimits`), so a role's
+  ``concurrency`` holds across the cluster, not per worker;
+* a worker that dies takes none of the run with it: its conversations are handed to a fresh worker and run
+  from the start (at most :data:`ATTEMPTS` times, then stored as ``error``), its model slots are given back,
+  and the store's one result per key makes sure nothing is stored twice;
+* cancelling the driver (Ctrl-C, SIGTERM) kills the workers and the limiter; :func:`execute` then marks the run
+  ``interrupted`` and ``resume`` continues it, on Ray again unless told otherwise.
+
+Without ``ray_address`` a local cluster is started (``ray.init`` with ``ray_workers`` CPUs, on the loopback
+address only) and shut down at the end; with one, the driver connects and leaves the cluster running. The
+cluster's nodes need Simulator and the agent's code at the same paths as the driver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+import socket
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from simulator.errors import InputError
+from simulator.llm import LLMClient, Role, preload
+from simulator.models.run import PlanItem, RunRecord, RunSettings, SuiteSnapshot
+from simulator.models.scores import CaseResult
+from simulator.runner._case import find_case, model_roles
+from simulator.runner._execute import converse, error_result
+from simulator.runner._plan import restore
+
+#: How many times one conversation is started on a worker before a worker death counts as its result.
+ATTEMPTS = 3
+#: Seconds to wait for a cluster's address to accept a connection before saying nothing answers there.
+REACH_TIMEOUT = 10.0
+#: Worker processes of a local cluster when the run does not say.
+LOCAL_WORKERS = 2
+
+Save = Callable[[PlanItem, CaseResult, float], Awaitable[None]]
+
+
+def _ray(address: str | None) -> Any:
+    """The ray module, with a cluster to run on: connected to ``address``, else a local one started."""
+    if address is None:
+        # A local cluster listens on the loopback address only: nothing outside this machine reaches it (read
+        # when ray is first imported).
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    try:
+        import ray
+    except ImportError:
+        raise InputError(
+            "--executor ray needs Ray: install the extra (pip install 'simulator[ray]'), or run with --executor local"
+        ) from None
+    return ray
+
+
+def _start(ray: Any, settings: RunSettings) -> bool:
+    """Connect to the run's cluster, or start a local one; True when this call started it (it stops it)."""
+    if ray.is_initialized():
+        return False  # the caller's cluster (a test session, a notebook): used as it is and left running
+    common = {"log_to_driver": False, "configure_logging": False, "include_dashboard": False}
+    # ray.init replaces the SIGTERM handler with one that exits at once: the caller's (the command line's, which
+    # cancels the run so it is stored as interrupted) is put back.
+    on_sigterm = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
+    try:
+        if settings.ray_address:
+            check_reachable(settings.ray_address)
+            try:
+                ray.init(address=settings.ray_address, **common)
+            except ConnectionError as exc:
+                raise InputError(
+                    f"--ray-address {settings.ray_address}: no Ray cluster answers there ({exc}); start one "
+                    "(ray start --head) or leave out --ray-address to run on a local cluster"
+                ) from None
+        else:
+            ray.init(num_cpus=settings.ray_workers or LOCAL_WORKERS, **common)
+    finally:
+        if on_sigterm is not None:
+            signal.signal(signal.SIGTERM, on_sigterm)
+    return True
+
+
+def check_reachable(address: str) -> None:
+    """An InputError at once when nothing listens at ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``): Ray itself
+    keeps retrying for minutes. ``auto`` (the cluster this machine belongs to) is left to Ray."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT).close()
+    except OSError as exc:
+        raise InputError(
+            f"--ray-address {address}: nothing answers there ({exc.strerror or exc}); start the cluster "
+            "(ray start --head) or fix the address, or leave out --ray-address to run on a local cluster"
+        ) from None
+
+
+def worker_count(ray: Any, settings: RunSettings) -> int:
+    """How many worker actors the run uses: ``ray_workers``, else one per CPU of the cluster."""
+    if settings.ray_workers:
+        return settings.ray_workers
+    return max(1, int(ray.cluster_resources().get("CPU", LOCAL_WORKERS)))
+
+
+class ClusterLimits:
+    """The limiter actor: slots per (suite, role) held on the whole cluster, each counted by its holder (a
+    worker), so the slots of a worker that died can be given back (:meth:`forget`)."""
+
+    def __init__(self) -> None:
+        self._held: Counter[str] = Counter()
+        self._by_holder: dict[str, Counter[str]] = {}
+        self._dead: set[str] = set()
+        self._changed = asyncio.Condition()
+
+    async def acquire(self, key: str, limit: int, holder: str) -> None:
+        """Wait until ``key`` has fewer than ``limit`` slots held, then hold one for ``holder``."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self._held[key] < limit)
+            if holder in self._dead:
+                return  # asked for before its holder died: nobody would give it back
+            self._held[key] += 1
+            self._by_holder.setdefault(holder, Counter())[key] += 1
+
+    async def release(self, key: str, holder: str) -> None:
+        """Give back one slot of ``key`` that ``holder`` held."""
+        async with self._changed:
+            held = self._by_holder.get(holder)
+            if held is None or held[key] <= 0:
+                return  # already given back by forget(): the holder was taken for dead
+            held[key] -= 1
+            self._held[key] -= 1
+            self._changed.notify_all()
+
+    async def forget(self, holder: str) -> None:
+        """Give back every slot ``holder`` held (it died holding them)."""
+        async with self._changed:
+            self._dead.add(holder)
+            for key, count in self._by_holder.pop(holder, Counter()).items():
+                self._held[key] -= count
+            self._changed.notify_all()
+
+
+class _ClusterSlots:
+    """A :class:`~simulator.llm.CallLimiter` for one suite's client in a worker: slots from the limiter actor."""
+
+    def __init__(self, limits: Any, suite: int, holder: str) -> None:
+        self._limits = limits
+        self._suite = suite
+        self._holder = holder
+
+    @asynccontextmanager
+    async def slot(self, role: Role, limit: int) -> AsyncIterator[None]:
+        key = f"{self._suite}:{role.value}"
+        await self._limits.acquire.remote(key, limit, self._holder)
+        try:
+            yield
+        finally:
+            await self._limits.release.remote(key, self._holder)
+
+
+class ConversationWorker:
+    """The worker actor: the run's suites built from its snapshot, one model client per suite, and as many
+    conversations at once as the driver hands it."""
+
+    def __init__(self, snapshots: list[dict[str, Any]], settings: dict[str, Any], limits: Any, holder: str) -> None:
+        self._base = RunSettings.model_validate(settings)
+        self._suites = [restore(SuiteSnapshot.model_validate(snapshot)) for snapshot in snapshots]
+        self._clients = [
+            LLMClient(model_roles(loaded, self._base), limiter=_ClusterSlots(limits, index, holder))
+            for index, loaded in enumerate(self._suites)
+        ]
+        for loaded in self._suites:
+            preload(model_roles(loaded, self._base))
+
+    async def converse(self, item: dict[str, Any]) -> tuple[str, float]:
+        """Run and score one conversation; its result as JSON and its duration."""
+        planned = PlanItem.model_validate(item)
+        result, duration = await converse(
+            self._suites[planned.suite], planned, self._clients[planned.suite], self._base
+        )
+        return result.model_dump_json(), duration
+
+
+async def run_on_ray(record: RunRecord, base: RunSettings, items: Iterator[PlanItem], save: Save) -> None:
+    """Run ``items`` of ``record`` on the run's Ray cluster, calling ``save`` for each result as it arrives."""
+    ray = _ray(base.ray_address)
+    started = _start(ray, base)
+    workers: dict[str, Any] = {}
+    limits: Any = None
+    try:
+        limits = ray.remote(ClusterLimits).options(max_concurrency=10_000).remote()
+        # Paths made absolute: a worker's working folder is not the driver's.
+        snapshots = ray.put(
+            [
+                snapshot.model_copy(update={"path": str(Path(snapshot.path).resolve())}).model_dump(mode="json")
+                for snapshot in record.snapshot
+            ]
+        )
+        settings = base.model_dump(mode="json")
+        names = (f"{record.id}-worker-{number}" for number in itertools.count())
+        actor = ray.remote(ConversationWorker).options(
+            max_concurrency=max(1, base.concurrency), max_restarts=0, scheduling_strategy="SPREAD"
+        )
+        load: Counter[str] = Counter()
+
+        def hire() -> str:
+            name = next(names)
+            workers[name] = actor.remote(snapshots, settings, limits, name)
+            load[name] = 0
+            return name
+
+        for _ in range(worker_count(ray, base)):
+            hire()
+
+        async def replace(name: str) -> None:
+            """A worker died: its slots go back, a fresh worker takes its place."""
+            if workers.pop(name, None) is None:
+                return  # another of its conversations already did this
+            del load[name]
+            await limits.forget.remote(name)
+            hire()
+
+        async def attempt(item: PlanItem) -> tuple[CaseResult, float]:
+            for tries in range(1, ATTEMPTS + 1):
+                name = min(load, key=load.__getitem__)  # the least busy worker
+                load[name] += 1
+                try:
+                    text, duration = await workers[name].converse.remote(item.model_dump(mode="json"))
+                except ray.exceptions.RayActorError as exc:
+                    await replace(name)
+                    if tries == ATTEMPTS:
+                        loaded = restore(record.snapshot[item.suite])
+                        cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                        message = f"the Ray worker running it died {ATTEMPTS} times; last: {cause}"
+                        return error_result(find_case(loaded, item.case), item, message), 0.0
+                    continue
+                finally:
+                    if name in load:
+                        load[name] -= 1
+                return CaseResult.model_validate_json(text), duration
+            raise AssertionError("unreachable: the last attempt returns")
+
+        async def lane() -> None:
+            for item in items:  # shared: each item is taken by exactly one lane (no await inside next())
+                result, duration = await attempt(item)
+                await save(item, result, duration)
+
+        lanes = [asyncio.create_task(lane()) for _ in range(max(1, base.concurrency))]
+        try:
+            await asyncio.gather(*lanes)
+        except BaseException:
+            for task in lanes:
+                task.cancel()
+            await asyncio.gather(*lanes, return_exceptions=True)
+            raise
+    finally:
+        for handle in [*workers.values(), *([limits] if limits is not None else [])]:
+            ray.kill(handle, no_restart=True)  # a cancelled run leaves nothing running on the cluster
+        if started:
+            ray.shutdown()
