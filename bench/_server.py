@@ -40,11 +40,14 @@ AGENT_REPLY = "Your order ORD-1 has shipped."
 _STRINGS = {"message": USER_MESSAGE, "reason": "The reply answers the question."}
 # An enum's value when the schema offers one of these (a benign verdict), else its first value.
 _PREFERRED = ("supported", "no_claim", "met", "pass", "no")
+# Booleans that are true when benign: the judge says the user's goal was satisfied, so the workload's
+# conversations pass (a failing one would also ask the judge about the simulated user's fidelity).
+_TRUE = frozenset({"satisfied"})
 
 
 def fill(schema: dict[str, Any], root: dict[str, Any] | None = None, name: str = "") -> Any:
     """A value that fits ``schema``: every required property filled (every property when none is marked
-    required), strings non-blank (at least ``minLength``), booleans false, numbers 0 (or their minimum),
+    required), strings non-blank (at least ``minLength``), booleans false (``satisfied`` true), numbers 0 (or their minimum),
     arrays of ``minItems`` items (usually none), an enum's benign or first value; ``$ref`` to ``#/$defs/...``
     and ``anyOf`` / ``oneOf`` (the first branch that is not null) are followed."""
     root = schema if root is None else root
@@ -72,7 +75,7 @@ def fill(schema: dict[str, Any], root: dict[str, Any] | None = None, name: str =
     if kind == "array":
         return [fill(schema.get("items", {}), root, name) for _ in range(int(schema.get("minItems", 0)))]
     if kind == "boolean":
-        return False
+        return name in _TRUE
     if kind in ("integer", "number"):
         low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
         value = max(0, low + (1 if "exclusiveMinimum" in schema else 0))
