@@ -48,8 +48,8 @@ _TRUE = frozenset({"satisfied"})
 def fill(schema: dict[str, Any], root: dict[str, Any] | None = None, name: str = "") -> Any:
     """A value that fits ``schema``: every required property filled (every property when none is marked
     required), strings non-blank (at least ``minLength``), booleans false (``satisfied`` true), numbers 0 (or
-    their minimum), arrays of ``minItems`` items (usually none), an enum's benign or first value; ``$ref`` to ``#/$defs/...``
-    and ``anyOf`` / ``oneOf`` (the first branch that is not null) are followed."""
+    their minimum), arrays of ``minItems`` items (usually none), an enum's benign or first value; ``$ref`` to
+    ``#/$defs/...`` and ``anyOf`` / ``oneOf`` (the first branch that is not null) are followed."""
     root = schema if root is None else root
     if "$ref" in schema:
         target: Any = root
