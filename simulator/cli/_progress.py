@@ -39,6 +39,19 @@ def _resume_command(record: Any, store_path: Path, db: Path | None) -> str:
     return shlex.join(words)
 
 
+#: Up to this many conversations, a run off the terminal prints a line for each; a larger one prints its
+#: failures (fail, error, user_error) and a line every twentieth of the way, so a CI log stays readable.
+EVERY_LINE_UP_TO = 200
+_ALWAYS_SHOWN = frozenset({"fail", "error", "user_error"})
+
+
+def _progress_line_shown(done: int, total: int, outcome: str) -> bool:
+    """Whether the plain progress line of the ``done``-th finished conversation (of ``total``) is printed."""
+    if total <= EVERY_LINE_UP_TO or outcome in _ALWAYS_SHOWN or done >= total:
+        return True
+    return done % max(1, total // 20) == 0
+
+
 def _run_with_progress(
     start: Callable[[Callable[[Any], None]], Any],
     *,
@@ -47,9 +60,9 @@ def _run_with_progress(
     lines_to: SafeConsole | None = None,
 ) -> Any:
     """Run the coroutine ``start(on_event)`` (a public API call) with a progress bar on a terminal (plain lines
-    on ``lines_to``, stdout by default, otherwise). Ctrl-C and SIGTERM both stop it cleanly: the run is marked
-    interrupted, the command to resume it is printed, and the exit code is 130 (Ctrl-C) or 143 (SIGTERM). A
-    second SIGTERM ends the process at once."""
+    on ``lines_to``, stdout by default, otherwise: see :func:`_progress_line_shown`). Ctrl-C and SIGTERM both
+    stop it cleanly: the run is marked interrupted, the command to resume it is printed, and the exit code is 130
+    (Ctrl-C) or 143 (SIGTERM). A second SIGTERM ends the process at once."""
     import asyncio
     import contextlib
     import signal
@@ -72,7 +85,7 @@ def _run_with_progress(
                 on_start(event)
             return
         bar.update(task, completed=event.done, description=f"{event.item.case}")
-        if not console.is_terminal:
+        if not console.is_terminal and _progress_line_shown(event.done, event.total, event.result.outcome):
             persona = f" ({event.item.persona})" if event.item.persona else ""
             (lines_to or out).print(
                 f"[{event.done}/{event.total}] {event.result.outcome:<6} {event.item.case}{persona} "

@@ -83,3 +83,16 @@ def test_help_imports_neither_litellm_nor_langgraph() -> None:
     imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in done.stderr.splitlines() if "|" in line}
     assert "typer" in imported  # the clock did run
     assert not imported & {"litellm", "langgraph"}
+
+
+def test_a_large_run_off_the_terminal_prints_its_failures_and_a_bounded_progress() -> None:
+    """10,000 conversations printed 10,035 lines into a CI log; now failures and a line every twentieth."""
+    from simulator.cli._progress import EVERY_LINE_UP_TO, _progress_line_shown
+
+    small = [_progress_line_shown(done, EVERY_LINE_UP_TO, "pass") for done in range(1, EVERY_LINE_UP_TO + 1)]
+    assert all(small)
+    total = 10_000
+    passed = [done for done in range(1, total + 1) if _progress_line_shown(done, total, "pass")]
+    assert passed == list(range(500, total + 1, 500))
+    assert all(_progress_line_shown(7, total, outcome) for outcome in ("fail", "error", "user_error"))
+    assert not _progress_line_shown(7, total, "unsure")
