@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,8 +61,9 @@ class SlowUserModel:
         )
 
 
-@pytest.fixture
-def server() -> Iterator[SlowUserModel]:
+@contextmanager
+def serving_slow_user_model() -> Iterator[SlowUserModel]:
+    """A :class:`SlowUserModel` listening on 127.0.0.1 (its ``url``) while the block runs; the Ray tests use it too."""
     model = SlowUserModel()
     runner: list[web.AppRunner] = []
 
@@ -86,6 +88,12 @@ def server() -> Iterator[SlowUserModel]:
         yield model
     finally:
         thread.stop(stop)
+
+
+@pytest.fixture
+def server() -> Iterator[SlowUserModel]:
+    with serving_slow_user_model() as model:
+        yield model
 
 
 def _suite(root: Path, url: str, user_limit: int | None = None) -> Path:

@@ -20,14 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 from typer.testing import CliRunner
 
 import simulator
 from simulator.cli import EXIT_BELOW_BAR, EXIT_INVALID, app
 from simulator.store import RunStore
-from tests._loop_thread import LoopThread
-from tests.runs.test_model_limits import SlowUserModel
+from tests.runs.test_model_limits import SlowUserModel, serving_slow_user_model
 from tests.runs.test_model_limits import _suite as limits_suite
 
 # Read when ray is imported: the local cluster listens on the loopback address only.
@@ -172,28 +170,8 @@ def test_a_killed_worker_loses_nothing_and_stores_nothing_twice(project: Path) -
 
 @pytest.fixture
 def slow_user_model() -> Iterator[SlowUserModel]:
-    model = SlowUserModel()
-    runners: list[web.AppRunner] = []
-
-    async def start() -> str:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", model.chat)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        runners.append(runner)
-        return f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-
-    async def stop() -> None:
-        for runner in runners:
-            await runner.cleanup()
-
-    thread = LoopThread("slow-user-model")
-    model.url = thread.start(start)
-    try:
+    with serving_slow_user_model() as model:
         yield model
-    finally:
-        thread.stop(stop)
 
 
 @pytest.mark.usefixtures("cluster")
