@@ -108,12 +108,14 @@ def gap_sections(record: RunRecord, coverage: RunCoverage, *, reasons: bool = Tr
 def coverage_summary_lines(record: RunRecord, coverage: RunCoverage, command: str) -> list[str]:
     """The compact view printed after a run: the headline, then each gap with at most :data:`GAPS_SHOWN`
     items and how many more, then ``command`` (the one that prints the whole view) when anything was left
-    out. When several expectations share a reason, each reason is said once with its count. At most
-    2 + 5 x (1 + GAPS_SHOWN) + GAPS_SHOWN lines whatever the run's size."""
+    out. When every expectation left out has the same reason, it is said once with its count. At most
+    3 + 5 x (1 + GAPS_SHOWN) lines whatever the run's size."""
     lines = [coverage_headline(coverage)]
     cut = False
     why = Counter(e.reason or "" for e in coverage.unevaluated_expectations())
-    grouped = len(why) < why.total()  # a reason shared by several expectations is said once, with its count
+    # One reason shared by every expectation left out (no judge model, typically) is said once, with its count;
+    # with several reasons each line keeps its own, so a reader can tell which is which.
+    grouped = len(why) == 1 and why.total() > 1
     for heading, items in gap_sections(record, coverage, reasons=not grouped):
         lines.append(f"  {heading} ({len(items)}):")
         lines += [f"    {item}" for item in items[:GAPS_SHOWN]]
@@ -121,7 +123,7 @@ def coverage_summary_lines(record: RunRecord, coverage: RunCoverage, command: st
             lines[-1] += f" (+{len(items) - GAPS_SHOWN} more)"
             cut = True
         if grouped and heading == "expectations never evaluated":
-            lines += [f"    why: {reason} ({count})" for reason, count in why.most_common(GAPS_SHOWN)]
+            lines += [f"    why: {reason} ({count})" for reason, count in why.items()]
     if cut:
         lines.append(f"  the whole coverage: {command}")
     return lines
