@@ -27,8 +27,9 @@ class Tape:
     ``turn`` is the conversation's current turn as the agent wrapper last saw it (entries made meanwhile carry it).
     """
 
-    def __init__(self) -> None:
-        self.entries: list[dict[str, Any]] = []
+    def __init__(self, entries: list[dict[str, Any]] | None = None) -> None:
+        #: ``entries`` given: the tape another process recorded (a Ray worker's, shipped back with its result).
+        self.entries: list[dict[str, Any]] = [] if entries is None else entries
         self.turn = 0
 
     def add(self, role: str, kind: str, request: Any, response: Any, **extra: Any) -> None:

@@ -219,7 +219,8 @@ def run(
         typer.Option(
             "--record",
             help="Keep a cassette of every exchange (agent, tools, simulated user, judge) of each conversation, "
-            "compressed and with secrets scrubbed, for `simulator replay` and `simulator rerun`.",
+            "compressed and with secrets scrubbed, for `simulator replay` and `simulator rerun` (on Ray too: "
+            "the workers send the cassettes back with the results).",
         ),
     ] = False,
 ) -> None:

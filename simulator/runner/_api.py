@@ -212,17 +212,13 @@ def check_executor(settings: RunSettings) -> None:
         if given:
             raise InputError(f"{' and '.join(given)} only apply to Ray runs: add --executor ray, or leave them out")
         return
-    if settings.record:
-        raise InputError(
-            "--record does not work with --executor ray yet (the cassettes would have to come back from the "
-            "workers): record with --executor local"
-        )
     import importlib.util
 
     if importlib.util.find_spec("ray") is None:
         raise InputError(
             "--executor ray needs Ray, which is not installed: pip install 'simulator[ray]' (or run with "
-            "--executor local)"
+            "--executor local). Ray has wheels for CPython on Linux x86_64/aarch64, macOS arm64 and Windows x86_64 "
+            "(macOS x86_64 up to Python 3.13); elsewhere the extra installs nothing"
         )
     if settings.ray_address:
         from simulator.runner._ray import check_reachable

@@ -12,6 +12,9 @@ The only importer of ray (the optional extra ``simulator[ray]``), imported when 
   one by one to the least busy worker, so the driver's memory does not grow with the plan;
 * every model call takes a slot of its role from one limiter actor (:class:`ClusterLimits`), so a role's
   ``concurrency`` holds across the cluster, not per worker;
+* a recorded run (``record``): each worker records its conversation's tape and sends it back, secrets scrubbed,
+  with the result; the driver stores the cassette beside the result, as a local run does. A conversation cut off
+  by a worker's death sends nothing back, so its half tape is never stored: the retry records a whole one;
 * a worker that dies takes none of the run with it: its conversations are handed to a fresh worker and run
   from the start (at most :data:`ATTEMPTS` times, then stored as ``error``), its model slots are given back,
   and the store's one result per key makes sure nothing is stored twice;
@@ -32,10 +35,10 @@ import signal
 import socket
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Iterator
+from contextlib import asynccontextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from simulator.errors import InputError
 from simulator.llm import LLMClient, Role, preload
@@ -44,6 +47,8 @@ from simulator.models.scores import CaseResult
 from simulator.runner._case import find_case, model_roles
 from simulator.runner._execute import converse, error_result
 from simulator.runner._plan import restore
+from simulator.safety import redact_data
+from simulator.taps import Tape, recording
 
 #: How many times one conversation is started on a worker before a worker death counts as its result.
 ATTEMPTS = 3
@@ -52,7 +57,15 @@ REACH_TIMEOUT = 10.0
 #: Worker processes of a local cluster when the run does not say.
 LOCAL_WORKERS = 2
 
-Save = Callable[[PlanItem, CaseResult, float], Awaitable[None]]
+
+class Save(Protocol):
+    """Stores one finished conversation in the driver, with the tape it was recorded on (a recorded run)."""
+
+    def __call__(
+        self, item: PlanItem, result: CaseResult, duration: float, *, tape: Tape | None = None
+    ) -> Awaitable[None]:
+        """Store ``result`` of ``item`` and, when given, the cassette made of ``tape``."""
+        ...
 
 
 def _ray(address: str | None) -> Any:
@@ -188,13 +201,15 @@ class ConversationWorker:
         for loaded in self._suites:
             preload(model_roles(loaded, self._base))
 
-    async def converse(self, item: dict[str, Any]) -> tuple[str, float]:
-        """Run and score one conversation; its result as JSON and its duration."""
+    async def converse(self, item: dict[str, Any]) -> tuple[str, float, list[dict[str, Any]] | None]:
+        """Run and score one conversation; its result as JSON, its duration and, in a recorded run, the exchanges
+        on its tape with every secret this worker knows scrubbed (the driver scrubs again with its own)."""
         planned = PlanItem.model_validate(item)
-        result, duration = await converse(
-            self._suites[planned.suite], planned, self._clients[planned.suite], self._base
-        )
-        return result.model_dump_json(), duration
+        with recording() if self._base.record else nullcontext() as tape:
+            result, duration = await converse(
+                self._suites[planned.suite], planned, self._clients[planned.suite], self._base
+            )
+        return result.model_dump_json(), duration, None if tape is None else redact_data(tape.entries)
 
 
 async def run_on_ray(record: RunRecord, base: RunSettings, items: Iterator[PlanItem], save: Save) -> None:
@@ -236,30 +251,30 @@ async def run_on_ray(record: RunRecord, base: RunSettings, items: Iterator[PlanI
             await limits.forget.remote(name)
             hire()
 
-        async def attempt(item: PlanItem) -> tuple[CaseResult, float]:
+        async def attempt(item: PlanItem) -> tuple[CaseResult, float, Tape | None]:
             for tries in range(1, ATTEMPTS + 1):
                 name = min(load, key=load.__getitem__)  # the least busy worker
                 load[name] += 1
                 try:
-                    text, duration = await workers[name].converse.remote(item.model_dump(mode="json"))
+                    text, duration, entries = await workers[name].converse.remote(item.model_dump(mode="json"))
                 except ray.exceptions.RayActorError as exc:
                     await replace(name)
                     if tries == ATTEMPTS:
                         loaded = restore(record.snapshot[item.suite])
                         cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                         message = f"the Ray worker running it died {ATTEMPTS} times; last: {cause}"
-                        return error_result(find_case(loaded, item.case), item, message), 0.0
+                        return error_result(find_case(loaded, item.case), item, message), 0.0, None
                     continue
                 finally:
                     if name in load:
                         load[name] -= 1
-                return CaseResult.model_validate_json(text), duration
+                return CaseResult.model_validate_json(text), duration, None if entries is None else Tape(entries)
             raise AssertionError("unreachable: the last attempt returns")
 
         async def lane() -> None:
             for item in items:  # shared: each item is taken by exactly one lane (no await inside next())
-                result, duration = await attempt(item)
-                await save(item, result, duration)
+                result, duration, tape = await attempt(item)
+                await save(item, result, duration, tape=tape)
 
         lanes = [asyncio.create_task(lane()) for _ in range(max(1, base.concurrency))]
         try:

@@ -32,12 +32,6 @@ def test_ray_options_without_the_ray_executor_are_refused(options: dict[str, Any
     assert "add --executor ray" in str(raised.value)
 
 
-def test_recording_on_ray_is_refused_naming_the_fix() -> None:
-    with pytest.raises(InputError, match="--record does not work with --executor ray") as raised:
-        simulator.plan(DEMO, executor="ray", record=True)
-    assert "record with --executor local" in str(raised.value)
-
-
 def test_an_unknown_executor_is_exit_2_before_anything_is_stored(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     result = CliRunner().invoke(app, ["run", str(DEMO), "--db", str(db), "--executor", "spark"])
