@@ -10,7 +10,8 @@
   ``backend`` setting (``auto``, ``litellm``, ``openai``) overrides the choice;
 * :class:`RequestCache` (``_cache``): replies stored by request in SQLite, so re-runs are fast, free and
   reproducible;
-* :class:`RetryPolicy` and :func:`retry_after_seconds` (``_retry``): the backoff shared with the agent adapters.
+* :class:`RetryPolicy` and :func:`retry_after_seconds` (``_retry``): the backoff shared with the agent adapters;
+  :class:`HoldOffs`: a ``Retry-After`` held for every call to the provider, kept by a :class:`CallLimiter`.
 """
 
 from simulator.llm._cache import RequestCache, cache_scope, request_cache_key
@@ -41,7 +42,7 @@ from simulator.llm._fake import (
     fake_server_error,
     fake_timeout,
 )
-from simulator.llm._retry import RETRY_AFTER_CAP, RetryPolicy, retry_after_seconds
+from simulator.llm._retry import RETRY_AFTER_CAP, HoldOff, HoldOffs, RetryPolicy, retry_after_seconds
 from simulator.llm._types import Completion, Role, StructuredOutputError, ToolCallRequest, UnrecordedRequest, Usage
 
 __all__ = [
@@ -54,6 +55,8 @@ __all__ = [
     "FakeRequest",
     "FakeScript",
     "FakeToolCall",
+    "HoldOff",
+    "HoldOffs",
     "LLMClient",
     "RecordedAnswers",
     "RequestCache",

@@ -9,7 +9,9 @@ What the client adds on top of a backend
   * a timeout on the whole call (a provider's HTTP client only bounds each read);
   * retries done here, not by litellm: exponential backoff with full jitter (:class:`RetryPolicy`, shared
     with the agent adapters) on rate limits (429), server errors (5xx), timeouts and connection errors,
-    waiting at least as long as the provider's ``Retry-After`` asks (capped at 60 s); no retry on
+    waiting at least as long as the provider's ``Retry-After`` asks (capped at 60 s); a ``Retry-After`` also
+    holds off every other call to the same provider (model and API base) for that long, in the whole process
+    (every client on the event loop) or, through a shared :class:`CallLimiter`, the whole Ray cluster; no retry on
     authentication, bad request or unknown model errors, which fail at once with a
     :class:`~simulator.errors.ModelError` that says what to fix;
   * token and cost accounting per role, counted into the :func:`metering` blocks around the calls (one per
@@ -41,8 +43,9 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, contextmanager
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -53,7 +56,7 @@ from simulator.llm._cache import RequestCache, cache_salt, request_cache_key
 from simulator.llm._fake import FakeBackend, FakeScript, is_fake_model
 from simulator.llm._litellm import LitellmBackend, load_litellm
 from simulator.llm._openai import OPENAI_PREFIX, OpenAIBackend, load_openai
-from simulator.llm._retry import Failure, RetryPolicy, full_jitter
+from simulator.llm._retry import Failure, HoldOff, HoldOffs, RetryPolicy, full_jitter
 from simulator.llm._types import Completion, Role, StructuredOutputError, Usage
 from simulator.models.settings import ModelRoles, ModelSettings
 from simulator.safety import redact, register_secret
@@ -117,13 +120,38 @@ def _quick_exit() -> None:
 
 
 class CallLimiter(Protocol):
-    """Where a client takes a slot before each call of a role (``limit``: the role's ``concurrency``). Without
-    one, a client holds a semaphore per role of its own; a run spread over many processes (the Ray executor)
-    gives every client one shared limiter, so a role's limit holds across all of them."""
+    """Where a client takes a slot before each call of a role (``limit``: the role's ``concurrency``), and where
+    the waits servers asked for (``Retry-After``) are kept per provider (:class:`~simulator.llm._retry.HoldOffs`).
+    Without one, a client holds a semaphore per role of its own and shares the hold-offs of its event loop; a run
+    spread over many processes (the Ray executor) gives every client one shared limiter, so a role's limit and a
+    provider's ``Retry-After`` hold across all of them."""
 
-    def slot(self, role: Role, limit: int) -> AbstractAsyncContextManager[Any]:
-        """Held while one call of ``role`` is in flight."""
+    def slot(self, role: Role, limit: int, provider: str) -> AbstractAsyncContextManager[HoldOff]:
+        """Held while one call of ``role`` is in flight; gives how long calls to ``provider`` are still held off
+        when the slot was granted (the caller waits that out before it calls)."""
         ...
+
+    async def hold_off(self, provider: str, seconds: float) -> int:
+        """Hold off every call to ``provider`` for ``seconds`` (unless a longer hold-off runs); the number of the
+        hold-off that stands (:meth:`~simulator.llm._retry.HoldOffs.hold_off`)."""
+        ...
+
+    async def held_off(self, provider: str) -> HoldOff:
+        """How long calls to ``provider`` must still wait."""
+        ...
+
+
+#: The hold-offs of the clients without a limiter, one table per event loop: every conversation of a local run
+#: shares it (a run is one ``asyncio.run``), and nothing of one loop's waits leaks into another's.
+_LOOP_HOLD_OFFS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, HoldOffs] = weakref.WeakKeyDictionary()
+
+
+def _loop_hold_offs() -> HoldOffs:
+    loop = asyncio.get_running_loop()
+    table = _LOOP_HOLD_OFFS.get(loop)
+    if table is None:
+        table = _LOOP_HOLD_OFFS[loop] = HoldOffs()
+    return table
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -390,15 +418,28 @@ class LLMClient:
         attempts = (settings.max_retries if retries is None else retries) + 1
         last: Failure | None = None
         last_exc: BaseException | None = None
+        provider = _provider(model, settings)
+        waited_out = 0  # the hold-off standing after this call's own 429: it waits by its own Retry-After instead
         for attempt in range(1, attempts + 1):
+            failure: Failure | None = None
             try:
-                async with self._slot(role, settings):
-                    # A provider's HTTP client bounds each read, not the whole call; this bounds the whole call,
-                    # and also covers providers that ignore the timeout (in this task: wait_for made one per call).
-                    async with asyncio.timeout(timeout):
-                        completion = await backend.complete(request, role=role)
+                async with self._slot(role, settings, provider) as held:
+                    await self._sit_out(provider, held, waited_out)
+                    try:
+                        # A provider's HTTP client bounds each read, not the whole call; this bounds the whole
+                        # call, and also covers providers that ignore the timeout (in this task: wait_for made one
+                        # per call).
+                        async with asyncio.timeout(timeout):
+                            completion = await backend.complete(request, role=role)
+                    except Exception as exc:
+                        failure = _timed_out(timeout) if isinstance(exc, TimeoutError) else backend.classify(exc)
+                        if failure is not None and failure.retry and failure.retry_after:
+                            # Set while the slot is still held: no call waiting for it starts inside the window.
+                            waited_out = await self._hold_off(provider, failure.retry_after)
+                        raise
             except Exception as exc:
-                failure = _timed_out(timeout) if isinstance(exc, TimeoutError) else backend.classify(exc)
+                if failure is None:
+                    failure = _timed_out(timeout) if isinstance(exc, TimeoutError) else backend.classify(exc)
                 if failure is None:
                     raise  # not a provider failure: a bug, let it surface with its traceback
                 failure.detail = _scrub(failure.detail, api_key)
@@ -548,10 +589,40 @@ class LLMClient:
         register_secret(settings.api_key_env, key)
         return key
 
-    def _slot(self, role: Role, settings: ModelSettings) -> AbstractAsyncContextManager[Any]:
+    def _slot(self, role: Role, settings: ModelSettings, provider: str) -> AbstractAsyncContextManager[HoldOff]:
         if self._limiter is not None:
-            return self._limiter.slot(role, settings.concurrency or 8)
-        return self._semaphore(role, settings)
+            return self._limiter.slot(role, settings.concurrency or 8, provider)
+        return self._local_slot(role, settings, provider)
+
+    @asynccontextmanager
+    async def _local_slot(self, role: Role, settings: ModelSettings, provider: str) -> AsyncIterator[HoldOff]:
+        async with self._semaphore(role, settings):
+            yield _loop_hold_offs().held_off(provider)
+
+    async def _hold_off(self, provider: str, seconds: float) -> int:
+        """Hold off every call to ``provider`` for what its server asked (cut to the policy's cap)."""
+        seconds = min(seconds, self.retry_policy.retry_after_cap)
+        if self._limiter is not None:
+            return await self._limiter.hold_off(provider, seconds)
+        return _loop_hold_offs().hold_off(provider, seconds)
+
+    async def _sit_out(self, provider: str, held: HoldOff, waited_out: int) -> None:
+        """Wait until no hold-off of ``provider`` is left, but the one this call set (waited out already), for at
+        most the policy's ``retry_after_cap`` in all; by the policy's sleep, so tests inject it."""
+        waited = 0.0
+        cap = self.retry_policy.retry_after_cap
+        while held.seconds > 0 and held.number != waited_out and waited < cap:
+            wait = min(held.seconds, cap - waited)
+            await self.retry_policy.sleep(wait)
+            waited += wait
+            seen = held.number
+            held = (
+                await self._limiter.held_off(provider)
+                if self._limiter is not None
+                else _loop_hold_offs().held_off(provider)
+            )
+            if held.number == seen:
+                return  # waited out what was asked; only a newer hold-off (another 429 meanwhile) waits again
 
     def _semaphore(self, role: Role, settings: ModelSettings) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -561,6 +632,11 @@ class LLMClient:
             entry = (loop, asyncio.Semaphore(settings.concurrency or 8))
             self._semaphores[role] = entry
         return entry[1]
+
+
+def _provider(model: str, settings: ModelSettings) -> str:
+    """What a ``Retry-After`` holds off: every call of this model at this API base, whichever role makes it."""
+    return f"{model} at {settings.api_base}" if settings.api_base else model
 
 
 def _timed_out(timeout: float) -> Failure:

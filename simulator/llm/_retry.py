@@ -1,5 +1,6 @@
-"""Retries: the backoff policy shared by every model role and the agent adapters, ``Retry-After``, and the
-kinds of provider failure a backend sorts its exceptions into (what is retried, and what the error says)."""
+"""Retries: the backoff policy shared by every model role and the agent adapters, ``Retry-After``, the hold-offs
+a ``Retry-After`` puts on every call to the same provider (:class:`HoldOffs`), and the kinds of provider failure a
+backend sorts its exceptions into (what is retried, and what the error says)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
+    "NOT_HELD_OFF",
     "RETRY_AFTER_CAP",
     "Failure",
+    "HoldOff",
+    "HoldOffs",
     "RetryPolicy",
     "exception_retry_after",
     "failure_detail",
@@ -73,6 +77,54 @@ class RetryPolicy:
     def longest_wait(self) -> float:
         """The longest :meth:`delay` can be: a bound for callers that budget a whole series of attempts."""
         return max(self.cap, self.retry_after_cap)
+
+
+class HoldOff(NamedTuple):
+    """Whether calls to a provider are held off: the seconds still to wait (0.0: not held off) and the number of the
+    hold-off (0 for none), so a call can tell a new hold-off from one it has already waited out."""
+
+    seconds: float
+    number: int
+
+
+#: Calls to a provider that no server asked to wait.
+NOT_HELD_OFF = HoldOff(0.0, 0)
+
+
+class HoldOffs:
+    """The waits servers asked for, per provider (a model at an API base): when one call gets a ``Retry-After``,
+    every call to that provider waits it out, not only the one that got it (the limit is the provider's, for every
+    caller). Times are on this process's monotonic clock; callers are told the seconds left, so a holder in
+    another process (the Ray limiter actor) serves workers whose clocks differ. Plain data, no waiting: the
+    callers wait, by their own :class:`RetryPolicy`."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._until: dict[str, tuple[float, int]] = {}
+        self._made = 0
+
+    def hold_off(self, provider: str, seconds: float) -> int:
+        """Hold off every call to ``provider`` for ``seconds`` from now, unless a longer hold-off already runs
+        (that one stands); the number of the hold-off that stands. The call whose server asked waits by its own
+        ``Retry-After`` instead (:meth:`RetryPolicy.delay`): it is not held off by that number."""
+        until = self._clock() + max(0.0, seconds)
+        current = self._until.get(provider)
+        if current is not None and current[0] >= until:
+            return current[1]
+        self._made += 1
+        self._until[provider] = (until, self._made)
+        return self._made
+
+    def held_off(self, provider: str) -> HoldOff:
+        """How long calls to ``provider`` must still wait."""
+        current = self._until.get(provider)
+        if current is None:
+            return NOT_HELD_OFF
+        left = current[0] - self._clock()
+        if left <= 0:
+            del self._until[provider]
+            return NOT_HELD_OFF
+        return HoldOff(left, current[1])
 
 
 def retry_after_seconds(headers: Any, *, now: float | None = None) -> float | None:

@@ -11,7 +11,8 @@ The only importer of ray (the optional extra ``simulator[ray]``), imported when 
 * the plan is streamed: at most ``concurrency`` conversations are in flight on the whole cluster, handed out
   one by one to the least busy worker, so the driver's memory does not grow with the plan;
 * every model call takes a slot of its role from one limiter actor (:class:`ClusterLimits`), so a role's
-  ``concurrency`` holds across the cluster, not per worker;
+  ``concurrency`` holds across the cluster, not per worker; the actor also keeps the providers' ``Retry-After``
+  hold-offs, so a 429 one worker gets holds off that provider's calls on every worker;
 * a recorded run (``record``): each worker records its conversation's tape and sends it back, secrets scrubbed,
   with the result; the driver stores the cassette beside the result, as a local run does. A conversation cut off
   by a worker's death sends nothing back, so its half tape is never stored: the retry records a whole one;
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from simulator.errors import InputError
-from simulator.llm import LLMClient, Role, preload
+from simulator.llm import HoldOff, HoldOffs, LLMClient, Role, preload
 from simulator.models.run import PlanItem, RunRecord, RunSettings, SuiteSnapshot
 from simulator.models.scores import CaseResult
 from simulator.runner._case import find_case, model_roles
@@ -133,22 +134,34 @@ def worker_count(ray: Any, settings: RunSettings) -> int:
 
 class ClusterLimits:
     """The limiter actor: slots per (suite, role) held on the whole cluster, each counted by its holder (a
-    worker), so the slots of a worker that died can be given back (:meth:`forget`)."""
+    worker), so the slots of a worker that died can be given back (:meth:`forget`); and the providers' hold-offs
+    (``Retry-After``), told to every worker with the slot it is granted."""
 
     def __init__(self) -> None:
         self._held: Counter[str] = Counter()
         self._by_holder: dict[str, Counter[str]] = {}
         self._dead: set[str] = set()
         self._changed = asyncio.Condition()
+        self._hold_offs = HoldOffs()
 
-    async def acquire(self, key: str, limit: int, holder: str) -> None:
-        """Wait until ``key`` has fewer than ``limit`` slots held, then hold one for ``holder``."""
+    async def acquire(self, key: str, limit: int, holder: str, provider: str = "") -> tuple[float, int]:
+        """Wait until ``key`` has fewer than ``limit`` slots held, then hold one for ``holder``; how long calls
+        to ``provider`` are still held off (a :class:`~simulator.llm.HoldOff`, as a plain tuple)."""
         async with self._changed:
             await self._changed.wait_for(lambda: self._held[key] < limit)
-            if holder in self._dead:
-                return  # asked for before its holder died: nobody would give it back
-            self._held[key] += 1
-            self._by_holder.setdefault(holder, Counter())[key] += 1
+            if holder not in self._dead:  # else asked for before its holder died: nobody would give it back
+                self._held[key] += 1
+                self._by_holder.setdefault(holder, Counter())[key] += 1
+        return await self.held_off(provider)
+
+    async def hold_off(self, provider: str, seconds: float) -> int:
+        """Hold off every call to ``provider`` on the cluster for ``seconds``; the hold-off's number."""
+        return self._hold_offs.hold_off(provider, seconds)
+
+    async def held_off(self, provider: str) -> tuple[float, int]:
+        """How long calls to ``provider`` must still wait."""
+        held = self._hold_offs.held_off(provider)
+        return held.seconds, held.number
 
     async def release(self, key: str, holder: str) -> None:
         """Give back one slot of ``key`` that ``holder`` held."""
@@ -178,13 +191,20 @@ class _ClusterSlots:
         self._holder = holder
 
     @asynccontextmanager
-    async def slot(self, role: Role, limit: int) -> AsyncIterator[None]:
+    async def slot(self, role: Role, limit: int, provider: str) -> AsyncIterator[HoldOff]:
         key = f"{self._suite}:{role.value}"
-        await self._limits.acquire.remote(key, limit, self._holder)
+        held = await self._limits.acquire.remote(key, limit, self._holder, provider)
         try:
-            yield
+            yield HoldOff(*held)
         finally:
             await self._limits.release.remote(key, self._holder)
+
+    async def hold_off(self, provider: str, seconds: float) -> int:
+        number: int = await self._limits.hold_off.remote(provider, seconds)
+        return number
+
+    async def held_off(self, provider: str) -> HoldOff:
+        return HoldOff(*await self._limits.held_off.remote(provider))
 
 
 class ConversationWorker:

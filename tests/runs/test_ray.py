@@ -1,5 +1,6 @@
 """The Ray executor on a local cluster of 2 worker processes (started once for the module): the same results as a
-local run, nothing lost or stored twice when a worker is killed mid-conversation, a model role's limit held across
+local run, nothing lost or stored twice when a worker is killed mid-conversation (recorded or not), a run recorded
+on Ray that replays as the same run recorded locally, a model role's limit and a provider's Retry-After held across
 the workers (counted at a local model server), and a cancelled run that resumes.
 
 Every kill and cancel happens while the agent is known to be waiting (it leaves a marker file), never after a
@@ -30,6 +31,7 @@ from simulator.models.cassette import Cassette
 from simulator.store import RunStore
 from tests.runs.test_model_limits import SlowUserModel, serving_slow_user_model
 from tests.runs.test_model_limits import _suite as limits_suite
+from tests.runs.test_retry_after import CONVERSATIONS, check_held_off, rate_limited_suite, serving_rate_limited_model
 from tests.test_cassettes import signature
 
 # Read when ray is imported: the local cluster listens on the loopback address only.
@@ -239,6 +241,17 @@ def test_a_roles_limit_holds_across_the_workers(slow_user_model: SlowUserModel, 
     assert slow_user_model.requests >= len(outcome.record.plan)
     # Two workers with 6 conversations each: a limit per worker would have let 6 requests in at once.
     assert slow_user_model.most == 3
+
+
+@pytest.mark.usefixtures("cluster")
+def test_a_retry_after_holds_off_the_model_on_every_worker(tmp_path: Path) -> None:
+    with serving_rate_limited_model() as model:
+        suite = rate_limited_suite(tmp_path, model.url)
+        outcome = simulator.run(
+            [suite], db=tmp_path / "r.db", concurrency=CONVERSATIONS, seed=1, cache=False, executor="ray", ray_workers=2
+        )
+    # One worker got the 429; the calls queued on both workers (for the role's one slot on the cluster) waited.
+    check_held_off(model, outcome)
 
 
 @pytest.mark.usefixtures("cluster")
