@@ -65,10 +65,10 @@ def test_a_hold_off_lasts_its_seconds_and_a_longer_one_stands() -> None:
 # The model client (fake backend, injected sleep)
 
 
-def _three_calls(script: FakeScript, sleeps: Sleeps, **roles: ModelSettings | str) -> None:
+def _three_calls(script: FakeScript, sleeps: Sleeps) -> None:
     """Three user calls at once through a client whose user role has one slot: the first gets the script's first
     reply, the others queue for the slot meanwhile."""
-    client = make_client(script, sleeps=sleeps, **roles)
+    client = make_client(script, sleeps=sleeps, user=ModelSettings(model="fake/user", concurrency=1))
 
     async def go() -> None:
         await asyncio.gather(*(client.complete("user", HELLO) for _ in range(3)))
@@ -79,7 +79,7 @@ def _three_calls(script: FakeScript, sleeps: Sleeps, **roles: ModelSettings | st
 def test_a_retry_after_holds_off_the_calls_queued_for_the_role() -> None:
     sleeps = Sleeps()
     script = FakeScript().enqueue("user", fake_rate_limit(retry_after=5), "one", "two", "three")
-    _three_calls(script, sleeps, user=ModelSettings(model="fake/user", concurrency=1))
+    _three_calls(script, sleeps)
     # The call that got the 429 waits 5 s by its own Retry-After; each queued call sits out what is left of the
     # same 5 s (a hair less: the clock moved) before it calls. Without the hold-off only the first would wait.
     assert sorted(sleeps.delays) == pytest.approx([5.0, 5.0, 5.0], abs=0.5)
@@ -89,14 +89,14 @@ def test_a_retry_after_holds_off_the_calls_queued_for_the_role() -> None:
 def test_a_wait_without_a_hint_is_the_failed_calls_own_backoff_only() -> None:
     sleeps = Sleeps()
     script = FakeScript().enqueue("user", fake_rate_limit(), "one", "two", "three")
-    _three_calls(script, sleeps, user=ModelSettings(model="fake/user", concurrency=1))
+    _three_calls(script, sleeps)
     assert sleeps.delays == [1.0]  # the backoff of the call that failed; nobody else waits
 
 
 def test_a_hold_off_is_cut_to_the_retry_after_cap() -> None:
     sleeps = Sleeps()
     script = FakeScript().enqueue("user", fake_rate_limit(retry_after=3600), "one", "two", "three")
-    _three_calls(script, sleeps, user=ModelSettings(model="fake/user", concurrency=1))
+    _three_calls(script, sleeps)
     assert len(sleeps.delays) == 3
     assert max(sleeps.delays) == RETRY_AFTER_CAP
 
@@ -104,7 +104,7 @@ def test_a_hold_off_is_cut_to_the_retry_after_cap() -> None:
 def test_a_server_errors_retry_after_holds_off_too() -> None:
     sleeps = Sleeps()
     script = FakeScript().enqueue("user", fake_server_error(503, retry_after=4), "one", "two", "three")
-    _three_calls(script, sleeps, user=ModelSettings(model="fake/user", concurrency=1))
+    _three_calls(script, sleeps)
     assert sorted(sleeps.delays) == pytest.approx([4.0, 4.0, 4.0], abs=0.5)
 
 
