@@ -42,7 +42,7 @@ from simulator.llm._fake import (
     fake_server_error,
     fake_timeout,
 )
-from simulator.llm._retry import RETRY_AFTER_CAP, HoldOff, HoldOffs, RetryPolicy, retry_after_seconds
+from simulator.llm._retry import RETRY_AFTER_CAP, HoldOff, HoldOffs, RetryPolicy, log_hold_off, retry_after_seconds
 from simulator.llm._types import Completion, Role, StructuredOutputError, ToolCallRequest, UnrecordedRequest, Usage
 
 __all__ = [
@@ -76,6 +76,7 @@ __all__ = [
     "fake_rate_limit",
     "fake_server_error",
     "fake_timeout",
+    "log_hold_off",
     "metering",
     "preload",
     "replaying",

@@ -56,7 +56,7 @@ from simulator.llm._cache import RequestCache, cache_salt, request_cache_key
 from simulator.llm._fake import FakeBackend, FakeScript, is_fake_model
 from simulator.llm._litellm import LitellmBackend, load_litellm
 from simulator.llm._openai import OPENAI_PREFIX, OpenAIBackend, load_openai
-from simulator.llm._retry import Failure, HoldOff, HoldOffs, RetryPolicy, full_jitter
+from simulator.llm._retry import Failure, HoldOff, HoldOffs, RetryPolicy, full_jitter, log_hold_off
 from simulator.llm._types import Completion, Role, StructuredOutputError, Usage
 from simulator.models.settings import ModelRoles, ModelSettings
 from simulator.safety import redact, register_secret
@@ -150,7 +150,7 @@ def _loop_hold_offs() -> HoldOffs:
     loop = asyncio.get_running_loop()
     table = _LOOP_HOLD_OFFS.get(loop)
     if table is None:
-        table = _LOOP_HOLD_OFFS[loop] = HoldOffs()
+        table = _LOOP_HOLD_OFFS[loop] = HoldOffs(on_new=log_hold_off)
     return table
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import logging
 import math
 import random
 import time
@@ -13,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, NamedTuple
+
+from simulator.safety import redact
 
 __all__ = [
     "NOT_HELD_OFF",
@@ -25,6 +28,7 @@ __all__ = [
     "failure_detail",
     "failure_for_status",
     "full_jitter",
+    "log_hold_off",
     "retry_after_seconds",
 ]
 
@@ -98,8 +102,11 @@ class HoldOffs:
     another process (the Ray limiter actor) serves workers whose clocks differ. Plain data, no waiting: the
     callers wait, by their own :class:`RetryPolicy`."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, on_new: Callable[[str, float], None] | None = None
+    ) -> None:
         self._clock = clock
+        self._on_new = on_new
         self._until: dict[str, tuple[float, int]] = {}
         self._made = 0
 
@@ -113,6 +120,8 @@ class HoldOffs:
             return current[1]
         self._made += 1
         self._until[provider] = (until, self._made)
+        if self._on_new is not None:
+            self._on_new(provider, seconds)
         return self._made
 
     def held_off(self, provider: str) -> HoldOff:
@@ -125,6 +134,18 @@ class HoldOffs:
             del self._until[provider]
             return NOT_HELD_OFF
         return HoldOff(left, current[1])
+
+
+_log = logging.getLogger("simulator.llm")
+
+
+def log_hold_off(provider: str, seconds: float) -> None:
+    """Say (a ``logging`` warning, on stderr unless the caller set up logging) that a server asked ``provider``'s
+    callers to wait: the run is not stuck, it waits as it was told. The provider's URL is redacted."""
+    _log.warning(
+        "%s answered with Retry-After: every call to it waits %.1f s (in every conversation of the run)",
+        redact(provider), seconds,
+    )  # fmt: skip
 
 
 def retry_after_seconds(headers: Any, *, now: float | None = None) -> float | None:

@@ -12,7 +12,8 @@ The only importer of ray (the optional extra ``simulator[ray]``), imported when 
   one by one to the least busy worker, so the driver's memory does not grow with the plan;
 * every model call takes a slot of its role from one limiter actor (:class:`ClusterLimits`), so a role's
   ``concurrency`` holds across the cluster, not per worker; the actor also keeps the providers' ``Retry-After``
-  hold-offs, so a 429 one worker gets holds off that provider's calls on every worker;
+  hold-offs, so a 429 one worker gets holds off that provider's calls on every worker (and the driver says so,
+  as a local run does: :func:`~simulator.llm.log_hold_off`);
 * a recorded run (``record``): each worker records its conversation's tape and sends it back, secrets scrubbed,
   with the result; the driver stores the cassette beside the result, as a local run does. A conversation cut off
   by a worker's death sends nothing back, so its half tape is never stored: the retry records a whole one;
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from simulator.errors import InputError
-from simulator.llm import HoldOff, HoldOffs, LLMClient, Role, preload
+from simulator.llm import HoldOff, HoldOffs, LLMClient, Role, log_hold_off, preload
 from simulator.models.run import PlanItem, RunRecord, RunSettings, SuiteSnapshot
 from simulator.models.scores import CaseResult
 from simulator.runner._case import find_case, model_roles
@@ -142,7 +143,20 @@ class ClusterLimits:
         self._by_holder: dict[str, Counter[str]] = {}
         self._dead: set[str] = set()
         self._changed = asyncio.Condition()
-        self._hold_offs = HoldOffs()
+        self._hold_offs = HoldOffs(on_new=self._made)
+        self._news: list[tuple[str, float]] = []  # every hold-off made, in order: one per 429 with a longer wait
+        self._news_came = asyncio.Event()
+
+    def _made(self, provider: str, seconds: float) -> None:
+        self._news.append((provider, seconds))
+        came, self._news_came = self._news_came, asyncio.Event()
+        came.set()
+
+    async def hold_offs_after(self, seen: int) -> list[tuple[str, float]]:
+        """The hold-offs made after the first ``seen``, once there is one (the driver says them)."""
+        while len(self._news) <= seen:
+            await self._news_came.wait()
+        return self._news[seen:]
 
     async def acquire(self, key: str, limit: int, holder: str, provider: str = "") -> tuple[float, int]:
         """Wait until ``key`` has fewer than ``limit`` slots held, then hold one for ``holder``; how long calls
@@ -296,6 +310,15 @@ async def run_on_ray(record: RunRecord, base: RunSettings, items: Iterator[PlanI
                 result, duration, tape = await attempt(item)
                 await save(item, result, duration, tape=tape)
 
+        async def say_hold_offs() -> None:
+            seen = 0
+            while True:
+                news = await limits.hold_offs_after.remote(seen)
+                seen += len(news)
+                for provider, seconds in news:
+                    log_hold_off(provider, seconds)
+
+        sayer = asyncio.create_task(say_hold_offs())
         lanes = [asyncio.create_task(lane()) for _ in range(max(1, base.concurrency))]
         try:
             await asyncio.gather(*lanes)
@@ -304,6 +327,9 @@ async def run_on_ray(record: RunRecord, base: RunSettings, items: Iterator[PlanI
                 task.cancel()
             await asyncio.gather(*lanes, return_exceptions=True)
             raise
+        finally:
+            sayer.cancel()
+            await asyncio.gather(sayer, return_exceptions=True)
     finally:
         for handle in [*workers.values(), *([limits] if limits is not None else [])]:
             ray.kill(handle, no_restart=True)  # a cancelled run leaves nothing running on the cluster

@@ -244,14 +244,15 @@ def test_a_roles_limit_holds_across_the_workers(slow_user_model: SlowUserModel, 
 
 
 @pytest.mark.usefixtures("cluster")
-def test_a_retry_after_holds_off_the_model_on_every_worker(tmp_path: Path) -> None:
+def test_a_retry_after_holds_off_the_model_on_every_worker(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     with serving_rate_limited_model() as model:
         suite = rate_limited_suite(tmp_path, model.url)
         outcome = simulator.run(
             [suite], db=tmp_path / "r.db", concurrency=CONVERSATIONS, seed=1, cache=False, executor="ray", ray_workers=2
         )
     # One worker got the 429; the calls queued on both workers (for the role's one slot on the cluster) waited.
-    check_held_off(model, outcome)
+    # ... and this process (the driver) said so, though the 429 came to a worker.
+    check_held_off(model, outcome, [record.getMessage() for record in caplog.records if record.name == "simulator.llm"])
 
 
 @pytest.mark.usefixtures("cluster")

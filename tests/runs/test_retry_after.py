@@ -218,8 +218,9 @@ def rate_limited_suite(root: Path, url: str) -> Path:
     return path
 
 
-def check_held_off(model: RateLimitedModel, outcome: simulator.RunOutcome) -> None:
-    """Every conversation ran to the end, and no request reached the server inside the 429's window."""
+def check_held_off(model: RateLimitedModel, outcome: simulator.RunOutcome, said: list[str]) -> None:
+    """Every conversation ran to the end, no request reached the server inside the 429's window, and the run said
+    once that it waits (``said``: the messages logged)."""
     assert outcome.record.totals is not None
     assert outcome.record.totals.error == 0
     assert outcome.record.totals.total == CONVERSATIONS
@@ -227,12 +228,18 @@ def check_held_off(model: RateLimitedModel, outcome: simulator.RunOutcome) -> No
     # the call that got the 429, retried, and every other conversation's call: all came after the window
     assert len(after) >= CONVERSATIONS
     assert min(after) >= WAIT
+    assert said == [
+        f"openai/limited-user at {model.url} answered with Retry-After: every call to it waits {WAIT:.1f} s (in every "
+        "conversation of the run)"
+    ]
 
 
-def test_a_runs_other_conversations_wait_out_a_retry_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_runs_other_conversations_wait_out_a_retry_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setenv("SLOW_USER_KEY", "not-a-real-key")
     monkeypatch.chdir(tmp_path)
     with serving_rate_limited_model() as model:
         suite = rate_limited_suite(tmp_path, model.url)
         outcome = simulator.run([suite], db=tmp_path / "r.db", concurrency=CONVERSATIONS, seed=1, cache=False)
-    check_held_off(model, outcome)
+    check_held_off(model, outcome, [record.getMessage() for record in caplog.records if record.name == "simulator.llm"])
