@@ -112,8 +112,8 @@ class Judge:
             return {**both, "user_turns": nothing_invented(user_numbers(prompt))}
         if prompt.startswith("You check one turn"):
             self.asked.append(("hallucination", prompt))
-            answer = self.verdicts(per_turn_number(prompt))
-            return answer
+            one_turn: StaticReply = self.verdicts(per_turn_number(prompt))
+            return one_turn
         if prompt.startswith("A language model played a customer"):
             self.asked.append(("user_fidelity", prompt))
             return {"turns": nothing_invented(user_numbers(prompt))}
