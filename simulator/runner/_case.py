@@ -328,7 +328,8 @@ async def score_case(
         fidelity = check_fidelity(case, transcript, persona, scores)
         findings = fidelity.findings
         if outcome == "fail" and user_could_cause(scores):
-            # Only a failure the user could have caused is worth a judge request: a passing one costs none.
+            # Only a failure the user could have caused uses the answer: the judge gave it with the hallucination
+            # question when the suite batches, else it is asked now (a passing conversation never asks it).
             findings = sorted(
                 [*findings, *await judge_invented_facts(judge, case, transcript, persona)],
                 key=lambda finding: finding.turn,
