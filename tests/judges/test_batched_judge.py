@@ -18,7 +18,7 @@ from simulator.judges.scoring import ScoringContext, score_transcript
 from simulator.llm import FakeScript, LLMClient, Role, StaticReply, fake_auth_error
 from simulator.loading import load_suite
 from simulator.metrics import case_outcome
-from simulator.models import JudgingSettings, ModelRoles
+from simulator.models import JudgingSettings, ModelRoles, Thresholds
 from simulator.models.run import RunSettings
 from simulator.models.scores import Score
 from simulator.models.transcript import AgentEvent, ToolCallRecord, Transcript, TranscriptEvent, UserEvent
@@ -309,6 +309,61 @@ def test_an_override_of_the_per_turn_prompt_alone_keeps_one_request_per_turn() -
     assert judge.count("hallucination") == TURNS
     assert all("(house rules)" in prompt for prompt in judge.prompts("hallucination"))
     assert [s.model_dump() for s in scores] == [s.model_dump() for s in score(Judge())]
+
+
+# -- the simulated user's invented-fact question in the same request ----------------------------------------------
+
+
+def with_llm_user(transcript: Transcript) -> Transcript:
+    events = [e.model_copy(update={"source": "llm"}) if isinstance(e, UserEvent) else e for e in transcript.events]
+    return transcript.model_copy(update={"events": events})
+
+
+BATCH_OVERRIDE = "You check the turns (house rules).\n{context}\n{conversation}\nJudge {turns}."
+USER_OVERRIDE = "A language model played a customer (house rules).\n{brief}\n{conversation}\nJudge {turns}."
+BOTH_OVERRIDE = "You review one conversation (house rules).\n{context}\n{brief}\n{conversation}\n{turns} / {user_turns}"
+
+
+@pytest.mark.parametrize(
+    ("prompts", "asked"),
+    [
+        ({}, "hallucination_fidelity_batch"),
+        ({"user_fidelity": USER_OVERRIDE}, "hallucination_batch"),
+        ({"hallucination_batch": BATCH_OVERRIDE}, "hallucination_batch"),
+        (
+            {"user_fidelity": USER_OVERRIDE, "hallucination_fidelity_batch": BOTH_OVERRIDE},
+            "hallucination_fidelity_batch",
+        ),
+    ],
+    ids=["built-in", "user-reworded", "batch-reworded", "combined-reworded"],
+)
+def test_the_users_question_rides_in_the_batch_unless_the_suite_reworded_one_part(
+    prompts: dict[str, str], asked: str
+) -> None:
+    judge = Judge()
+    judge.judge = LLMJudge(judge.client, prompts=prompts)
+    scores = score(judge, transcript=with_llm_user(conversation()))
+    (prompt,) = judge.prompts(asked)
+    assert user_numbers(prompt) == ([1, 2, 3, 4, 5, 6] if asked == "hallucination_fidelity_batch" else [])
+    assert ("(house rules)" in prompt) == (asked in {name for name in prompts if name != "user_fidelity"})
+    assert judge.count("user_fidelity") == 0  # asked (or not) by the fidelity check after the outcome
+    # The per-turn verdicts are the same either way.
+    assert [s.model_dump() for s in hallucinations(scores)] == [s.model_dump() for s in hallucinations(score(Judge()))]
+
+
+def test_the_users_question_is_not_asked_when_a_claim_of_tool_use_already_failed_the_case() -> None:
+    transcript = with_llm_user(conversation(3))
+    claim = AgentEvent(turn=2, messages=["I've checked your order: it arrives on 2 May."])
+    events = [claim if isinstance(e, AgentEvent) and e.turn == 2 else e for e in transcript.events]
+    for fail_on_hallucination, asked in ((True, "hallucination_batch"), (False, "hallucination_fidelity_batch")):
+        judge = Judge()
+        context = ScoringContext(thresholds=Thresholds(fail_on_hallucination=fail_on_hallucination))
+        scores = asyncio.run(
+            score_transcript(case(SCENARIO), transcript.model_copy(update={"events": events}), context, judge.judge)
+        )
+        assert [(s.turn, s.source) for s in hallucinations(scores)][1] == (2, "deterministic")
+        (prompt,) = judge.prompts(asked)  # a hallucination is never the user's: its question would not be used
+        assert batch_numbers(prompt) == [1, 3]
 
 
 def test_without_a_judge_model_nothing_is_asked() -> None:
