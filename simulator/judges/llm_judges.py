@@ -491,7 +491,7 @@ class LLMJudge:
             return list(answered)  # asked with the hallucination question (:meth:`hallucinations`)
         values = {
             "brief": brief,
-            "conversation": _render_user_marked(turns, events),
+            "conversation": _render_marked((), events, turns),
             "turns": ", ".join(str(turn.turn) for turn in turns),
         }
         reply = await self._ask("user_fidelity", values, UserFidelityReply)
@@ -757,24 +757,9 @@ def _render_marked(
     return "\n".join(parts)
 
 
-def _render_user_marked(turns: Sequence[UserEvent], events: Sequence[TranscriptEvent]) -> str:
-    """The conversation up to the last of ``turns``, each of them wrapped in ``<user_turn number="N">``."""
-    marked = {id(turn) for turn in turns}
-    last = max((i for i, event in enumerate(events) if id(event) in marked), default=len(events) - 1)
-    parts: list[str] = []
-    for event in events[: last + 1]:
-        rendered = render_conversation([event])
-        if id(event) in marked:
-            assert isinstance(event, UserEvent)
-            parts.append(f'<user_turn number="{event.turn}">\n{rendered}\n</user_turn>')
-        elif rendered:
-            parts.append(rendered)
-    return "\n".join(parts)
-
-
 def _invented_key(brief: str, turns: Sequence[UserEvent], events: Sequence[TranscriptEvent]) -> str:
     """What identifies one invented-fact question: the brief and the conversation with the turns marked."""
-    return f"{brief}\n\0{_render_user_marked(turns, events)}"
+    return f"{brief}\n\0{_render_marked((), events, turns)}"
 
 
 def _invented_findings(verdicts: Sequence[UserFidelityTurnReply], turns: Sequence[UserEvent]) -> list[FidelityFinding]:
