@@ -35,7 +35,7 @@ The rules (each finding names its kind, the words that show it and the rule):
     (fidelity never turns a verdict into an error).
 
 The checks are not scorers (``_registry.py``): they give findings, not scores, and run after the outcome is
-known, since the judge question is asked only about failures (``simulator.runner.score_case`` calls them).
+known, since the judge's answer is used only for failures (``simulator.runner.score_case`` calls them).
 
 When a failure is the user's (:func:`user_error_cause`): every required ``not_met`` score has a finding at or
 before the turn that decided it (its own turn; else the last user turn of its step; else the conversation's
