@@ -8,13 +8,17 @@ model name. ``GET /stats`` returns the counts since the last ``/stats`` (per rol
 of structured requests), the most requests in flight at once (overall and per role; at 0 latency a request
 is never in flight while another is) and the wall-clock time (``time.time()``) of the first request, and resets them.
 
+With ``--unsatisfied`` the judge says the user's goal was not satisfied (``satisfied: false``), so every
+conversation fails: the workload of failing conversations, whose judge may also be asked about the simulated
+user's fidelity.
+
 With ``--timeline`` every reply carries a marker `` [rN]`` (N: the request's serial number) at the end of its
 text (the ``message`` or ``reason`` of a structured reply), and every request is logged: serial, role, schema,
 arrival and reply times (``time.time()``) and its parent, the highest marker found in its body (the reply it
 follows in its conversation; none for a conversation's first request). ``GET /timeline`` returns the log since
 the last call and empties it. The markers change the texts a little, never their shape.
 
-    python bench/_server.py --port P --latency S [--timeline]
+    python bench/_server.py --port P --latency S [--timeline] [--unsatisfied]
 
 :class:`FakeServer` starts it as a subprocess and reads ``/stats`` with the standard library only, so a bench
 that uses it imports neither aiohttp nor a model library itself.
@@ -41,25 +45,28 @@ _STRINGS = {"message": USER_MESSAGE, "reason": "The reply answers the question."
 # An enum's value when the schema offers one of these (a benign verdict), else its first value.
 _PREFERRED = ("supported", "no_claim", "met", "pass", "no")
 # Booleans that are true when benign: the judge says the user's goal was satisfied, so the workload's
-# conversations pass (a failing one would also ask the judge about the simulated user's fidelity).
+# conversations pass (``--unsatisfied``: they fail, and the judge may be asked about the simulated user too).
 _TRUE = frozenset({"satisfied"})
 
 
-def fill(schema: dict[str, Any], root: dict[str, Any] | None = None, name: str = "") -> Any:
+def fill(schema: dict[str, Any], root: dict[str, Any] | None = None, name: str = "", *, satisfied: bool = True) -> Any:
     """A value that fits ``schema``: every required property filled (every property when none is marked
-    required), strings non-blank (at least ``minLength``), booleans false (``satisfied`` true), numbers 0 (or
-    their minimum), arrays of ``minItems`` items (usually none), an enum's benign or first value; ``$ref`` to
-    ``#/$defs/...`` and ``anyOf`` / ``oneOf`` (the first branch that is not null) are followed."""
+    required), strings non-blank (at least ``minLength``), booleans false (``satisfied`` true unless
+    ``satisfied=False``), numbers 0 (or their minimum), arrays of ``minItems`` items (usually none), an enum's
+    benign or first value; ``$ref`` to ``#/$defs/...`` and ``anyOf`` / ``oneOf`` (the first branch that is not
+    null) are followed."""
+    if not satisfied and name in _TRUE:
+        return False
     root = schema if root is None else root
     if "$ref" in schema:
         target: Any = root
         for part in str(schema["$ref"]).lstrip("#/").split("/"):
             target = target[part]
-        return fill(target, root, name)
+        return fill(target, root, name, satisfied=satisfied)
     for key in ("anyOf", "oneOf", "allOf"):
         if key in schema:
             branches = [b for b in schema[key] if b.get("type") != "null"] or schema[key]
-            return fill(branches[0], root, name)
+            return fill(branches[0], root, name, satisfied=satisfied)
     if "const" in schema:
         return schema["const"]
     if "enum" in schema:
@@ -71,9 +78,10 @@ def fill(schema: dict[str, Any], root: dict[str, Any] | None = None, name: str =
     if kind == "object":
         properties: dict[str, Any] = schema.get("properties", {})
         required = schema.get("required", list(properties))
-        return {key: fill(properties.get(key, {}), root, key) for key in required}
+        return {key: fill(properties.get(key, {}), root, key, satisfied=satisfied) for key in required}
     if kind == "array":
-        return [fill(schema.get("items", {}), root, name) for _ in range(int(schema.get("minItems", 0)))]
+        items = schema.get("items", {})
+        return [fill(items, root, name, satisfied=satisfied) for _ in range(int(schema.get("minItems", 0)))]
     if kind == "boolean":
         return name in _TRUE
     if kind in ("integer", "number"):
@@ -86,16 +94,16 @@ def fill(schema: dict[str, Any], root: dict[str, Any] | None = None, name: str =
     return text.ljust(int(schema.get("minLength", 0)), ".")
 
 
-def structured_content(response_format: Any, marker: str = "") -> str:
-    """The JSON text answering a request's ``response_format``; ``marker`` appended to its ``message`` (else
-    its ``reason``) when the answer has one."""
+def structured_content(response_format: Any, marker: str = "", *, satisfied: bool = True) -> str:
+    """The JSON text answering a request's ``response_format`` (see :func:`fill`); ``marker`` appended to its
+    ``message`` (else its ``reason``) when the answer has one."""
     schema: Any = None
     if isinstance(response_format, dict):
         schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get("schema")
     if not isinstance(schema, dict):  # {"type": "json_object"}: no schema to follow
         value: Any = {"message": USER_MESSAGE, "done": False, "reason": _STRINGS["reason"]}
     else:
-        value = fill(schema)
+        value = fill(schema, satisfied=satisfied)
     if marker and isinstance(value, dict):
         key = next((k for k in ("message", "reason") if isinstance(value.get(k), str)), None)
         if key is not None:
@@ -154,7 +162,7 @@ class _Counts:
         self.first_request = None
 
 
-def build_app(latency: float, timeline: bool = False) -> Any:
+def build_app(latency: float, timeline: bool = False, satisfied: bool = True) -> Any:
     """The aiohttp application (aiohttp is imported here, in the server's process only)."""
     from aiohttp import web
 
@@ -184,7 +192,7 @@ def build_app(latency: float, timeline: bool = False) -> Any:
             if form:
                 kind = f"{role}:{schema_name(form)}"
                 counts.schemas[kind] = counts.schemas.get(kind, 0) + 1
-            content = structured_content(form, marker) if form else AGENT_REPLY + marker
+            content = structured_content(form, marker, satisfied=satisfied) if form else AGENT_REPLY + marker
         finally:
             counts.total_in_flight -= 1
             counts.in_flight[role] -= 1
@@ -230,9 +238,12 @@ def free_port() -> int:
 class FakeServer:
     """The fake server in a subprocess: ``with FakeServer(latency=0.2) as server: ... server.stats()``."""
 
-    def __init__(self, latency: float = 0.0, port: int | None = None, timeline: bool = False) -> None:
+    def __init__(
+        self, latency: float = 0.0, port: int | None = None, timeline: bool = False, satisfied: bool = True
+    ) -> None:
         self.latency = latency
         self.timeline = timeline
+        self.satisfied = satisfied
         self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self._process: subprocess.Popen[bytes] | None = None
@@ -240,6 +251,7 @@ class FakeServer:
     def start(self, limit: float = 20.0) -> FakeServer:
         command = [sys.executable, str(Path(__file__)), "--port", str(self.port), "--latency", str(self.latency)]
         command += ["--timeline"] if self.timeline else []
+        command += [] if self.satisfied else ["--unsatisfied"]
         self._process = subprocess.Popen(command)
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
@@ -288,10 +300,12 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--timeline", action="store_true", help="Mark replies and log every request.")
+    parser.add_argument("--unsatisfied", action="store_true", help="The judge finds no goal satisfied.")
     args = parser.parse_args()
     from aiohttp import web
 
-    web.run_app(build_app(args.latency, args.timeline), host="127.0.0.1", port=args.port, print=None, access_log=None)
+    app = build_app(args.latency, args.timeline, satisfied=not args.unsatisfied)
+    web.run_app(app, host="127.0.0.1", port=args.port, print=None, access_log=None)
 
 
 if __name__ == "__main__":

@@ -3,15 +3,18 @@ LLM user, agent, judge) through the real runner (``run_case`` + ``score_case``),
 
 Three variants, each in its own subprocess so they import their own code:
 
-* ``before``: the code at ``--before`` (default ``/work/main``, put first on ``PYTHONPATH``): one hallucination
-  request per agent turn, one after another;
-* ``after``: this checkout: one batched hallucination request per conversation, judge calls at once;
-* ``separate``: this checkout with the suite's ``judging: {batch: false}`` (one request per turn, at once).
+* ``before``: the code at ``--before`` (default ``/work/main``, put first on ``PYTHONPATH``);
+* ``after``: this checkout: one batched request per conversation for the hallucination question of every agent
+  turn and the simulated user's invented-fact question, the goal question at the same time;
+* ``separate``: this checkout with the suite's ``judging: {batch: false}`` (one hallucination request per turn, at
+  once; the user's question on its own after a failure it could have caused).
 
 Every fake model call waits ``--latency`` seconds (asyncio sleep), so scoring wall time ÷ latency counts the
 judge round trips one after another a conversation waits for (ideal: 1). Conversations run one at a time.
+With ``--failing`` the judge finds the user's goal not satisfied, so every conversation fails (and the judge's
+answer about the simulated user is used); the BENCH line then starts with ``failing=1``.
 
-    python bench/judge_calls.py [--conversations N] [--latency S] [--before PATH]
+    python bench/judge_calls.py [--conversations N] [--latency S] [--before PATH] [--failing]
 
 Ends with one line: BENCH requests_before=.. requests_after=.. judge_before=.. judge_after=.. judge_separate=..
 scoring_latencies_before=.. scoring_latencies_after=.. scoring_latencies_separate=..
@@ -50,7 +53,7 @@ def _suite(root: Path, batch: bool) -> Path:
     return suite
 
 
-def _child(batch: bool, latency: float, conversations: int) -> dict[str, Any]:
+def _child(batch: bool, latency: float, conversations: int, failing: bool) -> dict[str, Any]:
     from simulator.llm import FakeScript, LLMClient, Role
     from simulator.loading import load_suite
     from simulator.models.run import RunSettings
@@ -64,12 +67,20 @@ def _child(batch: bool, latency: float, conversations: int) -> dict[str, Any]:
         return reply
 
     def judge(prompt: str) -> Any:
+        # Every agent turn supported, no user turn invented: the goal question alone decides the outcome.
         numbers = re.findall(r'<agent_turn number="(\d+)">', prompt)
+        users = [
+            {"turn": int(n), "invented": False, "fact": "", "reason": "ok"}
+            for n in re.findall(r'<user_turn number="(\d+)">', prompt)
+        ]
         if numbers:
-            return {"turns": [{"turn": int(n), "verdict": "supported", "claim": "", "reason": "ok"} for n in numbers]}
+            turns = [{"turn": int(n), "verdict": "supported", "claim": "", "reason": "ok"} for n in numbers]
+            return {"turns": turns, "user_turns": users}
+        if users:
+            return {"turns": users}
         if prompt.startswith("You check one turn"):
             return {"verdict": "supported", "claim": "", "reason": "ok"}
-        return {"satisfied": True, "reason": "ok"}
+        return {"satisfied": not failing, "reason": "ok"}
 
     script = FakeScript()
     times = conversations * 20
@@ -90,6 +101,7 @@ def _child(batch: bool, latency: float, conversations: int) -> dict[str, Any]:
             result = await score_case(loaded, case, transcript, llm=llm, options=options)
             scoring.append(time.perf_counter() - started)
             assert sum(s.metric == "hallucination" for s in result.scores) == TURNS, result.scores
+            assert (result.outcome == "pass") != failing, result.reasons
 
     asyncio.run(go())
     by_role = {role.value: sum(r.role == role for r in script.requests) / conversations for role in Role}
@@ -106,7 +118,7 @@ def _run(variant: str, args: argparse.Namespace) -> dict[str, Any]:
     if variant == "before":
         env["PYTHONPATH"] = str(Path(args.before).resolve())
     command = [sys.executable, __file__, "--child", variant, "--latency", str(args.latency)]
-    command += ["--conversations", str(args.conversations)]
+    command += ["--conversations", str(args.conversations)] + (["--failing"] if args.failing else [])
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{variant} failed:\n{done.stderr}")
@@ -121,9 +133,10 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--before", default="/work/main")
     parser.add_argument("--child", choices=["before", "after", "separate"])
+    parser.add_argument("--failing", action="store_true", help="The judge finds no goal satisfied: all fail.")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(_child(args.child != "separate", args.latency, args.conversations)))
+        print(json.dumps(_child(args.child != "separate", args.latency, args.conversations, args.failing)))
         return
     results = {variant: _run(variant, args) for variant in ("before", "after", "separate")}
     for variant, result in results.items():
@@ -135,6 +148,7 @@ def main() -> None:
             f"judge prompt chars/conversation {result['judge_chars']:.0f}"
         )
     fields = {
+        **({"failing": 1} if args.failing else {}),
         "requests_before": sum(results["before"]["by_role"].values()),
         "requests_after": sum(results["after"]["by_role"].values()),
         "judge_before": results["before"]["by_role"]["judge"],

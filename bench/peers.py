@@ -28,7 +28,11 @@ only the wall ratio to ``bare`` and CPU per request mean anything there.
 and tokenizers; requests to ``api_base`` (the fake server) go out as usual.
 
     python bench/peers.py [--sizes 40x6,500x6] [--latencies 0.2,0] [--concurrency 20] [--full]
-        [--role-concurrency K] [--keep DIR] [--sittings S] [--timeline]
+        [--role-concurrency K] [--keep DIR] [--sittings S] [--timeline] [--failing]
+
+With ``--failing`` the fake server's judge finds no goal satisfied (``bench/_server.py --unsatisfied``), so every
+conversation fails (Simulator's judge may then also be asked about the simulated user's fidelity); the BENCH
+line then starts with ``failing=1``.
 
 With ``--timeline`` the server marks its replies and logs every request (``bench/_server.py --timeline``), and each
 table is followed by where each system's wall went: run start to the first request, the client's gap between a
@@ -312,12 +316,13 @@ def _workload(
     role_concurrency: int | None,
     root: Path,
     timeline: bool = False,
+    failing: bool = False,
 ) -> list[Measured]:
     env = {k: v for k, v in os.environ.items() if k not in ("SIMULATOR_DB", "OPENAI_BASE_URL", "OPENAI_API_BASE")}
     env.update(BENCH_FAKE_KEY="not-a-real-key", LITELLM_OFFLINE_MODE="true", LITELLM_LOCAL_MODEL_COST_MAP="True")
     where = root / f"{conversations}x{turns}-{int(latency * 1000)}ms"
     where.mkdir()
-    with FakeServer(latency=latency, timeline=timeline) as server:
+    with FakeServer(latency=latency, timeline=timeline, satisfied=not failing) as server:
         suite = _suite(where, server.base_url, turns, role_concurrency)
         n, c = str(conversations), str(concurrency)
         runs = [
@@ -399,6 +404,7 @@ def main() -> None:
     parser.add_argument(
         "--sittings", type=int, default=1, help="Run every workload this many times, interleaved; report medians."
     )
+    parser.add_argument("--failing", action="store_true", help="The judge finds no goal satisfied: all fail.")
     args = parser.parse_args()
     sizes = [_size(s) for s in args.sizes.split(",") if s.strip()]
     if args.full and (500, 6) not in sizes:
@@ -418,7 +424,7 @@ def main() -> None:
                     rows = _workload(
                         conversations, turns, latency,
                         concurrency=args.concurrency, role_concurrency=args.role_concurrency, root=root,
-                        timeline=args.timeline,
+                        timeline=args.timeline, failing=args.failing,
                     )  # fmt: skip
                     sittings.setdefault((conversations, turns, latency), []).append(rows)
                     title = f"sitting {sitting + 1} of {args.sittings}: " if args.sittings > 1 else ""
@@ -428,7 +434,7 @@ def main() -> None:
         print(f"\n===== medians of {args.sittings} sittings =====")
         for (conversations, turns, latency), rows in results.items():
             _print_table(conversations, turns, latency, args.concurrency, rows, title="median: ")
-    print(f"\n{_bench_line(results, args.concurrency)}")
+    print(f"\n{_bench_line(results, args.concurrency, failing=args.failing)}")
 
 
 def _median(runs: list[Measured]) -> Measured:
@@ -458,14 +464,17 @@ def _median(runs: list[Measured]) -> Measured:
     )  # fmt: skip
 
 
-def _bench_line(results: dict[tuple[int, int, float], list[Measured]], concurrency: int) -> str:
-    fields: list[str] = []
+def _bench_line(
+    results: dict[tuple[int, int, float], list[Measured]], concurrency: int, *, failing: bool = False
+) -> str:
+    fields: list[str] = ["failing=1"] if failing else []
     main_rows = results.get((40, 6, 0.2))
     if main_rows is not None:
         bare, inproc, cli = main_rows
         ideal = 13 * 0.2 * 40 / concurrency
         fields += [
             f"requests_per_conv={inproc.total / 40:.2f}",
+            f"judge_requests_per_conv={inproc.requests.get('judge', 0) / 40:.2f}",
             f"ratio_ideal_inproc={inproc.wall / ideal:.3f}",
             f"ratio_ideal_cli={cli.wall / ideal:.3f}",
             f"cpu_ms_per_req={inproc.cpu * 1000 / inproc.total:.2f}",

@@ -53,6 +53,8 @@ def judge(messages: list[dict[str, Any]]) -> dict[str, Any]:
     prompt = str(messages[0]["content"])
     if prompt.startswith("You check the turns"):
         return {"turns": []}
+    if prompt.startswith("You review one conversation"):
+        return {"turns": [], "user_turns": []}
     if "satisfied the user's goal" in prompt:
         return {"satisfied": True, "reason": "the user got what they came for"}
     return {"verdict": "met", "reason": "the agent did it"}
@@ -331,6 +333,41 @@ def test_a_checked_in_format_1_cassette_replays_on_this_version(demo: Path) -> N
     assert agent.messages == ["Done: your refund RF-5512 of 129.00 USD for order ORD-40051 is approved (checked in)."]
     assert [call.name for call in agent.tool_calls] == ["lookup_order", "refund_order"]
     assert stored.outcome == "pass"
+
+
+SIMULATION_CASE = "order_status_needs_the_order_number"
+
+
+def test_a_cassette_that_asked_the_users_question_apart_replays_with_its_verdicts(demo: Path) -> None:
+    """Recorded by commit 5ca7345, before the simulated user's invented-fact question rode in the hallucination
+    request: a demo simulation whose fake user model says "My order number is ORD-77777" at turn 2, a fake judge
+    that flags it (``user_fidelity``, asked on its own after the failure) and finds the goal not satisfied. The
+    combined request is not in it, so the replay asks the questions as they were recorded: same findings,
+    same ``user_error``, nothing unjudged."""
+    checked_in = read_cassette_file(DATA / f"v1-{SIMULATION_CASE}-questions-apart.json.gz")
+    assert (checked_in.format, checked_in.case) == (1, SIMULATION_CASE)
+    db = demo / "runs.db"
+    script = FakeScript().enqueue("user", {"message": "It's ORD-10042.", "done": False, "reason": "answer"}, times=9)
+    with script.enqueue("judge", judge, times=60).active():
+        recorded = simulator.run(
+            "suites/demo/simulations.yaml", cases=[SIMULATION_CASE], user_model="fake/user",
+            judge_model="fake/judge", db=db, seed=0, record=True,
+        )  # fmt: skip
+    key, _ = _stored_cassette(db, recorded.id)
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute("DELETE FROM cassettes WHERE run_id = ?", (recorded.id,))
+    with RunStore(db) as store:
+        store.save_cassette(recorded.id, key, encode(checked_in.model_copy(update={"key": key})))
+
+    [stored] = simulator.replay(recorded.id, db=db).results()
+    result = stored.result
+    assert stored.outcome == "user_error"
+    assert [(f.kind, f.turn, f.evidence) for f in result.fidelity] == [("invented_fact", 2, "ORD-77777")]
+    assert result.reasons[0].startswith("simulated user, turn 2: invented_fact: “ORD-77777”")
+    hallucinations = [score for score in result.scores if score.metric == "hallucination"]
+    assert hallucinations
+    assert {(score.verdict, score.reason) for score in hallucinations} == {("n/a", "asks only")}
+    assert not any("changed since the recording" in score.reason for score in result.scores)
 
 
 def test_a_newer_cassette_format_is_refused_with_a_clear_message(demo: Path) -> None:

@@ -82,14 +82,22 @@ def test_count_user_errors_keeps_the_fail_and_says_why(tmp_path: Path) -> None:
     assert outcome.record.totals.correctness == 0.0
 
 
-def test_a_passing_conversation_with_a_judge_asks_no_fidelity_question(tmp_path: Path) -> None:
+def test_a_passing_conversation_with_a_judge_asks_no_fidelity_question_of_its_own(tmp_path: Path) -> None:
+    """The user's invented-fact question rides in the hallucination request; a passing conversation keeps no
+    finding from its answer (only a failure the user could have caused uses it)."""
     script = FakeScript().enqueue("user", {"message": "It's ORD-10042.", "done": False, "reason": "answer"})
 
     def judge(messages: list[dict[str, Any]]) -> dict[str, Any]:
-        # Every question answered met / satisfied / supported: the conversation passes.
-        numbers = re.findall(r'<agent_turn number="(\d+)">', messages[-1]["content"])
+        # Every question answered met / satisfied / supported: the conversation passes. The user "invented"
+        # its order number (the judge says so), which is kept only for a failure.
+        prompt = messages[-1]["content"]
+        numbers = re.findall(r'<agent_turn number="(\d+)">', prompt)
         turns = [{"turn": int(n), "verdict": "supported", "claim": "", "reason": "the lookup"} for n in numbers]
-        return {"verdict": "met", "reason": "yes", "satisfied": True, "turns": turns, "claim": ""}
+        users = [
+            {"turn": int(n), "invented": True, "fact": "ORD-10042", "reason": "not in its brief"}
+            for n in re.findall(r'<user_turn number="(\d+)">', prompt)
+        ]
+        return {"verdict": "met", "reason": "yes", "satisfied": True, "turns": turns, "user_turns": users, "claim": ""}
 
     script.enqueue("judge", judge, times=30)
     with script.active():
@@ -98,18 +106,21 @@ def test_a_passing_conversation_with_a_judge_asks_no_fidelity_question(tmp_path:
         )
     stored = only(outcome)
     assert stored.outcome == "pass", stored.result.reasons
+    assert not any(finding.kind == "invented_fact" for finding in stored.result.fidelity)
     prompts = [r.messages[-1]["content"] for r in script.requests if r.role is not None and r.role.value == "judge"]
-    assert prompts
-    assert not any("<user_brief>" in prompt for prompt in prompts)
+    asked_about_user = [prompt for prompt in prompts if "<user_brief>" in prompt]
+    assert len(asked_about_user) == 1
+    assert '<agent_turn number="' in asked_about_user[0]  # in the hallucination request, not one of its own
 
 
-def test_a_failing_conversation_with_a_judge_asks_one_fidelity_question(tmp_path: Path) -> None:
+def test_a_failing_conversation_gets_its_fidelity_answer_from_the_hallucination_request(tmp_path: Path) -> None:
     script = bad_user()
 
     def judge(messages: list[dict[str, Any]]) -> dict[str, Any]:
         prompt = messages[-1]["content"]
         if "<user_brief>" in prompt:
-            return {"turns": [{"turn": 2, "invented": False, "fact": "", "reason": "nothing stated"}]}
+            users = [{"turn": 2, "invented": False, "fact": "", "reason": "nothing stated"}]
+            return {"turns": [], "user_turns": users}
         return {"verdict": "not_met", "reason": "no", "satisfied": False, "turns": [], "claim": ""}
 
     script.enqueue("judge", judge, times=40)
@@ -120,6 +131,7 @@ def test_a_failing_conversation_with_a_judge_asks_one_fidelity_question(tmp_path
     assert only(outcome).outcome == "user_error"
     asked = [r for r in script.requests if "<user_brief>" in r.messages[-1]["content"]]
     assert len(asked) == 1
+    assert '<agent_turn number="' in asked[0].messages[-1]["content"]
 
 
 # -- counting ----------------------------------------------------------------------------------------------------

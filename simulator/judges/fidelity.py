@@ -26,13 +26,16 @@ The rules (each finding names its kind, the words that show it and the rule):
     unless the agent also repeated its previous message (answering the same question twice is fine).
 ``invented_fact`` (judge, prompt ``user_fidelity``)
     The user stated a fact (a number, a name, a date, an order detail, ...) that its goal, guide, persona and
-    session never gave it. Only asked about a conversation that fails, in one request for all its user turns:
-    a passing conversation costs no request, nor does one failed by a hallucination (which is never the
-    user's, below). A quote the judge gives must be in the turn; a judge that fails gives no finding (fidelity
-    never turns a verdict into an error).
+    session never gave it, for all its user turns at once. Its answer is used only for a conversation that
+    fails, and not for one failed by a hallucination (which is never the user's, below). Where the suite
+    batches judge questions (the default), it rides in the conversation's hallucination request
+    (:func:`invented_fact_question`, prompt ``hallucination_fidelity_batch``), so it costs no request of its
+    own; otherwise (``judging: {batch: false}``) it is its own request, asked after the outcome and only for
+    such a failure. A quote the judge gives must be in the turn; a judge that fails gives no finding
+    (fidelity never turns a verdict into an error).
 
 The checks are not scorers (``_registry.py``): they give findings, not scores, and run after the outcome is
-known, since the judge question is asked only about failures (``simulator.runner.score_case`` calls them).
+known, since the judge's answer is used only for failures (``simulator.runner.score_case`` calls them).
 
 When a failure is the user's (:func:`user_error_cause`): every required ``not_met`` score has a finding at or
 before the turn that decided it (its own turn; else the last user turn of its step; else the conversation's
@@ -49,7 +52,7 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from simulator.judges.llm_judges import LLMJudge
+from simulator.judges.llm_judges import LLMJudge, UserTurns
 from simulator.kinds import kind_of
 from simulator.models import Case, Persona
 from simulator.models.scores import FidelityFinding, Score
@@ -62,6 +65,7 @@ __all__ = [
     "REPEAT_SIMILARITY",
     "FidelityCheck",
     "check_fidelity",
+    "invented_fact_question",
     "judge_invented_facts",
     "user_brief_text",
     "user_could_cause",
@@ -69,7 +73,8 @@ __all__ = [
     "user_error_reason",
 ]
 
-#: The judge prompts the fidelity checks ask (besides the scorers' prompts).
+#: The judge prompts the fidelity checks ask (besides the scorers' prompts; the combined
+#: ``hallucination_fidelity_batch`` is the hallucination scorer's).
 PROMPTS = ("user_fidelity",)
 #: Consecutive words of the response guide that make a leak (shorter overlaps are ordinary phrases or ids).
 MIN_LEAK_WORDS = 6
@@ -336,17 +341,25 @@ def user_brief_text(case: Case, transcript: Transcript, persona: Persona | None)
     return "\n".join(lines)
 
 
+def invented_fact_question(case: Case, transcript: Transcript, persona: Persona | None) -> UserTurns | None:
+    """The ``invented_fact`` question about one conversation: every turn the user model wrote, with its brief;
+    None when there is no such turn (a golden case, a user that only said scripted lines)."""
+    turns = [e for e in transcript.events if isinstance(e, UserEvent) and e.source == "llm"]
+    if not turns:
+        return None
+    return UserTurns(brief=user_brief_text(case, transcript, persona), turns=turns)
+
+
 async def judge_invented_facts(
     judge: LLMJudge, case: Case, transcript: Transcript, persona: Persona | None
 ) -> list[FidelityFinding]:
-    """The ``invented_fact`` findings of one conversation: one judge request about every turn the user model
+    """The ``invented_fact`` findings of one conversation: the answer the judge gave with the conversation's
+    hallucination question when it was asked there, else one judge request about every turn the user model
     wrote (none without a judge model or without such turns). Call it only where :func:`user_could_cause`."""
-    turns = [e for e in transcript.events if isinstance(e, UserEvent) and e.source == "llm"]
-    if not turns or not judge.has_model:
+    question = invented_fact_question(case, transcript, persona)
+    if question is None or not judge.has_model:
         return []
-    return await judge.invented_facts(
-        brief=user_brief_text(case, transcript, persona), events=transcript.events, turns=turns
-    )
+    return await judge.invented_facts(brief=question.brief, events=transcript.events, turns=question.turns)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -14,7 +14,10 @@ Design
     turn of a conversation in one request (:meth:`LLMJudge.hallucinations`, prompt ``hallucination_batch``):
     the shared context and the conversation are sent once, each turn to judge is marked, and the reply gives a
     verdict per turn. Each verdict becomes the same Score the per-turn question gives (:meth:`hallucination`);
-    a turn the reply leaves out, or gives contradicting verdicts for, is ``unsure``, never passed.
+    a turn the reply leaves out, or gives contradicting verdicts for, is ``unsure``, never passed. When the
+    simulated user's turns are to be checked for invented facts too, that question rides in the same request
+    (prompt ``hallucination_fidelity_batch``, :class:`UserTurns`); its answer is kept, and
+    :meth:`LLMJudge.invented_facts` about the same turns is answered from it without a second request.
   * Quotes are evidence, so they are checked. A quote the judge gives of the judged text (a side claim's
     ``quote``, a hallucination's ``claim``) must occur in that text, ignoring case, whitespace and the kind of
     quotation marks, with an ellipsis standing for left-out words (:func:`quote_in`); otherwise the verdict
@@ -66,6 +69,7 @@ __all__ = [
     "ExpectationReply",
     "GoalSatisfactionReply",
     "HallucinationBatchReply",
+    "HallucinationFidelityBatchReply",
     "HallucinationReply",
     "HallucinationTurnReply",
     "LLMJudge",
@@ -74,6 +78,7 @@ __all__ = [
     "SideClaimReply",
     "UserFidelityReply",
     "UserFidelityTurnReply",
+    "UserTurns",
     "builtin_prompt",
     "check_prompt",
     "quote_in",
@@ -90,6 +95,7 @@ PROMPT_PLACEHOLDERS: Mapping[str, frozenset[str]] = types.MappingProxyType(
         "goal_satisfaction": frozenset({"goal", "conversation"}),
         "expectation": frozenset({"expectation", "conversation"}),
         "user_fidelity": frozenset({"brief", "conversation", "turns"}),
+        "hallucination_fidelity_batch": frozenset({"context", "brief", "conversation", "turns", "user_turns"}),
     }
 )
 
@@ -194,6 +200,15 @@ class UserFidelityReply(BaseModel):
     turns: list[UserFidelityTurnReply]
 
 
+class HallucinationFidelityBatchReply(BaseModel):
+    """Both questions about one conversation in one reply: a hallucination verdict per judged agent turn (as
+    :class:`HallucinationBatchReply`) and an invented-fact verdict per judged user turn (as
+    :class:`UserFidelityReply`)."""
+
+    turns: list[HallucinationTurnReply]
+    user_turns: list[UserFidelityTurnReply]
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Prompts
 
@@ -284,6 +299,15 @@ class _Failed:
     unasked: bool = False
 
 
+@dataclass(frozen=True)
+class UserTurns:
+    """The simulated user's turns to check for invented facts, and everything it was given (``brief``, as
+    :func:`simulator.judges.fidelity.user_brief_text` writes it)."""
+
+    brief: str
+    turns: Sequence[UserEvent]
+
+
 class LLMJudge:
     """Asks the judge model the questions deterministic checks cannot answer; every answer is a Score.
 
@@ -294,6 +318,9 @@ class LLMJudge:
     def __init__(self, llm: LLMClient | None, *, prompts: Mapping[str, str] | None = None) -> None:
         self._llm = llm
         self._overrides = {name: check_prompt(name, text) for name, text in (prompts or {}).items()}
+        #: The invented-fact findings answered with a batched hallucination question, by question
+        #: (:func:`_invented_key`): :meth:`invented_facts` about the same turns asks nothing more.
+        self._invented: dict[str, list[FidelityFinding]] = {}
 
     @property
     def has_model(self) -> bool:
@@ -382,6 +409,7 @@ class LLMJudge:
         events: Sequence[TranscriptEvent],
         context: str,
         required: bool = True,
+        user: UserTurns | None = None,
     ) -> list[Score]:
         """The per-turn hallucination question about every turn of ``turns`` in one request: the same Score
         per turn, in the order of ``turns``, that :meth:`hallucination` gives.
@@ -389,7 +417,13 @@ class LLMJudge:
         ``events`` is the conversation the turns are part of (by identity), from its start to at least the
         last of them; ``context`` is what the agent knew from the start (instructions, session variables). A
         turn the reply leaves out, or gives two different verdicts for, is ``unsure``; a failed request makes
-        every turn ``error``, as failed per-turn requests would. Turn numbers must be unique."""
+        every turn ``error``, as failed per-turn requests would. Turn numbers must be unique.
+
+        With ``user``, the same request also asks which of the simulated user's turns state a fact it was
+        never given (prompt ``hallucination_fidelity_batch``); the answer is kept for :meth:`invented_facts`.
+        A replay whose recording asked the two questions apart (the combined request is not in it) asks them
+        as they were recorded: the hallucination question now, the user's when :meth:`invented_facts` is
+        called."""
         if len({turn.turn for turn in turns}) != len(turns):
             raise ValueError("the turns of a batched hallucination question must have distinct numbers")
         questions = [_hallucination_question(turn, required) for turn in turns]
@@ -403,7 +437,11 @@ class LLMJudge:
             "conversation": _render_marked(pending, events),
             "turns": ", ".join(str(turn.turn) for turn in pending),
         }
-        reply = await self._ask("hallucination_batch", values, HallucinationBatchReply)
+        reply: HallucinationBatchReply | HallucinationFidelityBatchReply | _Failed
+        if user is not None and user.turns:
+            reply = await self._ask_with_user(values, pending, events, user)
+        else:
+            reply = await self._ask("hallucination_batch", values, HallucinationBatchReply)
         return [
             _hallucination_score(q, _verdict_of(reply, turn.turn), turn.text) if turn.text.strip() else _no_message(q)
             for q, turn in zip(questions, turns, strict=True)
@@ -448,34 +486,45 @@ class LLMJudge:
         a failed request or an unusable reply gives no finding (fidelity is a diagnosis, never a verdict)."""
         if not turns or not self.has_model:
             return []
+        answered = self._invented.get(_invented_key(brief, turns, events))
+        if answered is not None:
+            return list(answered)  # asked with the hallucination question (:meth:`hallucinations`)
         values = {
             "brief": brief,
-            "conversation": _render_user_marked(turns, events),
+            "conversation": _render_marked((), events, turns),
             "turns": ", ".join(str(turn.turn) for turn in turns),
         }
         reply = await self._ask("user_fidelity", values, UserFidelityReply)
         if isinstance(reply, _Failed):
             return []
-        by_number = {turn.turn: turn for turn in turns}
-        findings: list[FidelityFinding] = []
-        for verdict in reply.turns:
-            turn = by_number.get(verdict.turn)
-            fact = verdict.fact.strip()
-            if turn is None or not verdict.invented or not fact or not quote_in(fact, turn.text):
-                continue
-            findings.append(
-                FidelityFinding(
-                    turn=turn.turn,
-                    step=turn.step,
-                    kind="invented_fact",
-                    evidence=fact,
-                    rule=f"states a fact its goal, guide, persona and session never gave it: {verdict.reason}",
-                    source="judge",
-                )
-            )
-        return findings
+        return _invented_findings(reply.turns, turns)
 
     # -- asking ----------------------------------------------------------------------------------------------
+
+    async def _ask_with_user(
+        self,
+        values: Mapping[str, str],
+        pending: Sequence[AgentEvent],
+        events: Sequence[TranscriptEvent],
+        user: UserTurns,
+    ) -> HallucinationFidelityBatchReply | HallucinationBatchReply | _Failed:
+        """The batched hallucination question with the user's invented-fact question in the same request."""
+        both = {
+            **values,
+            "brief": user.brief,
+            "conversation": _render_marked(pending, events, user.turns),
+            "user_turns": ", ".join(str(turn.turn) for turn in user.turns),
+        }
+        reply = await self._ask("hallucination_fidelity_batch", both, HallucinationFidelityBatchReply)
+        if isinstance(reply, _Failed) and reply.unasked:
+            # A replay of a recording that asked the questions apart: this one as it was recorded.
+            return await self._ask("hallucination_batch", values, HallucinationBatchReply)
+        if not isinstance(reply, _Failed):
+            # A failed request keeps nothing: the user's question is then asked on its own if it is needed.
+            self._invented[_invented_key(user.brief, user.turns, events)] = _invented_findings(
+                reply.user_turns, user.turns
+            )
+        return reply
 
     def _render(self, name: str, values: Mapping[str, str]) -> str:
         origin = "override" if name in self._overrides else "built-in"
@@ -616,7 +665,9 @@ class _Unjudged:
     raw: str
 
 
-def _verdict_of(reply: HallucinationBatchReply | _Failed, number: int) -> HallucinationTurnReply | _Failed | _Unjudged:
+def _verdict_of(
+    reply: HallucinationBatchReply | HallucinationFidelityBatchReply | _Failed, number: int
+) -> HallucinationTurnReply | _Failed | _Unjudged:
     """Turn ``number``'s verdict in a batched reply: left out, or given twice with different verdicts, it is
     not judged (a contradiction is not evidence either way)."""
     if isinstance(reply, _Failed):
@@ -679,17 +730,26 @@ def _render_turn(turn: AgentEvent) -> str:
     return text
 
 
-def _render_marked(turns: Sequence[AgentEvent], events: Sequence[TranscriptEvent]) -> str:
-    """The conversation up to the last of ``turns``, each of them marked with its number and shown as
-    :func:`_render_turn` shows it (the per-turn question's view); every other event as the conversation shows
-    it. Later events are left out: nothing said after a turn is evidence for it."""
+def _render_marked(
+    turns: Sequence[AgentEvent], events: Sequence[TranscriptEvent], users: Sequence[UserEvent] = ()
+) -> str:
+    """The conversation up to the last of ``turns`` (and ``users``), each of them marked with its number and
+    shown as :func:`_render_turn` shows it (the per-turn question's view); each of ``users`` wrapped in
+    ``<user_turn number="N">``; every other event as the conversation shows it. Later events are left out:
+    nothing said after a turn is evidence for it."""
     marked = {id(turn) for turn in turns}
-    last = max((i for i, event in enumerate(events) if id(event) in marked), default=len(events) - 1)
+    marked_users = {id(turn) for turn in users}
+    last = max(
+        (i for i, event in enumerate(events) if id(event) in marked or id(event) in marked_users),
+        default=len(events) - 1,
+    )
     parts: list[str] = []
     for event in events[: last + 1]:
         if id(event) in marked:
             assert isinstance(event, AgentEvent)
             parts.append(f'<agent_turn number="{event.turn}">\n{_render_turn(event)}\n</agent_turn>')
+        elif id(event) in marked_users:
+            parts.append(f'<user_turn number="{event.turn}">\n{render_conversation([event])}\n</user_turn>')
         else:
             rendered = render_conversation([event])
             if rendered:
@@ -697,19 +757,32 @@ def _render_marked(turns: Sequence[AgentEvent], events: Sequence[TranscriptEvent
     return "\n".join(parts)
 
 
-def _render_user_marked(turns: Sequence[UserEvent], events: Sequence[TranscriptEvent]) -> str:
-    """The conversation up to the last of ``turns``, each of them wrapped in ``<user_turn number="N">``."""
-    marked = {id(turn) for turn in turns}
-    last = max((i for i, event in enumerate(events) if id(event) in marked), default=len(events) - 1)
-    parts: list[str] = []
-    for event in events[: last + 1]:
-        rendered = render_conversation([event])
-        if id(event) in marked:
-            assert isinstance(event, UserEvent)
-            parts.append(f'<user_turn number="{event.turn}">\n{rendered}\n</user_turn>')
-        elif rendered:
-            parts.append(rendered)
-    return "\n".join(parts)
+def _invented_key(brief: str, turns: Sequence[UserEvent], events: Sequence[TranscriptEvent]) -> str:
+    """What identifies one invented-fact question: the brief and the conversation with the turns marked."""
+    return f"{brief}\n\0{_render_marked((), events, turns)}"
+
+
+def _invented_findings(verdicts: Sequence[UserFidelityTurnReply], turns: Sequence[UserEvent]) -> list[FidelityFinding]:
+    """An ``invented_fact`` finding per verdict that says invented and quotes words of its own turn (a verdict
+    for a turn not asked about, or whose quote is not in the turn, is no finding)."""
+    by_number = {turn.turn: turn for turn in turns}
+    findings: list[FidelityFinding] = []
+    for verdict in verdicts:
+        turn = by_number.get(verdict.turn)
+        fact = verdict.fact.strip()
+        if turn is None or not verdict.invented or not fact or not quote_in(fact, turn.text):
+            continue
+        findings.append(
+            FidelityFinding(
+                turn=turn.turn,
+                step=turn.step,
+                kind="invented_fact",
+                evidence=fact,
+                rule=f"states a fact its goal, guide, persona and session never gave it: {verdict.reason}",
+                source="judge",
+            )
+        )
+    return findings
 
 
 def _normalise(text: str) -> str:

@@ -24,6 +24,8 @@ from simulator.judges.checks import (
     tool_call_correctness,
 )
 from simulator.judges.claims import find_unsupported_claims
+from simulator.judges.fidelity import invented_fact_question
+from simulator.judges.llm_judges import UserTurns
 from simulator.judges.step import NO_JUDGE, render_conversation
 from simulator.kinds import kind_of
 from simulator.models import ExpectationSpec, GoldenCase
@@ -161,11 +163,15 @@ async def _ready(scores: list[Score]) -> list[Score]:
     return scores
 
 
-@scorer("hallucination", prompts=("hallucination", "hallucination_batch"))
+@scorer("hallucination", prompts=("hallucination", "hallucination_batch", "hallucination_fidelity_batch"))
 async def hallucination(target: ScoringInput) -> list[Score]:
     """Per agent turn with a message: a claim of tool use no call supports (deterministic), else the judge:
     the turns left for it in one request (``hallucination_batch``), or one request per turn when the suite
-    says ``judging: {batch: false}`` (see :func:`_batched`). One score per turn either way, in turn order."""
+    says ``judging: {batch: false}`` (see :func:`_batched`). One score per turn either way, in turn order.
+
+    The batched request also carries the simulated user's ``invented_fact`` question when the user model
+    wrote turns (``hallucination_fidelity_batch``, see :func:`_user_question`): the judge keeps that answer
+    for the fidelity check, which needs it only if the conversation fails, so no later request waits for it."""
     required = target.thresholds.fail_on_hallucination
     flagged = {f.turn: f for f in find_unsupported_claims(target.replies, target.context.declared_tools)}
     scores: list[Score | None] = []
@@ -196,12 +202,14 @@ async def hallucination(target: ScoringInput) -> list[Score]:
     # still does. Checks the author wrote (expectations) stay required either way.
     judged = required and target.judge.has_model
     transcript, instructions = target.transcript, target.context.instructions
-    if _batched(target, asked):
+    user = _user_question(target, asked, failed_already=required and bool(flagged))
+    if user is not None or _batched(target, asked):
         verdicts = await target.judge.hallucinations(
             turns=asked,
             events=transcript.events,
             context=_known_from_start(transcript, instructions),
             required=judged,
+            user=user,
         )
     else:
         verdicts = await gather_in_order(
@@ -227,6 +235,27 @@ def _batched(target: ScoringInput, asked: list[AgentEvent]) -> bool:
         and (judge.overrides("hallucination_batch") or not judge.overrides("hallucination"))
         and len({reply.turn for reply in asked}) == len(asked)
     )
+
+
+def _user_question(target: ScoringInput, asked: list[AgentEvent], *, failed_already: bool) -> UserTurns | None:
+    """The simulated user's ``invented_fact`` question to ask in the batched request about the turns ``asked``,
+    or None: only when the suite batches, a judge model answers, the user model wrote turns and there are turns
+    to ask about (their numbers distinct, as :func:`_batched` needs); not when a claim of tool use already
+    failed the conversation (``failed_already``: a hallucination is never the user's, so the answer would not
+    be used); and not when the suite replaced the wording of one of the two questions but not the combined
+    prompt (its own wording is then asked, apart)."""
+    judge = target.judge
+    parts = ("hallucination", "hallucination_batch", "user_fidelity")
+    if (
+        not target.context.judging.batch
+        or not judge.has_model
+        or not asked
+        or failed_already
+        or (not judge.overrides("hallucination_fidelity_batch") and any(judge.overrides(name) for name in parts))
+        or len({reply.turn for reply in asked}) != len(asked)
+    ):
+        return None
+    return invented_fact_question(target.case, target.transcript, target.context.persona)
 
 
 @scorer("goal_satisfaction", kinds={"scenario", "simulation"}, prompts=("goal_satisfaction",))

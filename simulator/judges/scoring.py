@@ -30,7 +30,7 @@ from simulator.judges._registry import ScoringInput, gather_in_order, registered
 from simulator.judges.llm_judges import LLMJudge
 from simulator.judges.scorers import hallucination_context
 from simulator.kinds import kind_of
-from simulator.models import Case, JudgingSettings, Thresholds
+from simulator.models import Case, JudgingSettings, Persona, Thresholds
 from simulator.models.scores import Score
 from simulator.models.transcript import Transcript
 
@@ -45,8 +45,10 @@ class ScoringContext:
     language: str = "en"
     instructions: str | None = None
     declared_tools: Sequence[str] = ()
-    #: The suite's ``judging`` block: whether the per-turn hallucination question is batched.
+    #: The suite's ``judging`` block: whether the judge questions of a conversation are batched.
     judging: JudgingSettings = field(default_factory=JudgingSettings)
+    #: The persona the simulated user played (its brief for the batched ``invented_fact`` question).
+    persona: Persona | None = None
 
 
 async def score_transcript(case: Case, transcript: Transcript, context: ScoringContext, judge: LLMJudge) -> list[Score]:

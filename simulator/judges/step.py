@@ -3,9 +3,10 @@
 How a step is decided:
   * every deterministic check (``checks:``) must be met; one ``not_met`` makes the step ``not_met``;
   * ``success_criteria`` (words) are decided by the judge model with a structured verdict (met / not_met /
-    unsure and a reason). With no judge model configured they are not guessed: the detail says ``unsure``
-    with that reason. If the step also has deterministic checks, those decide it and the rationale says the
-    criteria were not judged; if it has none, the step is ``unsure``;
+    unsure and a reason), one request per criterion or check in words, all of a step's at once. With no
+    judge model configured they are not guessed: the detail says ``unsure`` with that reason. If the step
+    also has deterministic checks, those decide it and the rationale says the criteria were not judged; if
+    it has none, the step is ``unsure``;
   * a step with neither is met once the agent has replied (nothing was asked of it).
 """
 
@@ -14,12 +15,13 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, JsonValue
 
+from simulator.judges._registry import gather_in_order
 from simulator.judges.checks import ConversationView, check_expectation
 from simulator.models import ExpectationSpec
 from simulator.models.transcript import AgentEvent, CheckDetail, InputEvent, StepVerdict, TranscriptEvent, UserEvent
@@ -71,16 +73,17 @@ class StepJudge:
             language=self.language,
         )
         deterministic: list[CheckDetail] = []
-        judged: list[CheckDetail] = []
+        questions: list[Awaitable[CheckDetail]] = []
         for check in checks:
             detail = check_expectation(check, view)
             if detail is not None:
                 deterministic.append(detail)
             else:
-                judged.append(await self._judge(check.text or check.message or "", goal, events, "check"))
+                questions.append(self._judge(check.text or check.message or "", goal, events, "check"))
         if criteria:
-            judged.append(await self._judge(criteria, goal, events, "success_criteria"))
-        return _combine(deterministic, judged)
+            questions.append(self._judge(criteria, goal, events, "success_criteria"))
+        # The step's judge questions do not depend on each other: asked at once, kept in this order.
+        return _combine(deterministic, await gather_in_order(questions))
 
     async def _judge(
         self, criterion: str, goal: str | None, events: Sequence[TranscriptEvent], what: str

@@ -72,5 +72,7 @@ class JudgingSettings(StrictModel):
     batch: bool = Field(
         default=True,
         description="Ask the per-turn hallucination question of a conversation in one request that returns a "
-        "verdict per turn; false sends one request per agent turn. The stored scores are the same either way.",
+        "verdict per turn, with the simulated user's invented-fact question in the same request; false sends one "
+        "request per agent turn, and the user's question on its own after a failure it could have caused. The "
+        "stored scores are the same either way.",
     )

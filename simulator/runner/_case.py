@@ -296,7 +296,8 @@ async def score_case(
     """Score one transcript and decide the case's outcome (see ``simulator.judges.scoring`` and ``metrics``).
 
     The simulated user's turns are checked for fidelity (``simulator.judges.fidelity``); a failing
-    conversation is also asked about invented facts (one judge request), and a failure that coincides with a
+    conversation is also asked about invented facts (answered with its hallucination question, or one judge
+    request when the suite does not batch), and a failure that coincides with a
     finding becomes ``user_error`` (or stays ``fail`` with the finding as a reason with ``count_user_errors``)."""
     from simulator.judges.fidelity import (
         check_fidelity,
@@ -312,21 +313,23 @@ async def score_case(
     roles = model_roles(loaded, options)
     judge = LLMJudge(llm if roles.judge.model else None, prompts=load_prompt_overrides(loaded))
     agent = loaded.agent
+    persona = loaded.personas.get(transcript.persona) if transcript.persona else None
     context = ScoringContext(
         thresholds=loaded.suite.thresholds,
         language=loaded.suite.language,
         instructions=agent.instructions if agent is not None and agent.type == "litellm" else None,
         declared_tools=[tool.name for tool in agent.tools] if agent is not None else [],
         judging=loaded.suite.judging,
+        persona=persona,
     )
-    persona = loaded.personas.get(transcript.persona) if transcript.persona else None
     with metering() as meter:
         scores = await score_transcript(case, transcript, context, judge)
         outcome, reasons = case_outcome(transcript, scores)
         fidelity = check_fidelity(case, transcript, persona, scores)
         findings = fidelity.findings
         if outcome == "fail" and user_could_cause(scores):
-            # Only a failure the user could have caused is worth a judge request: a passing one costs none.
+            # Only a failure the user could have caused uses the answer: the judge gave it with the hallucination
+            # question when the suite batches, else it is asked now (a passing conversation never asks it).
             findings = sorted(
                 [*findings, *await judge_invented_facts(judge, case, transcript, persona)],
                 key=lambda finding: finding.turn,

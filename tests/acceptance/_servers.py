@@ -299,8 +299,8 @@ def judge_reply(body: dict[str, Any]) -> str:
         expected, actual = _section(prompt, "expected_message"), _section(prompt, "actual_message")
         same = set(_FACTS.findall(expected)) == set(_FACTS.findall(actual))
         return json.dumps({"score": 4 if same else 1, "reason": reason})
-    if schema == "HallucinationBatchReply":
-        # The batched question: the same rule per marked turn.
+    if schema in ("HallucinationBatchReply", "HallucinationFidelityBatchReply"):
+        # The batched question: the same rule per marked turn (and, asked with it, no fact the user invented).
         turns = re.findall(r'<agent_turn number="(\d+)">\n(.*?)\n</agent_turn>', prompt, re.DOTALL)
         verdicts = [
             {
@@ -311,7 +311,13 @@ def judge_reply(body: dict[str, Any]) -> str:
             }
             for n, body in turns
         ]
-        return json.dumps({"turns": verdicts})
+        if schema == "HallucinationBatchReply":
+            return json.dumps({"turns": verdicts})
+        users = [
+            {"turn": int(n), "invented": False, "fact": "", "reason": reason}
+            for n in re.findall(r'<user_turn number="(\d+)">', prompt)
+        ]
+        return json.dumps({"turns": verdicts, "user_turns": users})
     verdict = "supported" if "TOOL CALL" in _section(prompt, "agent_turn") else "no_claim"
     return json.dumps({"verdict": verdict, "claim": "", "reason": reason})
 

@@ -18,7 +18,7 @@ from simulator.judges.scoring import ScoringContext, score_transcript
 from simulator.llm import FakeScript, LLMClient, Role, StaticReply, fake_auth_error
 from simulator.loading import load_suite
 from simulator.metrics import case_outcome
-from simulator.models import JudgingSettings, ModelRoles
+from simulator.models import JudgingSettings, ModelRoles, Thresholds
 from simulator.models.run import RunSettings
 from simulator.models.scores import Score
 from simulator.models.transcript import AgentEvent, ToolCallRecord, Transcript, TranscriptEvent, UserEvent
@@ -68,13 +68,25 @@ def batch_numbers(prompt: str) -> list[int]:
     return [int(n) for n in re.findall(r'<agent_turn number="(\d+)">', prompt)]
 
 
+def user_numbers(prompt: str) -> list[int]:
+    return [int(n) for n in re.findall(r'<user_turn number="(\d+)">', prompt)]
+
+
+def nothing_invented(numbers: list[int]) -> list[dict[str, Any]]:
+    return [{"turn": n, "invented": False, "fact": "", "reason": "only asks"} for n in numbers]
+
+
 class Judge:
     """The fake judge model: answers each question by its prompt, counting the requests per question."""
 
-    def __init__(self, *, batch: Any = None, delay: float = 0.0) -> None:
+    def __init__(
+        self, *, batch: Any = None, delay: float = 0.0, satisfied: bool = True, verdicts: Any = verdict
+    ) -> None:
         self.script = FakeScript().enqueue("judge", self._reply, times=100)
+        self.satisfied = satisfied
+        self.verdicts = verdicts
         self.asked: list[tuple[str, str]] = []
-        self.batch = batch or (lambda numbers: {"turns": [{"turn": n, **verdict(n)} for n in numbers]})
+        self.batch = batch or (lambda numbers: {"turns": [{"turn": n, **verdicts(n)} for n in numbers]})
         self.delay = delay
         self.in_flight = 0
         self.most_in_flight = 0
@@ -94,11 +106,19 @@ class Judge:
             self.asked.append(("hallucination_batch", prompt))
             answer: StaticReply = self.batch(batch_numbers(prompt))
             return answer
+        if prompt.startswith("You review one conversation"):
+            self.asked.append(("hallucination_fidelity_batch", prompt))
+            both: dict[str, Any] = self.batch(batch_numbers(prompt))
+            return {**both, "user_turns": nothing_invented(user_numbers(prompt))}
         if prompt.startswith("You check one turn"):
             self.asked.append(("hallucination", prompt))
-            return verdict(per_turn_number(prompt))
+            one_turn: StaticReply = self.verdicts(per_turn_number(prompt))
+            return one_turn
+        if prompt.startswith("A language model played a customer"):
+            self.asked.append(("user_fidelity", prompt))
+            return {"turns": nothing_invented(user_numbers(prompt))}
         self.asked.append(("goal_satisfaction", prompt))
-        return SATISFIED
+        return SATISFIED if self.satisfied else {"satisfied": False, "reason": "The user got no date."}
 
     def count(self, question: str) -> int:
         return sum(1 for name, _ in self.asked if name == question)
@@ -143,8 +163,11 @@ def test_the_scores_are_the_same_in_both_modes() -> None:
     ]
 
 
-def test_a_six_turn_simulation_sends_fourteen_requests(tmp_path: Path) -> None:
-    """The issue's workload through the runner: LLM user 6, agent 6, one hallucination request, one goal."""
+@pytest.mark.parametrize("satisfied", [True, False], ids=["passing", "failing"])
+def test_a_six_turn_simulation_sends_fourteen_requests(tmp_path: Path, satisfied: bool) -> None:
+    """The issue's workload through the runner: LLM user 6, agent 6, one hallucination request, one goal; a
+    failing conversation too, its user's invented-fact question asked in the hallucination request. Asked apart
+    (``batch: false``): one hallucination request per turn, and the user's question after a failure."""
     (tmp_path / ".git").mkdir()
     agent = "agent:\n  type: litellm\n  model: fake/agent\n  instructions: You answer order questions.\n"
     cases = "".join(
@@ -156,7 +179,7 @@ def test_a_six_turn_simulation_sends_fourteen_requests(tmp_path: Path) -> None:
         suite.write_text(f"name: s\n{agent}{judging}cases:\n{cases}", encoding="utf-8")
         loaded = load_suite(suite)
         options = RunSettings(user_model="fake/user", judge_model="fake/judge", cache=False)
-        judge = Judge()
+        judge = Judge(satisfied=satisfied, verdicts=lambda turn: verdict(1))  # every turn supported
         judge.script.enqueue("user", {"message": "When does A1 arrive?", "done": False, "reason": "asking"}, times=9)
         judge.script.enqueue("agent", *[said(n) for n in range(1, TURNS + 1)])
         llm = LLMClient(model_roles(loaded, options), fake_script=judge.script, sleep=no_wait)
@@ -168,9 +191,15 @@ def test_a_six_turn_simulation_sends_fourteen_requests(tmp_path: Path) -> None:
 
         result = asyncio.run(go())
         by_role = {role: sum(1 for r in judge.script.requests if r.role == role) for role in Role}
-        judged = 1 if batch else TURNS
+        judged = 1 if batch else TURNS + (not satisfied)
         assert by_role == {Role.USER: TURNS, Role.AGENT: TURNS, Role.JUDGE: judged + 1}, batch
         assert len(hallucinations(result.scores)) == TURNS
+        assert (result.outcome == "pass") == satisfied  # failing: user_error (the user repeats itself)
+        if batch:
+            (prompt,) = judge.prompts("hallucination_fidelity_batch")
+            assert (batch_numbers(prompt), user_numbers(prompt)) == ([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6])
+        else:
+            assert judge.count("user_fidelity") == (not satisfied)
 
 
 # -- the batched question ---------------------------------------------------------------------------------------
@@ -280,6 +309,61 @@ def test_an_override_of_the_per_turn_prompt_alone_keeps_one_request_per_turn() -
     assert judge.count("hallucination") == TURNS
     assert all("(house rules)" in prompt for prompt in judge.prompts("hallucination"))
     assert [s.model_dump() for s in scores] == [s.model_dump() for s in score(Judge())]
+
+
+# -- the simulated user's invented-fact question in the same request ----------------------------------------------
+
+
+def with_llm_user(transcript: Transcript) -> Transcript:
+    events = [e.model_copy(update={"source": "llm"}) if isinstance(e, UserEvent) else e for e in transcript.events]
+    return transcript.model_copy(update={"events": events})
+
+
+BATCH_OVERRIDE = "You check the turns (house rules).\n{context}\n{conversation}\nJudge {turns}."
+USER_OVERRIDE = "A language model played a customer (house rules).\n{brief}\n{conversation}\nJudge {turns}."
+BOTH_OVERRIDE = "You review one conversation (house rules).\n{context}\n{brief}\n{conversation}\n{turns} / {user_turns}"
+
+
+@pytest.mark.parametrize(
+    ("prompts", "asked"),
+    [
+        ({}, "hallucination_fidelity_batch"),
+        ({"user_fidelity": USER_OVERRIDE}, "hallucination_batch"),
+        ({"hallucination_batch": BATCH_OVERRIDE}, "hallucination_batch"),
+        (
+            {"user_fidelity": USER_OVERRIDE, "hallucination_fidelity_batch": BOTH_OVERRIDE},
+            "hallucination_fidelity_batch",
+        ),
+    ],
+    ids=["built-in", "user-reworded", "batch-reworded", "combined-reworded"],
+)
+def test_the_users_question_rides_in_the_batch_unless_the_suite_reworded_one_part(
+    prompts: dict[str, str], asked: str
+) -> None:
+    judge = Judge()
+    judge.judge = LLMJudge(judge.client, prompts=prompts)
+    scores = score(judge, transcript=with_llm_user(conversation()))
+    (prompt,) = judge.prompts(asked)
+    assert user_numbers(prompt) == ([1, 2, 3, 4, 5, 6] if asked == "hallucination_fidelity_batch" else [])
+    assert ("(house rules)" in prompt) == (asked in {name for name in prompts if name != "user_fidelity"})
+    assert judge.count("user_fidelity") == 0  # asked (or not) by the fidelity check after the outcome
+    # The per-turn verdicts are the same either way.
+    assert [s.model_dump() for s in hallucinations(scores)] == [s.model_dump() for s in hallucinations(score(Judge()))]
+
+
+def test_the_users_question_is_not_asked_when_a_claim_of_tool_use_already_failed_the_case() -> None:
+    transcript = with_llm_user(conversation(3))
+    claim = AgentEvent(turn=2, messages=["I've checked your order: it arrives on 2 May."])
+    events = [claim if isinstance(e, AgentEvent) and e.turn == 2 else e for e in transcript.events]
+    for fail_on_hallucination, asked in ((True, "hallucination_batch"), (False, "hallucination_fidelity_batch")):
+        judge = Judge()
+        context = ScoringContext(thresholds=Thresholds(fail_on_hallucination=fail_on_hallucination))
+        scores = asyncio.run(
+            score_transcript(case(SCENARIO), transcript.model_copy(update={"events": events}), context, judge.judge)
+        )
+        assert [(s.turn, s.source) for s in hallucinations(scores)][1] == (2, "deterministic")
+        (prompt,) = judge.prompts(asked)  # a hallucination is never the user's: its question would not be used
+        assert batch_numbers(prompt) == [1, 3]
 
 
 def test_without_a_judge_model_nothing_is_asked() -> None:

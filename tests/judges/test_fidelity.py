@@ -12,12 +12,13 @@ import pytest
 import simulator
 from simulator.judges.fidelity import (
     check_fidelity,
+    invented_fact_question,
     judge_invented_facts,
     user_error_cause,
     user_error_reason,
 )
 from simulator.judges.llm_judges import LLMJudge
-from simulator.llm import FakeScript, LLMClient, Role
+from simulator.llm import Completion, FakeScript, LLMClient, Role, UnrecordedRequest, replaying
 from simulator.models import Case, ModelRoles, Persona
 from simulator.models.case import ScenarioCase, SimulationCase
 from simulator.models.scores import FidelityFinding, Score
@@ -300,6 +301,77 @@ def test_invented_facts_are_one_request_and_a_finding_per_quoted_turn() -> None:
     assert "fact order number: ORD-40051" in prompt
     assert [(f.turn, f.kind, f.evidence, f.source) for f in found] == [(2, "invented_fact", "ORD-99999", "judge")]
     assert found[0].rule.endswith("the guide says ORD-40051")
+
+
+INVENTED_EVENTS = conversation(
+    ("I want a refund for my blender.", "What is your order number?"),
+    ("It's ORD-99999, bought on 3 March at the Vienna store.", "Let me see."),
+    ("Please hurry.", "Done."),
+)
+USER_VERDICTS = [
+    {"turn": 1, "invented": False, "fact": "", "reason": "only the goal"},
+    {"turn": 2, "invented": True, "fact": "ORD-99999", "reason": "the guide says ORD-40051"},
+    {"turn": 3, "invented": True, "fact": "a Vienna store", "reason": "misquoted: not in turn 3"},
+]
+AGENT_VERDICTS = [{"turn": n, "verdict": "no_claim", "claim": "", "reason": "asks only"} for n in (1, 2, 3)]
+
+
+def _asked_with_hallucinations(judge: LLMJudge, events: list[TranscriptEvent]) -> tuple[Any, list[FidelityFinding]]:
+    """The batched hallucination question with the user's question in it, then the fidelity check's question."""
+    recorded = transcript(events)
+    question = invented_fact_question(SIMULATION, recorded, None)
+    assert question is not None
+    agent_turns = recorded.agent_events()
+    scores = run(judge.hallucinations(turns=agent_turns, events=recorded.events, context="", user=question))
+    return scores, run(judge_invented_facts(judge, SIMULATION, recorded, None))
+
+
+def test_invented_facts_asked_with_the_hallucination_question_cost_no_request_of_their_own() -> None:
+    script = FakeScript().enqueue("judge", {"turns": AGENT_VERDICTS, "user_turns": USER_VERDICTS})
+    scores, found = _asked_with_hallucinations(_judge(script), INVENTED_EVENTS)
+    assert len(script.requests) == 1
+    prompt = script.requests[0].messages[0]["content"]
+    assert prompt.startswith("You review one conversation")
+    assert "fact order number: ORD-40051" in prompt
+    assert all(prompt.count(f'<{tag} number="{n}">') == 1 for tag in ("user_turn", "agent_turn") for n in (1, 2, 3))
+    assert "The agent turns to judge: 1, 2, 3." in prompt
+    assert "The user turns to judge: 1, 2, 3." in prompt
+    assert [(s.turn, s.verdict) for s in scores] == [(1, "n/a"), (2, "n/a"), (3, "n/a")]
+    # The same findings the question asked on its own gives.
+    alone = FakeScript().enqueue("judge", {"turns": USER_VERDICTS})
+    assert found == run(judge_invented_facts(_judge(alone), SIMULATION, transcript(INVENTED_EVENTS), None))
+    assert [(f.turn, f.evidence) for f in found] == [(2, "ORD-99999")]
+
+
+class _RecordedApart:
+    """A replay's recording made when the two questions were asked apart: the combined one was never recorded."""
+
+    def answer(self, role: Role, record: dict[str, Any], fingerprint: str) -> Completion | None:
+        if str(record["messages"][0]["content"]).startswith("You review one conversation"):
+            raise UnrecordedRequest("not judged: this judge request changed since the recording")
+        return None  # answered by the fake judge, standing for the recorded reply
+
+
+def test_a_replay_recorded_with_the_questions_apart_asks_them_as_recorded() -> None:
+    script = FakeScript().enqueue("judge", {"turns": AGENT_VERDICTS}, {"turns": USER_VERDICTS})
+    with replaying(_RecordedApart()):
+        scores, found = _asked_with_hallucinations(_judge(script), INVENTED_EVENTS)
+    asked = [request.messages[0]["content"] for request in script.requests]
+    assert [prompt.split(" ", 3)[:3] for prompt in asked] == [["You", "check", "the"], ["A", "language", "model"]]
+    assert [(s.turn, s.verdict) for s in scores] == [(1, "n/a"), (2, "n/a"), (3, "n/a")]
+    assert [(f.turn, f.evidence) for f in found] == [(2, "ORD-99999")]
+
+
+def test_a_failed_combined_request_leaves_the_user_question_to_its_own_request() -> None:
+    def judge(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        combined = str(messages[0]["content"]).startswith("You review one conversation")
+        return {"nonsense": True} if combined else {"turns": USER_VERDICTS}
+
+    script = FakeScript().enqueue("judge", judge, times=10)
+    scores, found = _asked_with_hallucinations(_judge(script), INVENTED_EVENTS)
+    assert {s.verdict for s in scores} == {"error"}
+    assert [(f.turn, f.evidence) for f in found] == [(2, "ORD-99999")]
+    assert str(script.requests[-1].messages[0]["content"]).startswith("A language model played a customer")
 
 
 def test_no_judge_model_or_a_failing_judge_gives_no_invented_fact() -> None:

@@ -159,3 +159,29 @@ def test_the_judge_reads_a_str_tool_result_as_the_agent_got_it() -> None:
     first, second = (render_conversation([event]).splitlines()[0] for event in (reply, data))
     assert first.endswith("-> " + text)
     assert first == second
+
+
+def test_a_steps_judge_questions_are_asked_at_once_and_kept_in_order() -> None:
+    """A check in words and the success criteria: both requests in flight together, details in step order."""
+    in_flight, most = 0, 0
+
+    async def judge(messages: list[dict[str, Any]]) -> dict[str, str]:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0)  # let the other question start if it was sent at the same time
+        in_flight -= 1
+        criterion = messages[-1]["content"].split("Criterion: ", 1)[1].split("\n", 1)[0]
+        return {"verdict": "met" if criterion == "says it shipped" else "unsure", "reason": criterion}
+
+    verdict = check(
+        judge_with(FakeScript().enqueue("judge", judge, times=2)),
+        criteria="The agent gives the delivery status.",
+        checks=[{"text": "says it shipped"}, {"must_contain": ["shipped"]}],
+    )
+    assert most == 2
+    assert [(d.check, d.verdict) for d in verdict.details] == [
+        ("must_contain (all, substring): 'shipped'", "met"),
+        ("judge: check: says it shipped", "met"),
+        ("judge: success_criteria: The agent gives the delivery status.", "unsure"),
+    ]
