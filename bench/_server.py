@@ -1,7 +1,9 @@
 """A local OpenAI-compatible fake server for the benches, run in its own process.
 
 ``POST /v1/chat/completions`` answers after ``--latency`` seconds: plain text, or, when the request has a
-``response_format`` with a JSON schema, a JSON object that fits the schema (see :func:`fill`). Requests are
+``response_format`` with a JSON schema, a JSON object that fits the schema (see :func:`fill`), with a benign
+verdict for every turn a batched judge prompt marks (so the workload's per-turn verdicts are judged, not left
+``unsure``). Requests are
 counted per role: the role is the request's ``model`` with any ``provider/`` and ``peer-`` / ``fake-`` prefix
 taken off (``openai/peer-user`` reaches the server as ``peer-user``: role ``user``), so give each role its own
 model name. ``GET /stats`` returns the counts since the last ``/stats`` (per role, and per role and schema name
@@ -35,38 +37,49 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 USER_MESSAGE = "Where is my order ORD-1?"
 AGENT_REPLY = "Your order ORD-1 has shipped."
-_STRINGS = {"message": USER_MESSAGE, "reason": "The reply answers the question."}
+# ``claim`` and ``fact`` quote the reply (a judge's quote is checked against it): empty, as with no claim made.
+_STRINGS = {"message": USER_MESSAGE, "reason": "The reply answers the question.", "claim": "", "fact": ""}
 # An enum's value when the schema offers one of these (a benign verdict), else its first value.
-_PREFERRED = ("supported", "no_claim", "met", "pass", "no")
+_PREFERRED = ("no_claim", "supported", "met", "pass", "no")
 # Booleans that are true when benign: the judge says the user's goal was satisfied, so the workload's
 # conversations pass (``--unsatisfied``: they fail, and the judge may be asked about the simulated user too).
 _TRUE = frozenset({"satisfied"})
 
 
-def fill(schema: dict[str, Any], root: dict[str, Any] | None = None, name: str = "", *, satisfied: bool = True) -> Any:
+def fill(
+    schema: dict[str, Any],
+    root: dict[str, Any] | None = None,
+    name: str = "",
+    *,
+    satisfied: bool = True,
+    turns: Mapping[str, list[int]] | None = None,
+) -> Any:
     """A value that fits ``schema``: every required property filled (every property when none is marked
     required), strings non-blank (at least ``minLength``), booleans false (``satisfied`` true unless
     ``satisfied=False``), numbers 0 (or their minimum), arrays of ``minItems`` items (usually none), an enum's
     benign or first value; ``$ref`` to ``#/$defs/...`` and ``anyOf`` / ``oneOf`` (the first branch that is not
-    null) are followed."""
+    null) are followed. ``turns``: an array property named there gets one item per turn number, its ``turn`` set
+    (a batched judge reply gives a verdict for every turn the prompt marks, see :func:`marked_turns`)."""
     if not satisfied and name in _TRUE:
         return False
     root = schema if root is None else root
+    turns = turns or {}
     if "$ref" in schema:
         target: Any = root
         for part in str(schema["$ref"]).lstrip("#/").split("/"):
             target = target[part]
-        return fill(target, root, name, satisfied=satisfied)
+        return fill(target, root, name, satisfied=satisfied, turns=turns)
     for key in ("anyOf", "oneOf", "allOf"):
         if key in schema:
             branches = [b for b in schema[key] if b.get("type") != "null"] or schema[key]
-            return fill(branches[0], root, name, satisfied=satisfied)
+            return fill(branches[0], root, name, satisfied=satisfied, turns=turns)
     if "const" in schema:
         return schema["const"]
     if "enum" in schema:
@@ -78,9 +91,11 @@ def fill(schema: dict[str, Any], root: dict[str, Any] | None = None, name: str =
     if kind == "object":
         properties: dict[str, Any] = schema.get("properties", {})
         required = schema.get("required", list(properties))
-        return {key: fill(properties.get(key, {}), root, key, satisfied=satisfied) for key in required}
+        return {key: fill(properties.get(key, {}), root, key, satisfied=satisfied, turns=turns) for key in required}
     if kind == "array":
         items = schema.get("items", {})
+        if name in turns:
+            return [{**fill(items, root, name, satisfied=satisfied), "turn": number} for number in turns[name]]
         return [fill(items, root, name, satisfied=satisfied) for _ in range(int(schema.get("minItems", 0)))]
     if kind == "boolean":
         return name in _TRUE
@@ -94,16 +109,28 @@ def fill(schema: dict[str, Any], root: dict[str, Any] | None = None, name: str =
     return text.ljust(int(schema.get("minLength", 0)), ".")
 
 
-def structured_content(response_format: Any, marker: str = "", *, satisfied: bool = True) -> str:
-    """The JSON text answering a request's ``response_format`` (see :func:`fill`); ``marker`` appended to its
-    ``message`` (else its ``reason``) when the answer has one."""
+_TURN_TAGS = {
+    "turns": re.compile(r'<agent_turn number="(\d+)"'),
+    "user_turns": re.compile(r'<user_turn number="(\d+)"'),
+}
+
+
+def marked_turns(prompt: str) -> dict[str, list[int]]:
+    """The turn numbers a batched judge prompt marks (``<agent_turn number="N">``, ``<user_turn number="N">``), by
+    the reply's array that answers them (``turns``, ``user_turns``)."""
+    return {key: [int(n) for n in tag.findall(prompt)] for key, tag in _TURN_TAGS.items()}
+
+
+def structured_content(response_format: Any, marker: str = "", *, satisfied: bool = True, prompt: str = "") -> str:
+    """The JSON text answering a request's ``response_format`` (see :func:`fill`), with a benign verdict for every
+    turn ``prompt`` marks; ``marker`` appended to its ``message`` (else its ``reason``) when the answer has one."""
     schema: Any = None
     if isinstance(response_format, dict):
         schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get("schema")
     if not isinstance(schema, dict):  # {"type": "json_object"}: no schema to follow
         value: Any = {"message": USER_MESSAGE, "done": False, "reason": _STRINGS["reason"]}
     else:
-        value = fill(schema, satisfied=satisfied)
+        value = fill(schema, satisfied=satisfied, turns=marked_turns(prompt))
     if marker and isinstance(value, dict):
         key = next((k for k in ("message", "reason") if isinstance(value.get(k), str)), None)
         if key is not None:
@@ -192,7 +219,10 @@ def build_app(latency: float, timeline: bool = False, satisfied: bool = True) ->
             if form:
                 kind = f"{role}:{schema_name(form)}"
                 counts.schemas[kind] = counts.schemas.get(kind, 0) + 1
-            content = structured_content(form, marker, satisfied=satisfied) if form else AGENT_REPLY + marker
+            prompt = "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
+            content = (
+                structured_content(form, marker, satisfied=satisfied, prompt=prompt) if form else AGENT_REPLY + marker
+            )
         finally:
             counts.total_in_flight -= 1
             counts.in_flight[role] -= 1

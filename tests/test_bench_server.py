@@ -49,6 +49,16 @@ def test_structured_content_fits_the_schema(server_module: ModuleType, model: ty
     model.model_validate_json(content)  # raises when it does not fit
 
 
+def test_a_batched_judge_reply_has_a_verdict_for_every_marked_turn(server_module: ModuleType) -> None:
+    prompt = '<agent_turn number="1">\nA\n</agent_turn>\n<user_turn number="2">U</user_turn><agent_turn number="3">'
+    content = server_module.structured_content(
+        _response_format(llm_judges.HallucinationFidelityBatchReply), prompt=prompt
+    )
+    reply = llm_judges.HallucinationFidelityBatchReply.model_validate_json(content)
+    assert [(t.turn, t.verdict) for t in reply.turns] == [(1, "no_claim"), (3, "no_claim")]
+    assert [(t.turn, t.invented) for t in reply.user_turns] == [(2, False)]
+
+
 def test_fill_follows_refs_arrays_and_minimums(server_module: ModuleType) -> None:
     schema = {
         "type": "object",
