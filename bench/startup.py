@@ -16,6 +16,10 @@ in the same sitting:
 
 Sittings run one after another, each measuring every figure once; the BENCH line gives the medians.
 
+The children run without ``PYTHONDONTWRITEBYTECODE`` (the warm-up writes the bytecode caches), as after
+``pip install``, which compiles them: with the variable set, an editable install compiles Simulator's own modules
+from source at every start.
+
     python bench/startup.py [--sittings S]
 
 Ends with one line:
@@ -44,6 +48,7 @@ def _environment() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("SIMULATOR_DB", "OPENAI_BASE_URL", "OPENAI_API_BASE")}
     env.update(BENCH_FAKE_KEY="not-a-real-key", LITELLM_OFFLINE_MODE="true", LITELLM_LOCAL_MODEL_COST_MAP="True")
     env.pop("PYTHONPROFILEIMPORTTIME", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # see the module docstring
     return env
 
 
@@ -113,12 +118,13 @@ def main() -> None:
     parser.add_argument("--sittings", type=int, default=3, help="How many times to measure everything (medians).")
     args = parser.parse_args()
     script = _console_script()
-    # Warm the page cache, so the first figure measured does not pay the cold imports alone.
-    subprocess.run([sys.executable, "-c", "import openai, simulator.runner"], check=True, env=_environment())
     sittings: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory() as tmp, FakeServer(latency=0.0) as server:
         where = Path(tmp)
         suite = _suite(where, server.base_url, turns=1, role_concurrency=None)
+        # A sitting not counted: warms the page cache and writes the bytecode caches, so that the first sitting
+        # does not pay for them alone.
+        _sitting(server, suite, where, script)
         for number in range(1, args.sittings + 1):
             figures = _sitting(server, suite, where, script)
             sittings.append(figures)
