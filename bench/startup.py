@@ -165,7 +165,7 @@ def main() -> None:
     print(f"  Simulator / bare                 {m['ratio_first_request']:.2f} / {m['ratio_first_request_cpu']:.2f}")
     print(f"  --help: imports {m['help_import_s']:.3f}, process CPU {m['help_cpu_s']:.3f}  (target: imports < 0.3 s)")
     print(f"  validate suites/demo: imports {m['validate_import_s']:.3f}, process CPU {m['validate_cpu_s']:.3f}")
-    print(f"  python -c pass: process CPU {m['interpreter_cpu_s']:.3f}")  # fmt: skip
+    print(f"  python -c pass: process CPU {m['interpreter_cpu_s']:.3f}")
     keys = ("first_request_s", "first_request_bare_s", "ratio_first_request", "first_request_cpu_s",
             "first_request_bare_cpu_s", "ratio_first_request_cpu", "help_import_s", "validate_import_s",
             "help_cpu_s", "validate_cpu_s")  # fmt: skip
