@@ -10,10 +10,9 @@ Python as the command line does::
     for stored in outcome.iter_results():  # a few at a time: flat memory
         print(stored.case, stored.persona, stored.outcome, stored.result.reasons)
 
-The run API (:func:`run`, :func:`resume`, :func:`repeat`, :func:`simulate`, their ``*_async`` twins,
-:func:`plan`, :func:`get_run`, :func:`delete_run`, :func:`merge_runs`) is imported on first use:
-``import simulator`` stays light (no model or graph library), so the command line's ``--help`` and ``validate``
-stay fast.
+Every name but the errors is imported on first use: ``import simulator`` stays light (no model, graph or
+pydantic library, no data model built), so the command line's ``--help`` stays fast and ``validate`` imports only
+the loading side.
 """
 
 import typing as _typing
@@ -28,21 +27,21 @@ from simulator.errors import (
     SimulatorError,
     StoreError,
 )
-from simulator.loading import LoadedSuite, ValidationReport, load_personas, load_suite, validate_paths
-from simulator.models import (
-    Case,
-    GoldenCase,
-    Persona,
-    ScenarioCase,
-    SimulationCase,
-    Step,
-    Suite,
-)
-from simulator.models.run import PlanItem, RunRecord, RunSettings, StoredResult
-from simulator.models.scores import CaseResult
 
 if _typing.TYPE_CHECKING:
+    from simulator.loading import LoadedSuite, ValidationReport, load_personas, load_suite, validate_paths
     from simulator.merge import MergedRun, merge_runs
+    from simulator.models import (
+        Case,
+        GoldenCase,
+        Persona,
+        ScenarioCase,
+        SimulationCase,
+        Step,
+        Suite,
+    )
+    from simulator.models.run import PlanItem, RunRecord, RunSettings, StoredResult
+    from simulator.models.scores import CaseResult
     from simulator.reports.formats import render as render_report
     from simulator.runner import (
         PlannedRun,
@@ -70,6 +69,23 @@ __version__ = "0.1.0"
 
 # Names served lazily from the module that owns them (see the module docstring).
 _LAZY = {
+    "LoadedSuite": "simulator.loading",
+    "ValidationReport": "simulator.loading",
+    "load_personas": "simulator.loading",
+    "load_suite": "simulator.loading",
+    "validate_paths": "simulator.loading",
+    "Case": "simulator.models",
+    "GoldenCase": "simulator.models",
+    "Persona": "simulator.models",
+    "ScenarioCase": "simulator.models",
+    "SimulationCase": "simulator.models",
+    "Step": "simulator.models",
+    "Suite": "simulator.models",
+    "PlanItem": "simulator.models.run",
+    "RunRecord": "simulator.models.run",
+    "RunSettings": "simulator.models.run",
+    "StoredResult": "simulator.models.run",
+    "CaseResult": "simulator.models.scores",
     "PlannedRun": "simulator.runner",
     "Progress": "simulator.runner",
     "RunOutcome": "simulator.runner",

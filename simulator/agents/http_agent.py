@@ -65,6 +65,14 @@ def _ssl_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
+@functools.cache
+def _plain_http_context() -> ssl.SSLContext:
+    """The context of an ``http://`` agent, which never speaks TLS (the adapter follows no redirect): one that
+    trusts no certificate, so that no CA bundle is loaded before the first request (20-40 ms of CPU) and a TLS
+    connection, were one ever made, would fail rather than go unverified."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
 @agent_type("http")
 def _http(config: HttpAgent, *, llm: LLMClient | None = None, code_folders: Sequence[Path] = ()) -> HttpAdapter:
     # The same waits between retries as the model roles (a test's client may make them instant).
@@ -90,7 +98,8 @@ class HttpAdapter:
             self._secrets.append(key)
         self._tools = function_tools(config.tools)
         # Made last, so a missing variable above leaves nothing to close.
-        self._client = httpx.AsyncClient(headers=headers, timeout=config.timeout, verify=_ssl_context())
+        tls = _ssl_context() if self.url.startswith("https://") else _plain_http_context()
+        self._client = httpx.AsyncClient(headers=headers, timeout=config.timeout, verify=tls)
 
     async def respond(self, request: AgentInput) -> AgentReply:
         """Post the conversation; answer tool calls until the agent replies with text (or stops)."""

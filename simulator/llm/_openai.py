@@ -99,9 +99,12 @@ class MalformedReplyError(Exception):
 
 @functools.cache
 def load_openai() -> None:
-    """Import what the first request needs (httpx) and build its TLS context, once per process; start reading the
-    price list in a thread (:func:`price_table`, 0.05-0.1 s of JSON), so that it can overlap the run's set-up and
-    the wait for the first replies instead of coming before them."""
+    """Import what the first request needs (httpx, and httpcore, its transport, which httpx itself imports only
+    at its first client) and build its TLS context, once per process; start reading the price list in a thread
+    (:func:`price_table`, 0.05-0.1 s of JSON), so that it can overlap the run's set-up and the wait for the first
+    replies instead of coming before them."""
+    import httpcore  # noqa: F401
+
     _tls()
     threading.Thread(target=price_table, name="simulator-price-table", daemon=True).start()
 

@@ -27,7 +27,7 @@ from pydantic import JsonValue
 from simulator.agents import AgentInput, AgentReply, build_agent, event_message, wire_messages
 from simulator.agents._base import normalize_reply
 from simulator.agents._chat import MAX_TOOL_ROUNDS
-from simulator.agents.http_agent import HttpAdapter
+from simulator.agents.http_agent import HttpAdapter, _ssl_context
 from simulator.agents.langgraph_agent import LanggraphAdapter
 from simulator.agents.litellm_agent import LitellmAdapter
 from simulator.agents.python_agent import PythonAdapter, import_ref
@@ -579,6 +579,22 @@ def test_http_unreachable_agent_is_an_agent_error() -> None:
         AgentError, match=rf"cannot reach the HTTP agent at http://127.0.0.1:{port}/v1/chat/completions"
     ):
         run(main())
+
+
+def test_only_an_https_agent_loads_the_ca_bundle() -> None:
+    # Loading it costs 20-40 ms of CPU before the first request; an http:// agent never speaks TLS.
+    _ssl_context.cache_clear()
+
+    async def main() -> tuple[int, int]:
+        plain = HttpAdapter(http_config("http://127.0.0.1:9/v1"))
+        after_plain = _ssl_context.cache_info().currsize
+        secure = HttpAdapter(http_config("https://agent.example/v1"))
+        after_secure = _ssl_context.cache_info().currsize
+        await plain.aclose()
+        await secure.aclose()
+        return after_plain, after_secure
+
+    assert run(main()) == (0, 1)
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ def respond(messages):
         marker.write_text(str("litellm" in sys.modules))
         Path(__file__).with_name("openai_loaded.txt").write_text(str("openai" in sys.modules))
         Path(__file__).with_name("httpx_loaded.txt").write_text(str("httpx" in sys.modules))
+        Path(__file__).with_name("httpcore_loaded.txt").write_text(str("httpcore" in sys.modules))
     return "hello"
 """
 
@@ -67,6 +68,8 @@ def test_a_run_with_an_openai_model_imports_httpx_before_the_first_agent_call_an
     judge = "{model: openai/gpt-4o-mini, api_base: 'http://127.0.0.1:9', max_retries: 0}"
     assert litellm_loaded_at_first_agent_call(tmp_path, judge) == "False"
     assert (tmp_path / "httpx_loaded.txt").read_text() == "True"
+    # httpx's transport too, which httpx itself imports only at its first client (on the event loop).
+    assert (tmp_path / "httpcore_loaded.txt").read_text() == "True"
     assert (tmp_path / "openai_loaded.txt").read_text() == "False"
 
 
