@@ -68,7 +68,7 @@ async def simulate(setup: ConversationSetup, *, checkpointer: Any = None, thread
                     final = saved.values
                 else:
                     resume = saved is not None and bool(saved.next)
-                    if resume:
+                    if saved is not None and resume:
                         # Simulated tools answer consistently with the calls made before the crash.
                         conversation.router.remember(
                             call
