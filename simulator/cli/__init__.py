@@ -112,16 +112,5 @@ app.command()(replay.rerun)
 
 
 def main() -> None:
-    """Entry point of the ``simulator`` console script.
-
-    Whatever the command ends with (typer ends every one with ``SystemExit``), the objects alive then are frozen
-    out of the garbage collector: the interpreter's shutdown collects several times, and over the objects of
-    LangGraph, pydantic and the run that cost about 0.4 s of CPU (20 ms frozen). Nothing is lost: the commands
-    close their stores and files themselves, and what module teardown frees is finalised as before; only garbage
-    caught in reference cycles is left to the operating system."""
-    import gc
-
-    try:
-        app()
-    finally:
-        gc.freeze()
+    """Entry point of the ``simulator`` console script."""
+    app()

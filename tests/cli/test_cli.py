@@ -290,23 +290,3 @@ def test_judge_check_without_a_judge_model_is_exit_2_with_the_fix(monkeypatch: p
     assert result.exit_code == EXIT_INVALID
     assert "pass --judge-model MODEL" in result.stderr
 
-
-def test_the_console_script_freezes_what_is_alive_when_it_ends(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The interpreter's shutdown collects garbage over every object still alive (0.4 s of CPU with LangGraph
-    loaded): ``main`` freezes them first, whichever way the command ends."""
-    import gc
-
-    from simulator.cli import main
-
-    frozen: list[int] = []
-    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(1))
-    monkeypatch.setattr(sys, "argv", ["simulator", "--version"])
-    with pytest.raises(SystemExit) as ended:
-        main()
-    assert ended.value.code in (0, None)
-    assert frozen == [1]
-    monkeypatch.setattr(sys, "argv", ["simulator", "no-such-command"])
-    with pytest.raises(SystemExit) as failed:
-        main()
-    assert failed.value.code != 0
-    assert frozen == [1, 1]
