@@ -289,4 +289,3 @@ def test_judge_check_without_a_judge_model_is_exit_2_with_the_fix(monkeypatch: p
     result = runner.invoke(app, ["judge-check", "judge_labels/demo.yaml"])
     assert result.exit_code == EXIT_INVALID
     assert "pass --judge-model MODEL" in result.stderr
-
