@@ -6,15 +6,18 @@ is the real one: plan, engine, checkpoints, scoring, the SQLite store. The serve
 its CPU does not count as the runner's.
 
 Runs checkpoint every conversation step (so a resumed run continues conversations mid-way); the same run
-with ``--no-checkpoints`` is measured too and reported as ``ratio_no_checkpoints``.
+with ``--no-checkpoints`` is measured too and reported as ``ratio_no_checkpoints``. ``--rounds R`` runs both R
+times, alternated (a burst of load on a shared machine hits one round of each, not all of one kind), and
+reports the medians.
 
 ``--llm-user`` also sends the simulated user through litellm to the server (two calls per turn). litellm costs
 about 3.5 ms of CPU per call here (measured: one process tops out near 150-200 calls/s), so that variant is
 bound by litellm, not by the runner; its figures are printed for comparison.
 
-    python bench/run.py [--conversations N] [--turns T] [--latency S] [--concurrency C] [--llm-user]
+    python bench/run.py [--conversations N] [--turns T] [--latency S] [--concurrency C] [--llm-user] [--rounds R]
 
 Ends with one line: BENCH ratio_to_ideal=R peak_mb=M cpu_ms_per_call=C ratio_no_checkpoints=R2
+checkpoint_ms_per_turn=K (CPU per user turn with checkpoints minus without)
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import asyncio
 import json
 import os
 import resource
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -94,6 +98,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--llm-user", action="store_true", help="Also run the simulated user through litellm.")
+    parser.add_argument("--rounds", type=int, default=1, help="Alternate both runs this many times; medians.")
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
     os.environ["BENCH_FAKE_KEY"] = "not-a-real-key"
@@ -101,10 +106,21 @@ def main() -> None:
         root = Path(tmp)
         suite = _suite(root, server.port, args.turns, args.concurrency, args.llm_user)
         asyncio.run(_run(suite, root / "warmup.db", 2, 2))  # imports, litellm's first call
-        record, wall, cpu = asyncio.run(_run(suite, root / "runs.db", args.conversations, args.concurrency))
-        _, wall_plain, cpu_plain = asyncio.run(
-            _run(suite, root / "plain.db", args.conversations, args.concurrency, checkpoints=False)
-        )
+        saved: list[tuple[float, float]] = []
+        plain: list[tuple[float, float]] = []
+        for round_ in range(args.rounds):
+            record, wall, cpu = asyncio.run(
+                _run(suite, root / f"runs{round_}.db", args.conversations, args.concurrency)
+            )
+            saved.append((wall, cpu))
+            _, wall_plain, cpu_plain = asyncio.run(
+                _run(suite, root / f"plain{round_}.db", args.conversations, args.concurrency, checkpoints=False)
+            )
+            plain.append((wall_plain, cpu_plain))
+            if args.rounds > 1:
+                print(f"round {round_ + 1}: wall {wall:.1f} s with checkpoints, {wall_plain:.1f} s without", flush=True)
+        wall, cpu = (statistics.median(values) for values in zip(*saved, strict=True))
+        wall_plain, cpu_plain = (statistics.median(values) for values in zip(*plain, strict=True))
     totals = record.totals  # type: ignore[attr-defined]
     calls = sum(role.calls for role in totals.usage.values()) + args.conversations * args.turns  # + agent calls
     ideal = calls * args.latency / args.concurrency
@@ -120,13 +136,14 @@ def main() -> None:
         f"wall {wall:.1f} s vs ideal {ideal:.1f} s; cpu {cpu:.1f} s = {cpu * 1000 / calls:.2f} ms per call;"
         f" peak RSS {peak_mb:.0f} MB"
     )
+    checkpoint_ms = (cpu - cpu_plain) * 1000 / (args.conversations * args.turns)  # CPU per user turn
     print(
         f"without checkpoints (--no-checkpoints): wall {wall_plain:.1f} s,"
         f" cpu {cpu_plain * 1000 / calls:.2f} ms per call"
     )
     print(
         f"BENCH ratio_to_ideal={wall / ideal:.3f} peak_mb={peak_mb:.0f} cpu_ms_per_call={cpu * 1000 / calls:.2f}"
-        f" ratio_no_checkpoints={wall_plain / ideal:.3f}"
+        f" ratio_no_checkpoints={wall_plain / ideal:.3f} checkpoint_ms_per_turn={checkpoint_ms:.3f}"
     )
 
 

@@ -1,10 +1,13 @@
-"""Checkpoints for conversations: LangGraph's SQLite checkpointer, driven from the event loop directly.
+"""Checkpoints for conversations: LangGraph's SQLite checkpointer, its writes done by one thread of its own.
 
 LangGraph's async SQLite saver sends every statement through a worker thread (about 15 hand-offs per graph
-step), which cost 3.4 ms of CPU per turn here. SQLite in WAL mode with ``synchronous=NORMAL`` commits in tens
-of microseconds without waiting for the disk, so the synchronous saver is called from the loop instead: the
-same tables, the same durability after a killed process (a committed transaction survives it), a fraction of
-the CPU.
+step), which cost 3.4 ms of CPU per turn here. SQLite in WAL mode with ``synchronous=NORMAL`` commits without
+waiting for the disk, so serialising happens on the event loop and the writes go to one thread
+(:class:`CheckpointWrites`) that runs whatever is queued in one transaction: a commit per batch of turns
+instead of one per turn, and the file's I/O (a write of the log, now and then a checkpoint of it into the
+database) never stalls the loop. Each write is awaited until its batch is committed, so what LangGraph's
+``durability="sync"`` promises holds as before: a step's checkpoint is in the file (and survives a killed
+process) before the next step runs. Reads (a conversation's start or resume) stay on the loop: they are few.
 
 What is written is redacted first (:class:`RedactingSerializer`): a checkpoint holds the conversation so far,
 and no secret the process knows may reach a file.
@@ -12,26 +15,38 @@ and no secret the process knows may reach a file.
 Measured costs, and what cut them (``python bench/engine.py --checkpoints``, CPU per user turn): a checkpoint
 holds the whole state, so serialising the transcript's pydantic events again at every checkpoint was half of
 it; each event's encoding is now kept (:class:`RedactingSerializer`). A step's writes to the state are not
-stored beside its checkpoint (:meth:`LoopSqliteSaver.put_writes`): one commit per step, not two. The engine
+stored beside its checkpoint (:meth:`LoopSqliteSaver.put_writes`): one statement per step, not two. The engine
 runs a whole user turn as one graph step, so one checkpoint is written per turn.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
 import enum
+import json
+import queue
 import sqlite3
+import threading
 import types
 import typing
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager, suppress
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import ormsgpack
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import WRITES_IDX_MAP, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_metadata,
+)
 from langgraph.checkpoint.serde import jsonplus
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -90,10 +105,155 @@ class RedactingSerializer(JsonPlusSerializer):
             return super().dumps_typed(obj)  # LangGraph's own fallbacks (pickle, if allowed) or its error
 
 
+#: Most writes one transaction of :class:`CheckpointWrites` takes (a bound on how long a batch holds the file).
+_BATCH_MAX = 256
+
+#: LangGraph's statement for a checkpoint (``SqliteSaver.put``), run here on a row serialised beforehand.
+_INSERT_CHECKPOINT = (
+    "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+    "checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+class CheckpointWrites:
+    """One thread that runs a checkpointer's writes in the order they were queued, each batch of queued writes in
+    one transaction, and tells each waiting coroutine once its write is committed.
+
+    Until :meth:`start` (or after :meth:`stop`) a write runs at once in the caller's thread and is committed.
+    """
+
+    def __init__(self, saver: LoopSqliteSaver) -> None:
+        self._saver = saver
+        self._queue: queue.SimpleQueue[tuple[Callable[[], None], asyncio.Future[None]] | None] = queue.SimpleQueue()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._work, name="simulator-checkpoint-writes", daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        """Run every write still queued, then end the thread (a cancelled run's last checkpoints are kept)."""
+        if self.thread is not None:
+            self._queue.put(None)
+            self.thread.join()
+            self.thread = None
+
+    async def run(self, write: Callable[[], None]) -> None:
+        """Run ``write`` (statements on the saver's connection, through its ``cursor``) and return once it is
+        committed; its error, if any, is raised here."""
+        if self.thread is None:
+            write()
+            self._commit()
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.put((write, done))
+        await done
+
+    def _work(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            batch = [job]
+            while len(batch) < _BATCH_MAX:
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if job is None:
+                    self._queue.put(None)  # after this batch: the thread ends at the next get
+                    break
+                batch.append(job)
+            errors = self._write([write for write, _ in batch])
+            loop = batch[0][1].get_loop()
+            with suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(_settle, [done for _, done in batch], errors)
+
+    def _write(self, writes: list[Callable[[], None]]) -> list[BaseException | None]:
+        """Run ``writes`` in one transaction; the error of each (a failed commit is every one's)."""
+        errors: list[BaseException | None] = []
+        for write in writes:
+            try:
+                write()
+                errors.append(None)
+            except Exception as exc:  # this write failed; the others of the batch are still committed
+                errors.append(exc)
+        try:
+            self._commit()
+        except Exception as exc:
+            with suppress(sqlite3.Error), self._saver.lock:
+                self._saver.conn.rollback()
+            return [exc] * len(writes)
+        return errors
+
+    def _commit(self) -> None:
+        with self._saver.lock:
+            self._saver.conn.commit()
+
+
+def _settle(waiting: list[asyncio.Future[None]], errors: list[BaseException | None]) -> None:
+    for done, error in zip(waiting, errors, strict=True):
+        if done.done():
+            continue  # its coroutine was cancelled; the write was made all the same
+        if error is None:
+            done.set_result(None)
+        else:
+            done.set_exception(error)
+
+
 class LoopSqliteSaver(SqliteSaver):
-    """:class:`SqliteSaver` with its async methods answered synchronously, on the event loop."""
+    """:class:`SqliteSaver` answering its async methods on the event loop, its writes done by
+    :class:`CheckpointWrites`."""
 
     serde = RedactingSerializer()
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn)
+        self.writes = CheckpointWrites(self)
+
+    @contextmanager
+    def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
+        """LangGraph's cursor; in the writes' thread it leaves the commit to the end of the batch."""
+        if threading.current_thread() is not self.writes.thread:
+            with super().cursor(transaction) as cur:
+                yield cur
+            return
+        with self.lock:
+            self.setup()
+            cur = self.conn.cursor()
+            try:
+                yield cur
+            finally:
+                cur.close()
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        self._insert(self._row(config, checkpoint, metadata))
+        return _saved(config, checkpoint)
+
+    def _row(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata) -> tuple[Any, ...]:
+        """The row ``SqliteSaver.put`` writes, serialised."""
+        kind, data = self.serde.dumps_typed(checkpoint)
+        stored_metadata = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False)
+        configurable = config["configurable"]
+        return (
+            str(configurable["thread_id"]),
+            configurable["checkpoint_ns"],
+            checkpoint["id"],
+            configurable.get("checkpoint_id"),
+            kind,
+            data,
+            stored_metadata.encode("utf-8", "ignore"),
+        )
+
+    def _insert(self, row: tuple[Any, ...]) -> None:
+        with self.cursor() as cur:
+            cur.execute(_INSERT_CHECKPOINT, row)
 
     def put_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
@@ -104,7 +264,7 @@ class LoopSqliteSaver(SqliteSaver):
         the same values, follows its writes: storing them as well cost a tenth of a millisecond a turn and
         bought nothing but the rare crash between the two calls, after which the step runs again (as it does
         when the crash comes while it runs)."""
-        kept = [(channel, value) for channel, value in writes if channel in WRITES_IDX_MAP]
+        kept = _kept(writes)
         if kept:
             super().put_writes(config, kept, task_id, task_path)
 
@@ -130,25 +290,50 @@ class LoopSqliteSaver(SqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return self.put(config, checkpoint, metadata, new_versions)
+        # Serialised here, on the loop: the writes' thread then needs the GIL only to hand the row to SQLite.
+        await self.writes.run(partial(self._insert, self._row(config, checkpoint, metadata)))
+        return _saved(config, checkpoint)
 
     async def aput_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
-        self.put_writes(config, writes, task_id, task_path)
+        kept = _kept(writes)
+        if kept:
+            await self.writes.run(partial(SqliteSaver.put_writes, self, config, kept, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
-        self.delete_thread(thread_id)
+        await self.writes.run(partial(self.delete_thread, thread_id))
+
+
+def _kept(writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    return [(channel, value) for channel, value in writes if channel in WRITES_IDX_MAP]
+
+
+def _saved(config: RunnableConfig, checkpoint: Checkpoint) -> RunnableConfig:
+    """The config of the checkpoint just written (what ``SqliteSaver.put`` returns)."""
+    configurable = config["configurable"]
+    return {
+        "configurable": {
+            "thread_id": configurable["thread_id"],
+            "checkpoint_ns": configurable["checkpoint_ns"],
+            "checkpoint_id": checkpoint["id"],
+        }
+    }
 
 
 @asynccontextmanager
 async def open_checkpointer(path: Path | str) -> AsyncIterator[LoopSqliteSaver]:
-    """A checkpointer on the SQLite file ``path`` (WAL, ``synchronous=NORMAL``, a busy timeout)."""
+    """A checkpointer on the SQLite file ``path`` (WAL, ``synchronous=NORMAL``, a busy timeout), its writes
+    done by a thread of its own while the block runs; every queued write is made before it ends."""
     connection = connect(path, check_same_thread=False)
     try:
         saver = LoopSqliteSaver(connection)
         saver.setup()
-        yield saver
+        saver.writes.start()
+        try:
+            yield saver
+        finally:
+            saver.writes.stop()
     finally:
         connection.close()
 

@@ -329,8 +329,8 @@ async def _parts(state: State, config: RunnableConfig, parts: tuple[Any, ...]) -
 
 
 async def begin_node(state: State, config: RunnableConfig) -> State:
-    """The entry point: nothing to do when the user speaks first; the agent's greeting, checked, when the agent
-    does (so every later step is one whole user turn)."""
+    """The agent's greeting, checked, when the agent speaks first (so every later step is one whole user turn);
+    :func:`_entry` comes here only then (a checkpoint of an earlier version may come here in any case)."""
     if _conversation(config).initiator() == "agent":
         return await _parts(state, config, (agent_node, check_node))
     return {}
@@ -343,20 +343,28 @@ async def turn_node(state: State, config: RunnableConfig) -> State:
     return await _parts(state, config, (user_node, agent_node, check_node))
 
 
-def _after(stop: StopReason | None) -> str:
-    return "finish" if stop else "turn"
-
-
 def _routed(node: Any) -> Any:
     """A node that also picks the next node (a Command), instead of a separate conditional edge: one runnable
-    per step instead of two."""
+    per step instead of two. The step that stops the conversation also writes its outcomes
+    (:func:`finish_node`) and ends the graph: a step, and its checkpoint, fewer per conversation."""
 
     async def routed(state: State, config: RunnableConfig) -> Command[str]:
         update = await node(state, config)
-        return Command(update=update, goto=_after(update.get("stop") or state.get("stop")))
+        if not (update.get("stop") or state.get("stop")):
+            return Command(update=update, goto="turn")
+        ended: dict[str, Any] = {}
+        merged = _merge(state, update, ended)
+        _merge(merged, await finish_node(merged, config), ended)
+        return Command(update=ended, goto=END)
 
     routed.__name__ = node.__name__
     return routed
+
+
+def _entry(state: State, config: RunnableConfig) -> str:
+    """Where a conversation starts: the agent's greeting when the agent speaks first, else the first user turn
+    (no step of its own)."""
+    return "begin" if _conversation(config).initiator() == "agent" else "turn"
 
 
 def compiled_graph(checkpointer: Any = None) -> Any:
@@ -382,10 +390,11 @@ def _plain_graph() -> Any:
 
 def _build_graph() -> Any:
     graph = StateGraph(State)
-    graph.add_node("begin", _routed(begin_node), destinations=("turn", "finish"))
-    graph.add_node("turn", _routed(turn_node), destinations=("turn", "finish"))
+    graph.add_node("begin", _routed(begin_node), destinations=("turn", END))
+    graph.add_node("turn", _routed(turn_node), destinations=("turn", END))
+    # Reached only from a checkpoint written by an earlier version, which ran it as a step of its own.
     graph.add_node("finish", finish_node)
-    graph.add_edge(START, "begin")
+    graph.add_conditional_edges(START, _entry, ["begin", "turn"])
     graph.add_edge("finish", END)
     return graph
 

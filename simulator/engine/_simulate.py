@@ -59,13 +59,16 @@ async def simulate(setup: ConversationSetup, *, checkpointer: Any = None, thread
             if checkpointer is None:
                 final: State = await graph.ainvoke(initial, config=config)
             else:
-                saved = await graph.aget_state(config)
+                # A new thread (every conversation of a new run) has no checkpoint: one read says so, without
+                # LangGraph's restoring of a state snapshot (the graph's checkpointer: it knows the state's types).
+                fresh = await graph.checkpointer.aget_tuple({"configurable": {"thread_id": thread_id}}) is None
+                saved = None if fresh else await graph.aget_state(config)
                 if saved is not None and saved.values and not saved.next:
                     # Finished before a crash, its result not stored yet: the transcript is here, run nothing again.
                     final = saved.values
                 else:
                     resume = saved is not None and bool(saved.next)
-                    if resume:
+                    if saved is not None and resume:
                         # Simulated tools answer consistently with the calls made before the crash.
                         conversation.router.remember(
                             call

@@ -162,3 +162,34 @@ def test_a_bad_models_file_is_a_located_error(project: Path) -> None:
     assert "models.yaml:2" in result.output
     assert "modle" in result.output
     assert _stored_runs(project / "runs.db") == 0
+
+
+def test_a_run_leaves_the_objects_alive_at_its_start_out_of_full_collections_and_gives_them_back(
+    project: Path,
+) -> None:
+    """A full garbage collection over everything imported stopped the event loop for ~0.2 s: while a run runs,
+    what was alive at its start is frozen; afterwards the process's collector is as it was, an application's
+    own frozen objects included."""
+    import gc
+
+    seen: list[int] = []
+
+    def during(event: object) -> None:
+        if isinstance(event, simulator.Progress):  # a conversation finished: the run is running
+            seen.append(gc.get_freeze_count())
+
+    assert gc.get_freeze_count() == 0
+    simulator.run("suite.yaml", db=project / "runs.db", cases=["refund"], on_event=during)
+    assert seen
+    assert min(seen) > 0
+    assert gc.get_freeze_count() == 0
+
+    gc.freeze()  # an application that froze its own objects keeps them frozen, and only those
+    try:
+        seen.clear()
+        simulator.run("suite.yaml", db=project / "runs.db", cases=["refund"], on_event=during)
+        assert seen
+        assert min(seen) > 0
+        assert gc.get_freeze_count() > 0  # not given back by the run: they were not the run's to give
+    finally:
+        gc.unfreeze()
