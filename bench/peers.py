@@ -320,6 +320,7 @@ def _workload(
 ) -> list[Measured]:
     env = {k: v for k, v in os.environ.items() if k not in ("SIMULATOR_DB", "OPENAI_BASE_URL", "OPENAI_API_BASE")}
     env.update(BENCH_FAKE_KEY="not-a-real-key", LITELLM_OFFLINE_MODE="true", LITELLM_LOCAL_MODEL_COST_MAP="True")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as after ``pip install`` (see the warm-up in main)
     where = root / f"{conversations}x{turns}-{int(latency * 1000)}ms"
     where.mkdir()
     with FakeServer(latency=latency, timeline=timeline, satisfied=not failing) as server:
@@ -411,8 +412,13 @@ def main() -> None:
         sizes.append((500, 6))
     latencies = [float(s) for s in args.latencies.split(",") if s.strip()]
 
-    # Warm the page cache, so the first system measured does not pay the cold imports alone.
+    # Warm the page cache, so the first system measured does not pay the cold imports alone, and write the bytecode
+    # caches as ``pip install`` does: with PYTHONDONTWRITEBYTECODE set (as on these machines) an editable install
+    # compiled every Simulator module from source at each start of the console script (bench/startup.py).
     warm = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_OFFLINE_MODE="true")
+    warm.pop("PYTHONDONTWRITEBYTECODE", None)
+    compile_package = "import compileall, os, simulator; compileall.compile_dir(os.path.dirname(simulator.__file__))"
+    subprocess.run([sys.executable, "-c", compile_package], check=True, env=warm)
     subprocess.run([sys.executable, "-c", "import openai, litellm, simulator.runner"], check=True, env=warm)
     sittings: dict[tuple[int, int, float], list[list[Measured]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
