@@ -417,7 +417,9 @@ def main() -> None:
     # compiled every Simulator module from source at each start of the console script (bench/startup.py).
     warm = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_OFFLINE_MODE="true")
     warm.pop("PYTHONDONTWRITEBYTECODE", None)
-    compile_package = "import compileall, os, simulator; compileall.compile_dir(os.path.dirname(simulator.__file__))"
+    compile_package = (
+        "import compileall, os, simulator; compileall.compile_dir(os.path.dirname(simulator.__file__), quiet=1)"
+    )
     subprocess.run([sys.executable, "-c", compile_package], check=True, env=warm)
     subprocess.run([sys.executable, "-c", "import openai, litellm, simulator.runner"], check=True, env=warm)
     sittings: dict[tuple[int, int, float], list[list[Measured]]] = {}
