@@ -128,7 +128,7 @@ from simulator._sqlite import BUSY_TIMEOUT_S, connect
 from simulator.errors import StoreError, StoreInputError
 from simulator.models.run import (
     LEGACY_STATUSES,
-    PlanItem,
+    Plan,
     RunRecord,
     RunStatus,
     StoredResult,
@@ -157,7 +157,6 @@ _MATCHES_SHOWN: Final = 10
 _CHECKPOINT_TABLES: Final = frozenset({"checkpoints", "writes"})
 
 _SNAPSHOT: Final = TypeAdapter(list[SuiteSnapshot])
-_PLAN: Final = TypeAdapter(list[PlanItem])
 _VERSIONS: Final = TypeAdapter(dict[str, str])
 
 
@@ -765,10 +764,15 @@ class RunStore:
         """Store a new run. Its id must be new; its snapshot, settings and plan never change afterwards."""
         if not _ID_PATTERN.match(record.id) or record.id.startswith("latest"):
             raise StoreError(f"{record.id!r} cannot be a run id (letters, digits, '-', '_', '.', ':'; not 'latest')")
-        keys = [item.key for item in record.plan]
-        if len(set(keys)) != len(keys):
-            twice = sorted({key for key in keys if keys.count(key) > 1})
-            raise StoreError(f"run {record.id}: plan keys must be unique, repeated: {', '.join(twice[:5])}")
+        # A record's plan is a Plan, but model_copy(update=...) does not validate: a list is taken as well.
+        plan = record.plan if isinstance(record.plan, Plan) else Plan(record.plan)
+        seen: set[str] = set()
+        twice: set[str] = set()
+        for key in plan.item_keys():  # the keys alone: a plan's items are built only when read
+            (twice if key in seen else seen).add(key)
+        if twice:
+            raise StoreError(f"run {record.id}: plan keys must be unique, repeated: {', '.join(sorted(twice)[:5])}")
+        del seen
         self.require_writable(f"store run {record.id}")
         row = _stored((
             record.id,
@@ -781,7 +785,7 @@ class RunStore:
             _SNAPSHOT.dump_json(record.snapshot, exclude_unset=True).decode(),
             _json_text(record.settings),
             _VERSIONS.dump_json(record.versions).decode(),
-            _PLAN.dump_json(record.plan).decode(),
+            plan.to_json(),
             None if record.totals is None else _json_text(record.totals),
             record.repeat_of,
             record.imported_from,
@@ -1104,10 +1108,10 @@ class RunStore:
                 raise StoreInputError(self._unknown(run_id))
             keys = conn.execute('SELECT id, "key" FROM results WHERE run_id = ? ORDER BY id', (run_id,)).fetchall()
         try:
-            plan = _PLAN.validate_json(plan_row[0])
-        except ValidationError as exc:
+            plan = Plan.from_json(plan_row[0])
+        except ValueError as exc:
             raise StoreError(self._damaged(f"the plan of run {run_id}", exc)) from exc
-        order = {item.key: index for index, item in enumerate(plan)}
+        order = {key: index for index, key in enumerate(plan.item_keys())}
         # Sorting is stable: results whose key is not in the plan stay in insertion order, after the others.
         return [int(row[0]) for row in sorted(keys, key=lambda row: order.get(str(row[1]), len(order)))]
 
@@ -1225,14 +1229,20 @@ class RunStore:
                 "snapshot": row["snapshot"],
                 "settings": row["settings"],
                 "versions": row["versions"],
-                "plan": row["plan"],
                 "totals": row["totals"],
             },
         )
         try:
-            return RunRecord.model_validate_json(text)
+            record = RunRecord.model_validate_json(text)
         except ValidationError as exc:
             raise StoreError(self._damaged(f"run {row['id']}", exc)) from exc
+        try:
+            # Read apart, one item at a time, into the plan's compact form: parsed with the rest of the run, the
+            # whole list would be objects at once (about 1 KB a conversation).
+            plan = Plan.from_json(row["plan"])
+        except ValueError as exc:
+            raise StoreError(self._damaged(f"the plan of run {row['id']}", exc)) from exc
+        return record.model_copy(update={"plan": plan})
 
     def _result(self, row: sqlite3.Row) -> StoredResult:
         text = _compose(
@@ -1254,9 +1264,10 @@ class RunStore:
         except ValidationError as exc:
             raise StoreError(self._damaged(f"result {row['key']} of run {row['run_id']}", exc)) from exc
 
-    def _damaged(self, what: str, exc: ValidationError) -> str:
+    def _damaged(self, what: str, exc: ValueError) -> str:
+        problem = _first_problem(exc) if isinstance(exc, ValidationError) else str(exc)
         return (
-            f"{what} in {self.path} cannot be read ({_first_problem(exc)}); it was written by another version of "
+            f"{what} in {self.path} cannot be read ({problem}); it was written by another version of "
             "Simulator or changed by hand"
         )
 

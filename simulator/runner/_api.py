@@ -82,7 +82,7 @@ class PlannedRun:
 
     suites: list[LoadedSuite]
     settings: RunSettings
-    items: list[PlanItem]
+    items: Sequence[PlanItem]
     snapshots: list[SuiteSnapshot]
     notes: list[str] = field(default_factory=list)
 

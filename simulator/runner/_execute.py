@@ -142,7 +142,10 @@ async def execute(
     except BaseException:
         _finish(store, lease, "failed", record.totals.duration_s if record.totals else 0.0, quiet=True)
         raise
-    todo = [item for item in record.plan if item.key not in done_keys]
+    # The items left are read from the plan as they are taken, never listed: the driver holds a PlanItem for each
+    # conversation in flight only, whatever the size of the plan.
+    left = sum(1 for key in record.plan.item_keys() if key not in done_keys)
+    todo = (item for item in record.plan if item.key not in done_keys)
     total, finished = len(record.plan), len(done_keys)
     previous = record.totals.duration_s if record.totals else 0.0
     started = time.monotonic()
@@ -180,13 +183,11 @@ async def execute(
     async def run_all(saver: Any) -> None:
         # A fixed pool of workers taking the next item, not a task per conversation: memory stays flat in the
         # size of the plan (10,000 pending tasks cost ~35 MB), and ``concurrency`` bounds the work in flight.
-        pending = iter(todo)
-
         async def worker() -> None:
-            for item in pending:  # shared: each item is taken by exactly one worker (no await inside next())
+            for item in todo:  # shared: each item is taken by exactly one worker (no await inside next())
                 await one(item, saver)
 
-        tasks = [asyncio.create_task(worker()) for _ in range(min(max(1, settings.concurrency), len(todo)))]
+        tasks = [asyncio.create_task(worker()) for _ in range(min(max(1, settings.concurrency), left))]
         try:
             await asyncio.gather(*tasks)
         except BaseException:
@@ -219,7 +220,7 @@ async def execute(
 
                 # Checkpoints and the request cache are files beside the store, which workers elsewhere cannot
                 # reach: a conversation a worker lost starts over on another.
-                await run_on_ray(record, base, iter(todo), save)
+                await run_on_ray(record, base, todo, save)
             elif checkpoints:
                 async with open_checkpointer(checkpoint_path(store.path)) as saver:
                     await run_all(saver)
