@@ -106,6 +106,7 @@ version does not know was written by a newer Simulator: it is refused, never dow
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -1091,29 +1092,46 @@ class RunStore:
     def iter_results(self, run_id: str, *, batch: int = 64) -> Iterator[StoredResult]:
         """The stored results of a run one by one, in the order of :meth:`results`: at most ``batch`` results
         are read at a time, so a run of any size can be summed up in flat memory."""
-        ids = self._ordered_ids(run_id)
-        for start in range(0, len(ids), batch):
-            chunk = ids[start : start + batch]
+        for chunk in self._ordered_ids(run_id, batch):
             by_id = self._by_ids(run_id, chunk, _RESULT_COLUMNS)
             for result_id in chunk:
                 if result_id in by_id:  # else deleted with its run meanwhile
                     yield self._result(by_id[result_id])
 
-    def _ordered_ids(self, run_id: str) -> list[int]:
-        """The ids of the run's results in plan order (results whose key is not in the plan last, in insertion
-        order); reads only the small columns, never a result's JSON."""
+    def _ordered_ids(self, run_id: str, batch: int) -> Iterator[list[int]]:
+        """The ids of the run's results in plan order, at most ``batch`` at a time (results whose key is not in
+        the plan last, in insertion order); reads only the small columns, never a result's JSON. The plan's keys
+        are looked up ``batch`` at a time: nothing of the size of the run is held but its compact plan."""
         with self._sql(f"read the results of run {run_id}") as conn:
             plan_row = conn.execute("SELECT plan FROM runs WHERE id = ?", (run_id,)).fetchone()
             if plan_row is None:
                 raise StoreInputError(self._unknown(run_id))
-            keys = conn.execute('SELECT id, "key" FROM results WHERE run_id = ? ORDER BY id', (run_id,)).fetchall()
         try:
             plan = Plan.from_json(plan_row[0])
         except ValueError as exc:
             raise StoreError(self._damaged(f"the plan of run {run_id}", exc)) from exc
-        order = {key: index for index, key in enumerate(plan.item_keys())}
-        # Sorting is stable: results whose key is not in the plan stay in insertion order, after the others.
-        return [int(row[0]) for row in sorted(keys, key=lambda row: order.get(str(row[1]), len(order)))]
+        found = 0
+        keys = plan.item_keys()
+        while chunk := list(itertools.islice(keys, batch)):
+            with self._sql(f"read the results of run {run_id}") as conn:
+                rows = conn.execute(
+                    f'SELECT "key", id FROM results WHERE run_id = ? AND "key" IN ({", ".join("?" * len(chunk))})',
+                    (run_id, *chunk),
+                ).fetchall()
+            by_key = {str(row[0]): int(row[1]) for row in rows}
+            ids = [by_key[key] for key in chunk if key in by_key]
+            found += len(ids)
+            if ids:
+                yield ids
+        if found >= self.result_count(run_id):
+            return
+        # Results of keys the plan does not have (a run merged or imported so): only now is a set of keys made.
+        planned = set(plan.item_keys())
+        with self._sql(f"read the results of run {run_id}") as conn:
+            rows = conn.execute('SELECT id, "key" FROM results WHERE run_id = ? ORDER BY id', (run_id,)).fetchall()
+        strangers = [int(row[0]) for row in rows if str(row[1]) not in planned]
+        for start in range(0, len(strangers), batch):
+            yield strangers[start : start + batch]
 
     def _by_ids(self, run_id: str, ids: Sequence[int], columns: str) -> dict[int, sqlite3.Row]:
         with self._sql(f"read the results of run {run_id}") as conn:
@@ -1126,10 +1144,8 @@ class RunStore:
         """What a table row of each result holds (:class:`ResultRow`), in the order of :meth:`results`, read
         ``batch`` at a time; only the reasons are taken out of a result's JSON (by SQLite), so this is cheap
         for a run of any size."""
-        ids = self._ordered_ids(run_id)
         columns = f"{_ROW_COLUMNS}, json_extract(result, '$.reasons') AS reasons"
-        for start in range(0, len(ids), batch):
-            chunk = ids[start : start + batch]
+        for chunk in self._ordered_ids(run_id, batch):
             by_id = self._by_ids(run_id, chunk, columns)
             for result_id in chunk:
                 if result_id in by_id:  # else deleted with its run meanwhile

@@ -395,7 +395,7 @@ async def _execute(
     on_event: EventHandler | None,
     estimate_s: float | None = None,
 ) -> RunOutcome:
-    done = len(store.completed_keys(record.id))
+    done = store.result_count(record.id)
     if on_event is not None:
         on_event(RunStarted(record=record, store_path=store.path, already_done=done, estimate_s=estimate_s))
     finished = await execute(

@@ -240,7 +240,7 @@ async def execute(
         _finish(store, lease, status, previous + time.monotonic() - started, quiet=True)
         raise
     writer.shutdown(wait=True)
-    complete = len(store.completed_keys(record.id)) == total
+    complete = store.result_count(record.id) == total  # counted in SQL: no set of every key
     _finish(
         store, lease, "completed" if complete else "failed", previous + time.monotonic() - started,
         finished=datetime.now(UTC) if complete else None,
