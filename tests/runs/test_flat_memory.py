@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import importlib.util
 import json
 import textwrap
 from collections.abc import Iterator
@@ -139,7 +140,26 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_a_run_holds_a_planitem_per_conversation_in_flight_not_per_conversation_planned(project: Path) -> None:
+@pytest.mark.parametrize(
+    "executor",
+    [
+        "local",
+        pytest.param(
+            "ray",
+            marks=[
+                pytest.mark.ray,
+                pytest.mark.skipif(
+                    importlib.util.find_spec("ray") is None,
+                    reason="Ray is not installed (pip install 'simulator[ray]'): its driver cannot be tested here",
+                ),
+            ],
+        ),
+    ],
+)
+def test_a_run_holds_a_planitem_per_conversation_in_flight_not_per_conversation_planned(
+    executor: str, project: Path
+) -> None:
+    """Counted in the driver: with Ray, where the results come back and are stored."""
     seen: list[int] = []
 
     def on_event(event: object) -> None:
@@ -147,8 +167,9 @@ def test_a_run_holds_a_planitem_per_conversation_in_flight_not_per_conversation_
             seen.append(_live_plan_items())
 
     outcome = simulator.run(
-        "suite.yaml", db=project / "runs.db", repeat=CONVERSATIONS, concurrency=CONCURRENCY, seed=1, on_event=on_event
-    )
+        "suite.yaml", db=project / "runs.db", repeat=CONVERSATIONS, concurrency=CONCURRENCY, seed=1, on_event=on_event,
+        executor=executor, ray_workers=2 if executor == "ray" else None,
+    )  # fmt: skip
     assert outcome.completed
     assert outcome.record.totals is not None
     assert outcome.record.totals.total == CONVERSATIONS
