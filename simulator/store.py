@@ -1207,6 +1207,17 @@ class RunStore:
                 raise StoreInputError(self._unknown(run_id))
             return {str(row[0]) for row in conn.execute('SELECT "key" FROM results WHERE run_id = ?', (run_id,))}
 
+    def stored_keys(self, run_id: str, keys: Sequence[str]) -> set[str]:
+        """Which of ``keys`` (a few hundred at most: one query) have a stored result in the run."""
+        if not keys:
+            return set()
+        with self._sql(f"read the results of run {run_id}") as conn:
+            rows = conn.execute(
+                f'SELECT "key" FROM results WHERE run_id = ? AND "key" IN ({", ".join("?" * len(keys))})',
+                (run_id, *keys),
+            )
+            return {str(row[0]) for row in rows}
+
     def mean_duration(self, suite_hash: str) -> float | None:
         """Mean duration in seconds of the stored results of runs with this suite hash; None if there are none."""
         with self._sql("estimate a case's duration") as conn:

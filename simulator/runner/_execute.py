@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -138,15 +139,12 @@ async def execute(
     try:
         for loaded in suites if playbacks is None else ():  # a playback calls models only for what changed
             preload(model_roles(loaded, base))  # before any conversation starts: see preload
-        done_keys = store.completed_keys(record.id)  # read under the lease: nobody else adds to them now
+        finished = store.result_count(record.id)  # read under the lease: nobody else adds results now
     except BaseException:
         _finish(store, lease, "failed", record.totals.duration_s if record.totals else 0.0, quiet=True)
         raise
-    # The items left are read from the plan as they are taken, never listed: the driver holds a PlanItem for each
-    # conversation in flight only, whatever the size of the plan.
-    left = sum(1 for key in record.plan.item_keys() if key not in done_keys)
-    todo = (item for item in record.plan if item.key not in done_keys)
-    total, finished = len(record.plan), len(done_keys)
+    total = len(record.plan)
+    todo = items_left(store, record)
     previous = record.totals.duration_s if record.totals else 0.0
     started = time.monotonic()
 
@@ -187,7 +185,7 @@ async def execute(
             for item in todo:  # shared: each item is taken by exactly one worker (no await inside next())
                 await one(item, saver)
 
-        tasks = [asyncio.create_task(worker()) for _ in range(min(max(1, settings.concurrency), left))]
+        tasks = [asyncio.create_task(worker()) for _ in range(min(max(1, settings.concurrency), total - finished))]
         try:
             await asyncio.gather(*tasks)
         except BaseException:
@@ -246,6 +244,20 @@ async def execute(
         finished=datetime.now(UTC) if complete else None,
     )  # fmt: skip
     return store.get_run(record.id)
+
+
+def items_left(store: RunStore, record: RunRecord, batch: int = 256) -> Iterator[PlanItem]:
+    """The items of ``record``'s plan that have no stored result, in plan order, each read from the plan when it
+    is taken: the driver holds a PlanItem for each conversation in flight only, and asks the store which keys
+    are done ``batch`` at a time (under the run's lease nobody else adds any), never holding every key."""
+    keys = record.plan.item_keys()
+    position = 0
+    while chunk := list(itertools.islice(keys, batch)):
+        done = store.stored_keys(record.id, chunk)
+        for offset, key in enumerate(chunk):
+            if key not in done:
+                yield record.plan[position + offset]
+        position += len(chunk)
 
 
 async def converse(

@@ -18,9 +18,10 @@ import simulator
 from simulator.errors import StoreError
 from simulator.models.run import Plan, PlanItem, RunRecord
 from simulator.runner import Progress
+from simulator.runner._execute import items_left
 from simulator.runner._plan import plan_hash, suite_identity, what_runs
 from simulator.store import RunStore
-from tests.factories import make_run
+from tests.factories import make_result, make_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,6 +97,21 @@ def test_the_store_keeps_the_plan_as_a_json_list_and_reads_it_back_compact(tmp_p
             conn.execute("""UPDATE runs SET plan = '[{"key": 1}]' WHERE id = 'r1'""")
         with pytest.raises(StoreError, match=r"the plan of run r1 .* cannot be read"):
             store.get_run("r1")
+
+
+def test_a_resumed_run_takes_the_items_without_a_result_in_plan_order_a_batch_of_keys_at_a_time(
+    tmp_path: Path,
+) -> None:
+    record = make_run("r1", plan=Plan(_items(11)))
+    with RunStore(tmp_path / "runs.db") as store:
+        store.create_run(record)
+        done = [item for item in _items(11) if item.repeat in {0, 1, 4, 5, 6, 10}]
+        for item in done:
+            store.save_result(make_result(record.id, item.suite, item.case, persona=item.persona, repeat=item.repeat))
+        assert store.stored_keys(record.id, [item.key for item in _items(3)]) == {done[0].key, done[1].key}
+        left = list(items_left(store, record, batch=3))
+    assert [item.repeat for item in left] == [2, 3, 7, 8, 9]
+    assert left == [item for item in _items(11) if item not in done]
 
 
 def test_plan_hash_is_the_hash_of_the_whole_plan_text_as_before() -> None:
