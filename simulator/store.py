@@ -78,7 +78,10 @@ Large payloads (snapshot, plan, each result) are JSON text. Reading or listing r
 never reads a whole run: :meth:`RunStore.outcome_counts` counts in SQL, :meth:`RunStore.first_results` reads
 only the rows shown (chosen by SQLite over the small columns), :meth:`RunStore.iter_result_rows` streams the
 rows of ``run --json`` with the reasons taken out by ``json_extract``, and :meth:`RunStore.count_mentioning`
-searches the stored JSON in SQL. No migration was needed for them: the columns were there.
+searches the stored JSON in SQL. No migration was needed for them: the columns were there. A run's plan is
+read one item at a time into a compact :class:`~simulator.models.run.Plan` (never a list of objects), and
+results are put in plan order by asking for a batch of the plan's keys at a time (:meth:`RunStore.stored_keys`
+tells a resumed run which are done the same way): reading a run holds nothing the size of the run but its plan.
 
 Connections are set up by :func:`simulator._sqlite.connect`, which the request cache and the checkpointer use
 too.
