@@ -22,8 +22,9 @@ baseline measured in the same sitting) with this Python instead of the console s
 Ends with one line: BENCH peak_mb_<N>=M cpu_ms_per_conv_<N>=C wall_ms_per_conv_<N>=W store_kb_per_conv_<N>=S ...
 (with ``--executor ray``, each figure of a Ray run is suffixed ``_ray<W>``, and ``ideal_s_<N>`` / ``wall_s_<N>``
 give the ideal and the wall in seconds), and, with two sizes or more, ``peak_mb_per_1k_conv[_ray<W>]``: how much
-the driver's peak RSS grows per 1,000 conversations between the smallest and the largest size (flat memory:
-close to 0; 0.03 is 30 bytes a conversation). ``--no-local`` leaves out the runs without Ray.
+the driver's peak RSS grows per 1,000 conversations between the two largest sizes (flat memory: close to 0; 0.03
+is 30 bytes a conversation; below about 1,000 conversations the run's bounded caches are still filling, so the
+smallest size is left out of it). ``--no-local`` leaves out the runs without Ray.
 """
 
 from __future__ import annotations
@@ -250,10 +251,11 @@ def main() -> None:
 
 
 def _slope(samples: list[Sample]) -> float | None:
-    """MB of driver peak RSS per 1,000 conversations, from the smallest size to the largest (None: one size)."""
-    small, large = min(samples, key=lambda s: s.size), max(samples, key=lambda s: s.size)
-    if large.size == small.size:
+    """MB of driver peak RSS per 1,000 conversations between the two largest sizes (None: one size)."""
+    by_size = sorted(samples, key=lambda s: s.size)
+    if len(by_size) < 2 or by_size[-1].size == by_size[-2].size:
         return None
+    small, large = by_size[-2], by_size[-1]
     return (large.peak_mb - small.peak_mb) * 1000 / (large.size - small.size)
 
 
