@@ -1113,6 +1113,7 @@ class RunStore:
             plan = Plan.from_json(plan_row[0])
         except ValueError as exc:
             raise StoreError(self._damaged(f"the plan of run {run_id}", exc)) from exc
+        del plan_row  # its JSON text (about 100 bytes a conversation) is not kept while the results are read
         found = 0
         keys = plan.item_keys()
         while chunk := list(itertools.islice(keys, batch)):
