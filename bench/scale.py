@@ -21,7 +21,10 @@ baseline measured in the same sitting) with this Python instead of the console s
 
 Ends with one line: BENCH peak_mb_<N>=M cpu_ms_per_conv_<N>=C wall_ms_per_conv_<N>=W store_kb_per_conv_<N>=S ...
 (with ``--executor ray``, each figure of a Ray run is suffixed ``_ray<W>``, and ``ideal_s_<N>`` / ``wall_s_<N>``
-give the ideal and the wall in seconds).
+give the ideal and the wall in seconds), and, with two sizes or more, ``peak_mb_per_1k_conv[_ray<W>]``: how much
+the driver's peak RSS grows per 1,000 conversations between the two largest sizes (flat memory: close to 0; 0.03
+is 30 bytes a conversation; below about 1,000 conversations the run's bounded caches are still filling, so the
+smallest size is left out of it). ``--no-local`` leaves out the runs without Ray.
 """
 
 from __future__ import annotations
@@ -189,6 +192,7 @@ def main() -> None:
         "--executor", choices=("local", "ray"), default="local", help="ray: also run each size on a Ray cluster."
     )
     parser.add_argument("--workers", default="1,2,4", help="With --executor ray: the Ray worker counts to run.")
+    parser.add_argument("--no-local", action="store_true", help="With --executor ray: only the Ray runs.")
     args = parser.parse_args()
     sizes = [int(part) for part in args.sizes.split(",") if part.strip()]
     workers = [int(part) for part in args.workers.split(",") if part.strip()] if args.executor == "ray" else []
@@ -207,7 +211,7 @@ def main() -> None:
             command = _command(args.src)
             for size in sizes:
                 ideal = math.ceil(size / args.concurrency) * args.turns * args.latency
-                for count in [0, *workers]:
+                for count in [*([] if args.no_local and workers else [0]), *workers]:
                     sample = _one(command, suite, root, size, args.concurrency, workers=count)
                     samples.append(sample)
                     versus = f", {sample.wall_s / ideal:.2f}x the ideal {ideal:.0f} s" if ideal else ""
@@ -239,7 +243,20 @@ def main() -> None:
     if args.latency:
         for size in sizes:
             fields += [f"ideal_s_{size}={math.ceil(size / args.concurrency) * args.turns * args.latency:.1f}"]
+    for label in dict.fromkeys(s.label for s in samples):
+        slope = _slope([s for s in samples if s.label == label])
+        if slope is not None:
+            fields += [f"peak_mb_per_1k_conv{'' if label == 'local' else '_' + label}={slope:.2f}"]
     print("BENCH " + " ".join(fields))
+
+
+def _slope(samples: list[Sample]) -> float | None:
+    """MB of driver peak RSS per 1,000 conversations between the two largest sizes (None: one size)."""
+    by_size = sorted(samples, key=lambda s: s.size)
+    if len(by_size) < 2 or by_size[-1].size == by_size[-2].size:
+        return None
+    small, large = by_size[-2], by_size[-1]
+    return (large.peak_mb - small.peak_mb) * 1000 / (large.size - small.size)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from simulator import __version__
 from simulator.errors import InputError
 from simulator.exchange import import_run
 from simulator.metrics import run_summary
-from simulator.models.run import PlanItem, RunRecord, StoredResult
+from simulator.models.run import Plan, PlanItem, RunRecord, StoredResult
 from simulator.runner import RunOutcome
 from simulator.runner._plan import (
     build_plan,
@@ -220,7 +220,7 @@ def _differences(first: _Input, other: _Input) -> list[str]:
     return found
 
 
-def _whole_plan(inputs: Sequence[_Input]) -> list[PlanItem]:
+def _whole_plan(inputs: Sequence[_Input]) -> Plan:
     """The whole plan the shards were cut from, built again from the first one's snapshot and settings, checked
     against the plan hash; and each input's plan checked to be exactly its shard of it."""
     first = inputs[0].record
@@ -268,7 +268,7 @@ def _missing(inputs: Sequence[_Input], whole: Sequence[PlanItem]) -> list[Missin
 
 
 def _merged_record(
-    store: RunStore, inputs: Sequence[_Input], whole: list[PlanItem], note: str | None, missing: list[MissingShard]
+    store: RunStore, inputs: Sequence[_Input], whole: Plan, note: str | None, missing: list[MissingShard]
 ) -> RunRecord:
     first = inputs[0].record
     if note is None:

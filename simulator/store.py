@@ -78,7 +78,10 @@ Large payloads (snapshot, plan, each result) are JSON text. Reading or listing r
 never reads a whole run: :meth:`RunStore.outcome_counts` counts in SQL, :meth:`RunStore.first_results` reads
 only the rows shown (chosen by SQLite over the small columns), :meth:`RunStore.iter_result_rows` streams the
 rows of ``run --json`` with the reasons taken out by ``json_extract``, and :meth:`RunStore.count_mentioning`
-searches the stored JSON in SQL. No migration was needed for them: the columns were there.
+searches the stored JSON in SQL. No migration was needed for them: the columns were there. A run's plan is
+read one item at a time into a compact :class:`~simulator.models.run.Plan` (never a list of objects), and
+results are put in plan order by asking for a batch of the plan's keys at a time (:meth:`RunStore.stored_keys`
+tells a resumed run which are done the same way): reading a run holds nothing the size of the run but its plan.
 
 Connections are set up by :func:`simulator._sqlite.connect`, which the request cache and the checkpointer use
 too.
@@ -106,6 +109,7 @@ version does not know was written by a newer Simulator: it is refused, never dow
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -128,7 +132,7 @@ from simulator._sqlite import BUSY_TIMEOUT_S, connect
 from simulator.errors import StoreError, StoreInputError
 from simulator.models.run import (
     LEGACY_STATUSES,
-    PlanItem,
+    Plan,
     RunRecord,
     RunStatus,
     StoredResult,
@@ -157,7 +161,6 @@ _MATCHES_SHOWN: Final = 10
 _CHECKPOINT_TABLES: Final = frozenset({"checkpoints", "writes"})
 
 _SNAPSHOT: Final = TypeAdapter(list[SuiteSnapshot])
-_PLAN: Final = TypeAdapter(list[PlanItem])
 _VERSIONS: Final = TypeAdapter(dict[str, str])
 
 
@@ -765,10 +768,15 @@ class RunStore:
         """Store a new run. Its id must be new; its snapshot, settings and plan never change afterwards."""
         if not _ID_PATTERN.match(record.id) or record.id.startswith("latest"):
             raise StoreError(f"{record.id!r} cannot be a run id (letters, digits, '-', '_', '.', ':'; not 'latest')")
-        keys = [item.key for item in record.plan]
-        if len(set(keys)) != len(keys):
-            twice = sorted({key for key in keys if keys.count(key) > 1})
-            raise StoreError(f"run {record.id}: plan keys must be unique, repeated: {', '.join(twice[:5])}")
+        # A record's plan is a Plan, but model_copy(update=...) does not validate: a list is taken as well.
+        plan = record.plan if isinstance(record.plan, Plan) else Plan(record.plan)
+        seen: set[str] = set()
+        twice: set[str] = set()
+        for key in plan.item_keys():  # the keys alone: a plan's items are built only when read
+            (twice if key in seen else seen).add(key)
+        if twice:
+            raise StoreError(f"run {record.id}: plan keys must be unique, repeated: {', '.join(sorted(twice)[:5])}")
+        del seen
         self.require_writable(f"store run {record.id}")
         row = _stored((
             record.id,
@@ -781,7 +789,7 @@ class RunStore:
             _SNAPSHOT.dump_json(record.snapshot, exclude_unset=True).decode(),
             _json_text(record.settings),
             _VERSIONS.dump_json(record.versions).decode(),
-            _PLAN.dump_json(record.plan).decode(),
+            plan.to_json(),
             None if record.totals is None else _json_text(record.totals),
             record.repeat_of,
             record.imported_from,
@@ -1087,29 +1095,47 @@ class RunStore:
     def iter_results(self, run_id: str, *, batch: int = 64) -> Iterator[StoredResult]:
         """The stored results of a run one by one, in the order of :meth:`results`: at most ``batch`` results
         are read at a time, so a run of any size can be summed up in flat memory."""
-        ids = self._ordered_ids(run_id)
-        for start in range(0, len(ids), batch):
-            chunk = ids[start : start + batch]
+        for chunk in self._ordered_ids(run_id, batch):
             by_id = self._by_ids(run_id, chunk, _RESULT_COLUMNS)
             for result_id in chunk:
                 if result_id in by_id:  # else deleted with its run meanwhile
                     yield self._result(by_id[result_id])
 
-    def _ordered_ids(self, run_id: str) -> list[int]:
-        """The ids of the run's results in plan order (results whose key is not in the plan last, in insertion
-        order); reads only the small columns, never a result's JSON."""
+    def _ordered_ids(self, run_id: str, batch: int) -> Iterator[list[int]]:
+        """The ids of the run's results in plan order, at most ``batch`` at a time (results whose key is not in
+        the plan last, in insertion order); reads only the small columns, never a result's JSON. The plan's keys
+        are looked up ``batch`` at a time: nothing of the size of the run is held but its compact plan."""
         with self._sql(f"read the results of run {run_id}") as conn:
             plan_row = conn.execute("SELECT plan FROM runs WHERE id = ?", (run_id,)).fetchone()
             if plan_row is None:
                 raise StoreInputError(self._unknown(run_id))
-            keys = conn.execute('SELECT id, "key" FROM results WHERE run_id = ? ORDER BY id', (run_id,)).fetchall()
         try:
-            plan = _PLAN.validate_json(plan_row[0])
-        except ValidationError as exc:
+            plan = Plan.from_json(plan_row[0])
+        except ValueError as exc:
             raise StoreError(self._damaged(f"the plan of run {run_id}", exc)) from exc
-        order = {item.key: index for index, item in enumerate(plan)}
-        # Sorting is stable: results whose key is not in the plan stay in insertion order, after the others.
-        return [int(row[0]) for row in sorted(keys, key=lambda row: order.get(str(row[1]), len(order)))]
+        del plan_row  # its JSON text (about 100 bytes a conversation) is not kept while the results are read
+        found = 0
+        keys = plan.item_keys()
+        while chunk := list(itertools.islice(keys, batch)):
+            with self._sql(f"read the results of run {run_id}") as conn:
+                rows = conn.execute(
+                    f'SELECT "key", id FROM results WHERE run_id = ? AND "key" IN ({", ".join("?" * len(chunk))})',
+                    (run_id, *chunk),
+                ).fetchall()
+            by_key = {str(row[0]): int(row[1]) for row in rows}
+            ids = [by_key[key] for key in chunk if key in by_key]
+            found += len(ids)
+            if ids:
+                yield ids
+        if found >= self.result_count(run_id):
+            return
+        # Results of keys the plan does not have (a run merged or imported so): only now is a set of keys made.
+        planned = set(plan.item_keys())
+        with self._sql(f"read the results of run {run_id}") as conn:
+            rows = conn.execute('SELECT id, "key" FROM results WHERE run_id = ? ORDER BY id', (run_id,)).fetchall()
+        strangers = [int(row[0]) for row in rows if str(row[1]) not in planned]
+        for start in range(0, len(strangers), batch):
+            yield strangers[start : start + batch]
 
     def _by_ids(self, run_id: str, ids: Sequence[int], columns: str) -> dict[int, sqlite3.Row]:
         with self._sql(f"read the results of run {run_id}") as conn:
@@ -1122,10 +1148,8 @@ class RunStore:
         """What a table row of each result holds (:class:`ResultRow`), in the order of :meth:`results`, read
         ``batch`` at a time; only the reasons are taken out of a result's JSON (by SQLite), so this is cheap
         for a run of any size."""
-        ids = self._ordered_ids(run_id)
         columns = f"{_ROW_COLUMNS}, json_extract(result, '$.reasons') AS reasons"
-        for start in range(0, len(ids), batch):
-            chunk = ids[start : start + batch]
+        for chunk in self._ordered_ids(run_id, batch):
             by_id = self._by_ids(run_id, chunk, columns)
             for result_id in chunk:
                 if result_id in by_id:  # else deleted with its run meanwhile
@@ -1187,6 +1211,17 @@ class RunStore:
                 raise StoreInputError(self._unknown(run_id))
             return {str(row[0]) for row in conn.execute('SELECT "key" FROM results WHERE run_id = ?', (run_id,))}
 
+    def stored_keys(self, run_id: str, keys: Sequence[str]) -> set[str]:
+        """Which of ``keys`` (a few hundred at most: one query) have a stored result in the run."""
+        if not keys:
+            return set()
+        with self._sql(f"read the results of run {run_id}") as conn:
+            rows = conn.execute(
+                f'SELECT "key" FROM results WHERE run_id = ? AND "key" IN ({", ".join("?" * len(keys))})',
+                (run_id, *keys),
+            )
+            return {str(row[0]) for row in rows}
+
     def mean_duration(self, suite_hash: str) -> float | None:
         """Mean duration in seconds of the stored results of runs with this suite hash; None if there are none."""
         with self._sql("estimate a case's duration") as conn:
@@ -1225,14 +1260,20 @@ class RunStore:
                 "snapshot": row["snapshot"],
                 "settings": row["settings"],
                 "versions": row["versions"],
-                "plan": row["plan"],
                 "totals": row["totals"],
             },
         )
         try:
-            return RunRecord.model_validate_json(text)
+            record = RunRecord.model_validate_json(text)
         except ValidationError as exc:
             raise StoreError(self._damaged(f"run {row['id']}", exc)) from exc
+        try:
+            # Read apart, one item at a time, into the plan's compact form: parsed with the rest of the run, the
+            # whole list would be objects at once (about 1 KB a conversation).
+            plan = Plan.from_json(row["plan"])
+        except ValueError as exc:
+            raise StoreError(self._damaged(f"the plan of run {row['id']}", exc)) from exc
+        return record.model_copy(update={"plan": plan})
 
     def _result(self, row: sqlite3.Row) -> StoredResult:
         text = _compose(
@@ -1254,9 +1295,10 @@ class RunStore:
         except ValidationError as exc:
             raise StoreError(self._damaged(f"result {row['key']} of run {row['run_id']}", exc)) from exc
 
-    def _damaged(self, what: str, exc: ValidationError) -> str:
+    def _damaged(self, what: str, exc: ValueError) -> str:
+        problem = _first_problem(exc) if isinstance(exc, ValidationError) else str(exc)
         return (
-            f"{what} in {self.path} cannot be read ({_first_problem(exc)}); it was written by another version of "
+            f"{what} in {self.path} cannot be read ({problem}); it was written by another version of "
             "Simulator or changed by hand"
         )
 

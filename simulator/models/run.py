@@ -13,10 +13,15 @@ resume it once the cause is fixed). Older stores said ``incomplete`` and ``pendi
 
 from __future__ import annotations
 
+import json
+import re
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
-from pydantic import Field, field_validator
+from pydantic import Field, GetCoreSchemaHandler, field_validator
+from pydantic_core import CoreSchema, core_schema
 
 from simulator.models._base import DataModel
 from simulator.models.persona import Persona
@@ -131,6 +136,155 @@ class PlanItem(DataModel):
     seed: int = 0
 
 
+def derived_key(suite: int, case: str, persona: str | None, repeat: int) -> str:
+    """The key planning gives a conversation (:func:`~simulator.runner._plan.build_plan`)."""
+    return f"{suite}:{case}:{persona or '-'}:{repeat}"
+
+
+_UNSIGNED = "I"  # suite, repeat and name indexes: 4 bytes each
+_SIGNED = "q"  # seeds: 8 bytes
+_UNSIGNED_MAX = 2**32
+_SIGNED_RANGE = range(-(2**63), 2**63)
+_JSON = json.JSONDecoder()
+_BLANK = re.compile(r"[ \t\n\r]*")
+
+
+class Plan(Sequence[PlanItem]):
+    """A run's plan: its conversations in order, held in compact columns, not as a PlanItem object each.
+
+    A run of 10,000 conversations holds its plan in about 0.25 MB (24 bytes a conversation, the case and
+    persona names once each) instead of about 11 MB of PlanItems; a PlanItem is built when an item is read.
+    The key of an item is not kept when it is the one planning gives it (:func:`derived_key`); an item that
+    does not fit the columns (another key, a number out of their range: an imported or hand-made run) is kept
+    whole. A plan never changes once built. As a field of a :class:`RunRecord` it validates from, and
+    serialises to, a list of PlanItems: the JSON of the store and of exports is the same as a list's.
+    """
+
+    __slots__ = ("_cases", "_names", "_odd", "_personas", "_repeats", "_seeds", "_suites")
+
+    def __init__(self, items: Iterable[PlanItem] = ()) -> None:
+        self._suites = array(_UNSIGNED)
+        self._cases = array(_UNSIGNED)
+        self._personas = array(_UNSIGNED)  # 0: no persona, else the name's index + 1
+        self._repeats = array(_UNSIGNED)
+        self._seeds = array(_SIGNED)
+        self._odd: dict[int, PlanItem] = {}
+        names: dict[str, int] = {}
+        for item in items:
+            self._append(item, names)
+        self._names = tuple(names)
+
+    def _append(self, item: PlanItem, names: dict[str, int]) -> None:
+        fits = (
+            0 <= item.suite < _UNSIGNED_MAX
+            and 0 <= item.repeat < _UNSIGNED_MAX
+            and item.seed in _SIGNED_RANGE
+            and item.key == derived_key(item.suite, item.case, item.persona, item.repeat)
+        )
+        if not fits:
+            self._odd[len(self._suites)] = item
+            item = PlanItem(key="", suite=0, case="", persona=None, repeat=0, seed=0)  # a placeholder row
+        self._suites.append(item.suite)
+        self._cases.append(names.setdefault(item.case, len(names)))
+        self._personas.append(0 if item.persona is None else names.setdefault(item.persona, len(names)) + 1)
+        self._repeats.append(item.repeat)
+        self._seeds.append(item.seed)
+
+    @classmethod
+    def from_json(cls, text: str) -> Plan:
+        """A plan from the JSON text of a list of PlanItems, read one item at a time: the whole list is never
+        parsed into objects at once. A ValueError (a ValidationError among them) when the text is not one."""
+        return cls(PlanItem.model_validate(data) for data in _json_items(text))
+
+    def to_json(self) -> str:
+        """The plan as the JSON text of a list of PlanItems (what :meth:`from_json` reads)."""
+        return "[" + ",".join(item.model_dump_json() for item in self) + "]"
+
+    def item_keys(self) -> Iterator[str]:
+        """The key of every item, in order, without building the items."""
+        for index in range(len(self._suites)):
+            odd = self._odd.get(index)
+            if odd is not None:
+                yield odd.key
+                continue
+            persona = self._personas[index]
+            yield derived_key(
+                self._suites[index],
+                self._names[self._cases[index]],
+                self._names[persona - 1] if persona else None,
+                self._repeats[index],
+            )
+
+    def _item(self, index: int) -> PlanItem:
+        odd = self._odd.get(index)
+        if odd is not None:
+            return odd
+        suite, case, repeat = self._suites[index], self._names[self._cases[index]], self._repeats[index]
+        persona = self._personas[index]
+        name = self._names[persona - 1] if persona else None
+        return PlanItem(
+            key=derived_key(suite, case, name, repeat), suite=suite, case=case, persona=name, repeat=repeat,
+            seed=self._seeds[index],
+        )  # fmt: skip
+
+    def __len__(self) -> int:
+        return len(self._suites)
+
+    @overload
+    def __getitem__(self, index: int) -> PlanItem: ...
+    @overload
+    def __getitem__(self, index: slice) -> Plan: ...
+    def __getitem__(self, index: int | slice) -> PlanItem | Plan:
+        if isinstance(index, slice):
+            return Plan(self._item(position) for position in range(*index.indices(len(self))))
+        size = len(self)
+        if not -size <= index < size:
+            raise IndexError(f"plan index {index} out of range (the plan has {size} item(s))")
+        return self._item(index % size)
+
+    def __iter__(self) -> Iterator[PlanItem]:
+        for index in range(len(self)):
+            yield self._item(index)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(mine == theirs for mine, theirs in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # equal to lists, which are not hashable either
+
+    def __repr__(self) -> str:
+        return f"Plan({len(self)} item(s))"
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        items = handler.generate_schema(list[PlanItem])
+        from_items = core_schema.no_info_after_validator_function(cls, items)
+        return core_schema.json_or_python_schema(
+            json_schema=from_items,
+            python_schema=core_schema.union_schema([core_schema.is_instance_schema(cls), from_items]),
+            serialization=core_schema.plain_serializer_function_ser_schema(list, return_schema=items),
+        )
+
+
+def _json_items(text: str) -> Iterator[Any]:
+    """The elements of the JSON array ``text``, each parsed when it is reached."""
+    at = _BLANK.match(text).end()  # type: ignore[union-attr]  # matches the empty string
+    if not text.startswith("[", at):
+        raise ValueError(f"a plan is a JSON list, not {text[at : at + 20]!r}")
+    at = _BLANK.match(text, at + 1).end()  # type: ignore[union-attr]
+    more = not text.startswith("]", at)
+    while more:
+        value, at = _JSON.raw_decode(text, at)
+        yield value
+        at = _BLANK.match(text, at).end()  # type: ignore[union-attr]
+        more = text.startswith(",", at)
+        if more:
+            at = _BLANK.match(text, at + 1).end()  # type: ignore[union-attr]
+    if not text.startswith("]", at) or text[at + 1 :].strip():
+        raise ValueError(f"a plan is a JSON list; found {text[at : at + 20]!r} at character {at}")
+
+
 class RunRecord(DataModel):
     """A stored run."""
 
@@ -144,7 +298,7 @@ class RunRecord(DataModel):
     snapshot: list[SuiteSnapshot]
     settings: RunSettings
     versions: dict[str, str] = Field(default_factory=dict, description="simulator, python, litellm, langgraph, ...")
-    plan: list[PlanItem] = Field(default_factory=list)
+    plan: Plan = Field(default_factory=Plan)
     totals: RunSummary | None = Field(
         default=None,
         description="The run summary (counts, usage per role, metric and repeat summaries), computed once when its "

@@ -82,7 +82,7 @@ class PlannedRun:
 
     suites: list[LoadedSuite]
     settings: RunSettings
-    items: list[PlanItem]
+    items: Sequence[PlanItem]
     snapshots: list[SuiteSnapshot]
     notes: list[str] = field(default_factory=list)
 
@@ -391,7 +391,7 @@ async def _execute(
     on_event: EventHandler | None,
     estimate_s: float | None = None,
 ) -> RunOutcome:
-    done = len(store.completed_keys(record.id))
+    done = store.result_count(record.id)
     if on_event is not None:
         on_event(RunStarted(record=record, store_path=store.path, already_done=done, estimate_s=estimate_s))
     finished = await execute(

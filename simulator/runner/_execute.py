@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import gc
+import itertools
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -139,12 +140,12 @@ async def execute(
     try:
         for loaded in suites if playbacks is None else ():  # a playback calls models only for what changed
             preload(model_roles(loaded, base))  # before any conversation starts: see preload
-        done_keys = store.completed_keys(record.id)  # read under the lease: nobody else adds to them now
+        finished = store.result_count(record.id)  # read under the lease: nobody else adds results now
     except BaseException:
         _finish(store, lease, "failed", record.totals.duration_s if record.totals else 0.0, quiet=True)
         raise
-    todo = [item for item in record.plan if item.key not in done_keys]
-    total, finished = len(record.plan), len(done_keys)
+    total = len(record.plan)
+    todo = items_left(store, record)
     previous = record.totals.duration_s if record.totals else 0.0
     started = time.monotonic()
 
@@ -181,13 +182,11 @@ async def execute(
     async def run_all(saver: Any) -> None:
         # A fixed pool of workers taking the next item, not a task per conversation: memory stays flat in the
         # size of the plan (10,000 pending tasks cost ~35 MB), and ``concurrency`` bounds the work in flight.
-        pending = iter(todo)
-
         async def worker() -> None:
-            for item in pending:  # shared: each item is taken by exactly one worker (no await inside next())
+            for item in todo:  # shared: each item is taken by exactly one worker (no await inside next())
                 await one(item, saver)
 
-        tasks = [asyncio.create_task(worker()) for _ in range(min(max(1, settings.concurrency), len(todo)))]
+        tasks = [asyncio.create_task(worker()) for _ in range(min(max(1, settings.concurrency), total - finished))]
         try:
             await asyncio.gather(*tasks)
         except BaseException:
@@ -220,7 +219,7 @@ async def execute(
 
                 # Checkpoints and the request cache are files beside the store, which workers elsewhere cannot
                 # reach: a conversation a worker lost starts over on another.
-                await run_on_ray(record, base, iter(todo), save)
+                await run_on_ray(record, base, todo, save)
             elif checkpoints:
                 async with open_checkpointer(checkpoint_path(store.path)) as saver:
                     await run_all(saver)
@@ -240,12 +239,26 @@ async def execute(
         _finish(store, lease, status, previous + time.monotonic() - started, quiet=True)
         raise
     writer.shutdown(wait=True)
-    complete = len(store.completed_keys(record.id)) == total
+    complete = store.result_count(record.id) == total  # counted in SQL: no set of every key
     _finish(
         store, lease, "completed" if complete else "failed", previous + time.monotonic() - started,
         finished=datetime.now(UTC) if complete else None,
     )  # fmt: skip
     return store.get_run(record.id)
+
+
+def items_left(store: RunStore, record: RunRecord, batch: int = 256) -> Iterator[PlanItem]:
+    """The items of ``record``'s plan that have no stored result, in plan order, each read from the plan when it
+    is taken: the driver holds a PlanItem for each conversation in flight only, and asks the store which keys
+    are done ``batch`` at a time (under the run's lease nobody else adds any), never holding every key."""
+    keys = record.plan.item_keys()
+    position = 0
+    while chunk := list(itertools.islice(keys, batch)):
+        done = store.stored_keys(record.id, chunk)
+        for offset, key in enumerate(chunk):
+            if key not in done:
+                yield record.plan[position + offset]
+        position += len(chunk)
 
 
 async def converse(

@@ -23,7 +23,7 @@ import json
 import platform
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -35,7 +35,7 @@ from simulator.kinds import expectation_questions, kind_of
 from simulator.loading import LoadedSuite, read_judge_prompts
 from simulator.loading._schema import did_you_mean
 from simulator.models import Case, Persona
-from simulator.models.run import PlanItem, RunRecord, RunSettings, SuiteSnapshot
+from simulator.models.run import Plan, PlanItem, RunRecord, RunSettings, SuiteSnapshot
 
 
 def snapshot_of(loaded: LoadedSuite, path_as_given: str) -> SuiteSnapshot:
@@ -128,10 +128,14 @@ def _personas_for(case: Case, loaded: LoadedSuite, settings: RunSettings, rng: r
     return [available[rng.choice(sorted(available))]] if available else [None]
 
 
-def build_plan(suites: Sequence[LoadedSuite], settings: RunSettings) -> list[PlanItem]:
+def build_plan(suites: Sequence[LoadedSuite], settings: RunSettings) -> Plan:
     """Every conversation the run will hold, in a stable order, each with a unique key and its own seed."""
+    return Plan(_planned(suites, settings))
+
+
+def _planned(suites: Sequence[LoadedSuite], settings: RunSettings) -> Iterator[PlanItem]:
+    """The items of :func:`build_plan` one by one (each is kept in the plan's columns, then let go)."""
     rng = random.Random(settings.seed)
-    plan: list[PlanItem] = []
     for index, loaded in enumerate(suites):
         for case in loaded.suite.cases:
             if settings.cases and case.name not in settings.cases:
@@ -144,8 +148,7 @@ def build_plan(suites: Sequence[LoadedSuite], settings: RunSettings) -> list[Pla
                 for repeat in range(repeats):
                     key = f"{index}:{case.name}:{name or '-'}:{repeat}"
                     seed = int(hashlib.sha256(f"{settings.seed}:{key}".encode()).hexdigest()[:8], 16)
-                    plan.append(PlanItem(key=key, suite=index, case=case.name, persona=name, repeat=repeat, seed=seed))
-    return plan
+                    yield PlanItem(key=key, suite=index, case=case.name, persona=name, repeat=repeat, seed=seed)
 
 
 #: Settings that change how a plan runs, not what it runs (where, how fast, what bar, which part): the shards
@@ -187,17 +190,24 @@ def suite_identity(snapshot: SuiteSnapshot) -> str:
 
 def plan_hash(snapshots: Sequence[SuiteSnapshot], settings: RunSettings, items: Sequence[PlanItem]) -> str:
     """A hash of a whole plan: its suites' content, the settings that change what runs (``live`` apart) and
-    every item with its seed. Equal for every shard of one plan, on any machine."""
-    canonical = json.dumps(
+    every item with its seed. Equal for every shard of one plan, on any machine.
+
+    The hash is of ``json.dumps({"plan": [...], "settings": ..., "suites": [...]}, sort_keys=True,
+    ensure_ascii=False)``, fed to it an item at a time: the text of a whole plan is never held at once."""
+    digest = hashlib.sha256(b'{"plan": [')
+    for number, item in enumerate(items):
+        text = json.dumps(item.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        digest.update(f"{', ' if number else ''}{text}".encode())
+    rest = json.dumps(
         {
-            "suites": [suite_identity(snapshot) for snapshot in snapshots],
             "settings": {key: value for key, value in what_runs(settings).items() if key != "live"},
-            "plan": [item.model_dump(mode="json") for item in items],
+            "suites": [suite_identity(snapshot) for snapshot in snapshots],
         },
         sort_keys=True,
         ensure_ascii=False,
     )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+    digest.update(f"], {rest[1:]}".encode())
+    return digest.hexdigest()[:16]
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -221,10 +231,10 @@ def shard_of(identity: str, item: PlanItem, count: int) -> int:
     return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:16], 16) % count + 1
 
 
-def shard_part(snapshots: Sequence[SuiteSnapshot], items: Sequence[PlanItem], index: int, count: int) -> list[PlanItem]:
+def shard_part(snapshots: Sequence[SuiteSnapshot], items: Sequence[PlanItem], index: int, count: int) -> Plan:
     """The items of shard ``index`` of ``count``, in plan order."""
     identities = [suite_identity(snapshot) for snapshot in snapshots]
-    return [item for item in items if shard_of(identities[item.suite], item, count) == index]
+    return Plan(item for item in items if shard_of(identities[item.suite], item, count) == index)
 
 
 def unknown_case_filters(suites: Sequence[LoadedSuite], settings: RunSettings) -> list[str]:
@@ -237,7 +247,7 @@ def new_record(
     run_id: str,
     snapshots: list[SuiteSnapshot],
     settings: RunSettings,
-    plan: list[PlanItem],
+    plan: Sequence[PlanItem],
     *,
     agent_version: str | None = None,
     note: str = "",
