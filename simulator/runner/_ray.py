@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import re
 import signal
 import socket
 import threading
@@ -221,6 +222,29 @@ class _ClusterSlots:
         return HoldOff(*await self._limits.held_off.remote(provider))
 
 
+def shipped(snapshot: SuiteSnapshot) -> dict[str, Any]:
+    """What a worker gets of a suite's snapshot: its keys as written (as the store keeps them; a key dumped at its
+    default reads back as written: a tool fake's ``result: null`` beside its ``error`` is refused), with its path
+    made absolute, since a worker's working folder is not the driver's."""
+    moved = snapshot.model_copy(update={"path": str(Path(snapshot.path).resolve())})
+    return moved.model_dump(mode="json", exclude_unset=True)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def death_cause(exc: BaseException) -> str:
+    """Why Ray says a worker died, in one line without terminal colours: its first line, and when the worker
+    could not even start (an error in its creation task), the error it raised, which Ray puts on the last line."""
+    lines = [line.strip() for line in _ANSI.sub("", str(exc)).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    first = lines[0].split(" (pid=")[0]
+    if "creation task" in first and len(lines) > 1:
+        return f"{first}: {lines[-1]}"
+    return first
+
+
 class ConversationWorker:
     """The worker actor: the run's suites built from its snapshot, one model client per suite, and as many
     conversations at once as the driver hands it."""
@@ -254,13 +278,7 @@ async def run_on_ray(record: RunRecord, base: RunSettings, items: Iterator[PlanI
     limits: Any = None
     try:
         limits = ray.remote(ClusterLimits).options(max_concurrency=10_000).remote()
-        # Paths made absolute: a worker's working folder is not the driver's.
-        snapshots = ray.put(
-            [
-                snapshot.model_copy(update={"path": str(Path(snapshot.path).resolve())}).model_dump(mode="json")
-                for snapshot in record.snapshot
-            ]
-        )
+        snapshots = ray.put([shipped(snapshot) for snapshot in record.snapshot])
         settings = base.model_dump(mode="json")
         names = (f"{record.id}-worker-{number}" for number in itertools.count())
         actor = ray.remote(ConversationWorker).options(
@@ -295,7 +313,7 @@ async def run_on_ray(record: RunRecord, base: RunSettings, items: Iterator[PlanI
                     await replace(name)
                     if tries == ATTEMPTS:
                         loaded = restore(record.snapshot[item.suite])
-                        cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                        cause = death_cause(exc)
                         message = f"the Ray worker running it died {ATTEMPTS} times; last: {cause}"
                         return error_result(find_case(loaded, item.case), item, message), 0.0, None
                     continue
