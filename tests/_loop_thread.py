@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 
@@ -44,3 +44,31 @@ class LoopThread:
 
 async def _awaited(make: Callable[[], Awaitable[Any]]) -> Any:
     return await make()
+
+
+@contextlib.contextmanager
+def serving_chat(chat: Callable[[Any], Awaitable[Any]], name: str) -> Iterator[str]:
+    """An OpenAI-compatible model on 127.0.0.1 while the block runs: ``POST /v1/chat/completions`` answered by
+    ``chat`` (an aiohttp handler) on a :class:`LoopThread`; gives its base URL (``.../v1``)."""
+    from aiohttp import web
+
+    runners: list[web.AppRunner] = []
+
+    async def start() -> str:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", chat)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        runners.append(runner)
+        return f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+
+    async def stop() -> None:
+        for runner in runners:
+            await runner.cleanup()
+
+    thread = LoopThread(name)
+    try:
+        yield thread.start(start)
+    finally:
+        thread.stop(stop)

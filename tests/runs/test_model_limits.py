@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from simulator.cli import app
 from simulator.runner import plan, run
-from tests._loop_thread import LoopThread
+from tests._loop_thread import serving_chat
 
 #: Seconds the server holds each user request: long enough for every conversation in flight to send its own.
 HOLD = 0.4
@@ -65,29 +65,9 @@ class SlowUserModel:
 def serving_slow_user_model() -> Iterator[SlowUserModel]:
     """A :class:`SlowUserModel` listening on 127.0.0.1 (its ``url``) while the block runs; the Ray tests use it too."""
     model = SlowUserModel()
-    runner: list[web.AppRunner] = []
-
-    async def start() -> str:
-        app_ = web.Application()
-        app_.router.add_post("/v1/chat/completions", model.chat)
-        web_runner = web.AppRunner(app_, access_log=None)
-        await web_runner.setup()
-        site = web.TCPSite(web_runner, "127.0.0.1", 0)
-        await site.start()
-        runner.append(web_runner)
-        port = web_runner.addresses[0][1]
-        return f"http://127.0.0.1:{port}/v1"
-
-    async def stop() -> None:
-        for item in runner:
-            await item.cleanup()
-
-    thread = LoopThread("slow-user-model")
-    model.url = thread.start(start)
-    try:
+    with serving_chat(model.chat, "slow-user-model") as url:
+        model.url = url
         yield model
-    finally:
-        thread.stop(stop)
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from aiohttp import web
 import simulator
 from simulator.llm import RETRY_AFTER_CAP, FakeScript, HoldOff, HoldOffs, fake_rate_limit, fake_server_error
 from simulator.models.settings import ModelSettings
-from tests._loop_thread import LoopThread
+from tests._loop_thread import serving_chat
 from tests.factories import run
 from tests.test_llm import HELLO, Sleeps, make_client
 
@@ -177,27 +177,9 @@ class RateLimitedModel:
 def serving_rate_limited_model() -> Iterator[RateLimitedModel]:
     """A :class:`RateLimitedModel` listening on 127.0.0.1 (its ``url``) while the block runs."""
     model = RateLimitedModel()
-    runners: list[web.AppRunner] = []
-
-    async def start() -> str:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", model.chat)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        runners.append(runner)
-        return f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-
-    async def stop() -> None:
-        for runner in runners:
-            await runner.cleanup()
-
-    thread = LoopThread("rate-limited-model")
-    model.url = thread.start(start)
-    try:
+    with serving_chat(model.chat, "rate-limited-model") as url:
+        model.url = url
         yield model
-    finally:
-        thread.stop(stop)
 
 
 def rate_limited_suite(root: Path, url: str) -> Path:
