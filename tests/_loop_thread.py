@@ -72,3 +72,16 @@ def serving_chat(chat: Callable[[Any], Awaitable[Any]], name: str) -> Iterator[s
         yield thread.start(start)
     finally:
         thread.stop(stop)
+
+
+def user_turn_completion(model: str, serial: int) -> dict[str, Any]:
+    """An OpenAI chat completion whose content is a simulated user's move (asking for order ORD-10042)."""
+    content = '{"message": "Where is order ORD-10042?", "done": false, "reason": ""}'
+    return {
+        "id": f"c{serial}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28},
+    }

@@ -8,7 +8,6 @@ flight, so the limit is seen from the server's side, not inferred from timings.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from typer.testing import CliRunner
 
 from simulator.cli import app
 from simulator.runner import plan, run
-from tests._loop_thread import serving_chat
+from tests._loop_thread import serving_chat, user_turn_completion
 
 #: Seconds the server holds each user request: long enough for every conversation in flight to send its own.
 HOLD = 0.4
@@ -46,19 +45,7 @@ class SlowUserModel:
             await asyncio.sleep(HOLD)
         finally:
             self.in_flight -= 1
-        content = json.dumps({"message": "Where is order ORD-10042?", "done": False, "reason": ""})
-        return web.json_response(
-            {
-                "id": f"c{self.requests}",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body.get("model", "fake"),
-                "choices": [
-                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
-                ],
-                "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28},
-            }
-        )
+        return web.json_response(user_turn_completion(body.get("model", "fake"), self.requests))
 
 
 @contextmanager

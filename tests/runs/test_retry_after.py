@@ -10,7 +10,6 @@ relative to the 429 (no wall-time asserts). The same server checks the Ray execu
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +22,7 @@ from aiohttp import web
 import simulator
 from simulator.llm import RETRY_AFTER_CAP, FakeScript, HoldOff, HoldOffs, fake_rate_limit, fake_server_error
 from simulator.models.settings import ModelSettings
-from tests._loop_thread import serving_chat
+from tests._loop_thread import serving_chat, user_turn_completion
 from tests.factories import run
 from tests.test_llm import HELLO, Sleeps, make_client
 
@@ -153,19 +152,7 @@ class RateLimitedModel:
                 status=429,
                 headers={"Retry-After": f"{WAIT:g}"},
             )
-        content = json.dumps({"message": "Where is order ORD-10042?", "done": False, "reason": ""})
-        return web.json_response(
-            {
-                "id": f"c{len(self.arrivals)}",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body.get("model", "fake"),
-                "choices": [
-                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
-                ],
-                "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28},
-            }
-        )
+        return web.json_response(user_turn_completion(body.get("model", "fake"), len(self.arrivals)))
 
     def after_the_429(self) -> list[float]:
         """Seconds from the 429 to each request that came after it."""
