@@ -26,9 +26,9 @@ from pydantic import BaseModel, Field
 from simulator.errors import ModelError
 from simulator.llm import Completion, FakeScript, LLMClient, RetryPolicy, Role, metering
 from simulator.llm._client import backend_name
-from simulator.llm._openai import OpenAIBackend, price_table, strict_json_schema, usage_cost
+from simulator.llm._openai import POOL_REQUESTS, OpenAIBackend, price_table, strict_json_schema, usage_cost
 from simulator.models.settings import ModelSettings
-from tests._loop_thread import LoopThread
+from tests._loop_thread import LoopThread, serving_chat, user_turn_completion
 from tests.acceptance._servers import StubServers
 from tests.acceptance.conftest import DATA, cli_command, cli_env
 from tests.test_llm import HELLO, Sleeps, litellm_errors, make_client, no_jitter
@@ -322,11 +322,42 @@ def test_the_pool_is_closed_when_the_loop_ends(server: ModelServer) -> None:
 
     async def go() -> None:
         await backend.complete(request, role=Role.JUDGE)
-        sdk_clients.append(await backend._client(server.url, None))
+        sdk_clients.append((await backend._pool(server.url, None)).client)
 
     asyncio.run(go())  # no aclose: asyncio.run's shutdown closes the pool
     assert sdk_clients[0].is_closed
     assert server.headers[0]["Authorization"] == f"Bearer {KEY}"  # OPENAI_API_KEY without api_key_env
+
+
+def test_requests_in_flight_at_once_are_spread_over_pools_of_bounded_size() -> None:
+    # httpcore's pool costs work quadratic in its connections at every request: one client carries at most
+    # POOL_REQUESTS requests at once, and another client is made for the rest. The server answers only once every
+    # request is in flight, so all are in flight together (a broken client fails the wait instead of hanging).
+    total = 2 * POOL_REQUESTS + 1
+    arrived: list[int] = []
+
+    async def chat(request: web.Request) -> web.Response:
+        arrived.append(1)
+        for _ in range(500):
+            if len(arrived) >= total:
+                break
+            await asyncio.sleep(0.01)
+        return web.json_response(user_turn_completion("gpt-4o-mini", len(arrived)))
+
+    backend = OpenAIBackend(environ={"OPENAI_API_KEY": KEY})
+    pools: list[Any] = []
+
+    async def go(url: str) -> None:
+        request = {"model": "openai/gpt-4o-mini", "messages": HELLO, "api_base": url, "timeout": 30}
+        await asyncio.gather(*(backend.complete(request, role=Role.USER) for _ in range(total)))
+        pools.extend(backend._loops[asyncio.get_running_loop()].clients[(url, KEY)])
+        await backend.aclose()
+
+    with serving_chat(chat, "pooled-model") as url:
+        asyncio.run(go(url))
+    assert len(arrived) == total
+    assert len(pools) == 3  # 16 + 16 + 1
+    assert all(pool.in_flight == 0 and pool.client.is_closed for pool in pools)
 
 
 # -- failures: the same as the litellm backend -----------------------------------------------------------------

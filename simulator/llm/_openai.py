@@ -8,8 +8,8 @@ agent imports anyway, ~0.08 s), and it bought one POST. This backend sends the s
 body, same strict ``response_format`` JSON schema for structured output, :func:`strict_json_schema`) and reads
 the reply into the same :class:`Completion`; retries stay the client's.
 
-* One ``httpx.AsyncClient`` (one connection pool) per event loop, base URL and API key, made on first use and
-  closed when its loop shuts down (``asyncio.run`` closes async generators, see :func:`_close_at_shutdown`) or
+* ``httpx.AsyncClient`` s (a connection pool each) per event loop, base URL and API key, one more for every
+  :data:`POOL_REQUESTS` requests in flight at once, made on first use and closed when its loop shuts down (``asyncio.run`` closes async generators, see :func:`_close_at_shutdown`) or
   by :meth:`OpenAIBackend.aclose`.
 * The base URL is the request's ``api_base``, else ``OPENAI_BASE_URL``, else OpenAI's; the key is the request's
   (from ``api_key_env``), else ``OPENAI_API_KEY``; none at all is an authentication failure before any request
@@ -248,11 +248,29 @@ def _resolve(root: dict[str, Any], ref: str) -> dict[str, Any]:
     return dict(target)
 
 
+#: The most requests one HTTP client carries at once before another client (its own connection pool) is made for
+#: the same API base and key. httpcore's pool does work quadratic in its connections each time a request comes or
+#: goes (every idle connection counts all of them, and each is polled for readability), so one pool for every
+#: request of a run cost more CPU per request the higher the concurrency: 69 connections at --concurrency 50, where
+#: choosing a connection took about half of the run's CPU (cProfile on bench/peers.py's workload).
+POOL_REQUESTS = 16
+
+
+class _Pool:
+    """One HTTP client and how many requests it has in flight."""
+
+    __slots__ = ("client", "in_flight")
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+        self.in_flight = 0
+
+
 class _LoopClients:
     """The HTTP clients made on one event loop, and the async generator that closes them when it shuts down."""
 
     def __init__(self) -> None:
-        self.clients: dict[tuple[str, str], httpx.AsyncClient] = {}
+        self.clients: dict[tuple[str, str], list[_Pool]] = {}
         self.closer: AsyncIterator[None] | None = None
 
 
@@ -266,10 +284,10 @@ async def _close_at_shutdown(entry: _LoopClients) -> AsyncIterator[None]:
 
 
 async def _close_all(entry: _LoopClients) -> None:
-    clients = list(entry.clients.values())
+    pools = [pool for pools in entry.clients.values() for pool in pools]
     entry.clients.clear()
-    for client in clients:
-        await client.aclose()
+    for pool in pools:
+        await pool.client.aclose()
 
 
 class OpenAIBackend:
@@ -285,7 +303,7 @@ class OpenAIBackend:
         import httpx
 
         model = str(request["model"])
-        client = await self._client(request.get("api_base"), request.get("api_key"))
+        pool = await self._pool(request.get("api_base"), request.get("api_key"))
         # Known parameters and a provider's own ones go in the same body, as litellm sends them.
         body: dict[str, Any] = {"model": model.removeprefix(OPENAI_PREFIX)}
         for name, value in request.items():
@@ -294,11 +312,15 @@ class OpenAIBackend:
             body[name] = response_format_param(value) if name == "response_format" else value
         timeout = request.get("timeout")
         seconds = float(timeout) if timeout is not None else _DEFAULT_TIMEOUT
-        response = await client.post(
-            "chat/completions",
-            content=json.dumps(body).encode(),
-            timeout=httpx.Timeout(seconds, connect=min(seconds, _CONNECT_TIMEOUT)),
-        )
+        pool.in_flight += 1
+        try:
+            response = await pool.client.post(
+                "chat/completions",
+                content=json.dumps(body).encode(),
+                timeout=httpx.Timeout(seconds, connect=min(seconds, _CONNECT_TIMEOUT)),
+            )
+        finally:
+            pool.in_flight -= 1
         if response.is_error:  # 4xx, 5xx
             raise StatusError(response)
         try:
@@ -339,7 +361,9 @@ class OpenAIBackend:
             await entry.closer.aclose()  # type: ignore[attr-defined]  # an async generator
         await _close_all(entry)
 
-    async def _client(self, api_base: Any, api_key: Any) -> httpx.AsyncClient:
+    async def _pool(self, api_base: Any, api_key: Any) -> _Pool:
+        """The least busy client of this loop for ``api_base`` and the key; a new one when every client has
+        :data:`POOL_REQUESTS` requests in flight."""
         import httpx
 
         key = str(api_key) if api_key else self._environ.get("OPENAI_API_KEY", "")
@@ -359,8 +383,9 @@ class OpenAIBackend:
             await closer.__anext__()  # started on this loop, so the loop closes it at shutdown
             entry.closer = closer
         base = str(api_base) if api_base else self._environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        client = entry.clients.get((base, key))
-        if client is None:
+        pools = entry.clients.setdefault((base, key), [])
+        least = min(pools, key=lambda pool: pool.in_flight, default=None)
+        if least is None or least.in_flight >= POOL_REQUESTS:
             headers = {
                 "Authorization": f"Bearer {key}",
                 "Content-Type": "application/json",
@@ -370,14 +395,17 @@ class OpenAIBackend:
                 if self._environ.get(variable):
                     headers[header] = self._environ[variable]
             # The SDK's pool limits; a trailing slash so that "chat/completions" is joined under the base's path.
-            client = entry.clients[(base, key)] = httpx.AsyncClient(
-                base_url=base.rstrip("/") + "/",
-                headers=headers,
-                follow_redirects=True,
-                verify=_tls(),
-                limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+            least = _Pool(
+                httpx.AsyncClient(
+                    base_url=base.rstrip("/") + "/",
+                    headers=headers,
+                    follow_redirects=True,
+                    verify=_tls(),
+                    limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+                )
             )
-        return client
+            pools.append(least)
+        return least
 
 
 def _to_completion(reply: Mapping[str, Any], model: str) -> Completion:
