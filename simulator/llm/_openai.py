@@ -9,8 +9,8 @@ body, same strict ``response_format`` JSON schema for structured output, :func:`
 the reply into the same :class:`Completion`; retries stay the client's.
 
 * ``httpx.AsyncClient`` s (a connection pool each) per event loop, base URL and API key, one more for every
-  :data:`POOL_REQUESTS` requests in flight at once, made on first use and closed when its loop shuts down (``asyncio.run`` closes async generators, see :func:`_close_at_shutdown`) or
-  by :meth:`OpenAIBackend.aclose`.
+  :data:`POOL_REQUESTS` requests in flight at once, made on first use and closed when its loop shuts down
+  (``asyncio.run`` closes async generators, see :func:`_close_at_shutdown`) or by :meth:`OpenAIBackend.aclose`.
 * The base URL is the request's ``api_base``, else ``OPENAI_BASE_URL``, else OpenAI's; the key is the request's
   (from ``api_key_env``), else ``OPENAI_API_KEY``; none at all is an authentication failure before any request
   (litellm reports it as a retried server error 500). ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID`` are sent as the
