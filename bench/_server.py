@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import socket
 import subprocess
@@ -51,6 +52,17 @@ _PREFERRED = ("no_claim", "supported", "met", "pass", "no")
 # Booleans that are true when benign: the judge says the user's goal was satisfied, so the workload's
 # conversations pass (``--unsatisfied``: they fail, and the judge may be asked about the simulated user too).
 _TRUE = frozenset({"satisfied"})
+
+
+def child_environment() -> dict[str, str]:
+    """The environment of a measured child process: this one's, without a store or OpenAI base of the caller's,
+    with the fake key the generated suites name, litellm kept offline, and without ``PYTHONDONTWRITEBYTECODE``
+    (set on these machines), so the children run from bytecode caches as after ``pip install``: with it, an
+    editable install compiles every Simulator module from source at each start."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SIMULATOR_DB", "OPENAI_BASE_URL", "OPENAI_API_BASE")}
+    env.update(BENCH_FAKE_KEY="not-a-real-key", LITELLM_OFFLINE_MODE="true", LITELLM_LOCAL_MODEL_COST_MAP="True")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 def fill(

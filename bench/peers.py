@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _server import FakeServer  # bench/_server.py: the shared fake server
+from _server import FakeServer, child_environment  # bench/_server.py: the shared fake server
 
 ROLES = ("user", "agent", "judge")
 
@@ -318,9 +318,7 @@ def _workload(
     timeline: bool = False,
     failing: bool = False,
 ) -> list[Measured]:
-    env = {k: v for k, v in os.environ.items() if k not in ("SIMULATOR_DB", "OPENAI_BASE_URL", "OPENAI_API_BASE")}
-    env.update(BENCH_FAKE_KEY="not-a-real-key", LITELLM_OFFLINE_MODE="true", LITELLM_LOCAL_MODEL_COST_MAP="True")
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as after ``pip install`` (see the warm-up in main)
+    env = child_environment()
     where = root / f"{conversations}x{turns}-{int(latency * 1000)}ms"
     where.mkdir()
     with FakeServer(latency=latency, timeline=timeline, satisfied=not failing) as server:
@@ -415,8 +413,7 @@ def main() -> None:
     # Warm the page cache, so the first system measured does not pay the cold imports alone, and write the bytecode
     # caches as ``pip install`` does: with PYTHONDONTWRITEBYTECODE set (as on these machines) an editable install
     # compiled every Simulator module from source at each start of the console script (bench/startup.py).
-    warm = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_OFFLINE_MODE="true")
-    warm.pop("PYTHONDONTWRITEBYTECODE", None)
+    warm = child_environment()
     compile_package = (
         "import compileall, os, simulator; compileall.compile_dir(os.path.dirname(simulator.__file__), quiet=1)"
     )

@@ -43,7 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _server import FakeServer  # bench/_server.py: the shared fake server
+from _server import FakeServer, child_environment  # bench/_server.py: the shared fake server
 from peers import BARE, _console_script, _suite  # the same bare loop and suite as the side-by-side bench
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,10 +62,8 @@ sys.addaudithook(_first_connect)
 
 
 def _environment(hooks: Path | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("SIMULATOR_DB", "OPENAI_BASE_URL", "OPENAI_API_BASE")}
-    env.update(BENCH_FAKE_KEY="not-a-real-key", LITELLM_OFFLINE_MODE="true", LITELLM_LOCAL_MODEL_COST_MAP="True")
-    for name in ("PYTHONPROFILEIMPORTTIME", "PYTHONDONTWRITEBYTECODE"):  # see the module docstring
-        env.pop(name, None)
+    env = child_environment()
+    env.pop("PYTHONPROFILEIMPORTTIME", None)
     if hooks is not None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(hooks), env.get("PYTHONPATH", "")) if p)
     return env
