@@ -144,7 +144,8 @@ def run(
         typer.Option(
             "--concurrency",
             min=1,
-            help="Conversations in flight at once; also each model role's limit unless the suite sets one.",
+            help="Conversations talking at once (finished ones are scored beside them); also each model role's "
+            "limit unless the suite sets one (the judge's: twice this).",
         ),
     ] = 8,
     fail_under: Annotated[

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from simulator.engine._checkpoint import forget_threads, open_checkpointer
-from simulator.engine._conversation import TURN_CAP, Conversation, ConversationSetup, StepChecker
-from simulator.engine._simulate import forget, simulate
+from simulator.engine._imports import import_langgraph
+
+import_langgraph()  # first: see simulator.engine._imports
+
+from simulator.engine._checkpoint import forget_threads, open_checkpointer  # noqa: E402
+from simulator.engine._conversation import TURN_CAP, Conversation, ConversationSetup, StepChecker  # noqa: E402
+from simulator.engine._simulate import forget, simulate  # noqa: E402
 
 __all__ = [
     "TURN_CAP",

@@ -34,7 +34,9 @@ def model_roles(loaded: LoadedSuite, options: RunSettings) -> ModelRoles:
     """The suite's model settings with the command line's overrides (per-role settings first, then
     ``--user-model`` / ``--judge-model``); a litellm agent's model fills the agent role, and a role whose
     ``concurrency`` nobody set gets the run's (``--concurrency``: that many conversations in flight each may
-    have a call of the role in flight; a lower limit would make them wait for each other)."""
+    have a call of the role in flight; a lower limit would make them wait for each other), the judge twice
+    that: a conversation's judge questions are asked at once (the hallucination and the goal question at
+    least), and when a wave of conversations ends together half of them waited a whole judge latency."""
     roles = loaded.suite.models
     if options.models:
         roles = roles.model_copy(
@@ -54,7 +56,7 @@ def model_roles(loaded: LoadedSuite, options: RunSettings) -> ModelRoles:
         update["agent"] = roles.agent.model_copy(update={"model": agent.model})
     roles = roles.model_copy(update=update)
     unset = {
-        role: getattr(roles, role).model_copy(update={"concurrency": options.concurrency})
+        role: getattr(roles, role).model_copy(update={"concurrency": options.concurrency * CALLS_AT_ONCE.get(role, 1)})
         for role in ROLES
         if getattr(roles, role).concurrency is None
     }
@@ -63,6 +65,10 @@ def model_roles(loaded: LoadedSuite, options: RunSettings) -> ModelRoles:
 
 #: The model roles, in the order the plan line names them.
 ROLES = ("user", "judge", "agent")
+
+#: The calls of a role one conversation has in flight at once, when more than one: its default limit is the
+#: run's concurrency times this (see :func:`model_roles`).
+CALLS_AT_ONCE = {"judge": 2}
 
 
 def model_limits(loaded: LoadedSuite, options: RunSettings) -> dict[str, int]:

@@ -24,7 +24,7 @@ import concurrent.futures
 import gc
 import itertools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -149,7 +149,7 @@ async def execute(
     previous = record.totals.duration_s if record.totals else 0.0
     started = time.monotonic()
 
-    async def one(item: PlanItem, saver: Any) -> None:
+    async def one(item: PlanItem, saver: Any, handover: Callable[[], Awaitable[None]] | None = None) -> None:
         playback = playbacks(item) if playbacks is not None else None
         with ExitStack() as scope:
             tape = scope.enter_context(recording()) if settings.record else None
@@ -157,7 +157,7 @@ async def execute(
                 scope.enter_context(replaying(playback))
             result, duration = await converse(
                 suites[item.suite], item, client(item.suite), base, checkpointer=saver,
-                thread_id=f"{record.id}:{item.key}", playback=playback,
+                thread_id=f"{record.id}:{item.key}", playback=playback, handover=handover,
             )  # fmt: skip
         await save(item, result, duration, saver, tape)
 
@@ -181,12 +181,36 @@ async def execute(
 
     async def run_all(saver: Any) -> None:
         # A fixed pool of workers taking the next item, not a task per conversation: memory stays flat in the
-        # size of the plan (10,000 pending tasks cost ~35 MB), and ``concurrency`` bounds the work in flight.
-        async def worker() -> None:
-            for item in todo:  # shared: each item is taken by exactly one worker (no await inside next())
-                await one(item, saver)
+        # size of the plan (10,000 pending tasks cost ~35 MB). Two stages, ``concurrency`` conversations in each:
+        # ``talking`` bounds the conversations in flight (what the agent and the user model see), and a finished
+        # conversation is scored and stored under ``scoring`` while the next one already talks. Without it a
+        # conversation's lane waited for the judge, one more model latency in every conversation's chain; the
+        # scoring slot is taken before the talking one is given back, so at most 2 x concurrency conversations
+        # are held at once, and twice as many workers keep both stages full.
+        lanes = max(1, settings.concurrency)
+        talking, scoring = asyncio.Semaphore(lanes), asyncio.Semaphore(lanes)
 
-        tasks = [asyncio.create_task(worker()) for _ in range(min(max(1, settings.concurrency), total - finished))]
+        async def worker() -> None:
+            while True:
+                await talking.acquire()
+                item = next(todo, None)  # shared: each item is taken by exactly one worker (no await inside)
+                if item is None:
+                    talking.release()
+                    return
+                stage = talking
+
+                async def handover() -> None:
+                    nonlocal stage
+                    await scoring.acquire()
+                    stage = scoring
+                    talking.release()
+
+                try:
+                    await one(item, saver, handover)
+                finally:
+                    stage.release()
+
+        tasks = [asyncio.create_task(worker()) for _ in range(min(2 * lanes, total - finished))]
         try:
             await asyncio.gather(*tasks)
         except BaseException:
@@ -270,9 +294,11 @@ async def converse(
     checkpointer: Any = None,
     thread_id: str | None = None,
     playback: Playback | None = None,
+    handover: Callable[[], Awaitable[None]] | None = None,
 ) -> tuple[CaseResult, float]:
     """Run and score one planned conversation; returns its result and how long it took. A case that breaks is
-    an ``error`` result, never an exception: one broken case must not stop the run."""
+    an ``error`` result, never an exception: one broken case must not stop the run. ``handover`` is awaited
+    between the conversation and its scoring (the runner's lanes: see ``execute``)."""
     case = find_case(loaded, item.case)
     persona: Persona | None = loaded.personas.get(item.persona) if item.persona else None
     options = base.model_copy(update={"seed": item.seed})
@@ -283,6 +309,8 @@ async def converse(
                 loaded, case, persona=persona, llm=llm, options=options, checkpointer=checkpointer,
                 thread_id=thread_id, playback=playback,
             )  # fmt: skip
+            if handover is not None:
+                await handover()
             result = await score_case(loaded, case, transcript, llm=llm, options=options, repeat=item.repeat)
     except Exception as exc:
         result = error_result(case, item, f"{type(exc).__name__}: {exc}")

@@ -114,4 +114,69 @@ def test_a_suites_own_limit_wins_over_the_runs_concurrency(server: SlowUserModel
 def test_only_roles_with_a_model_are_limited_in_the_plan(tmp_path: Path) -> None:
     suite = _suite(tmp_path, "http://127.0.0.1:9/v1")
     options: dict[str, Any] = {"concurrency": 20, "seed": 1, "judge_model": "openai/judge"}
-    assert plan([suite], **options).model_limits == {"user": [20], "judge": [20]}
+    # The judge's default is twice the run's: a conversation asks its judge questions at once.
+    assert plan([suite], **options).model_limits == {"user": [20], "judge": [40]}
+
+
+#: Seconds the two-model server holds a judge request, and a user request.
+JUDGE_HOLD, USER_HOLD = 0.6, 0.1
+
+
+@dataclass
+class UserAndJudge:
+    """Answers user requests after :data:`USER_HOLD` and judge requests after :data:`JUDGE_HOLD` seconds (with a
+    user move, which the judge cannot read: only the timing matters here); notes what was in flight when."""
+
+    url: str = ""
+    user_in_flight: int = 0
+    judge_in_flight: int = 0
+    most_user: int = 0
+    most_judge: int = 0
+    users_while_judging: int = 0
+    requests: int = 0
+
+    async def chat(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.requests += 1
+        judge = "judge" in body.get("model", "")
+        if judge:
+            self.judge_in_flight += 1
+            self.most_judge = max(self.most_judge, self.judge_in_flight)
+        else:
+            self.users_while_judging += self.judge_in_flight > 0
+            self.user_in_flight += 1
+            self.most_user = max(self.most_user, self.user_in_flight)
+        try:
+            await asyncio.sleep(JUDGE_HOLD if judge else USER_HOLD)
+        finally:
+            if judge:
+                self.judge_in_flight -= 1
+            else:
+                self.user_in_flight -= 1
+        return web.json_response(user_turn_completion(body.get("model", "fake"), self.requests))
+
+
+def test_a_finished_conversation_is_scored_while_the_next_one_talks(tmp_path: Path) -> None:
+    """``--concurrency 2``: two conversations talk at once, never more; a finished one waits for its judge
+    outside its lane, so the next conversation's user is asked while judge requests are in flight (before, the
+    lane waited for the judge: no user request ever came while one was), and at most two conversations are
+    being scored at once (each asks its questions at once: the judge's limit is 4)."""
+    model = UserAndJudge()
+    with serving_chat(model.chat, "user-and-judge") as url:
+        model.url = url
+        path = _suite(tmp_path, url)
+        text = path.read_text(encoding="utf-8").replace(
+            "cases:\n",
+            f"  judge:\n    model: openai/slow-judge\n    api_base: {url}\n    api_key_env: SLOW_USER_KEY\n"
+            "    max_retries: 0\ncases:\n",
+            1,
+        )
+        path.write_text(text, encoding="utf-8")
+        planned = plan([path], concurrency=2, seed=1, cache=False)
+        assert planned.model_limits == {"user": [2], "judge": [4]}
+        outcome = run(planned, db=tmp_path / "r.db")
+    assert outcome.record.totals is not None
+    assert outcome.record.totals.total == CONVERSATIONS
+    assert model.most_user == 2
+    assert model.users_while_judging >= CONVERSATIONS // 2
+    assert 2 <= model.most_judge <= 4
