@@ -105,3 +105,31 @@ def test_writes_still_queued_when_the_checkpointer_closes_are_made(tmp_path: Pat
 
     asyncio.run(go())
     assert _threads_in(path) == ["late"]
+
+
+@pytest.mark.parametrize("count", [3, 130])
+def test_checkpoints_queued_one_after_another_go_in_one_statement(tmp_path: Path, count: int) -> None:
+    """The writes' thread waits for the GIL after each call into SQLite: the checkpoints of a batch are inserted
+    by one statement (of at most 128 rows, within old SQLite's 999 parameters), not one each."""
+    path = tmp_path / "c.db"
+    statements: list[str] = []
+
+    async def go() -> None:
+        async with open_checkpointer(path) as saver:
+            release = threading.Event()
+            blocker = asyncio.create_task(saver.writes.run(_held_until(release)))
+            await asyncio.sleep(0)
+            tasks = [
+                asyncio.create_task(saver.aput(_config(f"t{i:03d}"), empty_checkpoint(), {}, {})) for i in range(count)
+            ]
+            await asyncio.sleep(0)
+            saver.conn.set_trace_callback(statements.append)
+            release.set()
+            await blocker
+            await asyncio.gather(*tasks)
+
+    asyncio.run(go())
+    inserts = [s for s in statements if s.startswith("INSERT OR REPLACE INTO checkpoints")]
+    assert len(inserts) == (count + 127) // 128
+    assert statements.count("COMMIT") == 1
+    assert _threads_in(path) == [f"t{i:03d}" for i in range(count)]
