@@ -104,15 +104,27 @@ def load_openai() -> None:
     (:func:`price_table`, 0.05-0.1 s of JSON), so that it can overlap the run's set-up and the wait for the first
     replies instead of coming before them."""
     import httpcore  # noqa: F401
+    import httpx  # noqa: F401
 
-    _tls()
+    # In threads of their own: loading the CA bundle lets the GIL go (20-30 ms of OpenSSL on the other core while
+    # this one sets the run up), and the price list is not needed before the first reply.
+    threading.Thread(target=_tls, name="simulator-tls-context", daemon=True).start()
     threading.Thread(target=price_table, name="simulator-price-table", daemon=True).start()
 
 
-@functools.cache
+_TLS = threading.Lock()
+
+
 def _tls() -> ssl.SSLContext:
     """The TLS context of every connection pool: httpx's default (certifi's CA bundle), built once, since each
-    build loads the bundle (20-70 ms measured); a pool per endpoint and key would otherwise pay it again."""
+    build loads the bundle (20-70 ms measured); a pool per endpoint and key would otherwise pay it again. A caller
+    that comes while :func:`load_openai`'s thread builds it waits for that build."""
+    with _TLS:
+        return _build_tls()
+
+
+@functools.cache
+def _build_tls() -> ssl.SSLContext:
     import httpx
 
     return httpx.create_ssl_context()
