@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from simulator.engine._imports import import_langgraph
+from simulator.engine._imports import graph_loaded, import_checkpointer, load_graph
 
-import_langgraph()  # first: see simulator.engine._imports
+import_checkpointer()  # first: see simulator.engine._imports
 
 from simulator.engine._checkpoint import forget_threads, open_checkpointer  # noqa: E402
 from simulator.engine._conversation import TURN_CAP, Conversation, ConversationSetup, StepChecker  # noqa: E402
@@ -17,6 +17,8 @@ __all__ = [
     "StepChecker",
     "forget",
     "forget_threads",
+    "graph_loaded",
+    "load_graph",
     "open_checkpointer",
     "simulate",
 ]

@@ -302,6 +302,12 @@ class LoopSqliteSaver(SqliteSaver):
         if kept:
             super().put_writes(config, kept, task_id, task_path)
 
+    def has_thread(self, thread_id: str) -> bool:
+        """Whether ``thread_id`` has a checkpoint (a conversation to resume): one read, nothing deserialised."""
+        with self.cursor(transaction=False) as cur:
+            cur.execute("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", (str(thread_id),))
+            return cur.fetchone() is not None
+
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self.get_tuple(config)
 

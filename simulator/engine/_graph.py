@@ -24,11 +24,8 @@ import asyncio
 import operator
 from datetime import datetime
 from functools import cache
-from typing import Annotated, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command
 from pydantic import JsonValue
 
 from simulator.agents import AgentInput, event_message, turn_timeout
@@ -50,6 +47,14 @@ from simulator.models.transcript import (
     UserEvent,
 )
 from simulator.user import UserTurnRequest
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.types import Command
+
+# LangGraph itself (``langgraph.graph``, with langchain_core's runnables and langsmith: most of the engine's import
+# time) is imported when the first graph is built: the nodes are plain functions, and a conversation's first turn
+# runs before its graph (see ``simulator.engine._simulate``) while LangGraph loads (``simulator.engine._imports``).
 
 
 class State(TypedDict, total=False):
@@ -348,17 +353,45 @@ def _routed(node: Any) -> Any:
     per step instead of two. The step that stops the conversation also writes its outcomes
     (:func:`finish_node`) and ends the graph: a step, and its checkpoint, fewer per conversation."""
 
+    from langgraph.graph import END
+    from langgraph.types import Command
+
     async def routed(state: State, config: RunnableConfig) -> Command[str]:
-        update = await node(state, config)
-        if not (update.get("stop") or state.get("stop")):
-            return Command(update=update, goto="turn")
-        ended: dict[str, Any] = {}
-        merged = _merge(state, update, ended)
-        _merge(merged, await finish_node(merged, config), ended)
-        return Command(update=ended, goto=END)
+        update, ended = await step(node, state, config)
+        return Command(update=update, goto=END if ended else "turn")
 
     routed.__name__ = node.__name__
-    return routed
+    return _typed(routed)
+
+
+def _typed(function: Any) -> Any:
+    """``function`` with its annotations as objects, for LangGraph, which reads them (``config: RunnableConfig``
+    is how it knows to pass the config) where this module's names are only strings (``RunnableConfig`` is imported
+    for type checking only, see above)."""
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.types import Command
+
+    names = {"State": State, "RunnableConfig": RunnableConfig, "Command[str]": Command[str], "str": str}
+    annotations = function.__annotations__.items()
+    function.__annotations__ = {key: names[value] if isinstance(value, str) else value for key, value in annotations}
+    return function
+
+
+async def step(node: Any, state: State, config: RunnableConfig) -> tuple[State, bool]:
+    """One step of the graph: ``node``'s update, and whether it ended the conversation (the update then holds the
+    outcomes too). What the graph's ``turn`` step does, without LangGraph: a conversation's first turn runs so."""
+    update = await node(state, config)
+    if not (update.get("stop") or state.get("stop")):
+        return update, False
+    ended: dict[str, Any] = {}
+    merged = _merge(state, update, ended)
+    _merge(merged, await finish_node(merged, config), ended)
+    return ended, True  # type: ignore[return-value]
+
+
+def applied(state: State, update: State) -> State:
+    """``state`` with a step's ``update`` applied as the graph applies it."""
+    return _merge(state, update, {})
 
 
 def _entry(state: State, config: RunnableConfig) -> str:
@@ -389,12 +422,14 @@ def _plain_graph() -> Any:
 
 
 def _build_graph() -> Any:
+    from langgraph.graph import END, START, StateGraph
+
     graph = StateGraph(State)
     graph.add_node("begin", _routed(begin_node), destinations=("turn", END))
     graph.add_node("turn", _routed(turn_node), destinations=("turn", END))
     # Reached only from a checkpoint written by an earlier version, which ran it as a step of its own.
-    graph.add_node("finish", finish_node)
-    graph.add_conditional_edges(START, _entry, ["begin", "turn"])
+    graph.add_node("finish", _typed(finish_node))
+    graph.add_conditional_edges(START, _typed(_entry), ["begin", "turn"])
     graph.add_edge("finish", END)
     return graph
 

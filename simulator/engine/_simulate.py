@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from simulator.engine._checkpoint import registered
 from simulator.engine._conversation import Conversation, ConversationSetup
-from simulator.engine._graph import State, compiled_graph
+from simulator.engine._graph import State, applied, compiled_graph, step, turn_node
+from simulator.engine._imports import graph_loaded
 from simulator.llm import metering
 from simulator.models.transcript import AgentEvent, Transcript, utc_now
 
@@ -53,30 +55,9 @@ async def simulate(setup: ConversationSetup, *, checkpointer: Any = None, thread
         "configurable": configurable,
         "recursion_limit": setup.turn_cap * _STEPS_PER_TURN + _FIXED_STEPS,
     }
-    graph = compiled_graph(checkpointer)
     try:
         with metering() as meter:
-            if checkpointer is None:
-                final: State = await graph.ainvoke(initial, config=config)
-            else:
-                # A new thread (every conversation of a new run) has no checkpoint: one read says so, without
-                # LangGraph's restoring of a state snapshot (the graph's checkpointer: it knows the state's types).
-                fresh = await graph.checkpointer.aget_tuple({"configurable": {"thread_id": thread_id}}) is None
-                saved = None if fresh else await graph.aget_state(config)
-                if saved is not None and saved.values and not saved.next:
-                    # Finished before a crash, its result not stored yet: the transcript is here, run nothing again.
-                    final = saved.values
-                else:
-                    resume = saved is not None and bool(saved.next)
-                    if saved is not None and resume:
-                        # Simulated tools answer consistently with the calls made before the crash.
-                        conversation.router.remember(
-                            call
-                            for event in saved.values.get("events", [])
-                            if isinstance(event, AgentEvent)
-                            for call in event.tool_calls
-                        )
-                    final = await graph.ainvoke(None if resume else initial, config=config, durability="sync")
+            final = await _run(conversation, initial, config, checkpointer, thread_id)
     finally:
         await setup.agent.aclose()
     case = setup.case
@@ -97,6 +78,52 @@ async def simulate(setup: ConversationSetup, *, checkpointer: Any = None, thread
         started_at=final.get("started_at", started),
         finished_at=utc_now(),
     )
+
+
+async def _run(
+    conversation: Conversation, initial: State, config: Any, checkpointer: Any, thread_id: str | None
+) -> State:
+    """The conversation's final state."""
+    # A new thread (every conversation of a new run) has no checkpoint: one read says so, without LangGraph's
+    # restoring of a state snapshot.
+    fresh = checkpointer is None or not await _has_checkpoint(checkpointer, thread_id)
+    if fresh and conversation.initiator() == "user":
+        # The first turn runs before the graph, as the graph's first step would: a run's first conversations talk
+        # while LangGraph loads (see simulator.engine._imports). The graph goes on from the state the turn leaves
+        # (its input checkpoint holds that turn, so a crash in the second turn resumes there).
+        update, ended = await step(turn_node, initial, config)
+        initial = applied(initial, update)
+        if ended:
+            return initial
+    await graph_loaded()
+    graph = compiled_graph(checkpointer)
+    if checkpointer is None:
+        final: State = await graph.ainvoke(initial, config=config)
+        return final
+    saved = None if fresh else await graph.aget_state(config)
+    if saved is not None and saved.values and not saved.next:
+        # Finished before a crash, its result not stored yet: the transcript is here, run nothing again.
+        done: State = saved.values
+        return done
+    resume = saved is not None and bool(saved.next)
+    if saved is not None and resume:
+        # Simulated tools answer consistently with the calls made before the crash.
+        conversation.router.remember(
+            call
+            for event in saved.values.get("events", [])
+            if isinstance(event, AgentEvent)
+            for call in event.tool_calls
+        )
+    resumed: State = await graph.ainvoke(None if resume else initial, config=config, durability="sync")
+    return resumed
+
+
+async def _has_checkpoint(checkpointer: Any, thread_id: str | None) -> bool:
+    has = getattr(checkpointer, "has_thread", None)
+    if has is not None:
+        return bool(has(thread_id))
+    # Another checkpointer: read through the copy that knows the state's types (see registered).
+    return await registered(checkpointer, State).aget_tuple({"configurable": {"thread_id": thread_id}}) is not None
 
 
 async def forget(checkpointer: Any, thread_id: str) -> None:

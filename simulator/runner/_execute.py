@@ -23,6 +23,7 @@ import asyncio
 import concurrent.futures
 import gc
 import itertools
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -33,7 +34,7 @@ from typing import Any
 
 from simulator import __version__
 from simulator.cassettes import Playback, cassette_of, encode
-from simulator.engine import forget, forget_threads, open_checkpointer
+from simulator.engine import forget, forget_threads, load_graph, open_checkpointer
 from simulator.errors import InputError, StoreError
 from simulator.llm import LLMClient, RequestCache, cache_scope, preload, replaying
 from simulator.loading import LoadedSuite
@@ -237,7 +238,11 @@ async def execute(
             loop.call_soon_threadsafe(main.cancel)
 
     try:
-        with store.heartbeat(lease, on_lost=on_lost), _old_objects_frozen():
+        with store.heartbeat(lease, on_lost=on_lost), _old_objects_frozen() as frozen:
+            if settings.executor != "ray" or playbacks is not None:
+                # LangGraph's graph loads while the first conversations take their first turn (engine._imports);
+                # its objects are frozen too once it has.
+                load_graph(on_loaded=frozen.freeze_more)
             if settings.executor == "ray" and playbacks is None:  # a replay plays its cassettes here
                 from simulator.runner._ray import run_on_ray
 
@@ -333,20 +338,38 @@ def stored_result(run_id: str, item: PlanItem, result: CaseResult, duration: flo
     )
 
 
+class _Frozen:
+    """Whether the objects alive are frozen out of the garbage collector for the run (see _old_objects_frozen)."""
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+        self.lock = threading.Lock()
+
+    def freeze_more(self) -> None:
+        """Freeze the objects made since (LangGraph's, imported in a thread while the run goes), while the run's
+        freeze holds: never after it is given back."""
+        with self.lock:
+            if self.active:
+                gc.freeze()
+
+
 @contextmanager
-def _old_objects_frozen() -> Iterator[None]:
+def _old_objects_frozen() -> Iterator[_Frozen]:
     """While the block runs, the objects alive when it starts (imported modules, LangGraph's and pydantic's
     classes, the plan: ~130,000) are left out of the garbage collector's full collections, each of which
     otherwise stopped the event loop for ~0.2 s, every conversation waiting. Given back afterwards. Nothing
     when objects are frozen already (an application's own ``gc.freeze``): they stay as they are."""
     if gc.get_freeze_count():
-        yield
+        yield _Frozen(active=False)
         return
     gc.freeze()
+    frozen = _Frozen(active=True)
     try:
-        yield
+        yield frozen
     finally:
-        gc.unfreeze()
+        with frozen.lock:
+            frozen.active = False
+            gc.unfreeze()
 
 
 def _finish(

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import subprocess
+import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -168,8 +171,8 @@ def test_the_registered_serializer_is_the_checkpointers_copy_and_allows_the_stat
 
 def test_the_runs_checkpointer_writes_one_checkpoint_per_user_turn_and_no_state_writes(tmp_path: Path) -> None:
     """A user turn (user, agent, check) is one graph step: one checkpoint per turn, plus the input and the
-    start (the last turn also writes the outcomes: no step of its own); a step's state writes are not stored
-    beside its checkpoint (it holds them)."""
+    start (the last turn also writes the outcomes: no step of its own); the first turn runs before the graph,
+    and the input checkpoint holds it; a step's state writes are not stored beside its checkpoint (it holds them)."""
 
     async def go() -> tuple[Transcript, int, int]:
         async with open_checkpointer(tmp_path / "c.db") as saver:
@@ -180,5 +183,67 @@ def test_the_runs_checkpointer_writes_one_checkpoint_per_user_turn_and_no_state_
 
     transcript, checkpoints, writes = asyncio.run(go())
     assert transcript.turns == 4
-    assert checkpoints == transcript.turns + 2
+    assert checkpoints == transcript.turns + 1
     assert writes == 0
+
+
+@pytest.mark.parametrize(("crash_on_turn", "asked_after"), [(1, [1, 2, 3, 4]), (2, [2, 3, 4])])
+def test_a_crash_in_the_first_two_turns_resumes_at_the_turn_in_flight(
+    tmp_path: Path, crash_on_turn: int, asked_after: list[int]
+) -> None:
+    """The first turn runs before the graph (see simulator.engine._imports): a crash in it leaves no checkpoint
+    (the conversation starts over), and a crash in the second resumes there, the graph's input checkpoint holding
+    the first turn."""
+
+    async def go() -> tuple[Agent, Transcript]:
+        async with open_checkpointer(tmp_path / "runs.db") as saver:
+            with pytest.raises(Crash):
+                await simulate(setup(Agent(crash_on_turn=crash_on_turn)), checkpointer=saver, thread_id="t")
+            resumed = Agent()
+            return resumed, await simulate(setup(resumed), checkpointer=saver, thread_id="t")
+
+    resumed, transcript = asyncio.run(go())
+    assert resumed.turns == asked_after
+    assert [e.turn for e in transcript.events if isinstance(e, UserEvent)] == [1, 2, 3, 4]
+    assert [s.status for s in transcript.steps] == ["complete"] * 4
+
+
+WHILE_LOADING = """
+import asyncio, sys, threading
+import simulator.engine._imports as imports
+from tests.engine.test_checkpoint_resume import Agent, setup
+from simulator.engine import load_graph, open_checkpointer, simulate
+
+release = threading.Event()
+load = imports._load
+imports._load = lambda on_loaded: (release.wait(30), load(on_loaded))
+seen = []
+
+class Watching(Agent):
+    async def respond(self, request):
+        seen.append("langgraph.graph" in sys.modules)
+        reply = await super().respond(request)
+        release.set()  # LangGraph may load now: the first turn is done
+        return reply
+
+async def go():
+    load_graph()
+    async with open_checkpointer(sys.argv[1]) as saver:
+        return await simulate(setup(Watching()), checkpointer=saver, thread_id="t")
+
+transcript = asyncio.run(go())
+print(seen, transcript.turns, [s.status for s in transcript.steps])
+"""
+
+
+def test_the_first_turn_is_taken_while_langgraph_loads(tmp_path: Path) -> None:
+    """In a fresh process, the first turn (user and agent) runs with LangGraph's graph not imported (its import
+    held until the agent has answered), and the conversation then goes on through the graph to its end."""
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run(
+        [sys.executable, "-c", WHILE_LOADING, str(tmp_path / "c.db")],
+        cwd=root, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "[False, True, True, True] 4 ['complete', 'complete', 'complete', 'complete']"
