@@ -22,8 +22,12 @@ async def simulate(setup: ConversationSetup, *, checkpointer: Any = None, thread
     Failures of the agent, the simulated user or the judge do not raise: the transcript ends with stop reason
     ``error`` and an error event naming whose failure it was. The agent adapter is closed at the end.
 
+    A new conversation's first user turn runs before its graph is built, as the graph's first step would (see
+    ``simulator.engine._imports``); the graph goes on from the state it leaves.
+
     With a LangGraph ``checkpointer`` and a ``thread_id``, every node step is saved before the next one runs
-    (``durability="sync"``: the only mode that resumed at the right turn after a SIGKILL); if the
+    (``durability="sync"``: the only mode that resumed at the right turn after a SIGKILL; the first turn is in
+    the graph's input checkpoint, a crash during it leaves none and the conversation starts over); if the
     thread already has an unfinished conversation it continues from its last completed step instead of
     starting again, and a finished one is returned as it ended, without running anything. The caller deletes
     the thread's checkpoints (:func:`forget`) once it has stored the result: deleted earlier, a crash between
