@@ -30,6 +30,25 @@ def _held_until(event: threading.Event) -> Any:
     return write
 
 
+async def _holding(saver: Any, release: threading.Event) -> asyncio.Task[None]:
+    """Queue a write that holds the writes' thread until ``release`` is set, and return once the thread runs it:
+    the writes queued from then on wait together for the next batch (were the thread still taking what is
+    queued, on a busy machine it could take some of them into the held batch)."""
+    running = threading.Event()
+
+    def write() -> None:
+        running.set()
+        release.wait(timeout=30)
+
+    blocker = asyncio.create_task(saver.writes.run(write))
+    for _ in range(3000):
+        if running.is_set():
+            break
+        await asyncio.sleep(0.01)
+    assert running.is_set(), "the writes' thread never ran the held write"
+    return blocker
+
+
 def _threads_in(path: Path) -> list[str]:
     """The thread ids with a checkpoint, read through a connection of its own (what another process sees)."""
     with closing(sqlite3.connect(path)) as conn:
@@ -61,8 +80,7 @@ def test_writes_queued_together_share_a_transaction_and_a_failed_one_fails_only_
             connection = saver.conn
             release = threading.Event()
             # The writes' thread waits in a first write, so the next ones queue up behind it: one batch.
-            blocker = asyncio.create_task(saver.writes.run(_held_until(release)))
-            await asyncio.sleep(0)  # let it queue
+            blocker = await _holding(saver, release)
 
             def broken() -> None:
                 raise sqlite3.OperationalError("disk I/O error")
@@ -117,8 +135,7 @@ def test_checkpoints_queued_one_after_another_go_in_one_statement(tmp_path: Path
     async def go() -> None:
         async with open_checkpointer(path) as saver:
             release = threading.Event()
-            blocker = asyncio.create_task(saver.writes.run(_held_until(release)))
-            await asyncio.sleep(0)
+            blocker = await _holding(saver, release)
             tasks = [
                 asyncio.create_task(saver.aput(_config(f"t{i:03d}"), empty_checkpoint(), {}, {})) for i in range(count)
             ]
