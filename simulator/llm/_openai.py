@@ -27,6 +27,7 @@ No module of Simulator imports the openai SDK.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import functools
 import importlib.util
 import json
@@ -108,8 +109,20 @@ def load_openai() -> None:
 
     # In threads of their own: loading the CA bundle lets the GIL go (20-30 ms of OpenSSL on the other core while
     # this one sets the run up), and the price list is not needed before the first reply.
-    threading.Thread(target=_tls, name="simulator-tls-context", daemon=True).start()
-    threading.Thread(target=price_table, name="simulator-price-table", daemon=True).start()
+    helpers = [
+        threading.Thread(target=_tls, name="simulator-tls-context", daemon=True),
+        threading.Thread(target=price_table, name="simulator-price-table", daemon=True),
+    ]
+    for helper in helpers:
+        helper.start()
+    # A process that ends first waits for them: a daemon thread stopped inside the import system (the price
+    # list's find_spec takes the import lock) would hang the interpreter's shutdown (see engine._imports).
+    atexit.register(_joined, helpers)
+
+
+def _joined(threads: list[threading.Thread]) -> None:
+    for thread in threads:
+        thread.join(timeout=10)
 
 
 _TLS = threading.Lock()
