@@ -16,8 +16,14 @@ bound by litellm, not by the runner; its figures are printed for comparison.
 
     python bench/run.py [--conversations N] [--turns T] [--latency S] [--concurrency C] [--llm-user] [--rounds R]
 
+Each round also runs a bare loop: the same agent calls (the history so far, POSTed turn after turn) by
+``concurrency`` asyncio workers through one httpx client, without Simulator: the floor this machine puts under
+the workload in that sitting (``ratio_bare``, against the same ideal), and Simulator against it
+(``ratio_to_bare``, ``ratio_no_checkpoints_to_bare``). Not with ``--llm-user``.
+
 Ends with one line: BENCH ratio_to_ideal=R peak_mb=M cpu_ms_per_call=C ratio_no_checkpoints=R2
-checkpoint_ms_per_turn=K (CPU per user turn with checkpoints minus without)
+checkpoint_ms_per_turn=K (CPU per user turn with checkpoints minus without) ratio_bare=B ratio_to_bare=T
+ratio_no_checkpoints_to_bare=T2
 """
 
 from __future__ import annotations
@@ -91,6 +97,31 @@ async def _run(
         return done, time.perf_counter() - wall, time.process_time() - cpu
 
 
+async def _bare(port: int, conversations: int, turns: int, concurrency: int) -> tuple[float, float]:
+    """The same agent calls without Simulator: ``concurrency`` workers, each conversation its ``turns`` POSTs one
+    after another with the history so far, through one pooled httpx client (what the ``http`` agent adapter
+    sends, without engine, checks, checkpoints or store). The floor this machine puts under the workload."""
+    import httpx
+
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    left = iter(range(conversations))
+    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+    async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+
+        async def worker() -> None:
+            for number in left:
+                messages: list[dict[str, str]] = []
+                for turn in range(turns):
+                    messages.append({"role": "user", "content": f"Ask about the order, part {turn} ({number})."})
+                    reply = await client.post(url, json={"model": "fake-agent", "messages": messages})
+                    reply.raise_for_status()
+                    messages.append({"role": "assistant", "content": reply.json()["choices"][0]["message"]["content"]})
+
+        wall, cpu = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return time.perf_counter() - wall, time.process_time() - cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--conversations", type=int, default=500)
@@ -108,6 +139,7 @@ def main() -> None:
         asyncio.run(_run(suite, root / "warmup.db", 2, 2))  # imports, litellm's first call
         saved: list[tuple[float, float]] = []
         plain: list[tuple[float, float]] = []
+        bare: list[tuple[float, float]] = []
         for round_ in range(args.rounds):
             record, wall, cpu = asyncio.run(
                 _run(suite, root / f"runs{round_}.db", args.conversations, args.concurrency)
@@ -117,10 +149,17 @@ def main() -> None:
                 _run(suite, root / f"plain{round_}.db", args.conversations, args.concurrency, checkpoints=False)
             )
             plain.append((wall_plain, cpu_plain))
+            if not args.llm_user:
+                bare.append(asyncio.run(_bare(server.port, args.conversations, args.turns, args.concurrency)))
             if args.rounds > 1:
-                print(f"round {round_ + 1}: wall {wall:.1f} s with checkpoints, {wall_plain:.1f} s without", flush=True)
+                also = f", bare loop {bare[-1][0]:.1f} s" if bare else ""
+                print(
+                    f"round {round_ + 1}: wall {wall:.1f} s with checkpoints, {wall_plain:.1f} s without{also}",
+                    flush=True,
+                )
         wall, cpu = (statistics.median(values) for values in zip(*saved, strict=True))
         wall_plain, cpu_plain = (statistics.median(values) for values in zip(*plain, strict=True))
+        wall_bare, cpu_bare = (statistics.median(values) for values in zip(*bare, strict=True)) if bare else (0.0, 0.0)
     totals = record.totals  # type: ignore[attr-defined]
     calls = sum(role.calls for role in totals.usage.values()) + args.conversations * args.turns  # + agent calls
     ideal = calls * args.latency / args.concurrency
@@ -141,9 +180,22 @@ def main() -> None:
         f"without checkpoints (--no-checkpoints): wall {wall_plain:.1f} s,"
         f" cpu {cpu_plain * 1000 / calls:.2f} ms per call"
     )
+    fields = ""
+    if bare:
+        agent_calls = args.conversations * args.turns
+        print(
+            f"bare loop (the same {agent_calls} agent calls, no Simulator): wall {wall_bare:.1f} s ="
+            f" {wall_bare * args.concurrency / (agent_calls * args.latency):.3f} of its ideal,"
+            f" cpu {cpu_bare * 1000 / agent_calls:.2f} ms per call; Simulator with checkpoints {wall / wall_bare:.3f}"
+            f" of it, without {wall_plain / wall_bare:.3f}"
+        )
+        fields = (
+            f" ratio_bare={wall_bare * args.concurrency / (agent_calls * args.latency):.3f}"
+            f" ratio_to_bare={wall / wall_bare:.3f} ratio_no_checkpoints_to_bare={wall_plain / wall_bare:.3f}"
+        )
     print(
         f"BENCH ratio_to_ideal={wall / ideal:.3f} peak_mb={peak_mb:.0f} cpu_ms_per_call={cpu * 1000 / calls:.2f}"
-        f" ratio_no_checkpoints={wall_plain / ideal:.3f} checkpoint_ms_per_turn={checkpoint_ms:.3f}"
+        f" ratio_no_checkpoints={wall_plain / ideal:.3f} checkpoint_ms_per_turn={checkpoint_ms:.3f}{fields}"
     )
 
 
