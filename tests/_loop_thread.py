@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 
 class LoopThread:
@@ -72,6 +72,25 @@ def serving_chat(chat: Callable[[Any], Awaitable[Any]], name: str) -> Iterator[s
         yield thread.start(start)
     finally:
         thread.stop(stop)
+
+
+class ServedModel(Protocol):
+    """A test's model server: an aiohttp ``chat`` handler, and the ``url`` it is served at (filled in)."""
+
+    url: str
+
+    async def chat(self, request: Any) -> Any: ...
+
+
+Served = TypeVar("Served", bound=ServedModel)
+
+
+@contextlib.contextmanager
+def served(model: Served, name: str) -> Iterator[Served]:
+    """``model`` served by :func:`serving_chat` while the block runs, its ``url`` set."""
+    with serving_chat(model.chat, name) as url:
+        model.url = url
+        yield model
 
 
 def user_turn_completion(model: str, serial: int) -> dict[str, Any]:

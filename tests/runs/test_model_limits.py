@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from simulator.cli import app
 from simulator.runner import plan, run
-from tests._loop_thread import serving_chat, user_turn_completion
+from tests._loop_thread import served, user_turn_completion
 
 #: Seconds the server holds each user request: long enough for every conversation in flight to send its own.
 HOLD = 0.4
@@ -51,9 +51,7 @@ class SlowUserModel:
 @contextmanager
 def serving_slow_user_model() -> Iterator[SlowUserModel]:
     """A :class:`SlowUserModel` listening on 127.0.0.1 (its ``url``) while the block runs; the Ray tests use it too."""
-    model = SlowUserModel()
-    with serving_chat(model.chat, "slow-user-model") as url:
-        model.url = url
+    with served(SlowUserModel(), "slow-user-model") as model:
         yield model
 
 
@@ -162,9 +160,8 @@ def test_a_finished_conversation_is_scored_while_the_next_one_talks(tmp_path: Pa
     judge questions in flight (each conversation asks its two at once: the judge's limit is 4). Before, a lane
     waited for its judge: with a user request in flight, at most one other conversation could be scored (two
     judge requests)."""
-    model = UserAndJudge()
-    with serving_chat(model.chat, "user-and-judge") as url:
-        model.url = url
+    with served(UserAndJudge(), "user-and-judge") as model:
+        url = model.url
         path = _suite(tmp_path, url)
         text = path.read_text(encoding="utf-8").replace(
             "cases:\n",

@@ -22,7 +22,7 @@ from aiohttp import web
 import simulator
 from simulator.llm import RETRY_AFTER_CAP, FakeScript, HoldOff, HoldOffs, fake_rate_limit, fake_server_error
 from simulator.models.settings import ModelSettings
-from tests._loop_thread import serving_chat, user_turn_completion
+from tests._loop_thread import served, user_turn_completion
 from tests.factories import run
 from tests.test_llm import HELLO, Sleeps, make_client
 
@@ -163,9 +163,7 @@ class RateLimitedModel:
 @contextmanager
 def serving_rate_limited_model() -> Iterator[RateLimitedModel]:
     """A :class:`RateLimitedModel` listening on 127.0.0.1 (its ``url``) while the block runs."""
-    model = RateLimitedModel()
-    with serving_chat(model.chat, "rate-limited-model") as url:
-        model.url = url
+    with served(RateLimitedModel(), "rate-limited-model") as model:
         yield model
 
 
