@@ -198,20 +198,12 @@ class CheckpointWrites:
         errors: list[BaseException | None] = []
         for is_row, group in itertools.groupby(writes, key=lambda write: isinstance(write, tuple)):
             jobs = list(group)
-            try:
-                if is_row:
-                    with self._saver.cursor() as cur:
-                        _insert_checkpoints(cur, typing.cast(list[tuple[Any, ...]], jobs))
-                    errors += [None] * len(jobs)
-                    continue
+            if not is_row:
                 for job in typing.cast(list[Callable[[], None]], jobs):
-                    try:
-                        job()
-                        errors.append(None)
-                    except Exception as exc:  # this write failed; the others of the batch are still committed
-                        errors.append(exc)
-            except Exception as exc:  # these checkpoints failed; the others of the batch are still committed
-                errors += [exc] * len(jobs)
+                    errors.append(_error_of(job))
+                continue
+            rows = typing.cast(list[tuple[Any, ...]], jobs)
+            errors += [_error_of(partial(self._saver.insert, rows))] * len(rows)
         try:
             self._commit()
         except Exception as exc:
@@ -223,6 +215,15 @@ class CheckpointWrites:
     def _commit(self) -> None:
         with self._saver.lock:
             self._saver.conn.commit()
+
+
+def _error_of(write: Callable[[], None]) -> Exception | None:
+    """Run ``write``; its error, if it failed (the other writes of the batch are still committed)."""
+    try:
+        write()
+    except Exception as exc:
+        return exc
+    return None
 
 
 def _settle(waiting: list[asyncio.Future[None]], errors: list[BaseException | None]) -> None:
@@ -267,7 +268,7 @@ class LoopSqliteSaver(SqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        self._insert(self._row(config, checkpoint, metadata))
+        self.insert([self._row(config, checkpoint, metadata)])
         return _saved(config, checkpoint)
 
     def _row(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata) -> tuple[Any, ...]:
@@ -285,9 +286,10 @@ class LoopSqliteSaver(SqliteSaver):
             stored_metadata.encode("utf-8", "ignore"),
         )
 
-    def _insert(self, row: tuple[Any, ...]) -> None:
+    def insert(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert checkpoint rows (:meth:`_row`) through :meth:`cursor`."""
         with self.cursor() as cur:
-            _insert_checkpoints(cur, [row])
+            _insert_checkpoints(cur, rows)
 
     def put_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
