@@ -61,18 +61,29 @@ def server() -> Iterator[SlowUserModel]:
         yield model
 
 
-def _suite(root: Path, url: str, user_limit: int | None = None) -> Path:
+def _suite(
+    root: Path,
+    url: str,
+    user_limit: int | None = None,
+    *,
+    name: str = "limits",
+    model: str = "openai/slow-user",
+    retries: int = 0,
+    conversations: int = CONVERSATIONS,
+) -> Path:
+    """``conversations`` one-turn scenarios of the demo shop whose user ``model`` is at ``url``, retried
+    ``retries`` times, ``user_limit`` calls at once (the run's concurrency if None); key in ``SLOW_USER_KEY``."""
     (root / ".git").mkdir(exist_ok=True)
     limit = f"    concurrency: {user_limit}\n" if user_limit is not None else ""
     cases = "".join(
         f"  - kind: scenario\n    name: order_{i:02d}\n    goal: Ask where order ORD-10042 is.\n    max_turns: 1\n"
-        for i in range(CONVERSATIONS)
+        for i in range(conversations)
     )
     path = root / "suite.yaml"
     path.write_text(
-        "name: limits\nagent:\n  type: python\n  callable: simulator.demo.shop:respond\n"
-        f"models:\n  user:\n    model: openai/slow-user\n    api_base: {url}\n    api_key_env: SLOW_USER_KEY\n"
-        f"    max_retries: 0\n{limit}cases:\n{cases}",
+        f"name: {name}\nagent:\n  type: python\n  callable: simulator.demo.shop:respond\n"
+        f"models:\n  user:\n    model: {model}\n    api_base: {url}\n    api_key_env: SLOW_USER_KEY\n"
+        f"    max_retries: {retries}\n{limit}cases:\n{cases}",
         encoding="utf-8",
     )
     return path

@@ -24,6 +24,7 @@ from simulator.llm import RETRY_AFTER_CAP, FakeScript, HoldOff, HoldOffs, fake_r
 from simulator.models.settings import ModelSettings
 from tests._loop_thread import served, user_turn_completion
 from tests.factories import run
+from tests.runs.test_model_limits import _suite as limits_suite
 from tests.test_llm import HELLO, Sleeps, make_client
 
 #: The wait the local server asks for with its one 429, in seconds.
@@ -170,19 +171,10 @@ def serving_rate_limited_model() -> Iterator[RateLimitedModel]:
 def rate_limited_suite(root: Path, url: str) -> Path:
     """:data:`CONVERSATIONS` one-turn scenarios whose user model is ``url``, one user call at a time (so the
     others queue for the slot while the first gets its 429), retried twice; key in ``SLOW_USER_KEY``."""
-    (root / ".git").mkdir(exist_ok=True)
-    cases = "".join(
-        f"  - kind: scenario\n    name: order_{i:02d}\n    goal: Ask where order ORD-10042 is.\n    max_turns: 1\n"
-        for i in range(CONVERSATIONS)
-    )
-    path = root / "suite.yaml"
-    path.write_text(
-        "name: rate_limited\nagent:\n  type: python\n  callable: simulator.demo.shop:respond\n"
-        f"models:\n  user:\n    model: openai/limited-user\n    api_base: {url}\n    api_key_env: SLOW_USER_KEY\n"
-        f"    max_retries: 2\n    concurrency: 1\ncases:\n{cases}",
-        encoding="utf-8",
-    )
-    return path
+    return limits_suite(
+        root, url, user_limit=1, name="rate_limited", model="openai/limited-user", retries=2,
+        conversations=CONVERSATIONS,
+    )  # fmt: skip
 
 
 def check_held_off(model: RateLimitedModel, outcome: simulator.RunOutcome, said: list[str]) -> None:
