@@ -1,13 +1,12 @@
-"""Checkpoints for conversations: LangGraph's SQLite checkpointer, its writes done by one thread of its own.
+"""Checkpoints for conversations: LangGraph's SQLite checkpointer, its writes made on the event loop.
 
 LangGraph's async SQLite saver sends every statement through a worker thread (about 15 hand-offs per graph
 step), which cost 3.4 ms of CPU per turn here. SQLite in WAL mode with ``synchronous=NORMAL`` commits without
-waiting for the disk, so serialising happens on the event loop and the writes go to one thread
-(:class:`CheckpointWrites`) that runs whatever is queued in one transaction: a commit per batch of turns
-instead of one per turn, and the file's I/O (a write of the log, now and then a checkpoint of it into the
-database) never stalls the loop. Each write is awaited until its batch is committed, so what LangGraph's
-``durability="sync"`` promises holds as before: a step's checkpoint is in the file (and survives a killed
-process) before the next step runs. Reads (a conversation's start or resume) stay on the loop: they are few.
+waiting for the disk (0.1-0.2 ms), so a checkpoint is serialised, written and committed on the loop
+(:class:`CheckpointWrites`), and only what can take long goes to a thread: a write that would wait for another
+process's lock on the file, and the checkpoint of the log into the database (which syncs). What LangGraph's
+``durability="sync"`` promises holds: a step's checkpoint is in the file (and survives a killed process)
+before the next step runs. Reads (a conversation's start or resume) stay on the loop: they are few.
 
 What is written is redacted first (:class:`RedactingSerializer`): a checkpoint holds the conversation so far,
 and no secret the process knows may reach a file.
@@ -22,12 +21,11 @@ runs a whole user turn as one graph step, so one checkpoint is written per turn.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import copy
 import dataclasses
 import enum
-import itertools
 import json
-import queue
 import sqlite3
 import threading
 import types
@@ -54,7 +52,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
 
-from simulator._sqlite import connect
+from simulator._sqlite import BUSY_TIMEOUT_S, connect
 from simulator.safety import contains_secret, redact_data
 
 #: Encoded pydantic objects by ``id``, each with the object itself (so the id is not reused while the entry
@@ -106,134 +104,145 @@ class RedactingSerializer(JsonPlusSerializer):
             return super().dumps_typed(obj)  # LangGraph's own fallbacks (pickle, if allowed) or its error
 
 
-#: Most writes one transaction of :class:`CheckpointWrites` takes (a bound on how long a batch holds the file).
-_BATCH_MAX = 256
-
-#: LangGraph's statement for a checkpoint (``SqliteSaver.put``), run here on rows serialised beforehand: the
-#: checkpoints queued one after another go in one statement of that many rows (see :class:`CheckpointWrites`).
-_INSERT_CHECKPOINTS = (
+#: LangGraph's statement for a checkpoint (``SqliteSaver.put``), run here on a row serialised beforehand.
+_INSERT_CHECKPOINT = (
     "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
-    "checkpoint, metadata) VALUES "
+    "checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
-_CHECKPOINT_ROW = "(?, ?, ?, ?, ?, ?, ?)"
 
+#: Commits on the event loop between two checkpoints of the write-ahead log into the file (done in the thread of
+#: :class:`CheckpointWrites`, on a connection of its own). A commit adds a few pages to the log; SQLite's own
+#: default is a checkpoint per 1,000 pages.
+_COMMITS_PER_WAL_CHECKPOINT = 200
 
-def _insert_checkpoints(cur: sqlite3.Cursor, rows: Sequence[tuple[Any, ...]]) -> None:
-    for start in range(0, len(rows), _ROWS_MAX):
-        chunk = rows[start : start + _ROWS_MAX]
-        cur.execute(_INSERT_CHECKPOINTS + ", ".join([_CHECKPOINT_ROW] * len(chunk)), [v for row in chunk for v in row])
-
-
-#: Rows of one insert: 7 parameters each, within the 999 of SQLite before 3.32.
-_ROWS_MAX = 128
-
-
-#: What :class:`CheckpointWrites` queues: statements to run, or a checkpoint's row; and who waits for it.
-_Job = tuple[Callable[[], None] | tuple[Any, ...], asyncio.Future[None]]
+#: What :class:`CheckpointWrites` runs: statements on the saver's connection (through its ``cursor``), or a
+#: checkpoint's row to insert.
+_Write = Callable[[], None] | tuple[Any, ...]
 
 
 class CheckpointWrites:
-    """One thread that runs a checkpointer's writes in the order they were queued, each batch of queued writes in
-    one transaction, and tells each waiting coroutine once its write is committed.
+    """A checkpointer's writes, each committed before its caller goes on: on the event loop when the file's write
+    lock can be had at once, else in a thread of its own that waits for it (another process writing the file).
 
-    Checkpoints queued one after another are inserted by one statement: the thread waits for the GIL after every
-    call into SQLite (which lets it go), up to the interpreter's switch interval (5 ms) while the event loop is
-    busy, and a statement per checkpoint made a batch of eight wait ~3 ms, each step of every conversation
-    waiting ~10 ms for its commit (``bench/run.py``: 1.28 of the ideal with checkpoints, 1.18 without).
+    A commit in WAL mode with ``synchronous=NORMAL`` writes the log and does not wait for the disk: 0.1-0.2 ms
+    here. What can take long is moved off the loop: waiting for another process's lock (the loop tries without
+    waiting and hands the write to the thread) and the checkpoint of the log into the file, which syncs it (turned
+    off on the loop's connection and done by the thread on a connection of its own, every
+    :data:`_COMMITS_PER_WAL_CHECKPOINT` commits).
 
-    Until :meth:`start` (or after :meth:`stop`) a write runs at once in the caller's thread and is committed.
+    Every write used to go to a thread, a batch of them per transaction. The thread waited for the GIL after every
+    call into SQLite while the loop was busy, each step waited for that (5.8 ms on average at 50 conversations at
+    once), and the thread taking the GIL slowed the loop itself: ``bench/run.py`` ran 1.37 of its ideal with
+    checkpoints, against 1.20 without them and 1.20 with the writes on the loop, in one sitting.
+
+    Until :meth:`start` (or after :meth:`stop`) a write runs in the caller's thread, waiting for the lock as any.
     """
 
     def __init__(self, saver: LoopSqliteSaver) -> None:
         self._saver = saver
-        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self.thread: threading.Thread | None = None
+        self._thread: concurrent.futures.ThreadPoolExecutor | None = None
+        self._last: concurrent.futures.Future[None] | None = None  # the last write handed to the thread
+        self._path = ""  # the file's, for the thread's connection ("" in memory: no log to checkpoint)
+        self._wal: sqlite3.Connection | None = None  # the thread's connection, for checkpoints of the log
+        self._commits = 0
+        self.started = False
+        #: The thread that holds the saver's lock for a write (its ``cursor`` then leaves the commit to the write).
+        self.owner: int | None = None
 
     def start(self) -> None:
-        self.thread = threading.Thread(target=self._work, name="simulator-checkpoint-writes", daemon=True)
-        self.thread.start()
+        with self._saver.lock:
+            self._saver.conn.execute("PRAGMA wal_autocheckpoint = 0")
+            self._path = next(
+                (row[2] for row in self._saver.conn.execute("PRAGMA database_list") if row[1] == "main"), ""
+            )
+        self.started = True
 
     def stop(self) -> None:
-        """Run every write still queued, then end the thread (a cancelled run's last checkpoints are kept)."""
-        if self.thread is not None:
-            self._queue.put(None)
-            self.thread.join()
-            self.thread = None
-
-    async def run(self, write: Callable[[], None] | tuple[Any, ...]) -> None:
-        """Run ``write`` (statements on the saver's connection, through its ``cursor``; or a checkpoint's row to
-        insert) and return once it is committed; its error, if any, is raised here."""
-        if self.thread is None:
-            (error,) = self._write([write])
-            if error is not None:
-                raise error
-            return
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.put((write, done))
-        await done
-
-    def _work(self) -> None:
-        while True:
-            job = self._queue.get()
-            if job is None:
-                return
-            batch = [job]
-            while len(batch) < _BATCH_MAX:
-                try:
-                    job = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if job is None:
-                    self._queue.put(None)  # after this batch: the thread ends at the next get
-                    break
-                batch.append(job)
-            errors = self._write([write for write, _ in batch])
-            loop = batch[0][1].get_loop()
-            with suppress(RuntimeError):  # the loop is closed: nobody waits any more
-                loop.call_soon_threadsafe(_settle, [done for _, done in batch], errors)
-
-    def _write(self, writes: list[Callable[[], None] | tuple[Any, ...]]) -> list[BaseException | None]:
-        """Run ``writes`` in one transaction, in order, the checkpoint rows queued one after another by one
-        statement; the error of each (a failed commit is every one's)."""
-        errors: list[BaseException | None] = []
-        for is_row, group in itertools.groupby(writes, key=lambda write: isinstance(write, tuple)):
-            jobs = list(group)
-            if not is_row:
-                for job in typing.cast(list[Callable[[], None]], jobs):
-                    errors.append(_error_of(job))
-                continue
-            rows = typing.cast(list[tuple[Any, ...]], jobs)
-            errors += [_error_of(partial(self._saver.insert, rows))] * len(rows)
-        try:
-            self._commit()
-        except Exception as exc:
-            with suppress(sqlite3.Error), self._saver.lock:
-                self._saver.conn.rollback()
-            return [exc] * len(writes)
-        return errors
-
-    def _commit(self) -> None:
+        """Make every write handed to the thread (a cancelled conversation's last checkpoint is kept), then end it;
+        the log is checkpointed when the saver's connection closes, as SQLite does."""
+        self.started = False
+        if self._thread is not None:
+            self._thread.submit(self._close_wal)
+            self._thread.shutdown(wait=True)
+            self._thread = None
         with self._saver.lock:
+            self._saver.conn.execute(f"PRAGMA wal_autocheckpoint = {_WAL_AUTOCHECKPOINT}")
+
+    async def run(self, write: _Write) -> None:
+        """Run ``write`` and return once it is committed; its error, if any, is raised here."""
+        if not self.started:
+            with self._saver.lock:
+                self._locked(write)
+            return
+        if (self._last is None or self._last.done()) and self._saver.lock.acquire(blocking=False):
+            try:
+                if self._at_once(write):
+                    self._commits += 1
+                    if self._commits % _COMMITS_PER_WAL_CHECKPOINT == 0 and self._path:
+                        self._pool().submit(self._checkpoint_wal)
+                    return
+            finally:
+                self._saver.lock.release()
+        # Another process holds the file's lock (or writes wait for it already): the thread waits for it, in order.
+        self._last = self._pool().submit(self._waiting, write)
+        # Shielded: a cancelled caller stops waiting, its write is made all the same.
+        await asyncio.shield(asyncio.wrap_future(self._last))
+
+    def _at_once(self, write: _Write) -> bool:
+        """Run ``write`` (the saver's lock held) if the file's lock is free now; whether it ran (an error is raised)."""
+        conn = self._saver.conn
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            self._locked(write)
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY:
+                return False  # rolled back: nothing was written
+            raise
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        return True
+
+    def _waiting(self, write: _Write) -> None:
+        with self._saver.lock:
+            self._locked(write)
+
+    def _locked(self, write: _Write) -> None:
+        """Run ``write`` and commit (the saver's lock held); roll back and raise if it fails."""
+        self.owner = threading.get_ident()
+        try:
+            if isinstance(write, tuple):
+                self._saver.insert(write)
+            else:
+                write()
             self._saver.conn.commit()
+        except BaseException:
+            with suppress(sqlite3.Error):
+                self._saver.conn.rollback()
+            raise
+        finally:
+            self.owner = None
+
+    def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._thread is None:
+            self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="simulator-checkpoint-writes")
+        return self._thread
+
+    def _checkpoint_wal(self) -> None:
+        """Copy the log's new pages into the file (PASSIVE: nobody waits for it, nor it for anybody); its fsync
+        happens here, not on the loop. A failure is left to the next one, or to the connection's close."""
+        with suppress(sqlite3.Error):
+            if self._wal is None:
+                self._wal = connect(self._path, wal=False)
+            self._wal.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def _close_wal(self) -> None:
+        if self._wal is not None:
+            self._wal.close()
+            self._wal = None
 
 
-def _error_of(write: Callable[[], None]) -> Exception | None:
-    """Run ``write``; its error, if it failed (the other writes of the batch are still committed)."""
-    try:
-        write()
-    except Exception as exc:
-        return exc
-    return None
-
-
-def _settle(waiting: list[asyncio.Future[None]], errors: list[BaseException | None]) -> None:
-    for done, error in zip(waiting, errors, strict=True):
-        if done.done():
-            continue  # its coroutine was cancelled; the write was made all the same
-        if error is None:
-            done.set_result(None)
-        else:
-            done.set_exception(error)
+#: SQLite's default: a checkpoint of the log each 1,000 pages, restored on the saver's connection when the writes stop.
+_WAL_AUTOCHECKPOINT = 1000
 
 
 class LoopSqliteSaver(SqliteSaver):
@@ -248,18 +257,18 @@ class LoopSqliteSaver(SqliteSaver):
 
     @contextmanager
     def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
-        """LangGraph's cursor; in the writes' thread it leaves the commit to the end of the batch."""
-        if threading.current_thread() is not self.writes.thread:
+        """LangGraph's cursor; within a write of :class:`CheckpointWrites` (which holds the lock) it leaves the
+        commit to the write."""
+        if self.writes.owner != threading.get_ident():
             with super().cursor(transaction) as cur:
                 yield cur
             return
-        with self.lock:
-            self.setup()
-            cur = self.conn.cursor()
-            try:
-                yield cur
-            finally:
-                cur.close()
+        self.setup()
+        cur = self.conn.cursor()
+        try:
+            yield cur
+        finally:
+            cur.close()
 
     def put(
         self,
@@ -268,7 +277,7 @@ class LoopSqliteSaver(SqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        self.insert([self._row(config, checkpoint, metadata)])
+        self.insert(self._row(config, checkpoint, metadata))
         return _saved(config, checkpoint)
 
     def _row(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata) -> tuple[Any, ...]:
@@ -286,10 +295,10 @@ class LoopSqliteSaver(SqliteSaver):
             stored_metadata.encode("utf-8", "ignore"),
         )
 
-    def insert(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Insert checkpoint rows (:meth:`_row`) through :meth:`cursor`."""
+    def insert(self, row: tuple[Any, ...]) -> None:
+        """Insert a checkpoint's row (:meth:`_row`) through :meth:`cursor`."""
         with self.cursor() as cur:
-            _insert_checkpoints(cur, rows)
+            cur.execute(_INSERT_CHECKPOINT, row)
 
     def put_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
@@ -332,7 +341,6 @@ class LoopSqliteSaver(SqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        # Serialised here, on the loop: the writes' thread then needs the GIL only to hand the row to SQLite.
         await self.writes.run(self._row(config, checkpoint, metadata))
         return _saved(config, checkpoint)
 
@@ -365,8 +373,8 @@ def _saved(config: RunnableConfig, checkpoint: Checkpoint) -> RunnableConfig:
 
 @asynccontextmanager
 async def open_checkpointer(path: Path | str) -> AsyncIterator[LoopSqliteSaver]:
-    """A checkpointer on the SQLite file ``path`` (WAL, ``synchronous=NORMAL``, a busy timeout), its writes
-    done by a thread of its own while the block runs; every queued write is made before it ends."""
+    """A checkpointer on the SQLite file ``path`` (WAL, ``synchronous=NORMAL``, a busy timeout), its writes made
+    by :class:`CheckpointWrites` while the block runs; every write handed to its thread is made before it ends."""
     connection = connect(path, check_same_thread=False)
     try:
         saver = LoopSqliteSaver(connection)

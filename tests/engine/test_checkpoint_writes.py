@@ -1,6 +1,6 @@
-"""The runner's checkpointer writes from a thread of its own, several writes per transaction: each awaited write
-is in the file when its await returns, a failed write fails only its own caller, and the writes still queued
-when the checkpointer closes are made."""
+"""The runner's checkpointer commits each write on the event loop before its await returns; a write that would wait
+for another process's lock on the file waits in a thread instead while the loop goes on, and is made even when its
+caller is cancelled; the log is checkpointed into the file by that thread, never on the loop."""
 
 from __future__ import annotations
 
@@ -14,39 +14,17 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
-from simulator.engine import open_checkpointer
+from simulator.engine import _checkpoint, open_checkpointer
 
 
 def _config(thread: str) -> Any:
     return {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
 
 
-def _held_until(event: threading.Event) -> Any:
-    """A write that keeps the writes' thread busy until ``event`` is set (the next writes queue behind it)."""
-
-    def write() -> None:
-        event.wait(timeout=30)
-
-    return write
-
-
-async def _holding(saver: Any, release: threading.Event) -> asyncio.Task[None]:
-    """Queue a write that holds the writes' thread until ``release`` is set, and return once the thread runs it:
-    the writes queued from then on wait together for the next batch (were the thread still taking what is
-    queued, on a busy machine it could take some of them into the held batch)."""
-    running = threading.Event()
-
-    def write() -> None:
-        running.set()
-        release.wait(timeout=30)
-
-    blocker = asyncio.create_task(saver.writes.run(write))
-    for _ in range(3000):
-        if running.is_set():
-            break
-        await asyncio.sleep(0.01)
-    assert running.is_set(), "the writes' thread never ran the held write"
-    return blocker
+def _checkpoint_of(size: int = 0) -> Any:
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"text": "x" * size}
+    return checkpoint
 
 
 def _threads_in(path: Path) -> list[str]:
@@ -55,98 +33,152 @@ def _threads_in(path: Path) -> list[str]:
         return sorted(row[0] for row in conn.execute("SELECT DISTINCT thread_id FROM checkpoints"))
 
 
-def test_an_awaited_checkpoint_is_committed_when_the_await_returns(tmp_path: Path) -> None:
+def _writers(saver: Any) -> list[str]:
+    """Record the name of the thread that runs each ``COMMIT`` on the saver's connection."""
+    seen: list[str] = []
+
+    def trace(statement: str) -> None:
+        if statement == "COMMIT":
+            seen.append(threading.current_thread().name)
+
+    saver.conn.set_trace_callback(trace)
+    return seen
+
+
+def test_an_awaited_checkpoint_is_committed_on_the_loop_when_the_await_returns(tmp_path: Path) -> None:
     path = tmp_path / "c.db"
 
-    async def go() -> list[list[str]]:
+    async def go() -> tuple[list[list[str]], list[str], int]:
         seen = []
         async with open_checkpointer(path) as saver:
+            writers = _writers(saver)
+            (autocheckpoint,) = saver.conn.execute("PRAGMA wal_autocheckpoint").fetchone()
             for thread in ("a", "b"):
                 await saver.aput(_config(thread), empty_checkpoint(), {}, {})
                 seen.append(_threads_in(path))
             await saver.adelete_thread("a")
             seen.append(_threads_in(path))
-        return seen
+        return seen, writers, autocheckpoint
 
-    assert asyncio.run(go()) == [["a"], ["a", "b"], ["b"]]
+    seen, writers, autocheckpoint = asyncio.run(go())
+    assert seen == [["a"], ["a", "b"], ["b"]]
+    assert set(writers) == {threading.main_thread().name}
+    assert len(writers) == 3
+    assert autocheckpoint == 0  # the loop's connection never syncs the log into the file
 
 
-def test_writes_queued_together_share_a_transaction_and_a_failed_one_fails_only_its_caller(tmp_path: Path) -> None:
+def test_a_write_the_file_lock_holds_up_waits_in_a_thread_while_the_loop_goes_on(tmp_path: Path) -> None:
+    """Another process holds the file's write lock: the writes wait for it in the checkpointer's thread, in order,
+    while the event loop keeps running; once it is free, writes are made on the loop again."""
     path = tmp_path / "c.db"
-    commits: list[int] = []
 
-    async def go() -> list[Any]:
+    async def go() -> dict[str, Any]:
         async with open_checkpointer(path) as saver:
-            connection = saver.conn
-            release = threading.Event()
-            # The writes' thread waits in a first write, so the next ones queue up behind it: one batch.
-            blocker = await _holding(saver, release)
+            writers = _writers(saver)
+            other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            other.execute("BEGIN IMMEDIATE")  # the write lock, as a second run on the same file would hold it
+            first = asyncio.create_task(saver.aput(_config("one"), _checkpoint_of(), {}, {}))
+            second = asyncio.create_task(saver.aput(_config("two"), _checkpoint_of(), {}, {}))
+            ticks = 0
+            for _ in range(30):
+                await asyncio.sleep(0.01)
+                ticks += 1
+            held = {"first": first.done(), "second": second.done()}
+            other.execute("COMMIT")
+            other.close()
+            await asyncio.wait_for(asyncio.gather(first, second), timeout=30)
+            waited = list(writers)
+            writers.clear()
+            await saver.aput(_config("three"), _checkpoint_of(), {}, {})
+            return {"ticks": ticks, "held": held, "waited": waited, "after": list(writers)}
+
+    seen = asyncio.run(go())
+    assert seen["ticks"] == 30
+    assert seen["held"] == {"first": False, "second": False}
+    assert len(seen["waited"]) == 2
+    assert all(name.startswith("simulator-checkpoint-writes") for name in seen["waited"])
+    assert seen["after"] == [threading.main_thread().name]
+    assert _threads_in(path) == ["one", "three", "two"]
+
+
+def test_a_failed_write_fails_its_caller_and_is_rolled_back_and_the_next_is_made(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+
+    async def go() -> BaseException | None:
+        async with open_checkpointer(path) as saver:
+            row = saver._row(_config("half"), empty_checkpoint(), {})
 
             def broken() -> None:
+                saver.insert(row)
                 raise sqlite3.OperationalError("disk I/O error")
 
-            tasks = [
-                asyncio.create_task(saver.aput(_config("one"), empty_checkpoint(), {}, {})),
-                asyncio.create_task(saver.writes.run(broken)),
-                asyncio.create_task(saver.aput(_config("two"), empty_checkpoint(), {}, {})),
-            ]
-            await asyncio.sleep(0)  # let them queue behind the first
-            connection.set_trace_callback(lambda statement: commits.append(1) if statement == "COMMIT" else None)
-            release.set()
-            await blocker
-            return list(await asyncio.gather(*tasks, return_exceptions=True))
+            failed = None
+            try:
+                await saver.writes.run(broken)
+            except sqlite3.OperationalError as exc:
+                failed = exc
+            await saver.aput(_config("next"), empty_checkpoint(), {}, {})
+            return failed
 
-    first, failed, second = asyncio.run(go())
-    assert first["configurable"]["thread_id"] == "one"
-    assert second["configurable"]["thread_id"] == "two"
-    assert isinstance(failed, sqlite3.OperationalError)
-    assert _threads_in(path) == ["one", "two"]
-    assert len(commits) == 1
+    assert isinstance(asyncio.run(go()), sqlite3.OperationalError)
+    assert _threads_in(path) == ["next"]
 
 
-def test_writes_still_queued_when_the_checkpointer_closes_are_made(tmp_path: Path) -> None:
+def test_a_cancelled_callers_write_is_made_before_the_checkpointer_closes(tmp_path: Path) -> None:
     """A cancelled conversation (Ctrl-C) no longer waits for its last checkpoint; the checkpoint is written all the
-    same, as it was when the write ran on the event loop before the cancel could land."""
+    same once the lock is free, before the checkpointer closes."""
     path = tmp_path / "c.db"
 
     async def go() -> None:
         async with open_checkpointer(path) as saver:
-            release = threading.Event()
-            blocker = asyncio.create_task(saver.writes.run(_held_until(release)))
-            waiting = asyncio.create_task(saver.aput(_config("late"), empty_checkpoint(), {}, {}))
-            await asyncio.sleep(0)
+            other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            other.execute("BEGIN IMMEDIATE")
+            waiting = asyncio.create_task(saver.aput(_config("late"), _checkpoint_of(), {}, {}))
+            await asyncio.sleep(0.05)
             waiting.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await waiting
-            release.set()
-            await blocker
+
+            def release() -> None:
+                other.execute("COMMIT")
+                other.close()
+
+            threading.Timer(0.2, release).start()
 
     asyncio.run(go())
     assert _threads_in(path) == ["late"]
 
 
-@pytest.mark.parametrize("count", [3, 130])
-def test_checkpoints_queued_one_after_another_go_in_one_statement(tmp_path: Path, count: int) -> None:
-    """The writes' thread waits for the GIL after each call into SQLite: the checkpoints of a batch are inserted
-    by one statement (of at most 128 rows, within old SQLite's 999 parameters), not one each."""
+@pytest.mark.parametrize("thread_checkpoints", [True, False])
+def test_the_log_is_checkpointed_into_the_file_by_the_thread_never_by_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, thread_checkpoints: bool
+) -> None:
+    """6 MB of checkpoints: more than SQLite's own automatic checkpoint of the log (1,000 pages) would wait for.
+    The database file grows while the checkpointer is open only through the thread's checkpoints."""
     path = tmp_path / "c.db"
-    statements: list[str] = []
+    monkeypatch.setattr(_checkpoint, "_COMMITS_PER_WAL_CHECKPOINT", 10)
+    ran_in: list[str] = []
+    original = _checkpoint.CheckpointWrites._checkpoint_wal
 
-    async def go() -> None:
+    def checkpoint_wal(self: Any) -> None:
+        ran_in.append(threading.current_thread().name)
+        if thread_checkpoints:
+            original(self)
+
+    monkeypatch.setattr(_checkpoint.CheckpointWrites, "_checkpoint_wal", checkpoint_wal)
+
+    async def go() -> int:
         async with open_checkpointer(path) as saver:
-            release = threading.Event()
-            blocker = await _holding(saver, release)
-            tasks = [
-                asyncio.create_task(saver.aput(_config(f"t{i:03d}"), empty_checkpoint(), {}, {})) for i in range(count)
-            ]
-            await asyncio.sleep(0)
-            saver.conn.set_trace_callback(statements.append)
-            release.set()
-            await blocker
-            await asyncio.gather(*tasks)
+            for i in range(40):
+                await saver.aput(_config(f"t{i}"), _checkpoint_of(150_000), {}, {})
+            saver.writes._pool().submit(lambda: None).result()  # the thread's checkpoints are done
+            return path.stat().st_size
 
-    asyncio.run(go())
-    inserts = [s for s in statements if s.startswith("INSERT OR REPLACE INTO checkpoints")]
-    assert len(inserts) == (count + 127) // 128
-    assert statements.count("COMMIT") == 1
-    assert _threads_in(path) == [f"t{i:03d}" for i in range(count)]
+    size = asyncio.run(go())
+    assert len(ran_in) == 4
+    assert all(name.startswith("simulator-checkpoint-writes") for name in ran_in)
+    if thread_checkpoints:
+        assert size > 4_000_000
+    else:
+        assert size < 100_000
+    assert len(_threads_in(path)) == 40
