@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 # Only litellm itself is fenced into simulator/llm/_litellm.py.
 import httpx
 
+from simulator._http import async_client
 from simulator.agents import agent_type
 from simulator.agents._base import AgentInput, AgentReply, Message, wire_messages
 from simulator.agents._chat import MAX_TOOL_ROUNDS, answer_tool_call, function_tools, session_text, text_of
@@ -99,7 +100,7 @@ class HttpAdapter:
         self._tools = function_tools(config.tools)
         # Made last, so a missing variable above leaves nothing to close.
         tls = _ssl_context() if self.url.startswith("https://") else _plain_http_context()
-        self._client = httpx.AsyncClient(headers=headers, timeout=config.timeout, verify=tls)
+        self._client = async_client(headers=headers, timeout=config.timeout, verify=tls)
 
     async def respond(self, request: AgentInput) -> AgentReply:
         """Post the conversation; answer tool calls until the agent replies with text (or stops)."""

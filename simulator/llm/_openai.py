@@ -107,6 +107,8 @@ def load_openai() -> None:
     import httpcore  # noqa: F401
     import httpx  # noqa: F401
 
+    import simulator._http  # noqa: F401
+
     # In threads of their own: loading the CA bundle lets the GIL go (20-30 ms of OpenSSL on the other core while
     # this one sets the run up), and the price list is not needed before the first reply.
     helpers = [
@@ -391,6 +393,8 @@ class OpenAIBackend:
         :data:`POOL_REQUESTS` requests in flight."""
         import httpx
 
+        from simulator._http import async_client
+
         key = str(api_key) if api_key else self._environ.get("OPENAI_API_KEY", "")
         if not key:
             raise MissingCredentialsError(
@@ -421,7 +425,7 @@ class OpenAIBackend:
                     headers[header] = self._environ[variable]
             # The SDK's pool limits; a trailing slash so that "chat/completions" is joined under the base's path.
             least = _Pool(
-                httpx.AsyncClient(
+                async_client(
                     base_url=base.rstrip("/") + "/",
                     headers=headers,
                     follow_redirects=True,
