@@ -238,7 +238,7 @@ async def execute(
             loop.call_soon_threadsafe(main.cancel)
 
     try:
-        with store.heartbeat(lease, on_lost=on_lost), _old_objects_frozen() as frozen:
+        with store.heartbeat(lease, on_lost=on_lost), _old_objects_frozen() as frozen, _young_collections_rarer():
             if settings.executor != "ray" or playbacks is not None:
                 # LangGraph's graph loads while the first conversations take their first turn (engine._imports);
                 # its objects are frozen too once it has.
@@ -370,6 +370,29 @@ def _old_objects_frozen() -> Iterator[_Frozen]:
         with frozen.lock:
             frozen.active = False
             gc.unfreeze()
+
+
+#: Allocations between two collections of the garbage collector's youngest generation during a run (Python's
+#: default: 700).
+YOUNG_COLLECTION_THRESHOLD = 50_000
+
+
+@contextmanager
+def _young_collections_rarer() -> Iterator[None]:
+    """While the block runs, the youngest generation is collected every :data:`YOUNG_COLLECTION_THRESHOLD`
+    allocations instead of every 700 (a threshold set higher already is left as it is, and so is a collector
+    turned off). The conversations in flight hold tens of thousands of young objects that every collection
+    walks again: ``bench/run.py`` spent 0.75 s of 8.3 s of CPU in the collector, 0.23 s with this, in the same
+    sitting. The extra young objects are a few MB (peak RSS in ``bench/scale.py``). Given back afterwards."""
+    before = gc.get_threshold()
+    if not gc.isenabled() or before[0] >= YOUNG_COLLECTION_THRESHOLD:
+        yield
+        return
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def _finish(

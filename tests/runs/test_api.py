@@ -164,6 +164,43 @@ def test_a_bad_models_file_is_a_located_error(project: Path) -> None:
     assert _stored_runs(project / "runs.db") == 0
 
 
+def test_a_run_collects_young_objects_less_often_and_gives_the_collector_back_as_it_was(project: Path) -> None:
+    """The youngest generation's threshold is raised while a run runs (the conversations in flight are tens of
+    thousands of young objects each collection walks again) and restored afterwards; an application's higher
+    threshold, or its collector turned off, is left as it is."""
+    import gc
+
+    from simulator.runner._execute import YOUNG_COLLECTION_THRESHOLD
+
+    seen: list[tuple[int, int, int]] = []
+
+    def during(event: object) -> None:
+        if isinstance(event, simulator.Progress):
+            seen.append(gc.get_threshold())
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        simulator.run("suite.yaml", db=project / "runs.db", cases=["refund"], on_event=during)
+        assert set(seen) == {(YOUNG_COLLECTION_THRESHOLD, 10, 10)}
+        assert gc.get_threshold() == (700, 10, 10)
+
+        seen.clear()
+        gc.set_threshold(100_000, 5, 5)  # an application's own, higher
+        simulator.run("suite.yaml", db=project / "runs.db", cases=["refund"], on_event=during)
+        assert set(seen) == {(100_000, 5, 5)}
+
+        seen.clear()
+        gc.set_threshold(700, 10, 10)
+        gc.disable()
+        simulator.run("suite.yaml", db=project / "runs.db", cases=["refund"], on_event=during)
+        assert set(seen) == {(700, 10, 10)}
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.set_threshold(*before)
+
+
 def test_a_run_leaves_the_objects_alive_at_its_start_out_of_full_collections_and_gives_them_back(
     project: Path,
 ) -> None:
