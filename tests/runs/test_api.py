@@ -201,6 +201,28 @@ def test_a_run_collects_young_objects_less_often_and_gives_the_collector_back_as
         gc.set_threshold(*before)
 
 
+def test_a_ray_worker_collects_young_objects_as_rarely_as_the_runner(project: Path) -> None:
+    """A Ray worker's process is the run's for as long as it lives: its threshold is raised when it starts."""
+    import gc
+
+    from simulator.loading import validate_paths
+    from simulator.models.run import RunSettings
+    from simulator.runner._execute import YOUNG_COLLECTION_THRESHOLD
+    from simulator.runner._plan import snapshot_of
+    from simulator.runner._ray import ConversationWorker
+
+    report = validate_paths([project / "suite.yaml"])
+    snapshot = snapshot_of(report.suites[0], "suite.yaml").model_dump(mode="json")
+    settings = RunSettings(paths=["suite.yaml"]).model_dump(mode="json")
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        ConversationWorker([snapshot], settings, None, "worker-1")
+        assert gc.get_threshold() == (YOUNG_COLLECTION_THRESHOLD, 10, 10)
+    finally:
+        gc.set_threshold(*before)
+
+
 def test_a_run_leaves_the_objects_alive_at_its_start_out_of_full_collections_and_gives_them_back(
     project: Path,
 ) -> None:
