@@ -15,7 +15,7 @@ on asyncio (``python bench/http_client.py``: 0.83 of the CPU per request of http
 
 Both are set on attributes httpx and httpcore keep to themselves (``_transport._pool._network_backend``,
 ``_cookies``); when a version of either no longer has them, the client is left as httpx made it (slower, the same
-answers), and ``tests/llm/test_http_client.py`` says so.
+answers), and ``tests/test_http_client.py`` says so.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def async_client(**options: Any) -> httpx.AsyncClient:
     client = httpx.AsyncClient(**options)
     pool = getattr(client._transport, "_pool", None)
     if isinstance(pool, httpcore.AsyncConnectionPool) and hasattr(pool, "_network_backend"):
-        pool._network_backend = AsyncioBackend()
+        pool._network_backend = _BACKEND
     if isinstance(getattr(client, "_cookies", None), httpx.Cookies):
         client._cookies = _Cookies(client._cookies)
     return client
@@ -96,7 +96,7 @@ class _Stream(httpcore.AsyncNetworkStream):
         except TimeoutError:
             self._writer.close()
             raise httpcore.ConnectTimeout(f"no TLS handshake within {timeout} s") from None
-        except (OSError, ssl.SSLError) as exc:
+        except OSError as exc:  # ssl.SSLError included
             self._writer.close()
             raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
         return self
@@ -136,6 +136,10 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+
+#: The backend every client's pool shares (it holds no state of its own).
+_BACKEND = AsyncioBackend()
 
 
 async def _connected(

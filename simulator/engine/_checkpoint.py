@@ -115,6 +115,9 @@ _INSERT_CHECKPOINT = (
 #: default is a checkpoint per 1,000 pages.
 _COMMITS_PER_WAL_CHECKPOINT = 200
 
+#: SQLite's default: a checkpoint of the log each 1,000 pages, restored on the saver's connection when the writes stop.
+_WAL_AUTOCHECKPOINT = 1000
+
 #: What :class:`CheckpointWrites` runs: statements on the saver's connection (through its ``cursor``), or a
 #: checkpoint's row to insert.
 _Write = Callable[[], None] | tuple[Any, ...]
@@ -171,8 +174,7 @@ class CheckpointWrites:
     async def run(self, write: _Write) -> None:
         """Run ``write`` and return once it is committed; its error, if any, is raised here."""
         if not self.started:
-            with self._saver.lock:
-                self._locked(write)
+            self._waiting(write)
             return
         if (self._last is None or self._last.done()) and self._saver.lock.acquire(blocking=False):
             try:
@@ -203,6 +205,7 @@ class CheckpointWrites:
         return True
 
     def _waiting(self, write: _Write) -> None:
+        """Run ``write`` and commit, waiting for the saver's lock and the file's (its busy timeout)."""
         with self._saver.lock:
             self._locked(write)
 
@@ -239,10 +242,6 @@ class CheckpointWrites:
         if self._wal is not None:
             self._wal.close()
             self._wal = None
-
-
-#: SQLite's default: a checkpoint of the log each 1,000 pages, restored on the saver's connection when the writes stop.
-_WAL_AUTOCHECKPOINT = 1000
 
 
 class LoopSqliteSaver(SqliteSaver):

@@ -384,15 +384,22 @@ def _young_collections_rarer() -> Iterator[None]:
     turned off). The conversations in flight hold tens of thousands of young objects that every collection
     walks again: ``bench/run.py`` spent 0.75 s of 8.3 s of CPU in the collector, 0.23 s with this, in the same
     sitting. The extra young objects are a few MB (peak RSS in ``bench/scale.py``). Given back afterwards."""
-    before = gc.get_threshold()
-    if not gc.isenabled() or before[0] >= YOUNG_COLLECTION_THRESHOLD:
-        yield
-        return
-    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *before[1:])
+    before = young_collections_rarer()
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        if before is not None:
+            gc.set_threshold(*before)
+
+
+def young_collections_rarer() -> tuple[int, ...] | None:
+    """Raise the youngest generation's threshold to :data:`YOUNG_COLLECTION_THRESHOLD` unless it is that high
+    already or the collector is off; the thresholds before, if they were changed."""
+    before = gc.get_threshold()
+    if not gc.isenabled() or before[0] >= YOUNG_COLLECTION_THRESHOLD:
+        return None
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *before[1:])
+    return before
 
 
 def _finish(

@@ -31,7 +31,6 @@ cluster's nodes need Simulator and the agent's code at the same paths as the dri
 from __future__ import annotations
 
 import asyncio
-import gc
 import itertools
 import os
 import re
@@ -49,7 +48,7 @@ from simulator.llm import HoldOff, HoldOffs, LLMClient, Role, log_hold_off, prel
 from simulator.models.run import PlanItem, RunRecord, RunSettings, SuiteSnapshot
 from simulator.models.scores import CaseResult
 from simulator.runner._case import find_case, model_roles
-from simulator.runner._execute import YOUNG_COLLECTION_THRESHOLD, converse, error_result
+from simulator.runner._execute import converse, error_result, young_collections_rarer
 from simulator.runner._plan import restore
 from simulator.safety import redact_data
 from simulator.taps import Tape, recording
@@ -259,11 +258,9 @@ class ConversationWorker:
         ]
         for loaded in self._suites:
             preload(model_roles(loaded, self._base))
-        # The process is this run's: its young objects are collected as rarely as the runner's own (see
-        # runner._execute._young_collections_rarer), for as long as it lives.
-        threshold = gc.get_threshold()
-        if threshold[0] < YOUNG_COLLECTION_THRESHOLD:
-            gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *threshold[1:])
+        # The process is this run's: its young objects are collected as rarely as the runner's own, for as long as
+        # it lives.
+        young_collections_rarer()
 
     async def converse(self, item: dict[str, Any]) -> tuple[str, float, list[dict[str, Any]] | None]:
         """Run and score one conversation; its result as JSON, its duration and, in a recorded run, the exchanges
