@@ -1,7 +1,8 @@
-"""Every ``httpx.AsyncClient`` Simulator opens is made here: the HTTP agent's and the OpenAI-compatible backend's.
+"""Every ``httpx.AsyncClient`` Simulator opens is made here: the OpenAI-compatible backend's (the ``http`` agent's
+client is aiohttp's, see :mod:`simulator.agents.http_agent`).
 
-A leaf module (the standard library, httpx and httpcore) beside :mod:`simulator._sqlite`, so that the agents and the
-model clients, which may not import each other, open their connections the same way.
+A leaf module (the standard library, httpx and httpcore) beside :mod:`simulator._sqlite`, so that whatever opens an
+httpx client (the model backend, a bench) opens it the same way.
 
 The client is httpx's own, with two things of its pool changed where they cost CPU on every request and buy nothing
 on asyncio (``python bench/http_client.py``: 0.83 of the CPU per request of httpx's own client here):

@@ -18,9 +18,7 @@ import httpx
 import pytest
 
 from simulator._http import AsyncioBackend, async_client
-from simulator.agents.http_agent import HttpAdapter
 from simulator.llm._openai import OpenAIBackend
-from simulator.models import HttpAgent
 from tests._loop_thread import LoopThread
 
 
@@ -91,19 +89,16 @@ def test_every_client_simulator_opens_uses_the_asyncio_backend_and_the_lazy_cook
 
     async def go() -> list[Any]:
         plain = async_client()
-        agent = HttpAdapter(
-            HttpAgent.model_validate({"type": "http", "base_url": "http://127.0.0.1:9/v1", "model": "m"})
-        )
         backend = OpenAIBackend(environ={"OPENAI_API_KEY": "sk-test"})
         pool = await backend._pool("http://127.0.0.1:9/v1", None)
-        clients = [plain, agent._client, pool.client]
+        clients = [plain, pool.client]
         found = [(type(backend_of(client)), type(client._cookies).__name__) for client in clients]
         for client in clients:
             await client.aclose()
         await backend.aclose()
         return found
 
-    assert asyncio.run(go()) == [(AsyncioBackend, "_Cookies")] * 3
+    assert asyncio.run(go()) == [(AsyncioBackend, "_Cookies")] * 2
 
 
 def test_cookies_keep_alive_and_large_bodies(server: _Server) -> None:

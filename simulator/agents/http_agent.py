@@ -15,6 +15,13 @@ same turn.
 
 The API key and extra headers are read from the environment variables the config names, never from YAML;
 their values never appear in an error message.
+
+The client is aiohttp's (a dependency of litellm already; its parser is compiled): a quarter of httpx's CPU per
+request here, which is what a run at high concurrency waits for between one reply and the next request
+(``bench/run.py``). One session per conversation, as one agent adapter is: its cookies are kept and sent back within
+the conversation, never into another. No redirect is followed; the proxy, if the environment names one for the
+agent's URL (``HTTP_PROXY``, ``HTTPS_PROXY``, ``NO_PROXY``), is looked up once, not on every request, and a
+``.netrc`` is read only for the proxy's credentials, never sent to the agent.
 """
 
 from __future__ import annotations
@@ -29,11 +36,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# httpx is not a new dependency: litellm depends on it, and this adapter needs only a plain async HTTP client.
-# Only litellm itself is fenced into simulator/llm/_litellm.py.
-import httpx
+import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
-from simulator._http import async_client
 from simulator.agents import agent_type
 from simulator.agents._base import AgentInput, AgentReply, Message, wire_messages
 from simulator.agents._chat import MAX_TOOL_ROUNDS, answer_tool_call, function_tools, session_text, text_of
@@ -47,6 +53,11 @@ if TYPE_CHECKING:
     from simulator.llm import LLMClient
 
 _EXCERPT = 300
+
+
+def _encoded(body: dict[str, Any]) -> bytes:
+    """The request's JSON as httpx sent it: compact, UTF-8 as it is (no ``\\u`` escapes)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 class _NoReply(Exception):
@@ -66,12 +77,29 @@ def _ssl_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-@functools.cache
-def _plain_http_context() -> ssl.SSLContext:
-    """The context of an ``http://`` agent, which never speaks TLS (the adapter follows no redirect): one that
-    trusts no certificate, so that no CA bundle is loaded before the first request (20-40 ms of CPU) and a TLS
-    connection, were one ever made, would fail rather than go unverified."""
-    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+def _env_proxy(url: str) -> tuple[URL | None, str | None]:
+    """The proxy the environment names for ``url``, and its ``Proxy-Authorization`` (from the proxy's URL or
+    ``.netrc``) if it has credentials."""
+    try:
+        proxy, credentials = get_env_proxy_for_url(URL(url))
+    except LookupError:  # no proxy for this URL's scheme, or NO_PROXY covers its host
+        return None, None
+    return proxy, credentials.encode() if credentials is not None else None
+
+
+def _describe(exc: BaseException) -> str:
+    """An aiohttp error in a sentence, without the TLS context's repr aiohttp puts into a failed connection's."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        cause = getattr(exc, "certificate_error", None) or exc.os_error
+        return f"{type(exc).__name__}: cannot connect to {exc.host}:{exc.port}: {cause}"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _text(raw: bytes, charset: str | None) -> str:
+    try:
+        return raw.decode(charset or "utf-8", errors="replace")
+    except LookupError:  # a charset Python does not know
+        return raw.decode("utf-8", errors="replace")
 
 
 @agent_type("http")
@@ -98,9 +126,30 @@ class HttpAdapter:
             headers["Authorization"] = f"Bearer {key}"
             self._secrets.append(key)
         self._tools = function_tools(config.tools)
-        # Made last, so a missing variable above leaves nothing to close.
-        tls = _ssl_context() if self.url.startswith("https://") else _plain_http_context()
-        self._client = async_client(headers=headers, timeout=config.timeout, verify=tls)
+        https = self.url.startswith("https://")
+        # An http:// agent never speaks TLS (no redirect is followed): no CA bundle is loaded for it.
+        self._tls: ssl.SSLContext | bool = _ssl_context() if https else True
+        self._proxy, credentials = _env_proxy(self.url)
+        self._proxy_headers: dict[str, str] | None = None
+        if credentials is not None:  # the proxy's: on its tunnel request to an https agent, else on every request
+            if https:
+                self._proxy_headers = {"Proxy-Authorization": credentials}
+            else:
+                headers["Proxy-Authorization"] = credentials
+        self._headers = {**headers, "Content-Type": "application/json"}
+        self._session: aiohttp.ClientSession | None = None  # made at the first request, in the loop that sends it
+
+    def _opened(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=self._tls),
+                headers=self._headers,
+                # Cookies from an agent on an IP address (127.0.0.1) are kept too, as from a named host.
+                cookie_jar=aiohttp.CookieJar(unsafe=True),
+                timeout=aiohttp.ClientTimeout(),  # none of aiohttp's own: each request is bounded below
+                trust_env=False,  # the proxy is looked up once (above); .netrc is never sent to the agent
+            )
+        return self._session
 
     async def respond(self, request: AgentInput) -> AgentReply:
         """Post the conversation; answer tool calls until the agent replies with text (or stops)."""
@@ -136,8 +185,10 @@ class HttpAdapter:
         )
 
     async def aclose(self) -> None:
-        """Close the HTTP client (and its connections)."""
-        await self._client.aclose()
+        """Close the HTTP session (and its connections)."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
 
     @property
     def turn_timeout(self) -> float:
@@ -173,13 +224,17 @@ class HttpAdapter:
     async def _attempt(self, body: dict[str, Any]) -> dict[str, Any]:
         """One request. :class:`_NoReply` when nothing came back, :class:`AgentError` for a reply that is unusable."""
         status: int | None = None
+        session = self._opened()
         try:
             # The whole request, not each read: a server that trickles bytes cannot stretch it.
             async with asyncio.timeout(self.config.timeout):
-                async with self._client.stream("POST", self.url, json=body) as response:
-                    status = response.status_code
-                    await response.aread()
-        except (TimeoutError, httpx.TimeoutException):
+                async with session.post(
+                    self.url, data=_encoded(body), allow_redirects=False, proxy=self._proxy,
+                    proxy_headers=self._proxy_headers,
+                ) as response:  # fmt: skip
+                    status = response.status
+                    raw = await response.read()
+        except TimeoutError:
             if status is not None and 200 <= status < 300:
                 raise AgentError(
                     f"the HTTP agent at {self.url} answered {status} but its reply did not arrive within "
@@ -189,31 +244,29 @@ class HttpAdapter:
                 "timeout",
                 f"the HTTP agent at {self.url} did not answer within {self.config.timeout:g} s",
             ) from None
-        except httpx.TransportError as exc:
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, aiohttp.ClientResponseError) as exc:
             if status is not None and 200 <= status < 300:
                 raise AgentError(
                     f"the HTTP agent at {self.url} answered {status} but the connection broke while it sent its "
-                    f"reply ({type(exc).__name__}: {exc}); a reply that started is not sent again"
+                    f"reply ({_describe(exc)}); a reply that started is not sent again"
                 ) from exc
-            raise _NoReply(
-                "connection error", f"cannot reach the HTTP agent at {self.url}: {type(exc).__name__}: {exc}"
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise AgentError(f"cannot reach the HTTP agent at {self.url}: {type(exc).__name__}: {exc}") from exc
-        if not response.is_success:
-            detail = (
-                f"the HTTP agent at {self.url} answered {response.status_code} {response.reason_phrase}: "
-                f"{self._excerpt(response.text)}"
-            )
-            if response.status_code in (408, 429) or response.status_code >= 500:
-                kind = "rate limited" if response.status_code == 429 else f"status {response.status_code}"
+            raise _NoReply("connection error", f"cannot reach the HTTP agent at {self.url}: {_describe(exc)}") from exc
+        except aiohttp.ClientError as exc:
+            raise AgentError(f"cannot reach the HTTP agent at {self.url}: {_describe(exc)}") from exc
+        if not 200 <= response.status < 300:
+            text = _text(raw, response.charset)
+            detail = f"the HTTP agent at {self.url} answered {response.status} {response.reason or ''}".rstrip()
+            detail += f": {self._excerpt(text)}"
+            if response.status in (408, 429) or response.status >= 500:
+                kind = "rate limited" if response.status == 429 else f"status {response.status}"
                 raise _NoReply(kind, detail, retry_after_seconds(response.headers))
             raise AgentError(detail)
         try:
-            data = response.json()
-        except ValueError:
+            data = json.loads(raw)
+        except ValueError:  # UnicodeDecodeError included
             raise AgentError(
-                f"the HTTP agent at {self.url} sent a reply that is not valid JSON: {self._excerpt(response.text)}"
+                f"the HTTP agent at {self.url} sent a reply that is not valid JSON: "
+                f"{self._excerpt(_text(raw, response.charset))}"
             ) from None
         try:
             message = data["choices"][0]["message"]
@@ -222,7 +275,7 @@ class HttpAdapter:
         if not isinstance(message, dict):
             raise AgentError(
                 f"the HTTP agent at {self.url} sent JSON without `choices[0].message` (is it an OpenAI-compatible "
-                f"chat-completions endpoint?): {self._excerpt(response.text)}"
+                f"chat-completions endpoint?): {self._excerpt(_text(raw, response.charset))}"
             )
         return message
 

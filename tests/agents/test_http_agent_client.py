@@ -1,0 +1,225 @@
+"""The ``http`` agent's HTTP client (aiohttp, one session per conversation): what it keeps from one request to the
+next within a conversation (cookies, the connection) and never across conversations, what it refuses (redirects,
+an untrusted certificate), and the proxy the environment names. Against local aiohttp servers; the TLS tests need
+the ``openssl`` command to make a certificate and skip without it."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import ssl
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from simulator.agents.http_agent import HttpAdapter, _ssl_context
+from simulator.errors import AgentError
+from simulator.llm import RetryPolicy
+from simulator.models import HttpAgent
+from tests.agents.test_adapters import make_input, make_router, text_reply
+from tests.factories import no_sleep
+
+INSTANT = RetryPolicy(sleep=no_sleep)
+
+
+def agent(url: str, **values: Any) -> HttpAdapter:
+    config = HttpAgent.model_validate({"type": "http", "base_url": url, "model": "m", "retries": 0, **values})
+    return HttpAdapter(config, retry=INSTANT)
+
+
+async def turn(adapter: HttpAdapter) -> list[str]:
+    return (await adapter.respond(make_input(make_router()))).messages
+
+
+class Seen:
+    """What a server saw: per request its path as sent (absolute through a proxy), headers and client port."""
+
+    def __init__(self) -> None:
+        self.targets: list[str] = []
+        self.headers: list[dict[str, str]] = []
+        self.ports: list[int] = []
+
+
+@asynccontextmanager
+async def serving(
+    handler: Any = None, tls: ssl.SSLContext | None = None, seen: Seen | None = None
+) -> AsyncIterator[tuple[str, Seen]]:
+    seen = seen or Seen()
+
+    async def record(request: web.Request) -> web.StreamResponse:
+        seen.targets.append(request.raw_path)
+        seen.headers.append(dict(request.headers))
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        seen.ports.append(peer[1] if peer else 0)
+        if handler is not None:
+            answered: web.StreamResponse = await handler(request)
+            return answered
+        return web.json_response(text_reply(f"reply {len(seen.targets)}"))
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", record)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls).start()
+    host, port = runner.addresses[0][:2]
+    try:
+        yield f"{'https' if tls else 'http'}://{host}:{port}/v1", seen
+    finally:
+        await runner.cleanup()
+
+
+def test_a_conversation_keeps_its_cookies_and_its_connection_and_the_next_conversation_starts_without_them() -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        reply = web.json_response(text_reply("ok"))
+        if "session" not in request.cookies:
+            reply.set_cookie("session", f"s{len(seen.targets)}")
+        return reply
+
+    seen = Seen()
+
+    async def go() -> None:
+        async with serving(handler, seen=seen) as (url, _):
+            first = agent(url)
+            for _ in range(3):
+                await turn(first)
+            await first.aclose()
+            second = agent(url)
+            await turn(second)
+            await second.aclose()
+
+    asyncio.run(go())
+    cookies = [headers.get("Cookie") for headers in seen.headers]
+    assert cookies == [None, "session=s1", "session=s1", None]
+    assert len(set(seen.ports[:3])) == 1  # one kept-alive connection for the conversation's requests
+    assert seen.ports[3] != seen.ports[0]
+
+
+def test_the_request_is_compact_utf8_json_with_the_configured_headers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_KEY", "sk-agent-1")
+    monkeypatch.setenv("AGENT_TENANT", "acme")
+    bodies: list[bytes] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        bodies.append(await request.read())
+        return web.json_response(text_reply("Grüße"))
+
+    async def go() -> tuple[list[str], Seen]:
+        async with serving(handler) as (url, seen):
+            adapter = agent(url, api_key_env="AGENT_KEY", headers_from_env={"X-Tenant": "AGENT_TENANT"})
+            messages = await adapter.respond(
+                make_input(make_router(), [{"role": "user", "content": "Wo ist meine Bestellung über 23,60 €?"}])
+            )
+            await adapter.aclose()
+        return messages.messages, seen
+
+    messages, seen = asyncio.run(go())
+    assert messages == ["Grüße"]
+    assert seen.headers[0]["Authorization"] == "Bearer sk-agent-1"
+    assert seen.headers[0]["X-Tenant"] == "acme"
+    assert seen.headers[0]["Content-Type"] == "application/json"
+    assert "über 23,60 €".encode() in bodies[0]  # UTF-8 as it is, no \\u escapes
+    assert b'"model":"m"' in bodies[0]  # compact
+
+
+def test_a_redirect_is_not_followed() -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        raise web.HTTPFound("/elsewhere")
+
+    async def go() -> tuple[str, Seen]:
+        async with serving(handler) as (url, seen):
+            adapter = agent(url)
+            with pytest.raises(AgentError) as caught:
+                await turn(adapter)
+            await adapter.aclose()
+        return str(caught.value), seen
+
+    message, seen = asyncio.run(go())
+    assert "answered 302 Found" in message
+    assert seen.targets == ["/v1/chat/completions"]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_proxy_the_environment_names_is_used_with_its_credentials_unless_no_proxy_covers_the_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    nowhere = f"http://127.0.0.1:{_free_port()}/v1"  # nothing listens: only the proxy can answer
+
+    async def go() -> tuple[list[str], Seen, str]:
+        async with serving() as (proxy_url, seen):
+            proxy = proxy_url.removesuffix("/v1").replace("http://", "http://scott:tiger@")
+            monkeypatch.setenv("HTTP_PROXY", proxy)
+            monkeypatch.delenv("NO_PROXY", raising=False)
+            monkeypatch.delenv("no_proxy", raising=False)
+            through = agent(nowhere)
+            messages = await turn(through)
+            await through.aclose()
+            monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+            direct = agent(nowhere)
+            with pytest.raises(AgentError) as caught:
+                await turn(direct)
+            await direct.aclose()
+        return messages, seen, str(caught.value)
+
+    messages, seen, refused = asyncio.run(go())
+    assert messages == ["reply 1"]
+    assert seen.targets == [f"{nowhere}/chat/completions"]  # the absolute form a proxy is sent
+    assert seen.headers[0]["Proxy-Authorization"].startswith("Basic ")
+    assert f"cannot reach the HTTP agent at {nowhere}/chat/completions" in refused
+    assert "SSLContext" not in refused
+    assert "ssl:" not in refused
+
+
+def _certificate(tmp: Path) -> tuple[Path, Path]:
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp / "cert.pem", tmp / "key.pem"
+    subprocess.run(
+        [
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert),
+        ],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def test_an_https_agent_is_verified_against_the_trusted_certificates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, key = _certificate(tmp_path)
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert, key)
+
+    async def go() -> tuple[str, list[str]]:
+        async with serving(tls=tls) as (url, _):
+            _ssl_context.cache_clear()  # the system's certificates: the server's is not among them
+            untrusting = agent(url)
+            with pytest.raises(AgentError) as caught:
+                await turn(untrusting)
+            await untrusting.aclose()
+            monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+            _ssl_context.cache_clear()
+            trusting = agent(url)
+            messages = await turn(trusting)
+            await trusting.aclose()
+        return str(caught.value), messages
+
+    try:
+        refused, messages = asyncio.run(go())
+    finally:
+        _ssl_context.cache_clear()
+    assert "cannot reach the HTTP agent" in refused
+    assert "CERTIFICATE_VERIFY_FAILED" in refused
+    assert "SSLContext object" not in refused
+    assert messages == ["reply 1"]  # the refused handshake never reached the server's handler
