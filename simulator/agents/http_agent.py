@@ -18,10 +18,12 @@ their values never appear in an error message.
 
 The client is aiohttp's (a dependency of litellm already; its parser is compiled): a quarter of httpx's CPU per
 request here, which is what a run at high concurrency waits for between one reply and the next request
-(``bench/run.py``). One session per conversation, as one agent adapter is: its cookies are kept and sent back within
-the conversation, never into another. No redirect is followed; the proxy, if the environment names one for the
-agent's URL (``HTTP_PROXY``, ``HTTPS_PROXY``, ``NO_PROXY``), is looked up once, not on every request, and a
-``.netrc`` is read only for the proxy's credentials, never sent to the agent.
+(``bench/run.py``). It is imported at the first request, not with this module: a conversation whose simulated user
+speaks first sends that user's first request without waiting for it (``bench/startup.py``). One session per
+conversation, as one agent adapter is: its cookies are kept and sent back within the conversation, never into
+another. No redirect is followed. The proxy the environment names for the agent's URL (``HTTP_PROXY``,
+``HTTPS_PROXY``, ``NO_PROXY``, as ``urllib`` reads them), with the credentials in its URL, is looked up once, not on
+every request; nothing else is taken from the environment (no ``.netrc``).
 """
 
 from __future__ import annotations
@@ -32,13 +34,11 @@ import functools
 import json
 import os
 import ssl
+import urllib.parse
+import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import aiohttp
-from aiohttp.helpers import get_env_proxy_for_url
-from yarl import URL
 
 from simulator.agents import agent_type
 from simulator.agents._base import AgentInput, AgentReply, Message, wire_messages
@@ -50,6 +50,8 @@ from simulator.safety import register_secret
 from simulator.taps import active_tape
 
 if TYPE_CHECKING:
+    import aiohttp
+
     from simulator.llm import LLMClient
 
 _EXCERPT = 300
@@ -77,18 +79,20 @@ def _ssl_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-def _env_proxy(url: str) -> tuple[URL | None, str | None]:
-    """The proxy the environment names for ``url``, and its ``Proxy-Authorization`` (from the proxy's URL or
-    ``.netrc``) if it has credentials."""
-    try:
-        proxy, credentials = get_env_proxy_for_url(URL(url))
-    except LookupError:  # no proxy for this URL's scheme, or NO_PROXY covers its host
-        return None, None
-    return proxy, credentials.encode() if credentials is not None else None
+def _env_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (credentials in its URL), or None: none for the URL's scheme, or
+    ``NO_PROXY`` covers its host."""
+    parts = urllib.parse.urlsplit(url)
+    proxy = urllib.request.getproxies().get(parts.scheme)
+    if not proxy or (parts.hostname and urllib.request.proxy_bypass(parts.hostname)):
+        return None
+    return proxy
 
 
 def _describe(exc: BaseException) -> str:
     """An aiohttp error in a sentence, without the TLS context's repr aiohttp puts into a failed connection's."""
+    import aiohttp
+
     if isinstance(exc, aiohttp.ClientConnectorError):
         cause = getattr(exc, "certificate_error", None) or exc.os_error
         return f"{type(exc).__name__}: cannot connect to {exc.host}:{exc.port}: {cause}"
@@ -129,17 +133,13 @@ class HttpAdapter:
         https = self.url.startswith("https://")
         # An http:// agent never speaks TLS (no redirect is followed): no CA bundle is loaded for it.
         self._tls: ssl.SSLContext | bool = _ssl_context() if https else True
-        self._proxy, credentials = _env_proxy(self.url)
-        self._proxy_headers: dict[str, str] | None = None
-        if credentials is not None:  # the proxy's: on its tunnel request to an https agent, else on every request
-            if https:
-                self._proxy_headers = {"Proxy-Authorization": credentials}
-            else:
-                headers["Proxy-Authorization"] = credentials
+        self._proxy = _env_proxy(self.url)
         self._headers = {**headers, "Content-Type": "application/json"}
         self._session: aiohttp.ClientSession | None = None  # made at the first request, in the loop that sends it
 
     def _opened(self) -> aiohttp.ClientSession:
+        import aiohttp
+
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(ssl=self._tls),
@@ -223,15 +223,16 @@ class HttpAdapter:
 
     async def _attempt(self, body: dict[str, Any]) -> dict[str, Any]:
         """One request. :class:`_NoReply` when nothing came back, :class:`AgentError` for a reply that is unusable."""
+        import aiohttp
+
         status: int | None = None
         session = self._opened()
         try:
             # The whole request, not each read: a server that trickles bytes cannot stretch it.
             async with asyncio.timeout(self.config.timeout):
                 async with session.post(
-                    self.url, data=_encoded(body), allow_redirects=False, proxy=self._proxy,
-                    proxy_headers=self._proxy_headers,
-                ) as response:  # fmt: skip
+                    self.url, data=_encoded(body), allow_redirects=False, proxy=self._proxy
+                ) as response:
                     status = response.status
                     raw = await response.read()
         except TimeoutError:
