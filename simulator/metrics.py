@@ -292,6 +292,7 @@ def correctness(outcomes: Iterable[Outcome]) -> float | None:
 
 
 _C = TypeVar("_C", bound=Counts)
+_K = TypeVar("_K")
 
 
 class _Tally:
@@ -415,7 +416,8 @@ class SummaryBuilder:
     suites and roles of the run, never with the conversations' transcripts (a result can be dropped as soon
     as it is added).
 
-    ``add`` the results in plan order (metrics and cases are listed in the order first met), then ``build``.
+    Results may be added in any order: each with its ``position`` in the plan (by default the order of adding).
+    Roles, metrics and cases are listed in the order the plan first meets them, as if added in plan order.
     """
 
     def __init__(self) -> None:
@@ -425,26 +427,43 @@ class SummaryBuilder:
         self._metrics: dict[str, _MetricTally] = {}
         self._cases: dict[tuple[int, str, str | None], list[tuple[int, str, Outcome]]] = {}
         self._suites: dict[int, tuple[_Tally, _Sum]] = {}
+        self._added = 0
+        # Where the plan first meets each role, metric and case: (position, place within that result).
+        self._first: dict[tuple[str, object], tuple[int, int]] = {}
 
-    def add(self, stored: StoredResult) -> None:
-        """Count one stored conversation. ValueError for an outcome that is not one."""
+    def add(self, stored: StoredResult, position: int | None = None) -> None:
+        """Count one stored conversation, the ``position``-th of the plan. ValueError for an outcome that is not
+        one."""
+        position = self._added if position is None else position
+        self._added += 1
         self._tally.add(stored.outcome)
         self._seconds.add(stored.duration_s)
-        for role, used in stored.result.transcript.usage.items():
+        for place, (role, used) in enumerate(stored.result.transcript.usage.items()):
             self._usage.setdefault(role, _UsageTally()).add(used)
-        for score in stored.result.scores:
+            self._met(("role", role), position, place)
+        for place, score in enumerate(stored.result.scores):
             self._metrics.setdefault(score.metric, _MetricTally(score.metric)).add(score)
+            self._met(("metric", score.metric), position, place)
         key = (stored.suite, stored.case, stored.persona)
         self._cases.setdefault(key, []).append((stored.repeat, stored.key, stored.outcome))
+        self._met(("case", key), position, 0)
         tally, seconds = self._suites.setdefault(stored.suite, (_Tally(), _Sum()))
         tally.add(stored.outcome)
         seconds.add(stored.duration_s)
 
+    def _met(self, what: tuple[str, object], position: int, place: int) -> None:
+        first = self._first.get(what)
+        if first is None or (position, place) < first:
+            self._first[what] = (position, place)
+
+    def _in_plan_order(self, kind: str, names: Iterable[_K]) -> list[_K]:
+        return sorted(names, key=lambda name: self._first[kind, name])
+
     def build(self, duration_s: float) -> RunSummary:
         """The summary of every result added; ``duration_s`` is the run's wall-clock time."""
         cases = []
-        for (suite, case, persona), runs in self._cases.items():
-            outcomes: list[Outcome] = [outcome for _, _, outcome in sorted(runs)]
+        for suite, case, persona in self._in_plan_order("case", self._cases):
+            outcomes: list[Outcome] = [outcome for _, _, outcome in sorted(self._cases[suite, case, persona])]
             cases.append(
                 CaseSummary(suite=suite, case=case, persona=persona, outcomes=outcomes, stats=repeat_stats(outcomes))
             )
@@ -457,8 +476,10 @@ class SummaryBuilder:
             version=SUMMARY_VERSION,
             duration_s=duration_s,
             conversations_s=self._seconds.value,
-            usage={role: tally.usage() for role, tally in self._usage.items()},
-            metrics={metric: tally.summary() for metric, tally in self._metrics.items()},
+            usage={role: self._usage[role].usage() for role in self._in_plan_order("role", self._usage)},
+            metrics={
+                metric: self._metrics[metric].summary() for metric in self._in_plan_order("metric", self._metrics)
+            },
             cases=cases,
             suites=suites,
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 from fractions import Fraction
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from simulator.metrics import (
     Agreement,
     MetricSummary,
     RepeatStats,
+    SummaryBuilder,
     agreement,
     case_metrics,
     case_outcome,
@@ -638,6 +640,36 @@ def test_run_summary_is_every_aggregate_once() -> None:
     ]
     assert summary.cases[0].stats == repeat_stats(["pass", "fail", "pass"])
     assert [(s.suite, s.total, s.passed, s.duration_s) for s in summary.suites] == [(0, 3, 2, 1.5), (1, 1, 0, 0.5)]
+
+
+def test_results_added_in_any_order_with_their_plan_positions_give_the_summary_of_the_plan_order() -> None:
+    def varied(key: str, outcome: Outcome, roles: list[str], metrics: list[str], **where: Any) -> StoredResult:
+        stored = _stored(key, outcome, **where)
+        stored.result.transcript.usage = {role: Usage(calls=1, cost=0.1) for role in roles}
+        stored.result.scores = [score("met", metric=metric, value=1.0) for metric in metrics]
+        return stored
+
+    in_plan_order = [
+        varied("a0", "pass", ["judge"], ["goal"]),
+        varied("b0", "fail", ["user", "judge"], ["goal", "tone"], case="b"),
+        varied("a1", "error", ["agent", "user"], ["hallucination"], repeat=1),
+        varied("c0", "pass", [], ["tone", "extra"], suite=1, case="c"),
+    ]
+    together = SummaryBuilder()
+    for stored in in_plan_order:
+        together.add(stored)
+    shuffled = SummaryBuilder()
+    for position in (3, 1, 2, 0):
+        shuffled.add(in_plan_order[position], position)
+    expected, got = together.build(5.0), shuffled.build(5.0)
+    assert got.model_dump_json() == expected.model_dump_json()  # key order included
+    assert list(got.usage) == ["judge", "user", "agent"]
+    assert list(got.metrics) == ["goal", "tone", "hallucination", "extra"]
+    assert [(case.suite, case.case, case.outcomes) for case in got.cases] == [
+        (0, "c", ["pass", "error"]),
+        (0, "b", ["fail"]),
+        (1, "c", ["pass"]),
+    ]
 
 
 def test_an_unknown_cost_stays_unknown_and_counts_follow_the_outcomes() -> None:

@@ -252,3 +252,41 @@ def test_a_run_leaves_the_objects_alive_at_its_start_out_of_full_collections_and
         assert gc.get_freeze_count() > 0  # not given back by the run: they were not the run's to give
     finally:
         gc.unfreeze()
+
+
+SHUFFLING_AGENT = """
+import random
+import time
+
+def respond(messages):
+    time.sleep(random.random() * 0.02)  # the conversations end in another order than the plan's
+    text = messages[-1]["content"] if messages else ""
+    return f"Sure: {text}. Your refund is approved."
+"""
+
+
+def test_the_summary_added_up_while_the_run_stores_is_the_one_computed_from_the_store(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from simulator.metrics import run_summary
+    from simulator.runner import _execute
+
+    def not_read_back(*args: object, **kwargs: object) -> object:
+        raise AssertionError("a new run's results are not read back from the store to sum them up")
+
+    monkeypatch.setattr(_execute, "run_summary", not_read_back)
+    (project / "toy_agent.py").write_text(textwrap.dedent(SHUFFLING_AGENT), encoding="utf-8")
+    db = project / "runs.db"
+    finished: list[str] = []
+    outcome = simulator.run(
+        "suite.yaml", db=db, repeat=8, concurrency=6, seed=3,
+        on_event=lambda event: finished.append(event.item.key) if hasattr(event, "item") else None,
+    )  # fmt: skip
+    with RunStore(db) as store:
+        record = store.get_run(outcome.id)
+        assert record.totals is not None
+        again = run_summary(store.iter_results(record.id), record.totals.duration_s, record)
+    assert sorted(finished) == sorted(item.key for item in record.plan)
+    assert finished != [item.key for item in record.plan]  # stored out of plan order, and still:
+    assert record.totals.model_dump_json() == again.model_dump_json()  # the same, in the same order
+    assert record.totals.total == 16
