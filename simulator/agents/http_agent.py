@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from simulator.llm import LLMClient
 
 _EXCERPT = 300
+_HEADER_LIMIT = 65536
 
 
 def _encoded(body: dict[str, Any]) -> bytes:
@@ -95,8 +96,13 @@ def _describe(exc: BaseException) -> str:
 
     if isinstance(exc, aiohttp.ClientConnectorError):
         cause = getattr(exc, "certificate_error", None) or exc.os_error
-        return f"{type(exc).__name__}: cannot connect to {exc.host}:{exc.port}: {cause}"
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        text = f"cannot connect to {exc.host}:{exc.port}: {cause}"
+    elif isinstance(exc, aiohttp.ClientResponseError):  # its status is the parser's, not the agent's
+        text = exc.message
+    else:
+        text = str(exc)
+    text = " ".join(text.split())  # the parser's messages span lines
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _text(raw: bytes, charset: str | None) -> str:
@@ -147,6 +153,9 @@ class HttpAdapter:
                 # Cookies from an agent on an IP address (127.0.0.1) are kept too, as from a named host.
                 cookie_jar=aiohttp.CookieJar(unsafe=True),
                 timeout=aiohttp.ClientTimeout(),  # none of aiohttp's own: each request is bounded below
+                # Header lines as long as httpx took them (64 KB; aiohttp's own limit is 8 KB).
+                max_line_size=_HEADER_LIMIT,
+                max_field_size=_HEADER_LIMIT,
                 trust_env=False,  # the proxy is looked up once (above); .netrc is never sent to the agent
             )
         return self._session
@@ -245,7 +254,13 @@ class HttpAdapter:
                 "timeout",
                 f"the HTTP agent at {self.url} did not answer within {self.config.timeout:g} s",
             ) from None
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, aiohttp.ClientResponseError) as exc:
+        except aiohttp.ClientResponseError as exc:
+            # Something answered, but not in HTTP (a bad status line, header or chunk): the agent may have acted on
+            # the request, so it is not sent again.
+            raise AgentError(
+                f"the HTTP agent at {self.url} sent a reply that is not valid HTTP: {_describe(exc)}"
+            ) from exc
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             if status is not None and 200 <= status < 300:
                 raise AgentError(
                     f"the HTTP agent at {self.url} answered {status} but the connection broke while it sent its "

@@ -48,7 +48,7 @@ class Seen:
 
 @asynccontextmanager
 async def serving(
-    handler: Any = None, tls: ssl.SSLContext | None = None, seen: Seen | None = None
+    handler: Any = None, tls: ssl.SSLContext | None = None, seen: Seen | None = None, keepalive: float = 75.0
 ) -> AsyncIterator[tuple[str, Seen]]:
     seen = seen or Seen()
 
@@ -64,7 +64,7 @@ async def serving(
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", record)
-    runner = web.AppRunner(app)
+    runner = web.AppRunner(app, keepalive_timeout=keepalive)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls).start()
     host, port = runner.addresses[0][:2]
@@ -98,6 +98,49 @@ def test_a_conversation_keeps_its_cookies_and_its_connection_and_the_next_conver
     assert cookies == [None, "session=s1", "session=s1", None]
     assert len(set(seen.ports[:3])) == 1  # one kept-alive connection for the conversation's requests
     assert seen.ports[3] != seen.ports[0]
+
+
+def test_a_connection_the_agent_closed_while_idle_is_not_used_again() -> None:
+    async def go() -> tuple[list[list[str]], Seen]:
+        async with serving(keepalive=0.05) as (url, seen):  # the server closes a connection idle for 50 ms
+            adapter = agent(url)
+            replies = [await turn(adapter)]
+            await asyncio.sleep(0.3)
+            replies.append(await turn(adapter))
+            await adapter.aclose()
+        return replies, seen
+
+    replies, seen = asyncio.run(go())
+    assert replies == [["reply 1"], ["reply 2"]]
+    assert seen.ports[0] != seen.ports[1]
+
+
+def test_a_reply_that_is_not_http_is_the_agents_answer_and_not_sent_again() -> None:
+    async def go() -> tuple[str, int]:
+        sent = 0
+
+        async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal sent
+            await reader.readuntil(b"\r\n\r\n")
+            sent += 1
+            writer.write(b"NOT HTTP AT ALL\r\n\r\n")
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(garbage, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        adapter = agent(f"http://127.0.0.1:{port}/v1", retries=3)
+        with pytest.raises(AgentError) as caught:
+            await turn(adapter)
+        await adapter.aclose()
+        server.close()
+        await server.wait_closed()
+        return str(caught.value), sent
+
+    message, sent = asyncio.run(go())
+    assert "sent a reply that is not valid HTTP: ClientResponseError: Bad status line" in message
+    assert "\n" not in message
+    assert sent == 1
 
 
 def test_the_request_is_compact_utf8_json_with_the_configured_headers(monkeypatch: pytest.MonkeyPatch) -> None:
