@@ -34,6 +34,7 @@ __all__ = [
     "agent_types",
     "build_agent",
     "event_message",
+    "prepare_agent",
     "turn_timeout",
     "wire_messages",
 ]
@@ -90,3 +91,13 @@ def build_agent(
     if factory is None:  # pragma: no cover - the config's discriminator makes this unreachable
         raise AgentError(f"unknown agent type {config.type!r}")
     return factory(config, llm=llm, code_folders=code_folders)
+
+
+def prepare_agent(config: AgentConfig) -> None:
+    """Start loading what ``config``'s adapter will need, without waiting for it: a run calls this before its
+    conversations start. An ``http`` agent's HTTP client library is imported in a thread meanwhile, so that the first
+    request to the agent does not import it on the event loop (~0.1 s, every conversation waiting)."""
+    if config.type == "http":
+        from simulator.agents.http_agent import import_client_meanwhile
+
+        import_client_meanwhile()

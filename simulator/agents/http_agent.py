@@ -18,8 +18,9 @@ their values never appear in an error message.
 
 The client is aiohttp's (a dependency of litellm already; its parser is compiled): a quarter of httpx's CPU per
 request here, which is what a run at high concurrency waits for between one reply and the next request
-(``bench/run.py``). It is imported at the first request, not with this module: a conversation whose simulated user
-speaks first sends that user's first request without waiting for it (``bench/startup.py``). One session per
+(``bench/run.py``). It is imported at the first request, not with this module (a run starts the import in a thread
+before its conversations start, :func:`import_client_meanwhile`): a conversation whose simulated user speaks first
+sends that user's first request without waiting for it (``bench/startup.py``). One session per
 conversation, as one agent adapter is: its cookies are kept and sent back within the conversation, never into
 another. No redirect is followed. The proxy the environment names for the agent's URL (``HTTP_PROXY``,
 ``HTTPS_PROXY``, ``NO_PROXY``, as ``urllib`` reads them), with the credentials in its URL, is looked up once, not on
@@ -29,11 +30,14 @@ every request; nothing else is taken from the environment (no ``.netrc``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import functools
 import json
 import os
 import ssl
+import sys
+import threading
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -71,6 +75,21 @@ class _NoReply(Exception):
         self.kind = kind
         self.detail = detail
         self.retry_after = retry_after
+
+
+@functools.cache
+def import_client_meanwhile() -> None:
+    """Import aiohttp in a thread of its own (once), unless it is imported already. Its first request imports it
+    anyway: if the thread is still at it, that request waits for it; if the thread failed, it raises the error."""
+    if "aiohttp" not in sys.modules:
+        threading.Thread(target=_import_client, name="simulator-aiohttp-import").start()  # not a daemon: see below
+
+
+def _import_client() -> None:
+    # A daemon thread stopped at exit half-way through an import would keep the interpreter's import lock (see
+    # simulator.engine._imports); this one is waited for at exit instead (~0.1 s at most).
+    with contextlib.suppress(Exception):  # raised again where the client is needed, by its own import
+        import aiohttp  # noqa: F401
 
 
 @functools.cache

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator import __version__
+from simulator.agents import prepare_agent
 from simulator.cassettes import Playback, cassette_of, encode
 from simulator.coverage import CoverageBuilder
 from simulator.engine import forget, forget_threads, load_graph, open_checkpointer
@@ -143,6 +144,8 @@ async def execute(
     try:
         for loaded in suites if playbacks is None else ():  # a playback calls models only for what changed
             preload(model_roles(loaded, base))  # before any conversation starts: see preload
+            if loaded.agent is not None:
+                prepare_agent(loaded.agent)
         finished = store.result_count(record.id)  # read under the lease: nobody else adds results now
     except BaseException:
         _finish(store, lease, "failed", record.totals.duration_s if record.totals else 0.0, quiet=True)
