@@ -10,6 +10,8 @@ import shutil
 import socket
 import ssl
 import subprocess
+import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -266,3 +268,28 @@ def test_an_https_agent_is_verified_against_the_trusted_certificates(
     assert "CERTIFICATE_VERIFY_FAILED" in refused
     assert "SSLContext object" not in refused
     assert messages == ["reply 1"]  # the refused handshake never reached the server's handler
+
+
+def test_a_run_can_have_the_client_library_imported_in_a_thread_before_the_first_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from simulator.agents import http_agent, prepare_agent
+
+    imported_in: list[str] = []
+
+    def fake_import() -> None:
+        imported_in.append(threading.current_thread().name)
+
+    monkeypatch.setattr(http_agent, "_import_client", fake_import)
+    monkeypatch.delitem(sys.modules, "aiohttp")  # as if not imported yet (given back after the test)
+    http_agent.import_client_meanwhile.cache_clear()
+    try:
+        config = HttpAgent.model_validate({"type": "http", "base_url": "http://127.0.0.1:9/v1", "model": "m"})
+        prepare_agent(config)
+        prepare_agent(config)  # once
+        for thread in threading.enumerate():
+            if thread.name == "simulator-aiohttp-import":
+                thread.join(timeout=10)
+    finally:
+        http_agent.import_client_meanwhile.cache_clear()
+    assert imported_in == ["simulator-aiohttp-import"]

@@ -290,3 +290,21 @@ def test_the_summary_added_up_while_the_run_stores_is_the_one_computed_from_the_
     assert finished != [item.key for item in record.plan]  # stored out of plan order, and still:
     assert record.totals.model_dump_json() == again.model_dump_json()  # the same, in the same order
     assert record.totals.total == 16
+
+
+def test_a_run_prepares_each_suites_agent_before_its_conversations_start(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from simulator.runner import _execute
+
+    order: list[str] = []
+    monkeypatch.setattr(_execute, "prepare_agent", lambda config: order.append(f"prepare {config.type}"))
+    original = _execute.converse
+
+    async def converse(*args: Any, **kwargs: Any) -> Any:
+        order.append("conversation")
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(_execute, "converse", converse)
+    simulator.run("suite.yaml", db=project / "runs.db", cases=["refund"])
+    assert order == ["prepare python", "conversation"]
