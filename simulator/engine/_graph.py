@@ -147,7 +147,10 @@ async def agent_node(state: State, config: RunnableConfig) -> State:
     if conv.setup.agent_timeout is None:
         limit = turn_timeout(conv.setup.agent, limit)
     try:
-        reply = await asyncio.wait_for(conv.setup.agent.respond(request), limit)
+        # In this task (``wait_for`` made one per turn: two more trips through the event loop, which a busy run
+        # waits for).
+        async with asyncio.timeout(limit):
+            reply = await conv.setup.agent.respond(request)
     except Exception as exc:  # the agent's own bug, or a timeout, must end this case, not the run
         stuck = conv.router.stuck_tools()
         conv.router.drain()
