@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -36,12 +37,17 @@ from simulator.models import HttpAgent
 _LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
 
 
-async def _round(make: Callable[..., httpx.AsyncClient], url: str, requests: int, concurrency: int) -> float:
-    """CPU milliseconds per request of one round."""
+def _turn() -> dict[str, Any]:
+    """An agent turn's request: six messages of history."""
     messages = [
         {"role": "user" if i % 2 == 0 else "assistant", "content": f"Turn {i}: " + "words " * 30} for i in range(6)
     ]
-    body: dict[str, Any] = {"model": "fake-agent", "messages": messages}
+    return {"model": "fake-agent", "messages": messages}
+
+
+async def _round(make: Callable[..., httpx.AsyncClient], url: str, requests: int, concurrency: int) -> float:
+    """CPU milliseconds per request of one round."""
+    body = _turn()
     left = iter(range(requests))
     async with make(timeout=30, limits=_LIMITS) as client:
 
@@ -56,51 +62,46 @@ async def _round(make: Callable[..., httpx.AsyncClient], url: str, requests: int
         return (time.process_time() - cpu) * 1000 / requests
 
 
-async def _client_per_worker_round(url: str, requests: int, concurrency: int) -> float:
-    """CPU milliseconds per request of one round, each worker with a client of its own (``async_client``)."""
-    messages = [
-        {"role": "user" if i % 2 == 0 else "assistant", "content": f"Turn {i}: " + "words " * 30} for i in range(6)
-    ]
-    body: dict[str, Any] = {"model": "fake-agent", "messages": messages}
-    clients = [async_client(timeout=30) for _ in range(concurrency)]
+async def _per_worker(sends: list[Callable[[], Awaitable[object]]], requests: int) -> float:
+    """CPU milliseconds per request of ``requests`` requests, each worker sending through its own ``send``."""
     left = iter(range(requests))
 
-    async def worker(client: httpx.AsyncClient) -> None:
+    async def worker(send: Callable[[], Awaitable[object]]) -> None:
         for _ in left:
-            async with asyncio.timeout(30), client.stream("POST", url, json=body) as response:
-                await response.aread()
-            response.json()["choices"][0]["message"]
+            await send()
 
     cpu = time.process_time()
-    await asyncio.gather(*(worker(client) for client in clients))
-    spent = time.process_time() - cpu
+    await asyncio.gather(*(worker(send) for send in sends))
+    return (time.process_time() - cpu) * 1000 / requests
+
+
+async def _client_per_worker_round(url: str, requests: int, concurrency: int) -> float:
+    """CPU milliseconds per request of one round, each worker with a client of its own (``async_client``)."""
+    body = _turn()
+    clients = [async_client(timeout=30) for _ in range(concurrency)]
+
+    async def post(client: httpx.AsyncClient) -> object:
+        async with asyncio.timeout(30), client.stream("POST", url, json=body) as response:
+            await response.aread()
+        return response.json()["choices"][0]["message"]
+
+    spent = await _per_worker([functools.partial(post, client) for client in clients], requests)
     for client in clients:
         await client.aclose()
-    return spent * 1000 / requests
+    return spent
 
 
 async def _agent_round(url: str, requests: int, concurrency: int) -> float:
     """CPU milliseconds per request of one round through ``http`` agent adapters (one per worker)."""
-    messages = [
-        {"role": "user" if i % 2 == 0 else "assistant", "content": f"Turn {i}: " + "words " * 30} for i in range(6)
-    ]
-    body: dict[str, Any] = {"model": "fake-agent", "messages": messages}
+    body = _turn()
     config = HttpAgent.model_validate(
         {"type": "http", "base_url": url.removesuffix("/chat/completions"), "timeout": 30}
     )
     adapters = [HttpAdapter(config) for _ in range(concurrency)]
-    left = iter(range(requests))
-
-    async def worker(adapter: HttpAdapter) -> None:
-        for _ in left:
-            await adapter._attempt(body)
-
-    cpu = time.process_time()
-    await asyncio.gather(*(worker(adapter) for adapter in adapters))
-    spent = time.process_time() - cpu
+    spent = await _per_worker([functools.partial(adapter._attempt, body) for adapter in adapters], requests)
     for adapter in adapters:
         await adapter.aclose()
-    return spent * 1000 / requests
+    return spent
 
 
 def main() -> None:

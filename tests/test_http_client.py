@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
 import socket
 import ssl
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ import pytest
 
 from simulator._http import AsyncioBackend, async_client
 from simulator.llm._openai import OpenAIBackend
+from tests._certificates import self_signed_certificate
 from tests._loop_thread import LoopThread
 
 
@@ -149,22 +148,8 @@ def test_timeouts_and_refused_connections_are_httpx_errors(server: _Server) -> N
     assert asyncio.run(go()) == [httpx.ReadTimeout, httpx.ConnectError]
 
 
-def _certificate(tmp: Path) -> tuple[Path, Path]:
-    if shutil.which("openssl") is None:
-        pytest.skip("needs the openssl command to make a certificate")
-    cert, key = tmp / "cert.pem", tmp / "key.pem"
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert),
-        ],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return cert, key
-
-
 def test_tls_is_verified_against_the_given_certificates(tmp_path: Path) -> None:
-    cert, key = _certificate(tmp_path)
+    cert, key = self_signed_certificate(tmp_path)
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     tls.load_cert_chain(cert, key)
 

@@ -6,10 +6,8 @@ the ``openssl`` command to make a certificate and skip without it."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import socket
 import ssl
-import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator
@@ -24,6 +22,7 @@ from simulator.agents.http_agent import HttpAdapter, _ssl_context
 from simulator.errors import AgentError
 from simulator.llm import RetryPolicy
 from simulator.models import HttpAgent
+from tests._certificates import self_signed_certificate
 from tests.agents.test_adapters import make_input, make_router, text_reply
 from tests.factories import no_sleep
 
@@ -225,24 +224,10 @@ def test_the_proxy_the_environment_names_is_used_with_its_credentials_unless_no_
     assert "ssl:" not in refused
 
 
-def _certificate(tmp: Path) -> tuple[Path, Path]:
-    if shutil.which("openssl") is None:
-        pytest.skip("needs the openssl command to make a certificate")
-    cert, key = tmp / "cert.pem", tmp / "key.pem"
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert),
-        ],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return cert, key
-
-
 def test_an_https_agent_is_verified_against_the_trusted_certificates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cert, key = _certificate(tmp_path)
+    cert, key = self_signed_certificate(tmp_path)
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     tls.load_cert_chain(cert, key)
 
