@@ -45,21 +45,11 @@ def _turn() -> dict[str, Any]:
     return {"model": "fake-agent", "messages": messages}
 
 
-async def _round(make: Callable[..., httpx.AsyncClient], url: str, requests: int, concurrency: int) -> float:
-    """CPU milliseconds per request of one round."""
-    body = _turn()
-    left = iter(range(requests))
-    async with make(timeout=30, limits=_LIMITS) as client:
-
-        async def worker() -> None:
-            for _ in left:
-                async with asyncio.timeout(30), client.stream("POST", url, json=body) as response:
-                    await response.aread()
-                response.json()
-
-        cpu = time.process_time()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return (time.process_time() - cpu) * 1000 / requests
+async def _post(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> object:
+    """One turn through an httpx client, as the agent sent it before: streamed, bounded, its message taken."""
+    async with asyncio.timeout(30), client.stream("POST", url, json=body) as response:
+        await response.aread()
+    return response.json()["choices"][0]["message"]
 
 
 async def _per_worker(sends: list[Callable[[], Awaitable[object]]], requests: int) -> float:
@@ -75,17 +65,16 @@ async def _per_worker(sends: list[Callable[[], Awaitable[object]]], requests: in
     return (time.process_time() - cpu) * 1000 / requests
 
 
+async def _round(make: Callable[..., httpx.AsyncClient], url: str, requests: int, concurrency: int) -> float:
+    """CPU milliseconds per request of one round, every worker through one client (one pool)."""
+    async with make(timeout=30, limits=_LIMITS) as client:
+        return await _per_worker([functools.partial(_post, client, url, _turn())] * concurrency, requests)
+
+
 async def _client_per_worker_round(url: str, requests: int, concurrency: int) -> float:
     """CPU milliseconds per request of one round, each worker with a client of its own (``async_client``)."""
-    body = _turn()
     clients = [async_client(timeout=30) for _ in range(concurrency)]
-
-    async def post(client: httpx.AsyncClient) -> object:
-        async with asyncio.timeout(30), client.stream("POST", url, json=body) as response:
-            await response.aread()
-        return response.json()["choices"][0]["message"]
-
-    spent = await _per_worker([functools.partial(post, client) for client in clients], requests)
+    spent = await _per_worker([functools.partial(_post, client, url, _turn()) for client in clients], requests)
     for client in clients:
         await client.aclose()
     return spent
@@ -93,12 +82,11 @@ async def _client_per_worker_round(url: str, requests: int, concurrency: int) ->
 
 async def _agent_round(url: str, requests: int, concurrency: int) -> float:
     """CPU milliseconds per request of one round through ``http`` agent adapters (one per worker)."""
-    body = _turn()
-    config = HttpAgent.model_validate(
-        {"type": "http", "base_url": url.removesuffix("/chat/completions"), "timeout": 30}
-    )
-    adapters = [HttpAdapter(config) for _ in range(concurrency)]
-    spent = await _per_worker([functools.partial(adapter._attempt, body) for adapter in adapters], requests)
+    base_url = url.removesuffix("/chat/completions")
+    adapters = [
+        HttpAdapter(HttpAgent.model_validate({"type": "http", "base_url": base_url})) for _ in range(concurrency)
+    ]
+    spent = await _per_worker([functools.partial(adapter._attempt, _turn()) for adapter in adapters], requests)
     for adapter in adapters:
         await adapter.aclose()
     return spent

@@ -417,10 +417,12 @@ class SummaryBuilder:
     as it is added).
 
     Results may be added in any order: each with its ``position`` in the plan (by default the order of adding).
-    Roles, metrics and cases are listed in the order the plan first meets them, as if added in plan order.
+    Roles, metrics and cases are listed in the order the plan first meets them, as if added in plan order. Given
+    the run's ``record`` (its plan and suites), the run's coverage is built too (:mod:`simulator.coverage`).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, record: RunRecord | None = None) -> None:
+        self._coverage = CoverageBuilder(record) if record is not None else None
         self._tally = _Tally()
         self._seconds = _Sum()
         self._usage: dict[str, _UsageTally] = {}
@@ -450,6 +452,8 @@ class SummaryBuilder:
         tally, seconds = self._suites.setdefault(stored.suite, (_Tally(), _Sum()))
         tally.add(stored.outcome)
         seconds.add(stored.duration_s)
+        if self._coverage is not None:
+            self._coverage.add(stored)
 
     def _met(self, what: tuple[str, object], position: int, place: int) -> None:
         first = self._first.get(what)
@@ -471,7 +475,7 @@ class SummaryBuilder:
             tally.counts(SuiteSummary, suite=index, duration_s=seconds.value)
             for index, (tally, seconds) in sorted(self._suites.items())
         ]
-        return self._tally.counts(
+        summary = self._tally.counts(
             RunSummary,
             version=SUMMARY_VERSION,
             duration_s=duration_s,
@@ -483,6 +487,9 @@ class SummaryBuilder:
             cases=cases,
             suites=suites,
         )
+        if self._coverage is not None:
+            summary.coverage = self._coverage.build()
+        return summary
 
 
 def run_summary(results: Iterable[StoredResult], duration_s: float, record: RunRecord | None = None) -> RunSummary:
@@ -491,16 +498,10 @@ def run_summary(results: Iterable[StoredResult], duration_s: float, record: RunR
     any call's cost is unknown), every metric's :func:`metric_summary`, every case's :func:`repeat_stats` over
     its repeats, and each suite's counts and seconds. ``duration_s`` is the run's wall-clock time. Given the
     run's ``record`` (its plan and suites), the run's coverage too (:mod:`simulator.coverage`), in the same pass."""
-    builder = SummaryBuilder()
-    reach = CoverageBuilder(record) if record is not None else None
+    builder = SummaryBuilder(record)
     for stored in results:
         builder.add(stored)
-        if reach is not None:
-            reach.add(stored)
-    summary = builder.build(duration_s)
-    if reach is not None:
-        summary.coverage = reach.build()
-    return summary
+    return builder.build(duration_s)
 
 
 def summarized(record: RunRecord, results: Iterable[StoredResult], *, recompute: bool = False) -> RunRecord:

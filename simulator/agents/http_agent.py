@@ -156,16 +156,16 @@ class HttpAdapter:
             self._secrets.append(key)
         self._tools = function_tools(config.tools)
         https = self.url.startswith("https://")
-        # An http:// agent never speaks TLS (no redirect is followed): no CA bundle is loaded for it.
+        # An http:// agent never speaks TLS (no redirect is followed): it keeps aiohttp's default, built at its import.
         self._tls: ssl.SSLContext | bool = _ssl_context() if https else True
         self._proxy = _env_proxy(self.url)
         self._headers = {**headers, "Content-Type": "application/json"}
         self._session: aiohttp.ClientSession | None = None  # made at the first request, in the loop that sends it
 
     def _opened(self) -> aiohttp.ClientSession:
-        import aiohttp
-
         if self._session is None:
+            import aiohttp
+
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(ssl=self._tls),
                 headers=self._headers,

@@ -35,7 +35,6 @@ from typing import Any
 from simulator import __version__
 from simulator.agents import prepare_agent
 from simulator.cassettes import Playback, cassette_of, encode
-from simulator.coverage import CoverageBuilder
 from simulator.engine import forget, forget_threads, load_graph, open_checkpointer
 from simulator.errors import InputError, StoreError
 from simulator.llm import LLMClient, RequestCache, cache_scope, preload, replaying
@@ -44,7 +43,6 @@ from simulator.metrics import SummaryBuilder, run_summary
 from simulator.models import Case, Persona
 from simulator.models.run import PlanItem, RunRecord, RunSettings, RunStatus, StoredResult
 from simulator.models.scores import CaseResult
-from simulator.models.summary import RunSummary
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
 from simulator.runner._case import find_case, model_roles, run_case, score_case
 from simulator.runner._plan import restore
@@ -155,7 +153,7 @@ async def execute(
     todo = items_left(store, record, positions=positions)
     # The summary is added up as the results are stored, not read back from the store at the end (0.1 s at 500
     # conversations, 2 s at 10,000); a resumed run's, which counts what earlier processes stored, is.
-    summing = _Summing(record) if finished == 0 else None
+    summing = SummaryBuilder(record) if finished == 0 else None
     previous = record.totals.duration_s if record.totals else 0.0
     started = time.monotonic()
 
@@ -419,23 +417,6 @@ def young_collections_rarer() -> tuple[int, ...] | None:
     return before
 
 
-class _Summing:
-    """A run's summary and coverage, added up one stored result at a time as the run stores them."""
-
-    def __init__(self, record: RunRecord) -> None:
-        self._summary = SummaryBuilder()
-        self._coverage = CoverageBuilder(record)
-
-    def add(self, stored: StoredResult, position: int) -> None:
-        self._summary.add(stored, position)
-        self._coverage.add(stored)
-
-    def build(self, duration_s: float) -> RunSummary:
-        summary = self._summary.build(duration_s)
-        summary.coverage = self._coverage.build()
-        return summary
-
-
 def _finish(
     store: RunStore,
     lease: Lease,
@@ -444,7 +425,7 @@ def _finish(
     *,
     finished: datetime | None = None,
     quiet: bool = False,
-    summing: _Summing | None = None,
+    summing: SummaryBuilder | None = None,
 ) -> None:
     """End the run with ``status`` and its summary, giving the lease back. ``quiet`` while another error is on
     its way out: a store that cannot be written then does not hide it (the lease expires with this process).
