@@ -149,11 +149,11 @@ async def execute(
         _finish(store, lease, "failed", record.totals.duration_s if record.totals else 0.0, quiet=True)
         raise
     total = len(record.plan)
-    positions: dict[str, int] = {}  # the plan position of each item in flight
-    todo = items_left(store, record, positions=positions)
     # The summary is added up as the results are stored, not read back from the store at the end (0.1 s at 500
     # conversations, 2 s at 10,000); a resumed run's, which counts what earlier processes stored, is.
     summing = SummaryBuilder(record) if finished == 0 else None
+    positions: dict[str, int] = {}  # the plan position of each item in flight, for the summary
+    todo = items_left(store, record, positions=positions if summing is not None else None)
     previous = record.totals.duration_s if record.totals else 0.0
     started = time.monotonic()
 
