@@ -83,6 +83,11 @@ class UserTurnRequest:
     can_end: bool = False
 
 
+#: The end a replayed conversation reaches when its recording has no further move of the user: nobody's choice,
+#: so never the simulated user's fault (the step it leaves open is unsure, "not replayable past turn N").
+RECORDING_ENDS = "the recording ends here"
+
+
 @dataclass
 class UserReply:
     """The simulated user's move: a message to send, or ``done`` (then ``text`` may be ``None``).

@@ -112,6 +112,12 @@ class CheckDetail(DataModel):
     check: str = Field(description="What was checked, e.g. 'must_contain: refund' or 'judge: success_criteria'.")
     verdict: Verdict
     evidence: str = ""
+    missing: bool = Field(
+        default=False,
+        description="Not met only because something expected did not happen (a call not made, words not said, a "
+        "variable not set, no hand-off), not because the agent did something wrong: a conversation cut short "
+        "can explain it.",
+    )
 
 
 class StepVerdict(DataModel):
@@ -120,6 +126,11 @@ class StepVerdict(DataModel):
     verdict: Verdict
     rationale: str
     details: list[CheckDetail] = Field(default_factory=list)
+    settled: bool = Field(
+        default=False,
+        description="An unsure verdict no later turn can change: every deterministic check is met and the rest "
+        "cannot be judged in this run (no judge model). The step is unsure at once and the conversation moves on.",
+    )
 
 
 class CheckEvent(DataModel):

@@ -305,16 +305,11 @@ async def score_case(
     conversation is also asked about invented facts (answered with its hallucination question, or one judge
     request when the suite does not batch), and a failure that coincides with a
     finding becomes ``user_error`` (or stays ``fail`` with the finding as a reason with ``count_user_errors``)."""
-    from simulator.judges.fidelity import (
-        check_fidelity,
-        judge_invented_facts,
-        user_could_cause,
-        user_error_cause,
-        user_error_reason,
-    )
+    from simulator.judges.fidelity import check_fidelity, judge_invented_facts, user_could_cause
     from simulator.judges.llm_judges import LLMJudge
     from simulator.judges.scoring import ScoringContext, score_transcript
     from simulator.metrics import case_metrics, case_outcome
+    from simulator.runner._outcome import decide_outcome
 
     roles = model_roles(loaded, options)
     judge = LLMJudge(llm if roles.judge.model else None, prompts=load_prompt_overrides(loaded))
@@ -330,7 +325,7 @@ async def score_case(
     )
     with metering() as meter:
         scores = await score_transcript(case, transcript, context, judge)
-        outcome, reasons = case_outcome(transcript, scores)
+        outcome, _ = case_outcome(transcript, scores)
         fidelity = check_fidelity(case, transcript, persona, scores)
         findings = fidelity.findings
         if outcome == "fail" and user_could_cause(scores):
@@ -346,12 +341,7 @@ async def score_case(
         for role, used in meter.by_role.items():
             usage[role.value] = usage[role.value] + used if role.value in usage else used
         transcript = transcript.model_copy(update={"usage": usage})
-    cause = user_error_cause(findings, transcript, scores) if outcome == "fail" else None
-    if cause is not None:
-        if options.count_user_errors:
-            reasons = [*reasons, f"counted as the agent's failure (--count-user-errors): {user_error_reason(cause)}"]
-        else:
-            outcome, reasons = "user_error", [user_error_reason(cause), *reasons]
+    outcome, reasons = decide_outcome(transcript, scores, findings, count_user_errors=options.count_user_errors)
     return CaseResult(
         case=case.name,
         kind=case.kind,
