@@ -100,6 +100,9 @@ class UserReply:
     done: bool = False
     reason: str | None = None
     source: Literal["llm", "scripted"] = "scripted"
+    #: The end the user model asked for where it may not end the conversation (a simulation): its message is
+    #: sent, and the wish is kept on the turn as evidence ("goal_reached: ..." while the step was open is a slip).
+    ending: str | None = None
 
 
 class SimulatedUser(Protocol):
@@ -694,5 +697,10 @@ class LLMUser:
                     f"user model ended the conversation of case {request.case_name!r} without a message "
                     f"({reason or 'no reason given'}), but in a {request.case_kind} case only the engine ends it"
                 )
-            return UserReply(text=text, reason=f"done ignored (the user cannot end this case): {reason}", source="llm")
+            return UserReply(
+                text=text,
+                reason=f"done ignored (the user cannot end this case): {reason}",
+                source="llm",
+                ending=_ending_reason(reason),
+            )
         return UserReply(text=text, source="llm")

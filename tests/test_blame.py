@@ -1,9 +1,8 @@
 """Who is to blame, end to end: ``user_error`` needs evidence that the simulated user caused the failure.
 
 The agent's own fault anywhere in the conversation keeps a failure the agent's, however badly the user played;
-a slip in the very turn that decided a failure did not cause it; a replay whose recording runs out is nobody's
-fault. A correct agent whose user slipped before the failure, or ended the conversation while the step was still
-open, is still ``user_error``.
+a replay whose recording runs out is nobody's fault. A correct agent whose user slipped before the failure, or
+ended the conversation while the step was still open, is still ``user_error``.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import simulator
 from simulator.llm import FakeScript
 from simulator.models.run import StoredResult
 
-AGENT = '''
+AGENT = """
 def respond(messages, *, session):
     mode = session["mode"]
     said = sum(1 for m in messages if m["role"] == "user")
@@ -28,7 +27,7 @@ def respond(messages, *, session):
     if mode == "asks":
         return "What is your order number?"
     return "Your parcel is on its way."
-'''
+"""
 
 SUITE = """
 name: blame
@@ -130,16 +129,6 @@ def test_a_correct_agent_whose_user_ended_while_the_step_was_open_is_a_user_erro
     stored = _one(tmp_path, "correct_agent_user_ends_while_open", user, monkeypatch)
     assert stored.outcome == "user_error", stored.result.reasons
     assert stored.result.reasons[0].startswith("simulated user, turn 2: ended_early")
-
-
-def test_a_slip_in_the_turn_that_decided_the_failure_did_not_cause_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The user slips only in its last message, the one the step's last check answers: not the cause."""
-    user = _user(("Where is my order?", False), ("It is order A1.", False), (OUT_OF_CHARACTER, False))
-    stored = _one(tmp_path, "correct_agent_user_slips_early", user, monkeypatch)
-    assert stored.outcome == "fail", stored.result.reasons
-    assert any("was decided at turn 3, not after the slip" in reason for reason in stored.result.reasons)
 
 
 REPLAY_SUITE = """

@@ -96,6 +96,7 @@ async def user_node(state: State, config: RunnableConfig) -> State:
     number = turn + 1
     event: EventSpec | None = None
     text: str | None = None
+    ending: str | None = None
     source: Literal["llm", "scripted", "static", "golden"] = "golden"
     scripted = kind.scripted_input(case, index)
     if scripted is not None:
@@ -119,7 +120,7 @@ async def user_node(state: State, config: RunnableConfig) -> State:
                     UserEvent(turn=turn + 1, step=kind.step_number(index), text=reply.text, source=reply.source)
                 ]
             return ended
-        text, source = reply.text, reply.source
+        text, source, ending = reply.text, reply.source, reply.ending
     update: State = {"turn": number, "step_turns": state["step_turns"] + 1, "pending_event": event}
     if event is not None:
         update["events"] = [
@@ -127,7 +128,9 @@ async def user_node(state: State, config: RunnableConfig) -> State:
         ]
     else:
         assert text is not None
-        update["events"] = [UserEvent(turn=number, step=kind.step_number(index), text=text, source=source)]
+        update["events"] = [
+            UserEvent(turn=number, step=kind.step_number(index), text=text, source=source, ending=ending)
+        ]
     return update
 
 

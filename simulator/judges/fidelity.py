@@ -19,7 +19,9 @@ The rules (each finding names its kind, the words that show it and the rule):
 ``ended_early`` (deterministic)
     The user ended the conversation saying its goal was reached (anything but "gave_up: ...": giving up on an
     agent that does not help is allowed) while the goal was open: the step's last check said ``not_met``, or,
-    for a goal with nothing to check, the judge's goal satisfaction said not satisfied.
+    for a goal with nothing to check, the judge's goal satisfaction said not satisfied. In a simulation, where the
+    user cannot end the conversation, a message sent with such an ending (``UserEvent.ending``) while its step
+    was open (not checked yet in the step, or last checked ``not_met``) is the same slip, at that turn.
 ``repeated_itself`` (deterministic)
     The message is near-identical (:data:`REPEAT_SIMILARITY` of its characters, ignoring case and
     punctuation; at least :data:`MIN_REPEAT_WORDS` words) to an earlier user message of the conversation,
@@ -41,9 +43,9 @@ When a failure is the user's (:func:`user_error_cause`): the agent has no fault 
 conversation (a hallucination, an unbacked claim of tool use, a wrong tool call, a forbidden phrase, a broken
 rule: :func:`agent_faults`), every required failing check is one a user's slip can explain (a step not driven to
 its end, the goal, the turn cap, or something that did not happen), and the earliest finding comes strictly
-before the turn that decided each of them. The earliest finding is the evidence the ``user_error`` outcome
-names; in doubt, the failure is the agent's, with the finding shown beside it. A replay whose recording runs
-out is nobody's fault: it is never a finding.
+before what decided each of them (a user message of turn N comes before the agent's reply of turn N). The
+earliest finding is the evidence the ``user_error`` outcome names; in doubt, the failure is the agent's, with
+the finding shown beside it. A replay whose recording runs out is nobody's fault: it is never a finding.
 """
 
 from __future__ import annotations
@@ -248,6 +250,21 @@ def _ending_finding(transcript: Transcript, scores: Sequence[Score]) -> Fidelity
     return FidelityFinding(turn=turn, step=step_number, kind="ended_early", evidence=evidence, rule=rule)
 
 
+def _wished_end_finding(event: UserEvent, last_check: str | None) -> FidelityFinding | None:
+    """A user model that said its goal was reached where it could not end the conversation (a simulation), while
+    its step was open: not checked yet in this step, or last checked not met."""
+    wish = (event.ending or "").strip()
+    if not wish or wish.startswith("gave_up") or last_check not in (None, "not_met"):
+        return None
+    why = (
+        "before the agent had replied in this step"
+        if last_check is None
+        else "while its step's last check said not met"
+    )
+    rule = f"said its goal was reached ({wish}) {why}"
+    return _finding(event, "ended_early", event.text.strip(), rule)
+
+
 def _finding(event: UserEvent, kind: str, evidence: str, rule: str) -> FidelityFinding:
     return FidelityFinding.model_validate(
         {"turn": event.turn, "step": event.step, "kind": kind, "evidence": evidence, "rule": rule}
@@ -297,15 +314,22 @@ def check_fidelity(
     agent_so_far: list[str] = []
     last_agent = ""
     checked = 0
+    last_check: dict[int | None, str] = {}
     for event in transcript.events:
         if isinstance(event, AgentEvent):
             last_agent = event.text
             agent_so_far.append(event.text)
             continue
+        if isinstance(event, CheckEvent):
+            last_check[event.step] = event.verdict
+            continue
         if not isinstance(event, UserEvent):
             continue
         if event.source == "llm":
             checked += 1
+            wish = _wished_end_finding(event, last_check.get(event.step))
+            if wish is not None:
+                findings.append(wish)
             guide = kind_of(case).user_brief(case, event.step or 0).response_guide
             given = _given_text(case, transcript, persona, event.step)
             findings += _character_findings(event)
@@ -385,10 +409,10 @@ def _ended_by_user(transcript: Transcript) -> bool:
 
 
 def _end_turn(transcript: Transcript) -> int:
-    """The turn at which the conversation's end decided what was still open: after every message of it (a user's
-    closing message included), so a finding in the closing message comes before it."""
+    """The turn at which the conversation's end decided what was still open: its last turn, the user's closing
+    message included (the end comes after that message)."""
     users = [e.turn for e in transcript.events if isinstance(e, UserEvent)]
-    return max([*users, transcript.turns], default=0) + 1
+    return max([*users, transcript.turns], default=0)
 
 
 def _step_checks(transcript: Transcript, step: int | None) -> list[CheckEvent]:
@@ -425,14 +449,18 @@ def _failed(scores: Sequence[Score]) -> list[Score]:
     return [score for score in scores if score.required and score.verdict == "not_met"]
 
 
-def agent_faults(transcript: Transcript, scores: Sequence[Score]) -> list[str]:
+def agent_faults(
+    transcript: Transcript, scores: Sequence[Score], findings: Sequence[FidelityFinding] = ()
+) -> list[str]:
     """What the agent did wrong on its own anywhere in the conversation, each in words (empty when nothing).
 
     A fault is any check that failed because of what the agent did, required or not: a hallucination or a claim
     of tool use no call backs, a side claim, a forbidden phrase, a wrong tool call or argument, a call out of
     order, a variable set to the wrong value, a hand-off to the wrong place, an expectation in words the judge
     found unmet; and a step whose last check failed on such a thing. What did not happen (a call not made, words
-    not said) is not a fault of its own: a conversation the user cut short explains it."""
+    not said) is not a fault of its own: a conversation the user cut short explains it. Neither is a wrong value
+    that is a fact the simulated user invented earlier (``findings``): the agent used what it was told. A
+    hallucination is always the agent's."""
     faults: list[str] = []
     for score in scores:
         if score.verdict != "not_met":
@@ -450,12 +478,26 @@ def agent_faults(transcript: Transcript, scores: Sequence[Score]) -> list[str]:
                         if d.verdict == "not_met"
                         and not d.missing
                         and not d.check.startswith("judge: success_criteria")
+                        and not _told_by_user(d.evidence, last.turn, findings)
                     ]
             continue
         if score.metric in _EXPLAINABLE or score.missing:
             continue
+        turn = score.turn if score.turn is not None else _deciding_turn(score, transcript)
+        if score.metric != "hallucination" and _told_by_user(score.reason, turn, findings):
+            continue
         faults.append(f"{score.check}: {score.reason}" if score.reason else score.check)
     return faults
+
+
+def _told_by_user(evidence: str, turn: int, findings: Sequence[FidelityFinding]) -> bool:
+    """Whether a failed check's evidence holds a fact the simulated user invented before ``turn``."""
+    text = evidence.casefold()
+    return any(
+        finding.kind == "invented_fact" and finding.turn <= turn and finding.evidence.strip().casefold() in text
+        for finding in findings
+        if finding.evidence.strip()
+    )
 
 
 def user_could_cause(scores: Sequence[Score]) -> bool:
@@ -482,16 +524,21 @@ def blame(findings: Sequence[FidelityFinding], transcript: Transcript, scores: S
         return Blame(None)
     first = min(findings, key=lambda finding: finding.turn)
     slip = f"the simulated user slipped ({user_error_reason(first)}), but the failure stays the agent's"
-    faults = agent_faults(transcript, scores)
+    faults = agent_faults(transcript, scores, findings)
     if faults:
         return Blame(None, f"{slip}: it has a fault of its own: {faults[0]}")
-    unexplained = [score for score in failed if not (score.metric in _EXPLAINABLE or score.missing)]
+    unexplained = [
+        score
+        for score in failed
+        if not (score.metric in _EXPLAINABLE or score.missing)
+        and not _told_by_user(score.reason, _deciding_turn(score, transcript), findings)
+    ]
     if unexplained:
         return Blame(None, f"{slip}: the slip does not explain {unexplained[0].check}")
-    late = [score for score in failed if first.turn >= _deciding_turn(score, transcript)]
+    late = [score for score in failed if first.turn > _deciding_turn(score, transcript)]
     if late:
         turn = _deciding_turn(late[0], transcript)
-        return Blame(None, f"{slip}: {late[0].check} was decided at turn {turn}, not after the slip")
+        return Blame(None, f"{slip}: {late[0].check} was decided at turn {turn}, before the slip")
     return Blame(first)
 
 
@@ -504,8 +551,10 @@ def user_error_cause(
     * the agent has no fault of its own anywhere in the conversation (:func:`agent_faults`);
     * every required failing check is one a user's slip can explain (a step, the goal, the turn cap, or
       something that did not happen);
-    * the earliest finding comes strictly before the turn that decided each of them (:func:`_deciding_turn`: a
-      slip in the very turn the agent failed, or after it, did not cause that failure).
+    * the earliest finding comes strictly before what decided each of them, in the order things were said
+      (:func:`_deciding_turn`): a user message of turn N comes before the agent's reply of turn N, which it may
+      have caused; a slip after the reply that decided a failure did not cause it. The end of a conversation
+      the user cut short comes after its closing message, so ending while the step was open is such a slip.
 
     The earliest finding is returned."""
     return blame(findings, transcript, scores).cause

@@ -129,7 +129,7 @@ def _combine(deterministic: list[CheckDetail], judged: list[CheckDetail]) -> Ste
     if deterministic and only_unjudged:
         # The deterministic checks are met, but a pass means every check was decided: the criteria nobody
         # judged keep the step unsure. Nothing a later turn says can judge them, so the verdict is settled.
-        met = "; ".join(f"{d.check}: {d.evidence}" for d in deterministic)
+        met = "; ".join(d.check for d in deterministic)
         waiting = "; ".join(d.check.removeprefix("judge: ") for d in unsure)
         return StepVerdict(
             verdict="unsure",

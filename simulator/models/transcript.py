@@ -73,6 +73,11 @@ class UserEvent(DataModel):
     step: int | None = None
     text: str
     source: Literal["llm", "scripted", "static", "golden"]
+    ending: str | None = Field(
+        default=None,
+        description="The end the user model asked for with this message where it could not end the conversation "
+        "(a simulation), e.g. 'goal_reached: ...'.",
+    )
     at: datetime = Field(default_factory=utc_now)
 
 

@@ -399,10 +399,12 @@ THREE_TURNS = transcript(conversation(("a b c d", "x"), ("e f g h", "y"), ("i j 
 @pytest.mark.parametrize(
     ("finding_turns", "failed", "cause"),
     [
-        # A finding strictly before the turn that decided the failing step (its last agent reply): the user's.
+        # A finding strictly before what decided the failing step (its last agent reply, turn 3): the user's. A
+        # user message of turn 3 comes before the agent's reply of turn 3.
         ([2], [_not_met("goal_achievement", step=0)], 2),
-        # A slip in the very turn that decided the failure did not cause it.
-        ([3], [_not_met("goal_achievement", step=0)], None),
+        ([3], [_not_met("goal_achievement", step=0)], 3),
+        # A slip after the reply that decided a failure did not cause it.
+        ([3], [_not_met("goal_achievement", step=0), _not_met("expectation", turn=2, missing=True)], None),
         # A failure at a turn before the first finding stands on its own.
         ([3], [_not_met("expectation", turn=1, missing=True)], None),
         # Every failure must be explained: the earliest finding before each, and each one something that did
