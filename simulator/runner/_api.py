@@ -381,12 +381,7 @@ def _cache(store_path: Path, record: RunRecord, enabled: bool, size_mb: int) -> 
         return None
     from simulator.llm import RequestCache
 
-    return RequestCache(cache_path(store_path), max_bytes=size_mb * 1024 * 1024)
-
-
-def cache_path(store_path: Path) -> Path:
-    """Where the request cache of the runs in the store ``store_path`` is kept: ``cache.db`` beside it."""
-    return store_path.parent / "cache.db"
+    return RequestCache(store_path.parent / "cache.db", max_bytes=size_mb * 1024 * 1024)
 
 
 async def _execute(
