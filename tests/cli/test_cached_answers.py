@@ -114,10 +114,9 @@ def test_a_second_run_shows_every_judge_answer_as_cached_with_its_would_be_cost(
 
 def test_the_run_record_keeps_the_cached_answers_per_role(project: Path) -> None:
     script = _script()
-    _run(script)
-    _run(script)
+    ids = [_run(script).stdout.split(":")[0].removeprefix("Run ") for _ in range(2)]
     with RunStore(project / "r.db") as store:
-        first, second = sorted(store.list_runs(), key=lambda record: record.id)
+        first, second = (store.get_run(run_id) for run_id in ids)
         assert first.totals is not None
         assert second.totals is not None
         before, after = first.totals.usage["judge"], second.totals.usage["judge"]
