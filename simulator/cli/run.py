@@ -28,7 +28,7 @@ from simulator.cli._output import (
     err,
     out,
 )
-from simulator.cli._progress import _exit_for, _print_run, _run_with_progress
+from simulator.cli._progress import _cache_words, _exit_for, _print_run, _run_with_progress
 
 if TYPE_CHECKING:
     from simulator.reports.formats import ReportFormat
@@ -210,8 +210,9 @@ def run(
         bool,
         typer.Option(
             "--json",
-            help="Print one JSON document: the run, its counts, correctness, coverage and one row per "
-            "conversation (case, persona, repeat, outcome, reasons); progress and notes go to stderr.",
+            help="Print one JSON document: the run, its counts, correctness, coverage, usage per model role "
+            "(answers, from_cache, requests_sent, cost, would_be_cost) and one row per conversation (case, "
+            "persona, repeat, outcome, reasons); progress and notes go to stderr.",
         ),
     ] = False,
     verbose: VerboseOption = False,
@@ -258,7 +259,8 @@ def run(
         talk.print(
             f"Run {event.record.id}: {len(planned.items)} conversation(s) of {planned.cases} case(s) from "
             f"{len(planned.snapshots)} suite(s), concurrency {concurrency}"
-            f"{f' (model limits: {limits})' if limits else ''}{tools}{_where(planned.settings)}; {guess}.",
+            f"{f' (model limits: {limits})' if limits else ''}{tools}{_where(planned.settings)}; "
+            f"{_cache_words(event)}; {guess}.",
             markup=False,
         )
         for note_text in planned.notes:
@@ -292,8 +294,8 @@ def report_format(choice: ReportFormatChoice) -> ReportFormat:
 
 
 def _run_head(outcome: Any) -> dict[str, Any]:
-    """``run --json`` without its rows: the run (id, status, suites, labels, store), its counts, correctness and
-    coverage (%, see ``simulator coverage``)."""
+    """``run --json`` without its rows: the run (id, status, suites, labels, store), its counts, correctness,
+    coverage (%, see ``simulator coverage``) and usage per model role."""
     record = outcome.record
     totals = record.totals
     return {
@@ -318,6 +320,21 @@ def _run_head(outcome: Any) -> dict[str, Any]:
         },
         "correctness": totals.correctness if totals else None,
         "coverage": outcome.coverage,
+        "usage": {role: _usage_figures(used) for role, used in totals.usage.items()} if totals else {},
+    }
+
+
+def _usage_figures(used: Any) -> dict[str, Any]:
+    """One role's usage in ``run --json``: answers, how many came from the request cache and what they cost when
+    first asked (``would_be_cost``), the requests sent, tokens and the cost spent (null: unknown)."""
+    return {
+        "answers": used.calls,
+        "from_cache": used.cached_calls,
+        "would_be_cost": used.cached_cost,
+        "requests_sent": used.requests,
+        "prompt_tokens": used.prompt_tokens,
+        "completion_tokens": used.completion_tokens,
+        "cost": used.cost,
     }
 
 

@@ -63,12 +63,14 @@ ModelRole = Literal["agent", "user", "judge"]
 
 @dataclass(frozen=True)
 class RunStarted:
-    """The run is stored and about to run: its record, and what is already done (a resumed run)."""
+    """The run is stored and about to run: its record, what is already done (a resumed run), and the request cache
+    its user and judge answers are replayed from (``None``: no cache, every answer is asked of the model)."""
 
     record: RunRecord
     store_path: Path
     already_done: int
     estimate_s: float | None = None
+    cache_path: Path | None = None
 
 
 RunEvent = RunStarted | Progress
@@ -373,8 +375,9 @@ def yaml_kind(path: PathLike) -> str:
     return classify(file, located.data)
 
 
-def _cache(store_path: Path, enabled: bool, size_mb: int) -> Any:
-    if not enabled:
+def _cache(store_path: Path, record: RunRecord, enabled: bool, size_mb: int) -> Any:
+    """The run's request cache, beside the store; none when turned off, or on Ray (its workers cannot reach it)."""
+    if not enabled or record.settings.executor == "ray":
         return None
     from simulator.llm import RequestCache
 
@@ -392,15 +395,15 @@ async def _execute(
     estimate_s: float | None = None,
 ) -> RunOutcome:
     done = store.result_count(record.id)
+    request_cache = _cache(store.path, record, cache, cache_size_mb)
     if on_event is not None:
-        on_event(RunStarted(record=record, store_path=store.path, already_done=done, estimate_s=estimate_s))
-    finished = await execute(
-        store,
-        record,
-        live=live,
-        on_progress=on_event,
-        cache=_cache(store.path, cache, cache_size_mb),
-    )
+        on_event(
+            RunStarted(
+                record=record, store_path=store.path, already_done=done, estimate_s=estimate_s,
+                cache_path=request_cache.path if request_cache is not None else None,
+            )
+        )  # fmt: skip
+    finished = await execute(store, record, live=live, on_progress=on_event, cache=request_cache)
     return RunOutcome(record=finished, store_path=store.path)
 
 
@@ -556,11 +559,12 @@ async def repeat_async(
     trust_imported: bool = False,
     note: str | None = None,
     agent_version: str | None = None,
+    cache: bool = True,
     cache_size_mb: int = 200,
     on_event: EventHandler | None = None,
 ) -> RunOutcome:
     """Run again exactly what a stored run ran (its suite snapshot, settings and plan) as a new run; tools in
-    test mode unless ``live=True``."""
+    test mode unless ``live=True``; the request cache as the stored run had it, off with ``cache=False``."""
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         store.require_writable("repeat a run")
@@ -569,14 +573,15 @@ async def repeat_async(
         _trust(old, trust_imported, "repeating")
         _check_environment_of(old)
         record = new_record(
-            store.new_run_id(), old.snapshot, old.settings.model_copy(update={"live": live}), old.plan,
+            store.new_run_id(), old.snapshot,
+            old.settings.model_copy(update={"live": live, "cache": old.settings.cache and cache}), old.plan,
             agent_version=agent_version if agent_version is not None else old.agent_version,
             note=note if note is not None else f"repeat of {old.id}", repeat_of=old.id,
             imported_from=old.imported_from,
         )  # fmt: skip
         store.create_run(record)
         return await _execute(
-            store, record, live=live, cache=old.settings.cache, cache_size_mb=cache_size_mb, on_event=on_event
+            store, record, live=live, cache=record.settings.cache, cache_size_mb=cache_size_mb, on_event=on_event
         )
 
 
