@@ -92,7 +92,7 @@ def _step_lines(diff: CaseDiff) -> list[str]:
     lines: list[str] = []
     for step in diff.steps:
         counts = f"complete {step.complete_a}/{step.recorded_a} -> {step.complete_b}/{step.recorded_b}"
-        line = f"      step {step.index + 1} ({step.label}) {step.change}: {counts}"
+        line = f"      step {step.index + 1} ({step.label}) {step.change.replace('_', ' ')}: {counts}"
         if step.change == "regressed":
             repeated = diff.b is not None and diff.b.repeats > 1 and step.b_repeat is not None
             where = f" in B repeat {repeat_number(step.b_repeat or 0)}" if repeated else " in B"
