@@ -153,7 +153,7 @@ class ModelOptions(DataModel):
         for role, name in (("user", self.user_model), ("judge", self.judge_model)):
             if name:
                 update[f"{role}_model"] = name
-            elif "model" in self.models.get(role, {}):  # type: ignore[call-overload]  # role is a ModelRole
+            elif "model" in self.models.get(role, {}):
                 update[f"{role}_model"] = None
         return settings.model_copy(update=update)
 
