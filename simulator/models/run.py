@@ -142,6 +142,12 @@ class ModelOptions(DataModel):
         named = {"user": self.user_model, "judge": self.judge_model}.get(role)
         return bool(named or self.models.get(role))
 
+    @property
+    def named_judge(self) -> str | None:
+        """The judge model the options name: ``--judge-model``, else the judge's ``model`` in ``--models``."""
+        named = self.judge_model or self.models.get("judge", {}).get("model")
+        return str(named) if named else None
+
     def over(self, settings: RunSettings) -> RunSettings:
         """``settings`` (a stored run's) with these options laid over them: each key given here wins over the
         stored one, role by role, and a model named here (``--judge-model``, or ``model`` in ``--models``) wins

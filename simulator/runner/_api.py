@@ -29,7 +29,7 @@ from simulator.errors import ConfigErrors, InputError
 from simulator.loading import LoadedSuite, validate_paths
 from simulator.models import Case, ModelRoles, Persona
 from simulator.models.cassette import Cassette
-from simulator.models.run import PlanItem, RunRecord, RunSettings, StoredResult, SuiteSnapshot
+from simulator.models.run import ModelOptions, PlanItem, RunRecord, RunSettings, StoredResult, SuiteSnapshot
 from simulator.models.scores import CaseResult
 from simulator.runner._case import (
     check_environment,
@@ -765,6 +765,8 @@ async def replay_async(
     *,
     persona: str | None = None,
     judge_model: str | None = None,
+    user_model: str | None = None,
+    models: Mapping[str, Mapping[str, Any]] | None = None,
     suite_from: SuiteSource = "disk",
     db: PathLike | None = None,
     on_event: EventHandler | None = None,
@@ -773,23 +775,24 @@ async def replay_async(
     (``replay_of`` the recorded run; its note says "replay of ..."): the user's moves, the agent's replies and
     the tool results come from the cassettes; the checks and judges are the suite files' as they are now
     (``suite_from="disk"``) or the run's own (``"snapshot"``). A judge request identical to a recorded one is
-    answered from the cassette; one that changed goes to ``judge_model`` if given, else it is ``unsure`` (not
-    judged), never a failure. ``case`` and ``persona`` narrow what is replayed."""
+    answered from the cassette; one that changed goes to the judge when a judge setting is given
+    (``judge_model``, or the judge in ``models``: per-role settings as ``run`` takes them, laid over the recorded
+    run's), else it is ``unsure`` (not judged), never a failure. ``case`` and ``persona`` narrow what is
+    replayed."""
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         store.require_writable("replay a run")
         source = store.get_run(run_ref)
         chosen = _recorded_items(store, source, case, persona)
         snapshots = _suites_for_replay(source, suite_from, [item for item, _ in chosen])
-        settings = source.settings.model_copy(
-            update={
-                "live": False, "record": False, "checkpoints": False, "cache": False,
-                "judge_model": judge_model or source.settings.judge_model,
-            }
-        )  # fmt: skip
+        given = _model_options(user_model, judge_model, models)
+        settings = given.over(source.settings).model_copy(
+            update={"live": False, "record": False, "checkpoints": False, "cache": False}
+        )
+        live_judge = given.gives("judge")
         return await _play(
             store, source, chosen, snapshots, settings, note=f"replay of {source.id}", live=False, on_event=on_event,
-            make=lambda cassette: Playback(cassette, source.id, mode="replay", live_judge=judge_model is not None),
+            make=lambda cassette: Playback(cassette, source.id, mode="replay", live_judge=live_judge),
         )  # fmt: skip
 
 
@@ -801,6 +804,8 @@ async def rerun_async(
     persona: str | None = None,
     suite_from: SuiteSource = "disk",
     judge_model: str | None = None,
+    user_model: str | None = None,
+    models: Mapping[str, Mapping[str, Any]] | None = None,
     live: bool = False,
     trust_imported: bool = False,
     db: PathLike | None = None,
@@ -810,7 +815,9 @@ async def rerun_async(
     its first divergence: while each agent turn matches the recording (``compare``: ``exact`` text and tool
     calls, or ``normalized`` text ignoring whitespace, case and punctuation with the same tool names and
     arguments) the recorded user goes on; at the first turn that differs, the live simulated user takes over
-    for the rest. Stored as a new run; each transcript says which turns were replayed and where it diverged."""
+    for the rest. Stored as a new run; each transcript says which turns were replayed and where it diverged. The
+    models are the recorded run's, with ``judge_model``, ``user_model`` and ``models`` (per-role settings as
+    ``run`` takes them) laid over them."""
     if compare not in ("exact", "normalized"):
         raise InputError(f"--compare must be exact or normalized, not {compare!r}")
     store = RunStore(Path(db) if db is not None else default_db_path())
@@ -821,17 +828,20 @@ async def rerun_async(
         chosen = _recorded_items(store, source, case, persona)
         snapshots = _suites_for_replay(source, suite_from, [item for item, _ in chosen])
         check_environment([restore(snapshot) for snapshot in snapshots])
-        settings = source.settings.model_copy(
-            update={
-                "live": live, "record": True, "checkpoints": False,
-                "judge_model": judge_model or source.settings.judge_model,
-            }
-        )  # fmt: skip
+        given = _model_options(user_model, judge_model, models)
+        settings = given.over(source.settings).model_copy(update={"live": live, "record": True, "checkpoints": False})
         return await _play(
             store, source, chosen, snapshots, settings, note=f"rerun of {source.id} from the first divergence",
             live=live, on_event=on_event,
             make=lambda cassette: Playback(cassette, source.id, mode="rerun", compare=compare, live_judge=True),
         )  # fmt: skip
+
+
+def _model_options(
+    user_model: str | None, judge_model: str | None, models: Mapping[str, Mapping[str, Any]] | None
+) -> ModelOptions:
+    """A command's model options, the per-role settings checked (:func:`role_overrides`)."""
+    return ModelOptions(user_model=user_model, judge_model=judge_model, models=role_overrides(models or {}))
 
 
 def _blocking(function: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
