@@ -556,11 +556,15 @@ async def repeat_async(
     trust_imported: bool = False,
     note: str | None = None,
     agent_version: str | None = None,
+    judge_model: str | None = None,
+    user_model: str | None = None,
+    models: Mapping[str, Mapping[str, Any]] | None = None,
     cache_size_mb: int = 200,
     on_event: EventHandler | None = None,
 ) -> RunOutcome:
     """Run again exactly what a stored run ran (its suite snapshot, settings and plan) as a new run; tools in
-    test mode unless ``live=True``."""
+    test mode unless ``live=True``. ``judge_model``, ``user_model`` and ``models`` (per-role settings as ``run``
+    takes them) are laid over the stored run's model settings: the same plan, other models or endpoints."""
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         store.require_writable("repeat a run")
@@ -568,8 +572,9 @@ async def repeat_async(
         store.check_free(old.id, "repeated")
         _trust(old, trust_imported, "repeating")
         _check_environment_of(old)
+        settings = _model_options(user_model, judge_model, models).over(old.settings)
         record = new_record(
-            store.new_run_id(), old.snapshot, old.settings.model_copy(update={"live": live}), old.plan,
+            store.new_run_id(), old.snapshot, settings.model_copy(update={"live": live}), old.plan,
             agent_version=agent_version if agent_version is not None else old.agent_version,
             note=note if note is not None else f"repeat of {old.id}", repeat_of=old.id,
             imported_from=old.imported_from,

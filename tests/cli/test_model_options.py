@@ -165,9 +165,20 @@ def test_rerun_reaches_the_runs_judge_or_the_one_given(project: Path) -> None:
     )  # fmt: skip
 
 
+def test_a_repeat_runs_the_same_plan_against_the_runs_judge_or_the_one_given(project: Path) -> None:
+    run_id = _stored_run("--no-cache")  # else the repeat's judge questions are answered from the request cache
+    _, script = _invoke(["runs", "repeat", run_id, "--db", "runs.db"], exit_code=EXIT_BELOW_BAR)
+    assert _judge_bases(script) == {STORED}
+    _, script = _invoke(
+        ["runs", "repeat", run_id, "--db", "runs.db", "--judge-api-base", GIVEN], exit_code=EXIT_BELOW_BAR
+    )
+    assert _judge_bases(script) == {GIVEN}
+    assert _settings("latest").models["judge"]["api_base"] == GIVEN
+
+
 def test_lint_asks_the_judge_named_in_a_models_file_at_its_api_base(project: Path) -> None:
     (project / "models.yaml").write_text(f"judge:\n  model: fake/judge\n  api_base: {GIVEN}\n", encoding="utf-8")
-    reply = {"suggestions": []}
+    reply: dict[str, Any] = {"suggestions": []}
     for command in (["lint", "suite.yaml"], ["validate", "suite.yaml", "--lint"]):
         script = FakeScript().enqueue("judge", reply)
         with script.active():
