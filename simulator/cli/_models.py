@@ -30,14 +30,15 @@ UserModelOption = Annotated[
     str | None,
     typer.Option(
         "--user-model",
-        help="litellm model for the simulated user; wins over the suite's models.user (and a stored run's).",
+        help="litellm model for the simulated user; overrides the suite's models.user (and, on a stored run, the "
+        "run's).",
     ),
 ]
 JudgeModelOption = Annotated[
     str | None,
     typer.Option(
         "--judge-model",
-        help="litellm model for the judge; wins over the suite's models.judge (and a stored run's).",
+        help="litellm model for the judge; overrides the suite's models.judge (and, on a stored run, the run's).",
     ),
 ]
 ModelsFileOption = Annotated[
@@ -45,7 +46,7 @@ ModelsFileOption = Annotated[
     typer.Option(
         "--models",
         help="YAML file of model settings per role, like a suite's `models:` (agent/user/judge: model, api_base, "
-        "api_key_env, backend, timeout, ...); what it sets overrides the suite (and a stored run's settings).",
+        "api_key_env, backend, timeout, ...); what it sets overrides the suite (and, on a stored run, the run's).",
     ),
 ]
 JudgeApiBaseOption = Annotated[
