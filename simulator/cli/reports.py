@@ -137,11 +137,18 @@ def compare_command(
     db: DbOption = None,
     as_json: JsonOption = False,
     fail_on_regression: Annotated[
-        bool, typer.Option("--fail-on-regression", help="Exit 1 when a case or step regressed.")
+        bool,
+        typer.Option(
+            "--fail-on-regression",
+            help="Exit 1 when a case regressed (passed in A, not in B); a not comparable case never counts.",
+        ),
     ] = False,
 ) -> None:
-    """Compare two runs case by case and step by step: regressed first, then improved, new, removed; with
-    --format md or html, a report side by side per step; with --json, one JSON document."""
+    """Compare two runs case by case and step by step: first the settings that differ between them, then the
+    regressed cases, improved, new, removed and not comparable ones (judged in one run only, or defined
+    differently: never counted as regressed or improved); correctness and McNemar's test count the comparable
+    cases in both runs. With --format md or html, a report side by side per step; with --json, one JSON
+    document."""
     if as_json and fmt is not None:
         raise InputError(f"--json and --format {fmt} ask for two formats: give one of them")
     comparison = _comparison(run_a, run_b, db)
