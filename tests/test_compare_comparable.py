@@ -23,7 +23,7 @@ from simulator.models.scores import CaseResult, Outcome, Score, ScoreSource, Sco
 from simulator.models.transcript import CheckDetail, CheckEvent, ErrorEvent, StepStatus, Transcript
 from simulator.reports.compare_report import render_compare_html, render_compare_markdown
 from simulator.reports.compare_text import render_comparison_text
-from tests.factories import make_result, make_run, make_step, scenario_suite
+from tests.factories import make_result, make_run, make_step
 
 runner = CliRunner()
 

@@ -36,7 +36,7 @@ MODEL_OPTIONS = ["--models", "--judge-model", "--user-model", "--judge-api-base"
         ["judge-check"],
         ["lint"],
         ["validate"],
-    ],  # fmt: skip
+    ],
 )
 def test_every_command_that_asks_a_model_takes_the_model_options(command: list[str]) -> None:
     result = runner.invoke(app, [*command, "--help"], terminal_width=200)
