@@ -9,17 +9,22 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from simulator.cli._choices import ExecutorChoice, ReportFormatChoice
+from simulator.cli._models import (
+    AgentApiBaseOption,
+    JudgeApiBaseOption,
+    JudgeModelOption,
+    ModelsFileOption,
+    UserApiBaseOption,
+    UserModelOption,
+    _model_overrides,
+)
 from simulator.cli._output import (
     _STYLES,
     EXIT_BELOW_BAR,
-    AgentApiBaseOption,
     DbOption,
-    JudgeApiBaseOption,
-    ModelsFileOption,
     RayAddressOption,
     RayWorkersOption,
     SafeConsole,
-    UserApiBaseOption,
     VerboseOption,
     _api,
     _handles_errors,
@@ -34,24 +39,6 @@ if TYPE_CHECKING:
     from simulator.reports.formats import ReportFormat
 
 
-def _model_overrides(
-    models_file: Path | None, judge_api_base: str | None, user_api_base: str | None, agent_api_base: str | None
-) -> dict[str, dict[str, Any]]:
-    """Per-role model settings from ``--models FILE`` (the suite's ``models:`` mapping, as YAML) and the
-    ``--*-api-base`` options (which win over the file)."""
-    overrides: dict[str, dict[str, Any]] = {}
-    if models_file is not None:
-        from simulator.loading import load_model_file
-        from simulator.models import ModelRoles
-
-        # Only what the file sets: it overrides the suite key by key.
-        overrides = load_model_file(models_file, ModelRoles).model_dump(exclude_unset=True)
-    for role, base in (("judge", judge_api_base), ("user", user_api_base), ("agent", agent_api_base)):
-        if base is not None:
-            overrides.setdefault(role, {})["api_base"] = base
-    return overrides
-
-
 @_handles_errors
 def simulate(
     suite: Annotated[Path, typer.Argument(help="The suite (or hosted evals) file.")],
@@ -60,10 +47,8 @@ def simulate(
     ] = None,
     persona: Annotated[str | None, typer.Option("--persona", help="Persona name (default: the case's first).")] = None,
     live: Annotated[bool, typer.Option("--live", help="Run real tool functions instead of fakes.")] = False,
-    user_model: Annotated[
-        str | None, typer.Option("--user-model", help="litellm model for the simulated user.")
-    ] = None,
-    judge_model: Annotated[str | None, typer.Option("--judge-model", help="litellm model for the judge.")] = None,
+    user_model: UserModelOption = None,
+    judge_model: JudgeModelOption = None,
     models_file: ModelsFileOption = None,
     judge_api_base: JudgeApiBaseOption = None,
     user_api_base: UserApiBaseOption = None,
@@ -131,10 +116,8 @@ def run(
     agent_version: Annotated[str | None, typer.Option("--agent-version", help="Label of the agent version.")] = None,
     note: Annotated[str, typer.Option("--note", help="A note kept with the run (editable later).")] = "",
     live: Annotated[bool, typer.Option("--live", help="Run real tool functions instead of fakes.")] = False,
-    user_model: Annotated[
-        str | None, typer.Option("--user-model", help="litellm model for the simulated user.")
-    ] = None,
-    judge_model: Annotated[str | None, typer.Option("--judge-model", help="litellm model for the judge.")] = None,
+    user_model: UserModelOption = None,
+    judge_model: JudgeModelOption = None,
     models_file: ModelsFileOption = None,
     judge_api_base: JudgeApiBaseOption = None,
     user_api_base: UserApiBaseOption = None,

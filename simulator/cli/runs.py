@@ -8,6 +8,15 @@ import typer
 from rich.table import Table
 
 from simulator.cli._choices import ExecutorChoice
+from simulator.cli._models import (
+    AgentApiBaseOption,
+    JudgeApiBaseOption,
+    JudgeModelOption,
+    ModelsFileOption,
+    UserApiBaseOption,
+    UserModelOption,
+    model_options,
+)
 from simulator.cli._output import (
     EXIT_INVALID,
     EXIT_OK,
@@ -208,9 +217,20 @@ def runs_repeat(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the model request cache.")] = False,
     live: LiveOption = False,
     yes: YesOption = False,
+    judge_model: JudgeModelOption = None,
+    user_model: UserModelOption = None,
+    models_file: ModelsFileOption = None,
+    judge_api_base: JudgeApiBaseOption = None,
+    user_api_base: UserApiBaseOption = None,
+    agent_api_base: AgentApiBaseOption = None,
 ) -> None:
     """Run again exactly what a stored run ran (its suite snapshot and settings) as a new run; tools in test
-    mode unless this command says --live; the request cache as that run had it, unless --no-cache."""
+    mode unless this command says --live; the request cache as that run had it, unless --no-cache. The model
+    options given here are laid over the stored run's (the same plan against other models or endpoints)."""
+    given = model_options(
+        user_model=user_model, judge_model=judge_model, models_file=models_file, judge_api_base=judge_api_base,
+        user_api_base=user_api_base, agent_api_base=agent_api_base,
+    )  # fmt: skip
     with _store(db) as store:
         store.require_writable("repeat a run")
         old = store.get_run(run_ref)
@@ -232,7 +252,8 @@ def runs_repeat(
     outcome = _run_with_progress(
         lambda on_event: _api().repeat_async(
             old.id, db=db, live=live, trust_imported=yes, note=note, agent_version=agent_version,
-            cache=not no_cache, on_event=on_event,
+            cache=not no_cache, judge_model=given.judge_model, user_model=given.user_model, models=given.models,
+            on_event=on_event,
         ),
         db=db, on_start=started,
     )  # fmt: skip

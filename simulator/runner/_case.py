@@ -22,7 +22,7 @@ from simulator.llm import LLMClient, Role, metering
 from simulator.loading import LoadedSuite, config_error_at
 from simulator.loading._schema import did_you_mean
 from simulator.models import Case, ModelRoles, Persona
-from simulator.models.run import RunSettings
+from simulator.models.run import RunSettings, resolved_models
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
 from simulator.simulated_tools import LLMToolSimulator
@@ -37,24 +37,7 @@ def model_roles(loaded: LoadedSuite, options: RunSettings) -> ModelRoles:
     have a call of the role in flight; a lower limit would make them wait for each other), the judge twice
     that: a conversation's judge questions are asked at once (the hallucination and the goal question at
     least), and when a wave of conversations ends together half of them waited a whole judge latency."""
-    roles = loaded.suite.models
-    if options.models:
-        roles = roles.model_copy(
-            update={
-                role: getattr(roles, role).model_copy(update=dict(values))
-                for role, values in options.models.items()
-                if values
-            }
-        )
-    update = {}
-    if options.user_model:
-        update["user"] = roles.user.model_copy(update={"model": options.user_model})
-    if options.judge_model:
-        update["judge"] = roles.judge.model_copy(update={"model": options.judge_model})
-    agent = loaded.agent
-    if agent is not None and agent.type == "litellm" and roles.agent.model is None:
-        update["agent"] = roles.agent.model_copy(update={"model": agent.model})
-    roles = roles.model_copy(update=update)
+    roles = resolved_models(loaded.suite, options)
     unset = {
         role: getattr(roles, role).model_copy(update={"concurrency": options.concurrency * CALLS_AT_ONCE.get(role, 1)})
         for role in ROLES
