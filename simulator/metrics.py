@@ -438,7 +438,8 @@ class SummaryBuilder:
         one."""
         position = self._added if position is None else position
         self._added += 1
-        self._tally.add(stored.outcome)
+        outcome = stored.counted_outcome  # an outcome kept on trust counts as its evidence decides
+        self._tally.add(outcome)
         self._seconds.add(stored.duration_s)
         for place, (role, used) in enumerate(stored.result.transcript.usage.items()):
             self._usage.setdefault(role, _UsageTally()).add(used)
@@ -447,10 +448,10 @@ class SummaryBuilder:
             self._metrics.setdefault(score.metric, _MetricTally(score.metric)).add(score)
             self._met(("metric", score.metric), position, place)
         key = (stored.suite, stored.case, stored.persona)
-        self._cases.setdefault(key, []).append((stored.repeat, stored.key, stored.outcome))
+        self._cases.setdefault(key, []).append((stored.repeat, stored.key, outcome))
         self._met(("case", key), position, 0)
         tally, seconds = self._suites.setdefault(stored.suite, (_Tally(), _Sum()))
-        tally.add(stored.outcome)
+        tally.add(outcome)
         seconds.add(stored.duration_s)
         if self._coverage is not None:
             self._coverage.add(stored)

@@ -198,6 +198,17 @@ RayWorkersOption = Annotated[
 ]
 
 
+TrustOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust",
+        help="Keep a result whose stored outcome is not the one its transcript, scores and findings decide, "
+        "instead of refusing it: marked 'outcome as imported, not re-derived' in every report, counted in the "
+        "run's totals as its evidence decides.",
+    ),
+]
+
+
 DbOption = Annotated[
     Path | None, typer.Option("--db", help="Run store (default: $SIMULATOR_DB or .simulator/runs.db).")
 ]
