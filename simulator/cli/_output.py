@@ -191,9 +191,8 @@ RayWorkersOption = Annotated[
     int | None,
     typer.Option(
         "--ray-workers",
-        min=1,
-        help="With --executor ray: worker processes running conversations (default: 2 on a local cluster, one per "
-        "CPU of a cluster connected to).",
+        help="With --executor ray: worker processes running conversations, 1-1024 (default: 2 on a local cluster, "
+        "one per CPU of a cluster connected to).",
     ),
 ]
 

@@ -29,6 +29,7 @@ from simulator.errors import ConfigErrors, InputError
 from simulator.loading import LoadedSuite, validate_paths
 from simulator.models import Case, ModelRoles, Persona
 from simulator.models.cassette import Cassette
+from simulator.models.ranges import check_number, check_numbers
 from simulator.models.run import PlanItem, RunRecord, RunSettings, StoredResult, SuiteSnapshot
 from simulator.models.scores import CaseResult
 from simulator.runner._case import (
@@ -186,10 +187,11 @@ def _as_list(suites: Suites) -> list[PathLike | LoadedSuite]:
 
 
 def _settings(settings: RunSettings | None, options: Mapping[str, Any]) -> RunSettings:
-    """``settings`` with ``options`` laid over it, validated: an unknown or ill-typed option is an InputError
-    naming it, before anything runs."""
+    """``settings`` with ``options`` laid over it, validated: an unknown or ill-typed option, or a number out of
+    its range (:mod:`simulator.models.ranges`), is an InputError naming it, before anything runs."""
     data = settings.model_dump() if settings is not None else {}
     data.update(options)
+    check_numbers(data)  # before pydantic, which would read True as 1 and "3" as 3
     try:
         chosen = RunSettings.model_validate(data)
     except ValidationError as exc:
@@ -420,8 +422,11 @@ async def run_async(
     ``$SIMULATOR_DB`` or ``.simulator/runs.db``). Settings are a :class:`RunSettings` and/or its fields as
     keywords (``repeat=3``, ``persona="all"``, ``judge_model=...``, ``live=True`` to run real tool
     functions, ``models={"judge": {"api_base": ...}}``). Returns the stored run. Cancelling it marks the run
-    ``interrupted`` (continue it with :func:`resume`) and re-raises."""
+    ``interrupted`` (continue it with :func:`resume`) and re-raises. A number out of its range
+    (:mod:`simulator.models.ranges`) is an InputError before anything is stored."""
+    check_number("cache_size_mb", cache_size_mb)
     planned = suites if isinstance(suites, PlannedRun) else plan(suites, settings, **options)
+    check_numbers(planned.settings.model_dump())  # a PlannedRun made by hand too
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         record = new_record(
@@ -508,6 +513,7 @@ async def resume_async(
     ``live=True``; an imported run only with ``trust_imported=True``. A complete run is returned as it is.
     It runs on the executor it was started with (``executor``, ``ray_address`` and ``ray_workers`` as stored)
     unless these say otherwise."""
+    check_numbers({"cache_size_mb": cache_size_mb, "ray_workers": ray_workers})
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         store.require_writable("resume a run")
@@ -561,6 +567,7 @@ async def repeat_async(
 ) -> RunOutcome:
     """Run again exactly what a stored run ran (its suite snapshot, settings and plan) as a new run; tools in
     test mode unless ``live=True``."""
+    check_number("cache_size_mb", cache_size_mb)
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         store.require_writable("repeat a run")
@@ -604,6 +611,8 @@ def plan_simulation(
 ) -> SimulationPlan:
     """Check what :func:`simulate` would run, running nothing."""
     from simulator.loading import load_suite
+
+    check_number("seed", seed)
 
     loaded = suite if isinstance(suite, LoadedSuite) else load_suite(suite)
     check_environment([loaded])
