@@ -170,7 +170,8 @@ class RunOutcome:
     def exit_code(self, fail_under: float | None = None, fail_under_coverage: float | None = None) -> int:
         """What the command line exits with for this run: 0 pass (or correctness at least ``fail_under`` %),
         1 below the bar (or coverage below ``fail_under_coverage`` %: a run with nothing to cover counts as
-        0%), 3 when the run did not complete."""
+        0%), 3 when the run did not complete. A bar outside 0-100 is an InputError."""
+        check_numbers({"fail_under": fail_under, "fail_under_coverage": fail_under_coverage})
         if not self.completed or self.record.totals is None:
             return 3
         if fail_under_coverage is not None and (self.coverage or 0.0) < fail_under_coverage:

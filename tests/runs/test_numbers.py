@@ -193,3 +193,19 @@ def test_the_pytest_plugin_holds_its_options_to_the_same_ranges(option: str, mes
     done = pytest_in(tmp_path, option, "--collect-only", "-q")
     assert done.returncode == 4, done.stdout + done.stderr  # pytest's usage error
     assert f"ERROR: {message}" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("bars", "message"),
+    [
+        ({"fail_under": 100.5}, f"--fail-under 100.5 (fail_under=100.5): {FAIL_UNDER}"),
+        ({"fail_under_coverage": -1}, f"--fail-under-coverage -1 (fail_under_coverage=-1): {COVERAGE}"),
+    ],
+)
+def test_a_bar_out_of_range_given_to_exit_code_is_refused(
+    stored: tuple[Path, str], bars: dict[str, float], message: str
+) -> None:
+    db, run_id = stored
+    with pytest.raises(InputError) as caught:
+        simulator.get_run(run_id, db=db).exit_code(**bars)
+    assert str(caught.value) == message
