@@ -17,6 +17,7 @@ __all__ = ["TRUST_MARK", "Rederived", "decide_outcome", "rederive", "rederived"]
 
 #: How the first reason of a result whose outcome was kept as it came (``--trust``) begins.
 TRUST_MARK: Final = "outcome as imported, not re-derived (--trust)"
+_WHY: Final = 160
 
 
 def decide_outcome(
@@ -81,7 +82,9 @@ class Rederived:
         """The disagreement in words: ``case 'refund' [impatient] #2: stored pass, derived fail (why: ...)``."""
         found = self.result
         persona = f" [{found.persona}]" if found.persona else ""
-        why = f" (why: {self.derived_reasons[0]})" if self.derived_reasons else ""
+        first = " ".join(self.derived_reasons[0].split()) if self.derived_reasons else ""
+        # One line per result however long the reason: an error lists up to ten of them.
+        why = f" (why: {first[:_WHY] + '…' if len(first) > _WHY else first})" if first else ""
         return (
             f"case {found.case!r}{persona} #{found.repeat + 1}: stored {self.stored}, but its transcript, scores "
             f"and fidelity findings decide {self.derived}{why}"
