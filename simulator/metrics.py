@@ -505,12 +505,13 @@ class SummaryBuilder:
 
 
 def run_summary(results: Iterable[StoredResult], duration_s: float, record: RunRecord | None = None) -> RunSummary:
-    """The run summary of ``results`` (in plan order), read one at a time: the counts and correctness
-    (:func:`counts`; a result whose outcome an import kept on trust counts as its evidence decides,
-    :attr:`~simulator.models.run.StoredResult.counted_outcome`), tokens, calls and cost per model role added up over the transcripts (a cost is None when
-    any call's cost is unknown), every metric's :func:`metric_summary`, every case's :func:`repeat_stats` over
-    its repeats, and each suite's counts and seconds. ``duration_s`` is the run's wall-clock time. Given the
-    run's ``record`` (its plan and suites), the run's coverage too (:mod:`simulator.coverage`), in the same pass."""
+    """The run summary of ``results`` (in plan order), read one at a time: the counts and correctness (:func:`counts`;
+    a result whose outcome an import kept on trust counts as its evidence decides,
+    :attr:`~simulator.models.run.StoredResult.counted_outcome`), tokens, calls and cost per model role added up over
+    the transcripts (a cost is None when any call's cost is unknown), every metric's :func:`metric_summary`, every
+    case's :func:`repeat_stats` over its repeats, and each suite's counts and seconds. ``duration_s`` is the run's
+    wall-clock time. Given the run's ``record`` (its plan and suites), the run's coverage too
+    (:mod:`simulator.coverage`), in the same pass."""
     builder = SummaryBuilder(record)
     for stored in results:
         builder.add(stored)
