@@ -288,4 +288,7 @@ class _Clause:
         place = find_phrase(self.lex.absence, self.words)
         if place is None or find_phrase(self.lex.absence_exceptions, self.words) is not None:
             return []
-        return [(place[0], place[1], "result", self.keys[place[0]])]
+        start, end = place
+        if self.keys[end] in self.lex.determiners and end + 1 < len(self.keys):
+            end += 1  # the quote goes on to the place: "... in your account"
+        return [(start, end, "result", self.keys[start])]

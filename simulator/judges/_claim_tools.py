@@ -144,7 +144,8 @@ def _describe(name: str, description: str, kind: ToolKind | None, lex: Lexicon) 
         # first in English ("Get the status of a refund") and last in German ("Eine Bestellung erstatten").
         _, from_description = _kind_from(described[:1] + described[-1:], lex)
         found = from_description or found
-        verb_at = next((at for at, part in enumerate(parts) if lex.tool_kinds.get(part) == found), verb_at)
+        if found is not None:
+            verb_at = next((at for at, part in enumerate(parts) if lex.tool_kinds.get(part) == found), verb_at)
     if verb_at is None and len(parts) >= 2:
         # No word the lists know: German names end in the verb (feiertage_abrufen), English ones start with it.
         verb_at = len(parts) - 1 if parts[-1].endswith("en") else 0
