@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from simulator.judges._claim_text import DATE, Clause, Sentence, Word, sentences
+from simulator.judges._claim_text import DATE, Clause, Sentence, Word
 from simulator.judges._claim_tools import Vocabulary
-from simulator.judges._claim_words import GAP, Meaning, Sense, find_phrase
+from simulator.judges._claim_words import GAP, Meaning, Sense
 
 ClaimKind = Literal["action", "result", "use"]
 _KIND: dict[Sense, ClaimKind] = {"action": "action", "lookup": "result", "find": "result", "use": "use"}
@@ -49,23 +49,18 @@ class Claim:
     clause: frozenset[str]
 
 
-def find_claims(text: str, vocabulary: Vocabulary) -> list[Claim]:
-    """Every claim in a reply, in reading order."""
+def find_claims(text: str, parsed: Sequence[Sentence], vocabulary: Vocabulary) -> list[Claim]:
+    """Every claim in a reply (``parsed`` its sentences, see :func:`~simulator.judges._claim_text.sentences`),
+    in reading order."""
     found: list[Claim] = []
-    for sentence in sentences(text):
-        if sentence.question:
-            continue
-        found.extend(_claims_in(sentence, text, vocabulary))
+    for sentence in parsed:
+        if not sentence.question:
+            found.extend(_claims_in(sentence, text, vocabulary))
     return found
 
 
-def statements(text: str) -> list[Sentence]:
-    """The sentences of a reply that state something: not questions."""
-    return [sentence for sentence in sentences(text) if not sentence.question]
-
-
 def _claims_in(sentence: Sentence, text: str, vocabulary: Vocabulary) -> list[Claim]:
-    condition = find_phrase(vocabulary.lexicon.conditionals, sentence.words)
+    condition = vocabulary.lexicon.conditionals.find(sentence.words)
     condition_at = sentence.words[condition[0]].start if condition is not None else None
     found: list[Claim] = []
     for clause in sentence.clauses:
@@ -274,7 +269,7 @@ class _Clause:
 
     def _according(self) -> list[tuple[int, int, ClaimKind, str]]:
         """ "according to our delivery system", "laut Feiertagsabfrage"."""
-        place = find_phrase(self.lex.according, self.words)
+        place = self.lex.according.find(self.words)
         if place is None:
             return []
         start, end = place
@@ -285,8 +280,8 @@ class _Clause:
 
     def _absence(self) -> list[tuple[int, int, ClaimKind, str]]:
         """ "there are no invoices in your account", "In Ihrem Postfach gibt es keine Preisliste"."""
-        place = find_phrase(self.lex.absence, self.words)
-        if place is None or find_phrase(self.lex.absence_exceptions, self.words) is not None:
+        place = self.lex.absence.find(self.words)
+        if place is None or self.lex.absence_exceptions.find(self.words) is not None:
             return []
         start, end = place
         if self.keys[end] in self.lex.determiners and end + 1 < len(self.keys):

@@ -84,6 +84,8 @@ class Vocabulary:
     tools: tuple[Tool, ...]
     #: Nouns of lookups (the word lists' and the lookup tools' own: "abruf" of feiertage_abrufen).
     lookup_nouns: frozenset[str]
+    #: A compound ending in one of them: "liefersystem", "feiertagsabfrage".
+    lookup_compound: re.Pattern[str]
 
     def kind_of(self, name: str) -> ToolKind:
         """The kind of a called tool: as declared, or derived from its name alone."""
@@ -94,11 +96,7 @@ class Vocabulary:
 
     def is_lookup_noun(self, key: str) -> bool:
         """A lookup noun, or a compound ending in one ("liefersystem", "feiertagsabfrage")."""
-        if key in self.lookup_nouns:
-            return True
-        return len(key) > _MIN_STEM + 2 and any(
-            key.endswith(noun) for noun in self.lookup_nouns if len(noun) >= _MIN_STEM
-        )
+        return key in self.lookup_nouns or self.lookup_compound.search(key) is not None
 
 
 def name_parts(name: str) -> list[str]:
@@ -120,7 +118,9 @@ def vocabulary(tools: tuple[ToolEntry, ...]) -> Vocabulary:
                 added.add(forms, Meaning(part.word, _SENSE_OF_KIND[tool.kind]))
                 if tool.kind == "lookup":
                     lookup_nouns |= {noun for noun in forms.nouns if len(noun) >= _MIN_STEM}
-    return Vocabulary(lex, lex.verbs.merged(added), described, frozenset(lookup_nouns))
+    heads = sorted((noun for noun in lookup_nouns if len(noun) >= _MIN_STEM), key=len, reverse=True)
+    compound = re.compile(f"^.{{{_MIN_STEM - 1},}}(?:{'|'.join(map(re.escape, heads))})$")
+    return Vocabulary(lex, lex.verbs.merged(added), described, frozenset(lookup_nouns), compound)
 
 
 @cache

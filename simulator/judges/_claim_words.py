@@ -7,6 +7,7 @@ language than the suite's. Adding a language is adding a file (``inflection`` sa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -146,11 +147,11 @@ class Lexicon:
     tool_kinds: Mapping[str, Literal["action", "lookup"]]
     #: Verbs that name each other: a folded verb -> the folded verbs of its group.
     equivalents: Mapping[str, frozenset[str]]
-    conditionals: tuple[Phrase, ...]
-    admissions: tuple[Phrase, ...]
-    according: tuple[Phrase, ...]
-    absence: tuple[Phrase, ...]
-    absence_exceptions: tuple[Phrase, ...]
+    conditionals: Phrases
+    admissions: Phrases
+    according: Phrases
+    absence: Phrases
+    absence_exceptions: Phrases
 
 
 def phrase(text: str) -> Phrase:
@@ -166,34 +167,29 @@ def phrase(text: str) -> Phrase:
     return tuple(slots)
 
 
-def find_phrase(phrases: Iterable[Phrase], found: Sequence[Word]) -> tuple[int, int] | None:
-    """The first place (index of the first and last word) where one of the phrases stands in ``found``."""
-    keys = [word.key for word in found]
-    best: tuple[int, int] | None = None
-    for slots in phrases:
-        for start in range(len(keys)):
-            end = _match(slots, keys, 0, start)
-            if end is not None and (best is None or start < best[0]):
-                best = (start, end - 1)
-                break
-    return best
+class Phrases:
+    """Phrases compiled into one pattern over a clause's folded words, written one after another with a space
+    after each: the leftmost place where any of them stands is one search."""
+
+    def __init__(self, phrases: Iterable[Phrase]) -> None:
+        alternatives = ["".join(_slot_pattern(slot) for slot in slots) for slots in phrases if slots]
+        self._pattern = re.compile("(?<![^ ])(?:" + "|".join(alternatives) + ")") if alternatives else None
+
+    def find(self, found: Sequence[Word]) -> tuple[int, int] | None:
+        """The first place (index of its first and last word) where one of the phrases stands in ``found``."""
+        if self._pattern is None or not found:
+            return None
+        text = "".join(word.key + " " for word in found)
+        match = self._pattern.search(text)
+        if match is None:
+            return None
+        return text.count(" ", 0, match.start()), text.count(" ", 0, match.end()) - 1
 
 
-def _match(slots: Phrase, keys: Sequence[str], slot: int, at: int) -> int | None:
-    if slot == len(slots):
-        return at
-    current = slots[slot]
-    if current is None:
-        for skip in range(GAP + 1):
-            if at + skip > len(keys):
-                return None
-            end = _match(slots, keys, slot + 1, at + skip)
-            if end is not None:
-                return end
-        return None
-    if at < len(keys) and keys[at] in current:
-        return _match(slots, keys, slot + 1, at + 1)
-    return None
+def _slot_pattern(slot: frozenset[str] | None) -> str:
+    if slot is None:
+        return f"(?:[^ ]+ ){{0,{GAP}}}"
+    return "(?:" + "|".join(re.escape(word) for word in sorted(slot, key=len, reverse=True)) + ") "
 
 
 def noun_forms(language: ClaimWords, noun: str) -> frozenset[str]:
@@ -249,8 +245,8 @@ def build_lexicon(languages: Sequence[ClaimWords]) -> Lexicon:
     def gaps(name: str) -> dict[str, int]:
         return {fold(word): lang.gap for lang in languages for word in getattr(lang, name)}
 
-    def phrases(name: str) -> tuple[Phrase, ...]:
-        return tuple(phrase(text) for lang in languages for text in getattr(lang, name))
+    def phrases(name: str) -> Phrases:
+        return Phrases(phrase(text) for lang in languages for text in getattr(lang, name))
 
     return Lexicon(
         languages=tuple(languages),

@@ -33,10 +33,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from simulator.judges._claim_finder import Claim, find_claims, statements
-from simulator.judges._claim_text import words
+from simulator.judges._claim_finder import Claim, find_claims
+from simulator.judges._claim_text import Sentence, sentences
 from simulator.judges._claim_tools import ToolEntry, ToolKind, Vocabulary, vocabulary
-from simulator.judges._claim_words import find_phrase
 from simulator.models.transcript import AgentEvent, ToolCallRecord
 
 __all__ = ["ClaimFinding", "ClaimTool", "DescribedTool", "find_unsupported_claims"]
@@ -95,7 +94,8 @@ def find_unsupported_claims(replies: Sequence[AgentEvent], declared_tools: Decla
         text = "\n".join(reply.messages).replace("\u2019", "'")
         if not text.strip():
             continue
-        claims = find_claims(text, vocab)
+        parsed = sentences(text)
+        claims = find_claims(text, parsed, vocab)
         none_ran = bool(this_turn) and not any(_ran(call) for call in this_turn)
         if claims and not none_ran:
             unbacked = next(
@@ -106,9 +106,8 @@ def find_unsupported_claims(replies: Sequence[AgentEvent], declared_tools: Decla
                 claim, why = unbacked
                 findings.append(ClaimFinding(reply.turn, claim.text, f"claims “{claim.text}” but {why}"))
                 continue
-        stated = statements(text)
-        states_data = bool(claims) or any(re.search(r"\d", sentence.text) for sentence in stated)
-        if none_ran and states_data and find_phrase(vocab.lexicon.admissions, words(text)) is None:
+        states_data = bool(claims) or any(not s.question and re.search(r"\d", s.text) for s in parsed)
+        if none_ran and states_data and not _admits_failure(parsed, vocab):
             statuses = ", ".join(f"{call.name} [{call.status}]" for call in this_turn)
             findings.append(
                 ClaimFinding(
@@ -118,6 +117,11 @@ def find_unsupported_claims(replies: Sequence[AgentEvent], declared_tools: Decla
                 )
             )
     return findings
+
+
+def _admits_failure(parsed: Sequence[Sentence], vocab: Vocabulary) -> bool:
+    """Whether the reply says its tools did not work ("could not", "unable", "konnte ... nicht")."""
+    return any(vocab.lexicon.admissions.find(clause.words) for sentence in parsed for clause in sentence.clauses)
 
 
 def _entries(declared: DeclaredTools) -> tuple[ToolEntry, ...]:

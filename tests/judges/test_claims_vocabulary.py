@@ -292,7 +292,10 @@ ROWS = [
         id="tool word: 'aufgestockt' from kontingent_aufstocken (separable prefix)",
     ),
     pytest.param(
-        "Ihr Kontingent wurde aufgestockt.", [call("kontingent_aufstocken")], None, id="tool word: German passive backed"
+        "Ihr Kontingent wurde aufgestockt.",
+        [call("kontingent_aufstocken")],
+        None,
+        id="tool word: German passive backed",
     ),
     # -- no claim: negations, offers, questions, futures, conditions, dated statuses -------------------------
     pytest.param("I have not blocked your card.", [], None, id="en negated action"),
