@@ -39,14 +39,28 @@ _SUBJECT_WORDS = 4  # how far back a quote looks for the determiner of a passive
 
 @dataclass(frozen=True)
 class Claim:
-    """A claim as written (``text``, at ``start`` in the reply), its kind, its verb (folded) and the folded words
-    of its clause, which say which tool it names."""
+    """A claim as written (``text``, at ``start`` in the reply), its kind, its verb as written and as listed
+    (``base``, folded), and the folded words of its clause, which say which tool it names. ``reported``: a
+    passive or a state ("has been cancelled"), which may report what a record says rather than what the
+    agent did; "I have cancelled" is not."""
 
     text: str
     start: int
     kind: ClaimKind
     verb: str
+    base: str
     clause: frozenset[str]
+    reported: bool = False
+
+
+@dataclass(frozen=True)
+class _Found:
+    first: int
+    last: int
+    kind: ClaimKind
+    verb: str
+    base: str
+    reported: bool = False
 
 
 def find_claims(text: str, parsed: Sequence[Sentence], vocabulary: Vocabulary) -> list[Claim]:
@@ -60,22 +74,32 @@ def find_claims(text: str, parsed: Sequence[Sentence], vocabulary: Vocabulary) -
 
 
 def _claims_in(sentence: Sentence, text: str, vocabulary: Vocabulary) -> list[Claim]:
-    condition = vocabulary.lexicon.conditionals.find(sentence.words)
-    condition_at = sentence.words[condition[0]].start if condition is not None else None
+    lex = vocabulary.lexicon
+    condition_at = _place(lex.conditionals.find(sentence.words), sentence)
+    report_at = _place(lex.report_markers.find(sentence.words), sentence)
     found: list[Claim] = []
     for clause in sentence.clauses:
-        for first, last, kind, verb in _Clause(clause, vocabulary).claims():
-            start = clause.words[first].start
-            if condition_at is not None and condition_at < start:
+        own = lex.self_references.find(clause.words) is not None
+        for claim in _Clause(clause, vocabulary).claims():
+            start = clause.words[claim.first].start
+            if (condition_at is not None and condition_at < start) or (own and claim.kind == "action"):
                 continue
+            kind = claim.kind
+            if claim.reported and report_at is not None and report_at < start:
+                kind = "result"  # "I see that your order has been cancelled": what the record says
             keys = frozenset(word.key for word in clause.words)
-            found.append(Claim(text[start : clause.words[last].end], start, kind, verb, keys))
+            quote = text[start : clause.words[claim.last].end]
+            found.append(Claim(quote, start, kind, claim.verb, claim.base, keys, claim.reported))
     found.sort(key=lambda claim: claim.start)
     return found
 
 
+def _place(place: tuple[int, int] | None, sentence: Sentence) -> int | None:
+    return sentence.words[place[0]].start if place is not None else None
+
+
 class _Clause:
-    """The frames of one clause; each claim is (first word, last word, kind, verb)."""
+    """The frames of one clause, each claim found by its first and last word."""
 
     def __init__(self, clause: Clause, vocabulary: Vocabulary) -> None:
         self.words: Sequence[Word] = clause.words
@@ -84,15 +108,15 @@ class _Clause:
         self.lex = vocabulary.lexicon
         self.dated = bool(DATE.search(clause.text)) or any(key in self.lex.time_words for key in self.keys)
 
-    def claims(self) -> list[tuple[int, int, ClaimKind, str]]:
-        found: list[tuple[int, int, ClaimKind, str]] = []
+    def claims(self) -> list[_Found]:
+        found: list[_Found] = []
         subject_at: int | None = None  # where a first-person claim of this clause began, for "... and cancelled"
         for index, key in enumerate(self.keys):
             if key in self.vocabulary.verbs.past or key in self.vocabulary.verbs.present:
                 claim = self._verb_claim(index, subject_at)
                 if claim is not None:
                     found.append(claim)
-                    subject_at = claim[0] if self._first_person_at(claim[0]) else subject_at
+                    subject_at = claim.first if self._first_person_at(claim.first) else subject_at
             if key in self.lex.completion:
                 found.extend(self._completion(index))
             if key in self.lex.result_verbs:
@@ -103,7 +127,7 @@ class _Clause:
 
     # -- verbs in a frame -------------------------------------------------------------------------------------
 
-    def _verb_claim(self, index: int, subject_at: int | None) -> tuple[int, int, ClaimKind, str] | None:
+    def _verb_claim(self, index: int, subject_at: int | None) -> _Found | None:
         key = self.keys[index]
         past = self._meaning(self.vocabulary.verbs.past.get(key, ()), index)
         present = self._meaning(self.vocabulary.verbs.present.get(key, ()), index)
@@ -114,20 +138,21 @@ class _Clause:
             for frame in frames:
                 found = frame(index)
                 if found is not None:
-                    return self._judged(found, index, meaning, passive=frame in (self._passive,))
+                    passive, state = frame == self._passive, frame == self._state
+                    return self._judged(found, index, meaning, dated=passive, reported=passive or state)
             if meaning is past and subject_at is not None and self._joined(index):
-                return self._judged((subject_at, False), index, meaning, passive=False)
+                return self._judged((subject_at, False), index, meaning, dated=False, reported=False)
         return None
 
     def _judged(
-        self, frame: tuple[int, bool], index: int, meaning: Meaning, *, passive: bool
-    ) -> tuple[int, int, ClaimKind, str] | None:
+        self, frame: tuple[int, bool], index: int, meaning: Meaning, *, dated: bool, reported: bool
+    ) -> _Found | None:
         start, negated = frame
         if negated and meaning.sense != "find":
             return None
-        if passive and self.dated and meaning.sense != "find":
+        if dated and self.dated and meaning.sense != "find":
             return None
-        return start, self._end(index, meaning), _KIND[meaning.sense], self.keys[index]
+        return _Found(start, self._end(index, meaning), _KIND[meaning.sense], self.keys[index], meaning.verb, reported)
 
     def _meaning(self, meanings: Sequence[Meaning], index: int) -> Meaning | None:
         """The verb's meaning here: one whose particle follows it ("looked it up"), the most telling first."""
@@ -237,7 +262,7 @@ class _Clause:
 
     # -- completion, results, sources, absences ---------------------------------------------------------------
 
-    def _completion(self, index: int) -> list[tuple[int, int, ClaimKind, str]]:
+    def _completion(self, index: int) -> list[_Found]:
         """ "Your refund is complete", "Die Stornierung ist abgeschlossen": an action's noun, then done."""
         at = index - 1
         while at >= 0 and (self.keys[at] in self.lex.adverbs or self.keys[at] in self.lex.state_adverbs):
@@ -250,24 +275,25 @@ class _Clause:
         for noun_at in range(at - 1, max(-1, at - _BEFORE_COMPLETION - 1), -1):
             for meaning in self.vocabulary.verbs.nouns.get(self.keys[noun_at], ()):
                 if meaning.sense == "action":
-                    return [(self._subject_start(noun_at + 1), index, "action", self.keys[noun_at])]
+                    start = self._subject_start(noun_at + 1)
+                    return [_Found(start, index, "action", self.keys[noun_at], meaning.verb, reported=True)]
         return []
 
-    def _result(self, index: int) -> list[tuple[int, int, ClaimKind, str]]:
+    def _result(self, index: int) -> list[_Found]:
         """ "the lookup shows", "Unser System zeigt", "liefert der Feiertagsabruf": a lookup noun and a result verb."""
         for at in range(index - 1, max(-1, index - _BEFORE_RESULT_VERB - 1), -1):
             if self.vocabulary.is_lookup_noun(self.keys[at]):
                 if any(key in self.lex.modals for key in self.keys[at + 1 : index]):
                     return []
-                return [(self._subject_start(at + 1), index, "result", self.keys[index])]
+                return [_Found(self._subject_start(at + 1), index, "result", self.keys[index], self.keys[index])]
         # German puts the verb second: "Für Bayern liefert der Feiertagsabruf ..." (a determiner right after it).
         if index + 1 < len(self.keys) and self.keys[index + 1] in self.lex.determiners:
             for at in range(index + 2, min(len(self.keys), index + _AFTER_RESULT_VERB + 1)):
                 if self.vocabulary.is_lookup_noun(self.keys[at]):
-                    return [(index, at, "result", self.keys[index])]
+                    return [_Found(index, at, "result", self.keys[index], self.keys[index])]
         return []
 
-    def _according(self) -> list[tuple[int, int, ClaimKind, str]]:
+    def _according(self) -> list[_Found]:
         """ "according to our delivery system", "laut Feiertagsabfrage"."""
         place = self.lex.according.find(self.words)
         if place is None:
@@ -275,10 +301,10 @@ class _Clause:
         start, end = place
         for at in range(end + 1, min(len(self.keys), end + _AFTER_ACCORDING + 1)):
             if self.vocabulary.is_lookup_noun(self.keys[at]):
-                return [(start, at, "result", self.keys[at])]
+                return [_Found(start, at, "result", self.keys[at], self.keys[at])]
         return []
 
-    def _absence(self) -> list[tuple[int, int, ClaimKind, str]]:
+    def _absence(self) -> list[_Found]:
         """ "there are no invoices in your account", "In Ihrem Postfach gibt es keine Preisliste"."""
         place = self.lex.absence.find(self.words)
         if place is None or self.lex.absence_exceptions.find(self.words) is not None:
@@ -286,4 +312,4 @@ class _Clause:
         start, end = place
         if self.keys[end] in self.lex.determiners and end + 1 < len(self.keys):
             end += 1  # the quote goes on to the place: "... in your account"
-        return [(start, end, "result", self.keys[start])]
+        return [_Found(start, end, "result", self.keys[start], self.keys[start])]

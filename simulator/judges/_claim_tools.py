@@ -124,6 +124,14 @@ def vocabulary(tools: tuple[ToolEntry, ...]) -> Vocabulary:
 
 
 @cache
+def reported_forms(verb: str) -> frozenset[str]:
+    """The past forms of a listed verb (folded) and of its translations: the words a tool's result uses for the
+    state it reports ("cancelled", "storniert" for "stornieren")."""
+    lex = lexicon()
+    return frozenset(form for each in {verb, *lex.translations.get(verb, ())} for form in _verb_forms(each, lex).past)
+
+
+@cache
 def _undeclared(name: str) -> Tool:
     return _describe(name, "", None, lexicon())
 

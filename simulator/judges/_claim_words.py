@@ -45,6 +45,8 @@ class ClaimWords(StrictModel):
     negations: list[str]
     modals: list[str]
     conditionals: list[str]
+    report_markers: list[str]
+    self_references: list[str]
     time_words: list[str]
     admissions: list[str]
     action_verbs: list[str]
@@ -59,6 +61,7 @@ class ClaimWords(StrictModel):
     irregular: dict[str, list[str]] = Field(default_factory=dict)
     nouns: dict[str, list[str]] = Field(default_factory=dict)
     equivalents: list[list[str]] = Field(default_factory=list)
+    translations: dict[str, list[str]] = Field(default_factory=dict)
     lookup_nouns: list[str]
     result_verbs: list[str]
     according: list[str]
@@ -147,7 +150,11 @@ class Lexicon:
     tool_kinds: Mapping[str, Literal["action", "lookup"]]
     #: Verbs that name each other: a folded verb -> the folded verbs of its group.
     equivalents: Mapping[str, frozenset[str]]
+    #: Verbs that mean the same in another language, both ways: "stornieren" <-> "cancel".
+    translations: Mapping[str, frozenset[str]]
     conditionals: Phrases
+    report_markers: Phrases
+    self_references: Phrases
     admissions: Phrases
     according: Phrases
     absence: Phrases
@@ -221,6 +228,7 @@ def build_lexicon(languages: Sequence[ClaimWords]) -> Lexicon:
     verbs = VerbIndex()
     tool_kinds: dict[str, Literal["action", "lookup"]] = {}
     equivalents: dict[str, frozenset[str]] = {}
+    translations: dict[str, frozenset[str]] = {}
     for words_ in languages:
         for sense, listed in (("action", words_.action_verbs), ("lookup", words_.lookup_verbs),
                               ("find", words_.finding_verbs)):  # fmt: skip
@@ -238,6 +246,10 @@ def build_lexicon(languages: Sequence[ClaimWords]) -> Lexicon:
             members = frozenset(fold(verb).replace(" ", "") for verb in group)
             for verb in members:
                 equivalents[verb] = equivalents.get(verb, frozenset()) | members
+        for verb, meanings in words_.translations.items():
+            for meaning in meanings:
+                translations[fold(verb)] = translations.get(fold(verb), frozenset()) | {fold(meaning)}
+                translations[fold(meaning)] = translations.get(fold(meaning), frozenset()) | {fold(verb)}
 
     def folded(name: str) -> frozenset[str]:
         return frozenset(fold(word) for lang in languages for word in getattr(lang, name))
@@ -273,7 +285,10 @@ def build_lexicon(languages: Sequence[ClaimWords]) -> Lexicon:
         optional_tool_words=folded("optional_tool_words"),
         tool_kinds=tool_kinds,
         equivalents=equivalents,
+        translations=translations,
         conditionals=phrases("conditionals"),
+        report_markers=phrases("report_markers"),
+        self_references=phrases("self_references"),
         admissions=phrases("admissions"),
         according=phrases("according"),
         absence=phrases("absence"),

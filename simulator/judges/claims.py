@@ -35,10 +35,13 @@ from typing import Protocol
 
 from simulator.judges._claim_finder import Claim, find_claims
 from simulator.judges._claim_text import Sentence, sentences
-from simulator.judges._claim_tools import ToolEntry, ToolKind, Vocabulary, vocabulary
+from simulator.judges._claim_tools import ToolEntry, ToolKind, Vocabulary, reported_forms, vocabulary
+from simulator.judges._inflect import fold
 from simulator.models.transcript import AgentEvent, ToolCallRecord
 
 __all__ = ["ClaimFinding", "ClaimTool", "DescribedTool", "find_unsupported_claims"]
+
+_RESULT_WORD = re.compile(r"[^\W\d_]+")
 
 
 class DescribedTool(Protocol):
@@ -150,6 +153,10 @@ def _unbacked(
     or None when it is."""
     if not called:
         return "no tool was called in the conversation"
+    if claim.kind == "action" and claim.reported:
+        states = _stated_states(claim, vocab)
+        if any(_ran(call) and not states.isdisjoint(_result_words(call)) for call in called):
+            return None
     named = _named(claim, vocab)
     if named:
         of_tool = [call for call in called if call.name in named]
@@ -169,6 +176,21 @@ def _unbacked(
     if claim.kind == "action":
         return f"no tool that changes something ran in this turn (only the lookup {names})"
     return f"no lookup ran in this turn (only {names}, which changes something)"
+
+
+def _stated_states(claim: Claim, vocab: Vocabulary) -> frozenset[str]:
+    """The words a tool's result would use for the state a passive claim states: the past forms of its verb and
+    of the actions its clause names by their nouns ("has been cancelled" -> cancelled, canceled, storniert; "the
+    refund has been processed" -> processed, refunded). A call that returned one of them backs the claim as a
+    report of its result, not an action of the agent's."""
+    verbs = {claim.base}
+    for key in claim.clause:
+        verbs |= {meaning.verb for meaning in vocab.verbs.nouns.get(key, ()) if meaning.sense == "action"}
+    return frozenset(form for verb in verbs for form in reported_forms(verb))
+
+
+def _result_words(call: ToolCallRecord) -> set[str]:
+    return set(_RESULT_WORD.findall(fold(call.result_text)))
 
 
 def _named(claim: Claim, vocab: Vocabulary) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from pydantic import JsonValue
 
 from simulator.judges._claim_tools import tool_words, vocabulary
 from simulator.judges._claim_words import lexicon
@@ -36,8 +37,13 @@ FEIERTAGE = "Der Feiertagsabruf für Bayern liefert im Zeitraum 01.12. bis 08.12
 POSTFACH = "In deinem Postfach habe ich keine Preisliste gefunden."
 
 
-def call(name: str, status: ToolStatus = "faked", *, error: str | None = None) -> ToolCallRecord:
-    return ToolCallRecord(id=f"c-{name}", name=name, status=status, result={"ok": True}, error=error)
+def call(
+    name: str, status: ToolStatus = "faked", *, error: str | None = None, result: JsonValue = None
+) -> ToolCallRecord:
+    return ToolCallRecord(id=f"c-{name}", name=name, status=status, result=result or {"ok": True}, error=error)
+
+
+CANCELLED: JsonValue = {"status": "cancelled", "cancelled_on": None}
 
 
 def none_called(claim: str) -> str:
@@ -268,6 +274,50 @@ ROWS = [
         flagged("Laut unserem System", only_action("Laut unserem System", "block_card")),
         id="de 'laut unserem System' after an action only",
     ),
+    # -- a passive that reports what a lookup returned --------------------------------------------------------
+    pytest.param(
+        "Your order has been cancelled.",
+        [call("get_invoice", result=CANCELLED)],
+        None,
+        id="en a passive the lookup's result states ('cancelled') reports it",
+    ),
+    pytest.param(
+        "Your order has been cancelled.",
+        [call("get_invoice", result={"status": "open"})],
+        flagged("Your order has been cancelled", only_lookup("Your order has been cancelled", "get_invoice")),
+        id="en a passive the lookup's result does not state",
+    ),
+    pytest.param(
+        "Ihre Bestellung wurde storniert.",
+        [call("get_invoice", result=CANCELLED)],
+        None,
+        id="de 'wurde storniert' reports an English result ('cancelled')",
+    ),
+    pytest.param(
+        "Your refund has been processed.",
+        [call("get_invoice", result={"refund": "refunded"})],
+        None,
+        id="en 'the refund has been processed' reports 'refunded'",
+    ),
+    pytest.param(
+        "I have cancelled your order.",
+        [call("get_invoice", result=CANCELLED)],
+        flagged("I have cancelled", only_lookup("I have cancelled", "get_invoice")),
+        id="en first person is the agent's action whatever the lookup says",
+    ),
+    pytest.param(
+        "I see that your order has been cancelled.",
+        [call("get_invoice")],
+        None,
+        id="en 'I see that' makes a passive a result, backed by the lookup",
+    ),
+    pytest.param(
+        "I see that your order has been cancelled.",
+        [],
+        flagged("your order has been cancelled", none_called("your order has been cancelled")),
+        id="en a reported result with no call at all",
+    ),
+    pytest.param("I've added the details below.", [], None, id="en an action in the reply itself ('below')"),
     # -- verbs that only the tools' names bring ---------------------------------------------------------------
     pytest.param(
         "I have archived the message.",
