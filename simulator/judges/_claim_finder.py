@@ -14,7 +14,9 @@ of a sentence that is not a question and has no condition before it ("once", "we
   noun, or an absence in the customer's things ("there are no invoices in your account").
 
 An offer, a plan or a future is never one of these frames ("I can block", "I will block", "soll ich ...?"), and a
-modal inside a frame ("I would have cancelled", "ich habe vor, ... zu stornieren") undoes it.
+modal inside a frame ("I would have cancelled", "ich habe vor, ... zu stornieren") undoes it. A passive or a
+state after a report marker in its sentence ("I see that your order has been cancelled", "laut ... wurde")
+is a result: it says what a record shows. An action done in the reply itself ("the details below") is none.
 """
 
 from __future__ import annotations

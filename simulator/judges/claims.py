@@ -19,6 +19,10 @@ they are certain and a judge that reads only the text can be fooled by them:
     result claim a lookup's (a lookup never backs an action: ``get_card`` does not back "I have blocked your
     card"); a tool of unknown kind backs either, and any call backs a use.
 
+  A passive or a state ("has been cancelled", "wurde storniert") may report a record instead of the agent's
+  action: it is backed by any call that ran and returned the state it names ("cancelled", or a translation),
+  and after "I see that" / "laut" it is a result (see ``_claim_finder``).
+
 * the agent states results although every tool call of this turn did not run (``not_executed`` in test mode,
   or ``failed``) and it does not say so ("could not", "unable", "konnte nicht" ...).
 
