@@ -154,6 +154,8 @@ class _Clause:
             return None
         if dated and self.dated and meaning.sense != "find":
             return None
+        if meaning.sense == "find" and not self.lex.finding_exceptions.isdisjoint(self.keys[start : index + 4]):
+            return None  # "I have found a solution for you", "eine Lösung gefunden": nothing a search returned
         return _Found(start, self._end(index, meaning), _KIND[meaning.sense], self.keys[index], meaning.verb, reported)
 
     def _meaning(self, meanings: Sequence[Meaning], index: int) -> Meaning | None:

@@ -52,6 +52,7 @@ class ClaimWords(StrictModel):
     action_verbs: list[str]
     lookup_verbs: list[str]
     finding_verbs: list[str]
+    finding_exceptions: list[str] = Field(default_factory=list)
     action_tool_words: list[str]
     lookup_tool_words: list[str]
     tool_stopwords: list[str]
@@ -141,6 +142,7 @@ class Lexicon:
     modals: frozenset[str]
     time_words: frozenset[str]
     completion: frozenset[str]
+    finding_exceptions: frozenset[str]
     determiners: frozenset[str]
     result_verbs: frozenset[str]
     lookup_nouns: frozenset[str]
@@ -276,6 +278,7 @@ def build_lexicon(languages: Sequence[ClaimWords]) -> Lexicon:
         modals=folded("modals"),
         time_words=folded("time_words"),
         completion=folded("completion"),
+        finding_exceptions=folded("finding_exceptions"),
         determiners=folded("determiners"),
         result_verbs=folded("result_verbs"),
         lookup_nouns=frozenset(

@@ -366,6 +366,9 @@ ROWS = [
     pytest.param("There is no need to worry in your case.", [], None, id="en 'in your case' is no place"),
     pytest.param("Here is the list of the search results.", [], None, id="en 'list' as a noun"),
     pytest.param("Your parcel arrives on Monday.", [], None, id="en an invented fact without a claim"),
+    pytest.param("I have found a solution for you: a return.", [], None, id="en a solution is found by no search"),
+    pytest.param("Ich habe eine Lösung für Sie gefunden.", [], None, id="de eine Lösung gefunden"),
+    pytest.param("The return label has been attached to this message.", [], None, id="en this message's own doing"),
 ]
 
 
