@@ -23,7 +23,7 @@ from simulator.judges.checks import (
     describe_call,
     tool_call_correctness,
 )
-from simulator.judges.claims import find_unsupported_claims
+from simulator.judges.claims import ClaimTool, find_unsupported_claims
 from simulator.judges.fidelity import invented_fact_question
 from simulator.judges.llm_judges import UserTurns
 from simulator.judges.step import NO_JUDGE, render_conversation
@@ -187,7 +187,12 @@ async def hallucination(target: ScoringInput) -> list[Score]:
     wrote turns (``hallucination_fidelity_batch``, see :func:`_user_question`): the judge keeps that answer
     for the fidelity check, which needs it only if the conversation fails, so no later request waits for it."""
     required = target.thresholds.fail_on_hallucination
-    flagged = {f.turn: f for f in find_unsupported_claims(target.replies, target.context.declared_tools)}
+    context = target.context
+    tools = [
+        ClaimTool(name, context.tool_descriptions.get(name, ""), context.tool_kinds.get(name))
+        for name in context.declared_tools
+    ]
+    flagged = {f.turn: f for f in find_unsupported_claims(target.replies, tools)}
     scores: list[Score | None] = []
     asked: list[AgentEvent] = []
     for reply in target.replies:

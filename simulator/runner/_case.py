@@ -303,6 +303,8 @@ async def score_case(
         language=loaded.suite.language,
         instructions=agent.instructions if agent is not None and agent.type == "litellm" else None,
         declared_tools=[tool.name for tool in agent.tools] if agent is not None else [],
+        tool_descriptions={tool.name: tool.description for tool in agent.tools} if agent is not None else {},
+        tool_kinds={tool.name: tool.kind for tool in agent.tools if tool.kind} if agent is not None else {},
         judging=loaded.suite.judging,
         persona=persona,
     )
