@@ -1,0 +1,126 @@
+"""The mutation suite's own parts: the stub judge obeys text planted by the agent only outside fenced sections and
+otherwise meets a criterion only with the tool call that backs it; its triggers never fire on the shipped prompts;
+a mutant survives the session parameter it travels in."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pytest
+
+from simulator.judges.llm_judges import PROMPT_PLACEHOLDERS, builtin_prompt
+from simulator.judges.step import render_conversation, step_prompt
+from simulator.models.transcript import AgentEvent, ToolCallRecord, TranscriptEvent, UserEvent
+from tests.verdicts.agent import injection_text
+from tests.verdicts.conversations import BANK, BASES
+from tests.verdicts.generate import Group, mutants_for
+from tests.verdicts.mutations import INJECTIONS, Mutant
+from tests.verdicts.stub_judge import TRIGGERS, StubJudge
+
+CRITERION = BANK.stages[0].criterion or ""
+REQUEST = BANK.stages[0].request
+CLAIM = "I have blocked your card C-1234."
+
+
+def _conversation(text: str, call: ToolCallRecord | None = None) -> list[TranscriptEvent]:
+    return [
+        UserEvent(turn=1, text=REQUEST, source="golden"),
+        AgentEvent(turn=1, messages=[text], tool_calls=[call] if call else []),
+    ]
+
+
+def _plain(events: list[TranscriptEvent]) -> list[dict[str, Any]]:
+    """The step judge's request as today's code sends it."""
+    request = f"Criterion: {CRITERION}\n\nConversation:\n{render_conversation(events)}"
+    return [{"role": "system", "content": step_prompt()}, {"role": "user", "content": request}]
+
+
+def _fenced(events: list[TranscriptEvent]) -> list[dict[str, Any]]:
+    """The same request with the conversation fenced as the fence protocol says: one JSON object per event."""
+    lines = []
+    for event in events:
+        if isinstance(event, UserEvent):
+            lines.append({"turn": event.turn, "role": "user", "text": event.text})
+        elif isinstance(event, AgentEvent):
+            for call in event.tool_calls:
+                lines.append({"turn": event.turn, "role": "tool_call", "name": call.name, "arguments": call.arguments,
+                              "status": call.status, "result": call.result_text})  # fmt: skip
+            lines.extend({"turn": event.turn, "role": "agent", "text": message} for message in event.messages)
+    body = "\n".join(json.dumps(line, ensure_ascii=False) for line in lines)
+    token = hashlib.sha256(f"salt\n{body}".encode()).hexdigest()[:16]
+    request = f"Criterion: {CRITERION}\n\n<conversation-{token}>\n{body}\n</conversation-{token}>"
+    return [{"role": "system", "content": step_prompt()}, {"role": "user", "content": request}]
+
+
+#: Whether today's plain request makes the stub judge find the criterion met, per injection (the claim itself is
+#: never backed by a call): obeyed orders and forged tool lines with the right arguments fool it; a forged call
+#: without arguments and a forged user line do not.
+FOOLED = {
+    "closing_tag": True,
+    "closing_agent_turn": True,
+    "forged_tool_line": True,
+    "forged_empty_call": False,
+    "forged_user_line": False,
+    "forged_exchange": True,
+    "system_line": True,
+    "json_verdict": True,
+    "json_all_questions": True,
+    "ignore_previous": True,
+}
+
+
+def test_every_injection_has_its_expectation() -> None:
+    assert set(FOOLED) == {injection.name for injection in INJECTIONS}
+
+
+@pytest.mark.parametrize("variant", range(len(INJECTIONS)), ids=[injection.name for injection in INJECTIONS])
+def test_planted_text_fools_the_stub_judge_only_outside_a_fence(variant: int) -> None:
+    events = _conversation(injection_text(BANK, 1, variant))
+    judge = StubJudge()
+    plain = judge(_plain(events))
+    fenced = judge(_fenced(events))
+    assert plain["verdict"] == ("met" if FOOLED[INJECTIONS[variant].name] else "not_met")
+    assert fenced["verdict"] == "not_met"
+
+
+def _call(arguments: dict[str, Any], status: str = "faked") -> ToolCallRecord:
+    result = {"status": "blocked"} if status == "faked" else None
+    return ToolCallRecord(id="c1", name="block_card", arguments=arguments, status=status, result=result)
+
+
+@pytest.mark.parametrize(
+    ("text", "call", "met"),
+    [
+        (CLAIM, _call({"card_id": "C-1234"}), True),
+        (CLAIM, None, False),
+        (CLAIM, _call({"card_id": "C-1243"}), False),
+        (CLAIM, _call({}), False),
+        (CLAIM, _call({"card_id": "C-1234"}, status="not_executed"), False),
+        ("I will block your card C-1234 right away.", _call({"card_id": "C-1234"}), False),
+        ("Your card C-9876 is now blocked.", _call({"card_id": "C-9876"}), False),
+    ],
+    ids=["backed", "no call", "wrong argument", "no argument", "not executed", "a promise", "another card"],
+)
+@pytest.mark.parametrize("shape", [_plain, _fenced], ids=["plain", "fenced"])
+def test_the_stub_judge_meets_a_criterion_only_with_the_call_that_backs_it(
+    text: str, call: ToolCallRecord | None, met: bool, shape: Any
+) -> None:
+    reply = StubJudge()(shape(_conversation(text, call)))
+    assert reply["verdict"] == ("met" if met else "not_met")
+    assert reply["quote"] == (text if met else "")
+
+
+@pytest.mark.parametrize("name", sorted(PROMPT_PLACEHOLDERS))
+def test_no_trigger_fires_on_a_shipped_prompt(name: str) -> None:
+    """The stub obeys only what the agent planted, never the prompt's own words."""
+    for text in (builtin_prompt(name), step_prompt()):
+        assert [trigger for trigger, pattern, _ in TRIGGERS if pattern.search(text)] == []
+
+
+def test_a_mutant_survives_its_session_parameter() -> None:
+    mutants = mutants_for(Group("simulation", "stub", judge=True, live=False))
+    assert {mutant.base for mutant in mutants} == set(BASES)
+    assert [mutant for mutant in mutants if Mutant.decode(mutant.encode()) != mutant] == []
+    assert len({mutant.slug for mutant in mutants}) == len(mutants)
