@@ -14,6 +14,8 @@ the instructions the stub judge obeyed, and ends with one line:
     BENCH mutants=N false_pass=F agent_fault_blamed_on_user=A user_fault_blamed_on_agent=K unsure=U
 
     python bench/verdicts.py [--concurrency C] [--sample N] [--seed S]
+
+``--sample 10`` runs the seeded subset of tests/verdicts/test_mutations.py (same seed), with its tables.
 """
 
 from __future__ import annotations
@@ -52,17 +54,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--concurrency", type=int, default=32, help="conversations at once per run")
     parser.add_argument("--sample", type=int, default=0, help="at most this many mutants per setting (0: all)")
-    parser.add_argument("--seed", type=int, default=0, help="the seed of --sample")
+    parser.add_argument("--seed", type=int, default=2026, help="the seed of --sample (setting i draws with seed + i)")
     options = parser.parse_args()
     judge = StubJudge()
     observations: list[Observation] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="verdicts-") as folder:
-        for setting in groups():
+        for index, setting in enumerate(groups()):
             group = replace(setting, replay=_recorded(setting))
             mutants = mutants_for(group)
             if options.sample:
-                mutants = sample(mutants, options.sample, options.seed)
+                mutants = sample(mutants, options.sample, options.seed + index)
             began = time.perf_counter()
             seen = run_group(group, baselines() + mutants, Path(folder), judge=judge, concurrency=options.concurrency)
             observations += seen

@@ -32,8 +32,9 @@ from tests.verdicts.suites import Kind, write_suites
 
 User = Literal["none", "scripted", "stub"]
 KINDS: tuple[Kind, ...] = ("golden", "scenario", "simulation")
-#: Words that show an unsure result names what was missing: the judge model, or the evidence.
-MISSING = ("no judge model", "not judged", "the judge", "evidence", "quote", "unsure after its max turns")
+#: Words that show an unsure result names what was missing: the judge (none configured, or it could not tell), or
+#: the evidence (a quote).
+MISSING = ("judge", "evidence", "quote")
 
 
 @dataclass(frozen=True)
