@@ -24,14 +24,12 @@ import argparse
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.verdicts.generate import (  # noqa: E402
-    Group,
     Observation,
     Tally,
     baselines,
@@ -45,10 +43,6 @@ from tests.verdicts.generate import (  # noqa: E402
 from tests.verdicts.stub_judge import StubJudge  # noqa: E402
 
 
-def _recorded(group: Group) -> bool:
-    return group.kind == "simulation" and group.user == "stub" and group.judge and not group.live
-
-
 def main() -> None:
     """Run every setting, print the tables and the BENCH line."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -60,8 +54,7 @@ def main() -> None:
     observations: list[Observation] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="verdicts-") as folder:
-        for index, setting in enumerate(groups()):
-            group = replace(setting, replay=_recorded(setting))
+        for index, group in enumerate(groups()):
             mutants = mutants_for(group)
             if options.sample:
                 mutants = sample(mutants, options.sample, options.seed + index)

@@ -62,12 +62,14 @@ class Group:
 
 def groups() -> list[Group]:
     """Every setting: golden cases without a user, the other kinds with each user; each with and without the
-    stub judge, in test mode and live."""
+    stub judge, in test mode and live. The simulations with the stub user and judge in test mode (the setting
+    that asks the judge the most) are recorded and replayed."""
     found = []
     for kind in KINDS:
         users: tuple[User, ...] = ("none",) if kind == "golden" else ("scripted", "stub")
         for user, judge, live in itertools.product(users, (False, True), (False, True)):
-            found.append(Group(kind, user, judge, live))
+            replay = kind == "simulation" and user == "stub" and judge and not live
+            found.append(Group(kind, user, judge, live, replay))
     return found
 
 

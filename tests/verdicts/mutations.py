@@ -162,9 +162,6 @@ USER_FAULTS: tuple[UserFault, ...] = (
     UserFault("leaked_guide", "pastes its private response guide", lambda base: 1),
 )
 
-AGENT_FAULT = {fault.name: fault for fault in AGENT_FAULTS}
-USER_FAULT = {fault.name: fault for fault in USER_FAULTS}
-
 
 @dataclass(frozen=True)
 class Mutant:

@@ -9,13 +9,11 @@ its message is the table of the mutations that still pass. ``python bench/verdic
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.verdicts.generate import (
-    Group,
     Observation,
     Tally,
     baselines,
@@ -33,18 +31,13 @@ PER_SETTING = 10
 SEED = 2026
 
 
-def _recorded(group: Group) -> bool:
-    return group.kind == "simulation" and group.user == "stub" and group.judge and not group.live
-
-
 @pytest.fixture(scope="module")
 def observations(tmp_path_factory: pytest.TempPathFactory) -> list[Observation]:
     """Every setting's base conversations and its seeded sample of mutants, run once for the module."""
     root = Path(tmp_path_factory.mktemp("verdicts"))
     judge = StubJudge()
     found: list[Observation] = []
-    for index, setting in enumerate(groups()):
-        group = replace(setting, replay=_recorded(setting))
+    for index, group in enumerate(groups()):
         mutants = sample(mutants_for(group), PER_SETTING, SEED + index)
         found += run_group(group, baselines() + mutants, root, judge=judge)
     return found
@@ -95,13 +88,11 @@ def test_every_unsure_result_names_the_missing_judge_or_evidence(observations: l
 
 def test_a_replayed_run_gives_the_recorded_outcomes(observations: list[Observation]) -> None:
     recorded = {
-        (seen.mutant, seen.group.kind): seen.outcome
-        for seen in observations
-        if _recorded(seen.group) and not seen.replayed
+        (seen.mutant, seen.group.kind): seen.outcome for seen in observations if seen.group.replay and not seen.replayed
     }
     replayed = {(seen.mutant, seen.group.kind): seen.outcome for seen in observations if seen.replayed}
     assert replayed
-    assert replayed == {key: outcome for key, outcome in recorded.items() if key in replayed}
+    assert replayed == recorded
 
 
 @pytest.mark.xfail(strict=True, reason="verdict rules being fixed")
