@@ -350,16 +350,15 @@ def _rule(words: tuple[str, ...], events: Sequence[Event]) -> dict[str, Any]:
 
 def _decide(question: str, text: str, outside: str, events: list[Event]) -> dict[str, Any]:
     if question == "step_criterion":
-        fenced = _sections(text, "criterion")
-        criterion = fenced[0] if fenced else re.search(r"^Criterion: (.*)$", text, re.MULTILINE)
-        return _criterion(criterion if isinstance(criterion, str) else criterion.group(1) if criterion else "", events)
+        plain = re.search(r"^Criterion: (.*)$", text, re.MULTILINE)
+        return _criterion(_asked(text, "criterion", plain.group(1) if plain else None), events)
     if question == "expectation":
-        expectation = " ".join((_tagged(text, "expectation") or "").split())
+        expectation = _asked(text, "expectation", _tagged(text, "expectation"))
         if expectation in RULES:
             return _rule(RULES[expectation], events)
         return _criterion(expectation, events)
     if question == "goal_satisfaction":
-        goal = " ".join((_tagged(text, "user_goal") or "").split())
+        goal = " ".join((_tagged(text, "user_goal") or _tagged(text, "goal") or text).split())
         known = [stages for criterion, stages in CRITERIA.items() if criterion in goal]
         stages = max(known, key=len) if known else []
         quotes = [_shown(stage, events) for stage in stages]
@@ -378,6 +377,14 @@ def _decide(question: str, text: str, outside: str, events: list[Event]) -> dict
     if question == "user_fidelity":
         return {"turns": _user_turns(text, outside, events)}
     return _unused(question)
+
+
+def _asked(text: str, name: str, plain: str | None) -> str:
+    """The criterion or expectation a question asks about, whitespace-normalised: its own fenced section, the
+    plain text, or else any fenced section that holds a criterion or rule the stub knows."""
+    candidates = [*_sections(text, name), *([plain] if plain else []), *(m.group("body") for m in FENCE.finditer(text))]
+    normal = [" ".join(candidate.split()) for candidate in candidates]
+    return next((c for c in normal if c in CRITERIA or c in RULES), normal[0] if normal else "")
 
 
 def _user_turns(text: str, outside: str, events: list[Event]) -> list[dict[str, Any]]:

@@ -37,8 +37,9 @@ def _plain(events: list[TranscriptEvent]) -> list[dict[str, Any]]:
     return [{"role": "system", "content": step_prompt()}, {"role": "user", "content": request}]
 
 
-def _fenced(events: list[TranscriptEvent]) -> list[dict[str, Any]]:
-    """The same request with the conversation fenced as the fence protocol says: one JSON object per event."""
+def _fenced(events: list[TranscriptEvent], *, criterion_fenced: bool = False) -> list[dict[str, Any]]:
+    """The same request with the conversation fenced as the fence protocol says: one JSON object per event (and
+    the criterion in a fence of its own with ``criterion_fenced``)."""
     lines = []
     for event in events:
         if isinstance(event, UserEvent):
@@ -50,7 +51,10 @@ def _fenced(events: list[TranscriptEvent]) -> list[dict[str, Any]]:
             lines.extend({"turn": event.turn, "role": "agent", "text": message} for message in event.messages)
     body = "\n".join(json.dumps(line, ensure_ascii=False) for line in lines)
     token = hashlib.sha256(f"salt\n{body}".encode()).hexdigest()[:16]
-    request = f"Criterion: {CRITERION}\n\n<conversation-{token}>\n{body}\n</conversation-{token}>"
+    criterion = (
+        f"<criterion-{token}>\n{CRITERION}\n</criterion-{token}>" if criterion_fenced else f"Criterion: {CRITERION}"
+    )
+    request = f"{criterion}\n\n<conversation-{token}>\n{body}\n</conversation-{token}>"
     return [{"role": "system", "content": step_prompt()}, {"role": "user", "content": request}]
 
 
@@ -86,6 +90,10 @@ def test_planted_text_fools_the_stub_judge_only_outside_a_fence(variant: int) ->
     assert fenced["verdict"] == "not_met"
 
 
+def _all_fenced(events: list[TranscriptEvent]) -> list[dict[str, Any]]:
+    return _fenced(events, criterion_fenced=True)
+
+
 def _call(arguments: dict[str, Any], status: str = "faked") -> ToolCallRecord:
     result = {"status": "blocked"} if status == "faked" else None
     return ToolCallRecord(id="c1", name="block_card", arguments=arguments, status=status, result=result)
@@ -104,7 +112,7 @@ def _call(arguments: dict[str, Any], status: str = "faked") -> ToolCallRecord:
     ],
     ids=["backed", "no call", "wrong argument", "no argument", "not executed", "a promise", "another card"],
 )
-@pytest.mark.parametrize("shape", [_plain, _fenced], ids=["plain", "fenced"])
+@pytest.mark.parametrize("shape", [_plain, _fenced, _all_fenced], ids=["plain", "fenced", "criterion fenced too"])
 def test_the_stub_judge_meets_a_criterion_only_with_the_call_that_backs_it(
     text: str, call: ToolCallRecord | None, met: bool, shape: Any
 ) -> None:
