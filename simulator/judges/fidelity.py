@@ -51,6 +51,7 @@ the finding shown beside it. A replay whose recording runs out is nobody's fault
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -61,7 +62,7 @@ from simulator.judges.llm_judges import LLMJudge, UserTurns
 from simulator.kinds import kind_of
 from simulator.models import Case, Persona
 from simulator.models.scores import FidelityFinding, Score
-from simulator.models.transcript import AgentEvent, CheckEvent, ErrorEvent, Transcript, UserEvent
+from simulator.models.transcript import AgentEvent, CheckEvent, ErrorEvent, InputEvent, Transcript, UserEvent
 from simulator.user import RECORDING_ENDS
 
 __all__ = [
@@ -77,6 +78,7 @@ __all__ = [
     "invented_fact_question",
     "judge_invented_facts",
     "left_hanging",
+    "unsourced_data",
     "user_brief_text",
     "user_could_cause",
     "user_error_cause",
@@ -537,6 +539,41 @@ def left_hanging(transcript: Transcript) -> list[str]:
     return hanging
 
 
+_NUMBER = re.compile(r"\d+")
+
+
+def _numbers(text: str) -> set[str]:
+    return {run.lstrip("0") or "0" for run in _NUMBER.findall(text)}
+
+
+def unsourced_data(transcript: Transcript, scores: Sequence[Score]) -> list[str]:
+    """Agent turns nobody judged for hallucination that state numbers (an amount, a date, an id) which nothing
+    before them gave: no user turn, no tool call or result up to and including the turn, no session parameter.
+    Without a judge's verdict such a turn may be a made-up answer, so it is the agent's fault as far as blame
+    goes (in doubt, the agent's); a turn the judge found supported is not."""
+    judged = {s.turn for s in scores if s.metric == "hallucination" and s.verdict in ("met", "n/a")}
+    known = _numbers(" ".join(str(value) for value in transcript.session_parameters.values()))
+    unsourced: list[str] = []
+    for event in transcript.events:
+        if isinstance(event, UserEvent):
+            known |= _numbers(event.text)
+        elif isinstance(event, InputEvent):
+            known |= _numbers(json.dumps(event.payload, ensure_ascii=False))
+        elif isinstance(event, AgentEvent):
+            for call in event.tool_calls:
+                known |= _numbers(json.dumps(call.arguments, ensure_ascii=False, default=str))
+                known |= _numbers(call.result_text if call.answered else "")
+            if event.turn in judged:
+                continue
+            new = sorted(_numbers(event.text) - known, key=lambda run: (len(run), run))
+            if new:
+                unsourced.append(
+                    f"turn {event.turn}: states {', '.join(new)}, which nothing before it gave, and no judge "
+                    f"checked the turn: “{event.text.strip()[:200]}”"
+                )
+    return unsourced
+
+
 def _told_by_user(evidence: str, turn: int, findings: Sequence[FidelityFinding]) -> bool:
     """Whether a failed check's evidence holds a fact the simulated user invented before ``turn``."""
     text = evidence.casefold()
@@ -571,7 +608,7 @@ def blame(findings: Sequence[FidelityFinding], transcript: Transcript, scores: S
         return Blame(None)
     first = min(findings, key=lambda finding: finding.turn)
     slip = f"the simulated user slipped ({user_error_reason(first)}), but the failure stays the agent's"
-    faults = agent_faults(transcript, scores, findings) + left_hanging(transcript)
+    faults = agent_faults(transcript, scores, findings) + left_hanging(transcript) + unsourced_data(transcript, scores)
     if faults:
         return Blame(None, f"{slip}: it has a fault of its own: {faults[0]}")
     unexplained = [
