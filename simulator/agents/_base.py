@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from pydantic import JsonValue
 
 from simulator.models import EventSpec
+from simulator.models.transcript import ToolRound
 from simulator.tools import ToolHandle
 
 #: OpenAI chat-completions style messages: {"role": "user" | "assistant" | "tool" | "system", "content": ...}.
@@ -38,11 +39,16 @@ class AgentInput:
 
 @dataclass
 class AgentReply:
-    """The agent's answer to one turn. Tool calls are not here: the tool handle records them as they happen."""
+    """The agent's answer to one turn. Tool calls are not here: the tool handle records them as they happen.
+
+    ``tool_rounds`` is for adapters that send the agent its tool results as messages (http, litellm, langgraph):
+    which of the turn's calls each of its messages made, so the next turn's history shows them the same way.
+    """
 
     messages: list[str] = field(default_factory=list)
     handoff: str | None = None
     variables: dict[str, JsonValue] = field(default_factory=dict)
+    tool_rounds: list[ToolRound] | None = None
 
 
 class AgentAdapter(Protocol):
