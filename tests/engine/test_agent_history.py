@@ -9,27 +9,29 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
-from pydantic import TypeAdapter
+from pydantic import JsonValue, TypeAdapter
 
 from simulator.agents import AgentAdapter, AgentInput, AgentReply, build_agent
+from simulator.cassettes import Playback, cassette_of, decode, encode, recorded_agent
 from simulator.engine import ConversationSetup, forget, open_checkpointer, simulate
 from simulator.judges import StepJudge
 from simulator.llm import FakeScript, FakeToolCall, LLMClient
 from simulator.models import AgentConfig, Case, ToolFake
 from simulator.models.settings import ModelRoles
-from simulator.models.transcript import Transcript
-from simulator.tools import NOT_EXECUTED, ToolHandle
+from simulator.models.transcript import ToolRound, Transcript
+from simulator.taps import recording
+from simulator.tools import NOT_EXECUTED, ToolHandle, ToolRouter
 from simulator.user import UserReply, UserTurnRequest
 
 HERE = "tests.engine.test_agent_history"
@@ -37,7 +39,7 @@ TOOLS = [
     {"name": "lookup_order", "description": "Find an order.", "parameters": {"type": "object"}},
     {"name": "track_parcel", "description": "Track a parcel.", "parameters": {"type": "object"}},
 ]
-SHIPPED = {"status": "shipped", "eta": "2026-12-03"}
+SHIPPED: dict[str, JsonValue] = {"status": "shipped", "eta": "2026-12-03"}
 FAKE = ToolFake(tool="lookup_order", arguments={"order_id": "A1"}, result=SHIPPED)
 ASK, FOLLOW_UP = "Where is my order A1?", "When does it arrive?"
 FIRST_ANSWER, SECOND_ANSWER = "Order A1 has shipped.", "It arrives on 2026-12-03."
@@ -116,10 +118,12 @@ def assert_one_lookup(transcript: Transcript) -> None:
 
 
 @asynccontextmanager
-async def stateless_endpoint(content: str | None) -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
+async def stateless_endpoint(
+    content: str | None, *, ids: bool = True
+) -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
     """An OpenAI-compatible agent on 127.0.0.1 that remembers nothing: it calls both tools (compact JSON arguments,
-    ``content`` beside the calls) until it sees their results. Yields its URL and the request bodies as they
-    arrive."""
+    ``content`` beside the calls; call ids unless ``ids`` is false) until it sees their results. Yields its URL and
+    the request bodies as they arrive."""
     requests: list[dict[str, Any]] = []
 
     async def handle(request: web.Request) -> web.Response:
@@ -127,10 +131,12 @@ async def stateless_endpoint(content: str | None) -> AsyncIterator[tuple[str, li
         requests.append(body)
         said = answer(body["messages"])
         if said is None:
-            calls = [
+            calls: list[dict[str, Any]] = [
                 {"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": '{"order_id":"A1"}'}}
                 for n, name in enumerate(["lookup_order", "track_parcel"], 1)
             ]
+            if not ids:
+                calls = [{key: value for key, value in call.items() if key != "id"} for call in calls]
             message: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": calls}
         else:
             message = {"role": "assistant", "content": said}
@@ -148,15 +154,18 @@ async def stateless_endpoint(content: str | None) -> AsyncIterator[tuple[str, li
         await runner.cleanup()
 
 
-def talk_to_endpoint(content: str | None, replay: str = "simple") -> tuple[Transcript, list[list[dict[str, Any]]]]:
-    """A golden conversation with the stateless endpoint: the transcript, and the messages of each request."""
+def talk_to_endpoint(
+    content: str | None, replay: str = "simple", wrap: Callable[[AgentAdapter], AgentAdapter] = lambda agent: agent
+) -> tuple[Transcript, list[list[dict[str, Any]]]]:
+    """A golden conversation with the stateless endpoint (its adapter wrapped by ``wrap``): the transcript, and the
+    messages of each request."""
 
     async def main() -> tuple[Transcript, list[dict[str, Any]]]:
         async with stateless_endpoint(content) as (url, requests):
             config = agent_config("http", base_url=url, model="shop")
             setup = ConversationSetup(
                 case=golden(replay),
-                agent=build_agent(config),
+                agent=wrap(build_agent(config)),
                 user=Nobody(),
                 checker=StepJudge(),
                 agent_config=config,
@@ -181,6 +190,26 @@ def test_a_stateless_http_agent_gets_its_tool_calls_and_their_results_back(conte
         {"role": "user", "content": FOLLOW_UP},
     ]
     assert len(requests) == 3
+
+
+def test_made_up_call_ids_differ_from_turn_to_turn() -> None:
+    """An endpoint that sends no call ids gets ids made up per turn: the history never holds one id twice."""
+
+    async def main() -> list[str]:
+        async with stateless_endpoint(None, ids=False) as (url, _):
+            adapter = build_agent(agent_config("http", base_url=url, model="shop"))
+            router = ToolRouter(fakes=[("suite tool_fakes[0]", FAKE)])
+            ids: list[str] = []
+            for turn in (1, 2):
+                messages = [{"role": "user", "content": ASK}]  # no tool results: it calls its tools each time
+                await adapter.respond(
+                    AgentInput(messages, {}, ToolHandle(router, asyncio.get_running_loop()), turn=turn)
+                )
+                ids += [call.id for call in router.drain()]
+            await adapter.aclose()
+            return ids
+
+    assert asyncio.run(main()) == ["call_1_0_0", "call_1_0_1", "call_2_0_0", "call_2_0_1"]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -259,7 +288,7 @@ def track_parcel(order_id: str) -> str:
     raise AssertionError("test mode: the tool never runs")
 
 
-GRAPH_SEEN: list[list[BaseMessage]] = []
+GRAPH_SEEN: list[list[Any]] = []
 
 
 def _model(state: MessagesState) -> dict[str, Any]:
@@ -379,7 +408,7 @@ def three_turns(agent: ToolAgent) -> ConversationSetup:
 
 
 def test_a_resumed_conversation_gets_the_same_history_with_its_tool_results(tmp_path: Path) -> None:
-    async def main() -> tuple[ToolAgent, ToolAgent]:
+    async def main() -> tuple[ToolAgent, ToolAgent, Transcript]:
         whole = ToolAgent()
         await simulate(three_turns(whole))
         async with open_checkpointer(tmp_path / "checkpoints.db") as saver:
@@ -387,12 +416,36 @@ def test_a_resumed_conversation_gets_the_same_history_with_its_tool_results(tmp_
                 await simulate(three_turns(ToolAgent(crash_on_turn=3)), checkpointer=saver, thread_id="t")
         async with open_checkpointer(tmp_path / "checkpoints.db") as saver:
             resumed = ToolAgent()
-            await simulate(three_turns(resumed), checkpointer=saver, thread_id="t")
+            transcript = await simulate(three_turns(resumed), checkpointer=saver, thread_id="t")
             await forget(saver, "t")
-        return whole, resumed
+        return whole, resumed, transcript
 
-    whole, resumed = asyncio.run(main())
+    whole, resumed, transcript = asyncio.run(main())
+    # The resumed conversation makes up no id its earlier calls have (the next history would hold both).
+    assert [call.id for call in transcript.tool_calls()] == ["call_1", "call_2", "call_3"]
     assert list(resumed.seen) == [3]
     assert resumed.seen[3] == whole.seen[3]
     assert [m["role"] for m in resumed.seen[3]] == ["user", "assistant", "tool", "assistant"] * 2 + ["user"]
     assert [m["tool_call_id"] for m in resumed.seen[3] if m["role"] == "tool"] == ["call_1", "call_2"]
+
+
+def test_a_recorded_conversation_replays_with_its_tool_rounds() -> None:
+    with recording() as tape:
+        recorded, _ = talk_to_endpoint("Let me check.", wrap=recorded_agent)
+    cassette = decode(
+        encode(cassette_of(tape, run_id="r", key="k", case="g", persona=None, simulator_version="0")), where="test"
+    )
+    setup = ConversationSetup(
+        case=golden(), agent=Playback(cassette, "r").agent(None), user=Nobody(), checker=StepJudge(), suite_fakes=[FAKE]
+    )
+    replayed = asyncio.run(simulate(setup))
+
+    def turns(transcript: Transcript) -> list[Any]:
+        return [
+            (event.messages, event.tool_rounds, [call.model_dump(exclude={"duration_ms"}) for call in event.tool_calls])
+            for event in transcript.agent_events()
+        ]
+
+    assert turns(replayed) == turns(recorded)
+    assert recorded.agent_events()[0].tool_rounds == [ToolRound(calls=["c1", "c2"], content="text")]
+    assert [call.arguments_text for call in recorded.tool_calls()] == ['{"order_id":"A1"}'] * 2
