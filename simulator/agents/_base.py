@@ -19,9 +19,11 @@ from simulator.models import EventSpec
 from simulator.models.transcript import ToolRound
 from simulator.tools import ToolHandle
 
-#: OpenAI chat-completions style messages: {"role": "user" | "assistant" | "tool" | "system", "content": ...}.
-#: An event appears as a user message whose content reads ``[event: NAME] {payload}`` and which carries the
-#: event itself under the extra key ``"event"`` (adapters that talk to remote APIs drop that key).
+#: OpenAI chat-completions style messages: {"role": "user" | "assistant" | "tool" | "system", "content": ...}; an
+#: assistant message that called tools has ``tool_calls``, each result is a ``tool`` message with its
+#: ``tool_call_id`` (:mod:`simulator.agents._history`). An event appears as a user message whose content reads
+#: ``[event: NAME] {payload}`` and which carries the event itself under the extra key ``"event"`` (adapters that
+#: talk to remote APIs drop that key).
 Message = dict[str, Any]
 
 

@@ -1,7 +1,9 @@
 """The ``langgraph`` adapter: a compiled LangGraph graph whose state holds a list of chat messages.
 
 Each turn the whole conversation is sent as ``{messages_key: [{"role", "content"}, ...]}``: graphs without a
-checkpointer (the common case) remember nothing between calls, so the history must come with every call.
+checkpointer (the common case) remember nothing between calls, so the history must come with every call. Earlier
+tool calls come as assistant messages with ``tool_calls`` in langchain's form and ``tool`` messages with the
+results (``AIMessage`` and ``ToolMessage`` once ``add_messages`` has read them), as a ``ToolNode`` left them.
 Each call runs on a fresh ``thread_id`` (``<conversation>-<turn>``), so a graph compiled *with* a checkpointer
 does not append the resent history to the state it saved for the previous turn. The run config carries the
 session parameters as ``config["configurable"]["session"]`` and the conversation's tool handle as
