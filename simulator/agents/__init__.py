@@ -16,7 +16,7 @@ from simulator.agents._base import (
     turn_timeout,
     wire_messages,
 )
-from simulator.agents._history import conversation_history, turn_messages
+from simulator.agents._history import BuiltTurns, conversation_history, turn_messages
 from simulator.errors import AgentError
 from simulator.models import AgentConfig
 
@@ -30,6 +30,7 @@ __all__ = [
     "AgentFactory",
     "AgentInput",
     "AgentReply",
+    "BuiltTurns",
     "Message",
     "agent_type",
     "agent_types",

@@ -133,7 +133,9 @@ async def user_node(state: State, config: RunnableConfig) -> State:
 async def agent_node(state: State, config: RunnableConfig) -> State:
     """The agent replies (one or several messages; its tool calls are routed and recorded meanwhile)."""
     conv = _conversation(config)
-    messages = _stable_history(conv, state) if _is_stable(conv) else conversation_history(state["events"])
+    messages = (
+        _stable_history(conv, state) if _is_stable(conv) else conversation_history(state["events"], conv.built_turns)
+    )
     request = AgentInput(
         messages=messages,
         session=dict(state["variables"]),

@@ -449,3 +449,33 @@ def test_a_recorded_conversation_replays_with_its_tool_rounds() -> None:
     assert turns(replayed) == turns(recorded)
     assert recorded.agent_events()[0].tool_rounds == [ToolRound(calls=["c1", "c2"], content="text")]
     assert [call.arguments_text for call in recorded.tool_calls()] == ['{"order_id":"A1"}'] * 2
+
+
+class MeddlingAgent(ToolAgent):
+    """Changes every message it is given, tool calls included."""
+
+    async def respond(self, request: AgentInput) -> AgentReply:
+        reply = await super().respond(request)
+        self.seen[request.turn] = json.loads(json.dumps(request.messages))
+        for message in request.messages:
+            message["content"] = "changed"
+            for call in message.get("tool_calls", []):
+                call["id"] = call["function"]["name"] = "changed"
+        return reply
+
+
+def test_an_agent_that_changes_the_messages_it_is_given_changes_no_later_history() -> None:
+    agent = MeddlingAgent()
+    asyncio.run(simulate(three_turns(agent)))
+    first_turn = [
+        {"role": "user", "content": "one"},
+        {"role": "assistant", "content": None, "tool_calls": [tool_call("call_1")]},
+        {"role": "tool", "tool_call_id": "call_1", "content": json.dumps(SHIPPED)},
+        {"role": "assistant", "content": "reply 1"},
+    ]
+    assert agent.seen[2][:4] == first_turn
+    assert agent.seen[3][:4] == first_turn
+
+
+def tool_call(id_: str) -> dict[str, Any]:
+    return {"id": id_, "type": "function", "function": {"name": "lookup_order", "arguments": '{"order_id": "A1"}'}}
