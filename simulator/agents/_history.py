@@ -42,21 +42,17 @@ def conversation_history(events: Iterable[TranscriptEvent], built: BuiltTurns | 
                     event,
                     turn_messages(event.turn, event.messages, event.tool_calls, event.tool_rounds),
                 )
-            messages.extend(_copied(message) for message in entry[1])
+            messages += [_copied(message) for message in entry[1]]
     return messages
 
 
 def _copied(message: Message) -> Message:
-    """A copy of ``message`` that can be changed without changing ``message``: its tool calls copied too (the rest
-    of a message is text)."""
-    copy = dict(message)
-    calls = copy.get("tool_calls")
-    if isinstance(calls, list):
-        copy["tool_calls"] = [
-            {**call, "function": dict(call["function"])} if isinstance(call.get("function"), dict) else dict(call)
-            for call in calls
-        ]
-    return copy
+    """A copy of one of :func:`turn_messages`' messages that can be changed without changing it: its tool calls
+    copied too (the rest of a message is text)."""
+    if "tool_calls" not in message:
+        return message.copy()
+    calls = [{**call, "function": call["function"].copy()} for call in message["tool_calls"]]
+    return {**message, "tool_calls": calls}
 
 
 def turn_messages(
