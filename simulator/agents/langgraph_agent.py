@@ -127,8 +127,7 @@ class LanggraphAdapter:
                 f"graph {self.config.graph!r} returned no {key!r} list in its state (got {type(state).__name__}); "
                 "set `messages_key` to the state key that holds the messages"
             )
-        routed = router.records[before:]
-        reply, foreign = _read_new_messages(output[len(sent) :], router, routed, record=not testing)
+        reply, foreign = _read_new_messages(output[len(sent) :], router, router.records[before:], record=not testing)
         if foreign and testing:
             call_id, name, arguments = foreign[0]
             node = run.answered_in.get(call_id)

@@ -492,10 +492,11 @@ def _stable_history(conv: Conversation, state: State) -> list[Message]:
         history.append(event_message(turn.event) if turn.event else {"role": "user", "content": turn.user})
         if earlier == index:
             break
-        reply = replies.get(earlier + 1)  # golden turn N is user turn N + 1
+        reply = replies.get(earlier + 1)  # the golden turn at index i is user turn i + 1
         expected = turn.expect.message if turn.expect else None
         if reply is None:
-            history.extend({"role": "assistant", "content": text} for text in ([expected] if expected else []))
+            if expected is not None:
+                history.append({"role": "assistant", "content": expected})
         elif expected is None:
             history.extend(turn_messages(reply.turn, reply.messages, reply.tool_calls, reply.tool_rounds))
         else:
