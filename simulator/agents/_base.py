@@ -29,7 +29,11 @@ Message = dict[str, Any]
 
 @dataclass
 class AgentInput:
-    """Everything the agent gets for one turn."""
+    """Everything the agent gets for one turn.
+
+    ``messages`` share their earlier agent turns with the histories of later turns: an adapter reads them, and
+    copies what it changes or hands to agent code.
+    """
 
     messages: list[Message]
     session: dict[str, JsonValue]

@@ -451,30 +451,34 @@ def test_a_recorded_conversation_replays_with_its_tool_rounds() -> None:
     assert [call.arguments_text for call in recorded.tool_calls()] == ['{"order_id":"A1"}'] * 2
 
 
-class MeddlingAgent(ToolAgent):
-    """Changes every message it is given, tool calls included."""
-
-    async def respond(self, request: AgentInput) -> AgentReply:
-        reply = await super().respond(request)
-        self.seen[request.turn] = json.loads(json.dumps(request.messages))
-        for message in request.messages:
-            message["content"] = "changed"
-            for call in message.get("tool_calls", []):
-                call["id"] = call["function"]["name"] = "changed"
-        return reply
+MEDDLER_SEEN: dict[int, list[dict[str, Any]]] = {}
 
 
-def test_an_agent_that_changes_the_messages_it_is_given_changes_no_later_history() -> None:
-    agent = MeddlingAgent()
-    asyncio.run(simulate(three_turns(agent)))
+def meddling_agent(messages: list[dict[str, Any]], tools: ToolHandle, turn: int) -> str:
+    """Calls its tool, then changes every message it was given, tool calls included."""
+    MEDDLER_SEEN[turn] = json.loads(json.dumps(messages))
+    tools.call("lookup_order", order_id="A1")
+    for message in messages:
+        message["content"] = "changed"
+        for call in message.get("tool_calls", []):
+            call["id"] = call["function"]["name"] = "changed"
+    return f"reply {turn}"
+
+
+def test_a_python_agent_that_changes_the_messages_it_is_given_changes_no_later_history() -> None:
+    MEDDLER_SEEN.clear()
+    config = agent_config("python", callable=f"{HERE}:meddling_agent")
+    setup = three_turns(ToolAgent())
+    setup.agent, setup.agent_config = build_agent(config), config
+    asyncio.run(simulate(setup))
     first_turn = [
         {"role": "user", "content": "one"},
         {"role": "assistant", "content": None, "tool_calls": [tool_call("call_1")]},
         {"role": "tool", "tool_call_id": "call_1", "content": json.dumps(SHIPPED)},
         {"role": "assistant", "content": "reply 1"},
     ]
-    assert agent.seen[2][:4] == first_turn
-    assert agent.seen[3][:4] == first_turn
+    assert MEDDLER_SEEN[2][:4] == first_turn
+    assert MEDDLER_SEEN[3][:4] == first_turn
 
 
 def tool_call(id_: str) -> dict[str, Any]:
