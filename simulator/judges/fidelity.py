@@ -539,11 +539,34 @@ def left_hanging(transcript: Transcript) -> list[str]:
     return hanging
 
 
-_NUMBER = re.compile(r"\d+")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_DECIMAL = re.compile(r"\d+[.,]\d{1,2}")
+
+
+def _number_forms(token: str) -> set[str]:
+    """The forms a number is known by: each run of digits without leading zeros ("03.12.2026": 3, 12, 2026), and
+    an amount with its decimals as a value ("1250.40" and "1250,40" are the JSON result 1250.4)."""
+    forms = {run.lstrip("0") or "0" for run in re.findall(r"\d+", token)}
+    if _DECIMAL.fullmatch(token):
+        forms.add(token.replace(",", ".").rstrip("0").rstrip("."))
+    return forms
 
 
 def _numbers(text: str) -> set[str]:
-    return {run.lstrip("0") or "0" for run in _NUMBER.findall(text)}
+    return {form for token in _NUMBER.findall(text) for form in _number_forms(token)}
+
+
+def _unsourced(text: str, known: set[str]) -> list[str]:
+    """The numbers of ``text`` that ``known`` gives neither as a value nor digit run by digit run."""
+    new: list[str] = []
+    for token in _NUMBER.findall(text):
+        forms = _number_forms(token)
+        value = token.replace(",", ".").rstrip("0").rstrip(".") if _DECIMAL.fullmatch(token) else None
+        runs = {form for form in forms if form != value}
+        if (value is not None and value in known) or runs <= known:
+            continue
+        new.append(token)
+    return new
 
 
 def unsourced_data(transcript: Transcript, scores: Sequence[Score]) -> list[str]:
@@ -565,7 +588,7 @@ def unsourced_data(transcript: Transcript, scores: Sequence[Score]) -> list[str]
                 known |= _numbers(call.result_text if call.answered else "")
             if event.turn in judged:
                 continue
-            new = sorted(_numbers(event.text) - known, key=lambda run: (len(run), run))
+            new = _unsourced(event.text, known)
             if new:
                 unsourced.append(
                     f"turn {event.turn}: states {', '.join(new)}, which nothing before it gave, and no judge "

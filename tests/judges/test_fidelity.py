@@ -15,6 +15,7 @@ from simulator.judges.fidelity import (
     invented_fact_question,
     judge_invented_facts,
     left_hanging,
+    unsourced_data,
     user_error_cause,
     user_error_reason,
 )
@@ -482,3 +483,34 @@ def test_a_reply_that_leaves_the_open_task_hanging_is_the_agents_fault(
     else:
         [fault] = found
         assert fault.startswith(f"turn 1: the agent {hanging} without acting while the task was open")
+
+
+@pytest.mark.parametrize(
+    ("reply", "result", "judged", "unsourced"),
+    [
+        # A number no tool result, user turn or session gave, in a turn no judge checked: in doubt.
+        ("The balance of account A-77 is 1250.40 EUR.", None, False, "1250.40"),
+        ("Der 3. Oktober 2025 ist ein Feiertag.", None, False, "3, 2025"),
+        # Given by the tool's result (as a JSON number, or a date in another form), by the user, or judged.
+        ("The balance of account A-77 is 1250.40 EUR.", {"balance": 1250.4}, False, None),
+        ("It arrives on 03.12.2026.", {"eta": "2026-12-03"}, False, None),
+        ("Account A-77, noted. What else?", None, False, None),
+        ("The balance of account A-77 is 1250.40 EUR.", None, True, None),
+    ],
+)
+def test_numbers_nothing_gave_in_a_turn_no_judge_checked_are_in_doubt(
+    reply: str, result: dict[str, Any] | None, judged: bool, unsourced: str | None
+) -> None:
+    calls = [ToolCallRecord(id="c1", name="get_balance", arguments={}, status="faked", result=result)] if result else []
+    events: list[Any] = [
+        UserEvent(turn=1, text="What is the balance of account A-77?", source="llm"),
+        AgentEvent(turn=1, messages=[reply], tool_calls=calls),
+    ]
+    verdict = "met" if judged else "unsure"
+    scores = [Score(metric="hallucination", check="turn 1", source="judge", verdict=verdict, turn=1)]
+    found = unsourced_data(transcript(events, SCENARIO), scores)
+    if unsourced is None:
+        assert found == []
+    else:
+        [fault] = found
+        assert fault.startswith(f"turn 1: states {unsourced}, which nothing before it gave")
