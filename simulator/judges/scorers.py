@@ -120,14 +120,23 @@ async def _expectation(
     detail = check_expectation(expectation, view)
     if detail is not None:
         return _from_detail("expectation", detail, prefix, step=step, turn=turn)
-    conversation = render_conversation(target.scope_events(step=step, turn=turn))
+    events = target.scope_events(step=step, turn=turn)
     if expectation.message is not None:
         threshold = expectation.threshold if expectation.threshold is not None else target.thresholds.semantic_match
         score = await target.judge.semantic_match(
-            expected=expectation.message, actual=view.text(), context=conversation, threshold=threshold, turn=turn or 0
+            expected=expectation.message,
+            actual=view.text(),
+            context=render_conversation(events),
+            threshold=threshold,
+            turn=turn or 0,
         )
     else:
-        score = await target.judge.expectation(text=expectation.text or "", conversation=conversation)
+        score = await target.judge.expectation(
+            text=expectation.text or "",
+            conversation=events,
+            replies=target.replies,
+            declared_tools=target.context.declared_tools,
+        )
     return score.model_copy(update={"check": prefix + score.check, "step": step, "turn": turn})
 
 
@@ -264,8 +273,12 @@ async def goal_satisfaction(target: ScoringInput) -> list[Score]:
     the goal; an open goal stays unsure unless the user reached it."""
     case = target.case
     kind = kind_of(case)
-    conversation = render_conversation(target.transcript.events)
-    score = await target.judge.goal_satisfaction(goal=kind.goal_description(case), conversation=conversation)
+    score = await target.judge.goal_satisfaction(
+        goal=kind.goal_description(case),
+        conversation=target.transcript.events,
+        replies=target.replies,
+        declared_tools=target.context.declared_tools,
+    )
     if score.verdict == "unsure" and score.reason == NO_JUDGE:
         reached = any(o.status == "complete" for o in target.transcript.steps)
         score = score.model_copy(update={"required": kind.has_open_goal(case) and not reached})
