@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["DATA_RULE", "fence_sections", "fence_token", "fenced", "json_line"]
+__all__ = ["DATA_RULE", "fence_sections", "fence_token", "fenced", "json_line", "read_sections", "unfenced"]
 
 #: What the instructions around fenced sections say about them (every prompt that has such sections says it).
 DATA_RULE: Final = (
@@ -69,3 +70,17 @@ def json_line(data: Any) -> str:
     """``data`` as one line of JSON (``ensure_ascii=False``), with every character a reader may take for a line
     break escaped: newlines and quotes as JSON escapes them, and U+2028, U+2029 and U+0085 as ``\\u`` escapes."""
     return json.dumps(data, ensure_ascii=False).translate(_LINE_BREAKS)
+
+
+_SECTION = re.compile(r"<([A-Za-z_]\w*)-([0-9a-f]{16})>\n(.*?)\n</\1-\2>", re.DOTALL)
+
+
+def read_sections(text: str) -> dict[str, str]:
+    """The fenced sections of a request by name, as :func:`fenced` wrote them (for fakes that answer a request
+    the way a model would, and for tests)."""
+    return {match.group(1): match.group(3) for match in _SECTION.finditer(text)}
+
+
+def unfenced(text: str) -> str:
+    """The request without its fenced sections: its own instructions, where nothing untrusted can be."""
+    return _SECTION.sub("", text)
