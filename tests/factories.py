@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -153,3 +153,14 @@ def judged_turns(prompt: str, role: str = "agent") -> list[int]:
         if event.get("judge") and event["role"] == role and event["turn"] not in numbers:
             numbers.append(event["turn"])
     return numbers
+
+
+def agent_said(prompt: str) -> list[str]:
+    """The agent's messages in the fenced conversation of a judge request."""
+    return [event["text"] for event in events_in(prompt) if event["role"] == "agent"]
+
+
+def quoting_the_agent(reply: dict[str, Any]) -> Callable[[list[dict[str, Any]]], dict[str, Any]]:
+    """A fake judge's reply (a pass) that quotes the last agent message of the conversation it is shown as its
+    evidence, as a judge model must."""
+    return lambda messages: {**reply, "quote": agent_said(str(messages[-1]["content"]))[-1]}
