@@ -13,7 +13,7 @@ from simulator.analysis.judge_check import judge_check
 from simulator.errors import ConfigErrors, JudgeError
 from simulator.llm import FakeScript, LLMClient, StaticReply
 from simulator.models import ModelRoles
-from tests.factories import events_in
+from tests.factories import agent_said
 
 ROOT = Path(__file__).resolve().parents[2]
 LABELS = ROOT / "judge_labels" / "demo.yaml"
@@ -33,8 +33,7 @@ def unsupported(claim: str) -> dict[str, Any]:
 
 def last_agent_message(messages: list[dict[str, Any]]) -> str:
     """The evidence of a pass: the last agent message of the conversation the judge was shown."""
-    said = [event["text"] for event in events_in(messages[0]["content"]) if event["role"] == "agent"]
-    return said[-1]
+    return agent_said(str(messages[0]["content"]))[-1]
 
 
 def goal(satisfied: bool) -> Callable[[list[dict[str, Any]]], dict[str, Any]]:
