@@ -183,6 +183,8 @@ QUOTES = [
     pytest.param("return it [...] arrives on 5 May", ANSWER, False, id="parts around an ellipsis out of order"),
     pytest.param("returns are accepted for 90 days", ANSWER, False, id="a paraphrase"),
     pytest.param("within 30 days", ANSWER, False, id="another number"),
+    pytest.param('He said \\"hi\\"\\nthen', 'He said "hi"\nthen left.', True, id="copied with JSON's escapes"),
+    pytest.param('He said \\"bye\\"', 'He said "hi".', False, id="escaped, and not in the text"),
     pytest.param("", ANSWER, True, id="nothing quoted"),
     pytest.param(" ... ", ANSWER, True, id="only an ellipsis: nothing quoted"),
 ]

@@ -5,7 +5,9 @@ claim of tool use that no call backs, and not for a criterion that names a tool 
 from __future__ import annotations
 
 import asyncio
+import shutil
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,9 +16,14 @@ from simulator.judges import StepJudge
 from simulator.judges.evidence import NO_QUOTE, NOT_AGENT_TEXT, Evidence, overrule_pass
 from simulator.judges.llm_judges import LLMJudge
 from simulator.llm import FakeScript, LLMClient
+from simulator.loading import load_suite
 from simulator.models import ModelRoles
-from simulator.models.transcript import AgentEvent, ToolCallRecord, TranscriptEvent, UserEvent
-from tests.factories import no_sleep
+from simulator.models.run import RunSettings
+from simulator.models.transcript import AgentEvent, CheckEvent, ToolCallRecord, TranscriptEvent, UserEvent
+from simulator.runner import find_case, model_roles, run_case
+from tests.factories import no_sleep, quoting_the_agent
+
+ROOT = Path(__file__).resolve().parents[2]
 
 LOOKUP = ToolCallRecord(
     id="c1",
@@ -173,3 +180,27 @@ def test_a_not_met_verdict_needs_no_quote(ask: Any) -> None:
     else:
         score = asyncio.run(LLMJudge(client).goal_satisfaction(goal=CRITERION, conversation=CONVERSATION))
         assert (score.verdict, score.reason, score.value) == ("not_met", "no date given", 0)
+
+
+def test_a_run_holds_the_step_judge_to_the_agents_declared_tools(tmp_path: Path) -> None:
+    """The runner gives the step judge the agent's tools: a met for a criterion naming one that did not run is
+    not met, with the tool and its status."""
+    (tmp_path / ".git").mkdir()
+    shutil.copy(ROOT / "suites" / "demo" / "agent.yaml", tmp_path / "agent.yaml")
+    (tmp_path / "suite.yaml").write_text(
+        "name: s\ncases:\n  - kind: scenario\n    name: lookup\n    max_turns: 1\n"
+        "    goal: Ask where order ORD-99999 is.\n"
+        "    success_criteria: The agent uses lookup_order and gives the status.\n",
+        encoding="utf-8",
+    )
+    loaded = load_suite(tmp_path / "suite.yaml")
+    options = RunSettings(judge_model="fake/judge")
+    script = FakeScript().enqueue("judge", quoting_the_agent({"verdict": "met", "reason": "it looked"}), times=5)
+    llm = LLMClient(model_roles(loaded, options), fake_script=script)
+    case = find_case(loaded, "lookup")
+    transcript = asyncio.run(run_case(loaded, case, persona=None, llm=llm, options=options))
+    calls = [call.status for reply in transcript.agent_events() for call in reply.tool_calls]
+    assert calls == ["not_executed"]
+    (check,) = [event for event in transcript.events if isinstance(event, CheckEvent)]
+    assert check.verdict == "not_met"
+    assert "the criterion names lookup_order, whose calls did not run (lookup_order [not_executed])" in check.rationale
