@@ -34,7 +34,7 @@ from simulator.models.cassette import CASSETTE_FORMAT, Cassette, CassetteEntry
 from simulator.models.transcript import ReplayMark, ToolCallRecord
 from simulator.safety import redact_data
 from simulator.taps import Tape, active_tape
-from simulator.user import SimulatedUser, UserReply, UserTurnRequest
+from simulator.user import RECORDING_ENDS, SimulatedUser, UserReply, UserTurnRequest
 
 Compare = Literal["exact", "normalized"]
 
@@ -296,10 +296,10 @@ class Playback:
     def next_move(self) -> UserReply:
         """The next recorded move of the simulated user; the end of the conversation when none is left."""
         if not self._moves:
-            return UserReply(text=None, done=True, reason="the recording ends here")
+            return UserReply(text=None, done=True, reason=RECORDING_ENDS)
         move = self._moves.popleft().response
         if not isinstance(move, dict):
-            return UserReply(text=None, done=True, reason="the recording ends here")
+            return UserReply(text=None, done=True, reason=RECORDING_ENDS)
         source: Literal["llm", "scripted"] = "llm" if move.get("source") == "llm" else "scripted"
         text = move.get("text")
         reason = move.get("reason")

@@ -342,20 +342,21 @@ class _Sum:
 
 
 class _UsageTally:
-    """One model role's calls and tokens, and its cost summed exactly (None once any call's cost is unknown)."""
+    """One model role's calls and tokens, its answers from the cache, and its cost and the cached answers'
+    would-be cost summed exactly (each None once any part of it is unknown)."""
 
     def __init__(self) -> None:
-        self.calls = self.prompt_tokens = self.completion_tokens = 0
+        self.calls = self.prompt_tokens = self.completion_tokens = self.cached_calls = 0
         self.cost: _Sum | None = _Sum()
+        self.cached_cost: _Sum | None = _Sum()
 
     def add(self, used: Usage) -> None:
         self.calls += used.calls
         self.prompt_tokens += used.prompt_tokens
         self.completion_tokens += used.completion_tokens
-        if used.cost is None:
-            self.cost = None
-        elif self.cost is not None:
-            self.cost.add(used.cost)
+        self.cached_calls += used.cached_calls
+        self.cost = _added(self.cost, used.cost)
+        self.cached_cost = _added(self.cached_cost, used.cached_cost)
 
     def usage(self) -> Usage:
         return Usage(
@@ -363,7 +364,17 @@ class _UsageTally:
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
             cost=None if self.cost is None else self.cost.value,
+            cached_calls=self.cached_calls,
+            cached_cost=None if self.cached_cost is None else self.cached_cost.value,
         )
+
+
+def _added(total: _Sum | None, value: float | None) -> _Sum | None:
+    """``total`` with ``value`` added; unknown (None) from the first unknown value on."""
+    if total is None or value is None:
+        return None
+    total.add(value)
+    return total
 
 
 class _MetricTally:

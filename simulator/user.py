@@ -86,6 +86,11 @@ class UserTurnRequest:
     can_end: bool = False
 
 
+#: The end a replayed conversation reaches when its recording has no further move of the user: nobody's choice,
+#: so never the simulated user's fault (the step it leaves open is unsure, "not replayable past turn N").
+RECORDING_ENDS = "the recording ends here"
+
+
 @dataclass
 class UserReply:
     """The simulated user's move: a message to send, or ``done`` (then ``text`` may be ``None``).
@@ -98,6 +103,9 @@ class UserReply:
     done: bool = False
     reason: str | None = None
     source: Literal["llm", "scripted"] = "scripted"
+    #: The end the user model asked for where it may not end the conversation (a simulation): its message is
+    #: sent, and the wish is kept on the turn as evidence ("goal_reached: ..." while the step was open is a slip).
+    ending: str | None = None
 
 
 class SimulatedUser(Protocol):
@@ -695,5 +703,10 @@ class LLMUser:
                     f"user model ended the conversation of case {request.case_name!r} without a message "
                     f"({reason or 'no reason given'}), but in a {request.case_kind} case only the engine ends it"
                 )
-            return UserReply(text=text, reason=f"done ignored (the user cannot end this case): {reason}", source="llm")
+            return UserReply(
+                text=text,
+                reason=f"done ignored (the user cannot end this case): {reason}",
+                source="llm",
+                ending=_ending_reason(reason),
+            )
         return UserReply(text=text, source="llm")

@@ -348,8 +348,8 @@ def test_a_cassette_that_asked_the_users_question_apart_replays_with_its_verdict
     ``tests/data/cassettes/record.py``, which records it again after a change to the prompts): a demo simulation
     whose fake user model says "My order number is ORD-77777" at turn 2, a fake judge that flags it
     (``user_fidelity``, asked on its own after the failure) and finds the goal not satisfied. The combined
-    request is not in it, so the replay asks the questions as they were recorded: same findings, same
-    ``user_error``, nothing unjudged."""
+    request is not in it, so the replay asks the questions as they were recorded: same findings, nothing
+    unjudged."""
     checked_in = read_cassette_file(DATA / f"v1-{SIMULATION_CASE}-questions-apart.json.gz")
     assert (checked_in.format, checked_in.case) == (1, SIMULATION_CASE)
     db = demo / "runs.db"
@@ -367,9 +367,14 @@ def test_a_cassette_that_asked_the_users_question_apart_replays_with_its_verdict
 
     [stored] = simulator.replay(recorded.id, db=db).results()
     result = stored.result
-    assert stored.outcome == "user_error"
+    # The recorded judge also found an expectation in words unmet (the agent asked again): the agent's own
+    # fault, so the failure stays the agent's, with the user's finding beside it.
+    assert stored.outcome == "fail", result.reasons
     assert [(f.kind, f.turn, f.evidence) for f in result.fidelity] == [("invented_fact", 2, "ORD-77777")]
-    assert result.reasons[0].startswith("simulated user, turn 2: invented_fact: “ORD-77777”")
+    assert result.reasons[-1].startswith(
+        "the simulated user slipped (simulated user, turn 2: invented_fact: “ORD-77777”"
+    )
+    assert "fault of its own: expectation: The agent does not ask again" in result.reasons[-1]
     hallucinations = [score for score in result.scores if score.metric == "hallucination"]
     assert hallucinations
     assert {(score.verdict, score.reason) for score in hallucinations} == {("n/a", "asks only")}

@@ -29,6 +29,7 @@ from simulator.llm import (
     fake_rate_limit,
     fake_server_error,
     metering,
+    replaying,
     request_cache_key,
 )
 from simulator.models.settings import ModelRoles, ModelSettings
@@ -121,10 +122,16 @@ def test_a_hit_makes_no_request_and_returns_the_same_reply(tmp_path: Path) -> No
         assert second.finish_reason == first.finish_reason
         assert not first.cached
         assert second.cached
-        # A hit costs nothing, but keeps the token counts of the call that produced the reply.
+        # A hit costs nothing, but keeps the token counts of the call that produced the reply, and says it is an
+        # answer from the cache whose would-be cost is what that call cost (unknown for an unpriced fake).
         assert second.cost == 0.0
         assert second.usage == Usage(
-            prompt_tokens=first.usage.prompt_tokens, completion_tokens=first.usage.completion_tokens, calls=1, cost=0.0
+            prompt_tokens=first.usage.prompt_tokens,
+            completion_tokens=first.usage.completion_tokens,
+            calls=1,
+            cost=0.0,
+            cached_calls=1,
+            cached_cost=None,
         )
         assert cache.stats()[0] == 1
 
@@ -311,15 +318,58 @@ def test_hits_are_counted_per_role_as_free_calls(tmp_path: Path) -> None:
     assert usage[Role.USER].calls == 2
 
 
-def test_a_run_served_only_from_the_cache_costs_zero(tmp_path: Path) -> None:
-    script = FakeScript().enqueue("*", "one two")
+def test_a_run_served_only_from_the_cache_costs_zero_and_keeps_the_would_be_cost(tmp_path: Path) -> None:
+    script = FakeScript().enqueue("*", "one two").price("judge", prompt=0.01, completion=0.02)
     with RequestCache(tmp_path / "cache.db") as cache:
-        run(make_client(script, cache).complete(Role.JUDGE, HELLO))
+        first = run(make_client(script, cache).complete(Role.JUDGE, HELLO))
         rerun = make_client(script, cache)
         with metering() as meter:
             run(rerun.complete(Role.JUDGE, HELLO))
-    assert meter.by_role[Role.JUDGE] == Usage(prompt_tokens=2, completion_tokens=2, calls=1, cost=0.0)
+    assert first.cost == pytest.approx(2 * 0.01 + 2 * 0.02)
+    used = meter.by_role[Role.JUDGE]
+    assert (used.calls, used.cached_calls, used.requests, used.cost) == (1, 1, 0, 0.0)
+    assert used.cached_cost == pytest.approx(first.cost)
     assert meter.total().cost == 0.0
+
+
+@pytest.mark.parametrize(
+    ("recorded", "would_be"),
+    [
+        (Usage(prompt_tokens=2, completion_tokens=2, calls=1, cost=0.25), 0.25),
+        # Recorded while it was served from the cache: the cost it had when first asked, not the 0.0 of the hit.
+        (Usage(prompt_tokens=2, completion_tokens=2, calls=1, cost=0.0, cached_calls=1, cached_cost=0.25), 0.25),
+        (Usage(prompt_tokens=2, completion_tokens=2, calls=1, cost=None), None),
+    ],
+    ids=["asked", "served-from-the-cache", "unpriced"],
+)
+def test_a_replayed_answer_counts_as_not_sent_with_the_cost_it_first_had(
+    recorded: Usage, would_be: float | None
+) -> None:
+    reply = Completion(
+        content="stored", tool_calls=[], finish_reason="stop", usage=recorded, model="fake/judge",
+        cost=recorded.cost, raw_text="stored",
+    )  # fmt: skip
+
+    class Recording:
+        def answer(self, role: Role, record: dict[str, Any], fingerprint: str) -> Completion | None:
+            return reply
+
+    script = FakeScript()
+    with replaying(Recording()), metering() as meter:
+        run(make_client(script, None).complete(Role.JUDGE, HELLO))
+    assert script.requests == []
+    used = meter.by_role[Role.JUDGE]
+    assert (used.calls, used.cached_calls, used.requests, used.cost, used.cached_cost) == (1, 1, 0, 0.0, would_be)
+
+
+def test_a_priced_fake_model_has_a_known_cost_unless_the_request_names_its_own() -> None:
+    script = FakeScript().enqueue("*", "one two", "one two").price("judge", prompt=0.01, completion=0.02)
+    client = make_client(script, None)
+    assert run(client.complete(Role.JUDGE, HELLO)).cost == pytest.approx(2 * 0.01 + 2 * 0.02)
+    own = run(client.complete(Role.JUDGE, HELLO, input_cost_per_token=1.0, output_cost_per_token=0.0))
+    assert own.cost == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="must not be negative"):
+        script.price("judge", prompt=-1.0, completion=0.0)
 
 
 def test_metering_counts_hits_per_conversation(tmp_path: Path) -> None:

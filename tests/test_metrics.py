@@ -680,6 +680,29 @@ def test_an_unknown_cost_stays_unknown_and_counts_follow_the_outcomes() -> None:
     assert Counts(total=30, passed=1, failed=1, correctness=100.0) == Counts(passed=1, failed=1)
 
 
+@pytest.mark.parametrize(
+    ("cached", "expected"),
+    [
+        ([Usage(calls=2, cost=0.0, cached_calls=2, cached_cost=0.25), Usage(calls=1, cost=0.5)], (3, 2, 1, 0.25)),
+        # One cached answer whose first cost was unknown makes the would-be total unknown, never a guess.
+        ([Usage(calls=1, cost=0.0, cached_calls=1, cached_cost=None), Usage(calls=1, cost=0.0, cached_calls=1)],
+         (2, 2, 0, None)),
+    ],
+    ids=["known", "unknown"],
+)  # fmt: skip
+def test_the_summary_counts_answers_from_the_cache_and_their_would_be_cost(
+    cached: list[Usage], expected: tuple[int, int, int, float | None]
+) -> None:
+    results = []
+    for index, used in enumerate(cached):
+        stored = _stored(f"k{index}", "pass", repeat=index)
+        stored.result.transcript.usage = {"judge": used}
+        results.append(stored)
+    judge = run_summary(results, 0.0).usage["judge"]
+    assert (judge.calls, judge.cached_calls, judge.requests, judge.cached_cost) == expected
+    assert judge == sum(cached, Usage())  # the run's summary and adding usages up agree
+
+
 def test_an_older_summary_is_read_and_recomputed_from_the_results() -> None:
     older = {"total": 1, "passed": 1, "correctness": 1.0, "duration_s": 3.0, "usage": {"judge": {"calls": 2}}}
     summary = RunSummary.model_validate(older)

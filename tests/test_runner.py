@@ -42,6 +42,8 @@ def test_every_case_of_every_shipped_suite_runs_offline(path: Path, monkeypatch:
 
 
 DEMO_FAILING = {"express_delivery_date_is_made_up"}
+#: Met checks beside criteria in words no judge model decided: its steps are unsure offline, never complete.
+DEMO_UNJUDGED = {"order_status_needs_the_order_number"}
 
 
 @pytest.mark.parametrize("name", ["simulations", "scenarios", "golden"])
@@ -52,7 +54,13 @@ def test_the_demo_passes_except_its_planted_flaw(name: str, monkeypatch: pytest.
         transcript = simulate_case(path, case.name)
         done, total = goals(transcript)
         reached = transcript.stop_reason in ("completed", "user_ended") and done == total
-        assert reached == (case.name not in DEMO_FAILING), (case.name, transcript.stop_reason, transcript.steps)
+        assert reached == (case.name not in DEMO_FAILING | DEMO_UNJUDGED), (
+            case.name,
+            transcript.stop_reason,
+            transcript.steps,
+        )
+        if case.name in DEMO_UNJUDGED:
+            assert [step.status for step in transcript.steps] == ["unsure"] * total
 
 
 def _move(message: str) -> dict[str, object]:

@@ -791,3 +791,5 @@ def test_a_summary_stored_by_an_older_version_still_reads(tmp_path: Path) -> Non
     assert not totals.current  # a reader recomputes what it lacks (metrics.summarized)
     assert (totals.passed, totals.failed, totals.duration_s) == (1, 1, 4.0)
     assert totals.usage["judge"] == Usage(calls=3, prompt_tokens=5, completion_tokens=1, cost=None)
+    # Stored before answers from the request cache were counted apart: it has none, and all were sent.
+    assert (totals.usage["judge"].cached_calls, totals.usage["judge"].requests) == (0, 3)

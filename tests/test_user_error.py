@@ -123,7 +123,8 @@ def test_a_failing_conversation_gets_its_fidelity_answer_from_the_hallucination_
         if "<user_brief-" in prompt:
             users = [{"turn": 2, "invented": False, "fact": "", "reason": "nothing stated"}]
             return {"turns": [], "user_turns": users}
-        return {"verdict": "not_met", "reason": "no", "satisfied": False, "turns": [], "claim": ""}
+        # The expectation in words is left undecided: one the judge found unmet would be the agent's own fault.
+        return {"verdict": "unsure", "reason": "cannot tell", "satisfied": False, "turns": [], "claim": ""}
 
     script.enqueue("judge", judge, times=40)
     with script.active():

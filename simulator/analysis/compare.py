@@ -40,11 +40,20 @@ Definitions (pinned by ``tests/test_compare.py``):
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
-from simulator.metrics import repeat_stats, summarized
+from simulator.analysis._judging import (
+    Judging,
+    OneSided,
+    judging_of,
+    only_judging_holds,
+    step_only_judging_holds,
+)
+from simulator.analysis._run_settings import setting_diffs
+from simulator.metrics import counts, repeat_stats, summarized
 from simulator.models.comparison import (
     ALPHA,
     CaseDiff,
@@ -53,12 +62,13 @@ from simulator.models.comparison import (
     Change,
     Comparison,
     McNemar,
+    SettingDiff,
     StepChange,
     StepDiff,
 )
 from simulator.models.run import RunRecord, StoredResult
 from simulator.models.scores import Outcome
-from simulator.models.summary import Counts, RunSummary
+from simulator.models.summary import RunSummary
 from simulator.models.transcript import StepOutcome
 
 __all__ = [
@@ -69,15 +79,24 @@ __all__ = [
     "Change",
     "Comparison",
     "McNemar",
+    "SettingDiff",
     "StepChange",
     "StepDiff",
     "compare_runs",
     "mcnemar_exact",
 ]
 
-_CHANGE_ORDER: dict[Change, int] = {"regressed": 0, "improved": 1, "new": 2, "removed": 3, "unchanged": 4}
+_CHANGE_ORDER: dict[Change, int] = {
+    "regressed": 0, "improved": 1, "new": 2, "removed": 3, "not_comparable": 4, "unchanged": 5,
+}  # fmt: skip
 
 _Key = tuple[str, str, str | None]
+
+#: Why a case whose definition differs between the runs is not comparable.
+NOT_THE_SAME = (
+    "the case is not the same in both runs: its definition, persona, thresholds, judging, tool fakes or judge "
+    "prompts differ"
+)
 
 
 def mcnemar_exact(b: int, c: int) -> McNemar:
@@ -156,16 +175,21 @@ def _summary(outcomes: list[Outcome]) -> CaseRunSummary:
     )
 
 
-def _steps(results: Sequence[StoredResult]) -> dict[tuple[int, str], list[tuple[int, StepOutcome]]]:
-    """Every step recorded by the results, by (index, label): (repeat, outcome) in repeat order."""
-    steps: dict[tuple[int, str], list[tuple[int, StepOutcome]]] = {}
+def _steps(results: Sequence[StoredResult]) -> dict[tuple[int, str], list[tuple[StoredResult, StepOutcome]]]:
+    """Every step recorded by the results, by (index, label): (result, outcome) in repeat order."""
+    steps: dict[tuple[int, str], list[tuple[StoredResult, StepOutcome]]] = {}
     for result in results:
         for step in result.result.transcript.steps:
-            steps.setdefault((step.index, step.label), []).append((result.repeat, step))
+            steps.setdefault((step.index, step.label), []).append((result, step))
     return steps
 
 
-def _step_diffs(results_a: Sequence[StoredResult], results_b: Sequence[StoredResult]) -> list[StepDiff]:
+def _step_diffs(
+    results_a: Sequence[StoredResult],
+    results_b: Sequence[StoredResult],
+    judging_a: Judging,
+    judging_b: Judging,
+) -> list[StepDiff]:
     steps_a = _steps(results_a)
     steps_b = _steps(results_b)
     diffs: list[StepDiff] = []
@@ -176,38 +200,83 @@ def _step_diffs(results_a: Sequence[StoredResult], results_b: Sequence[StoredRes
         complete_b = sum(1 for _, step in in_b if step.status == "complete")
         was_complete = complete_a == len(in_a)
         is_complete = complete_b == len(in_b)
+        counts_of = {
+            "index": index, "label": label, "complete_a": complete_a, "recorded_a": len(in_a),
+            "complete_b": complete_b, "recorded_b": len(in_b),
+        }  # fmt: skip
         if was_complete and not is_complete:
-            repeat, first = next((r, step) for r, step in in_b if step.status != "complete")
+            held = [(r, step) for r, step in in_b if step.status != "complete"]
+            one_sided = step_only_judging_holds(held, judging_a)
+            stored, first = held[0]
             diffs.append(
                 StepDiff(
-                    index=index,
-                    label=label,
-                    change="regressed",
-                    complete_a=complete_a,
-                    recorded_a=len(in_a),
-                    complete_b=complete_b,
-                    recorded_b=len(in_b),
+                    **counts_of,
+                    change="not_comparable" if one_sided else "regressed",
+                    would_be="regressed" if one_sided else None,
+                    not_comparable=one_sided.reason("B", "A") if one_sided else "",
                     b_status=first.status,
                     b_rationale=first.rationale,
-                    b_repeat=repeat,
+                    b_repeat=stored.repeat,
                 )
             )
         elif is_complete and not was_complete:
-            before = next(step for _, step in in_a if step.status != "complete")
+            held = [(r, step) for r, step in in_a if step.status != "complete"]
+            one_sided = step_only_judging_holds(held, judging_b)
             diffs.append(
                 StepDiff(
-                    index=index,
-                    label=label,
-                    change="improved",
-                    complete_a=complete_a,
-                    recorded_a=len(in_a),
-                    complete_b=complete_b,
-                    recorded_b=len(in_b),
-                    a_status=before.status,
+                    **counts_of,
+                    change="not_comparable" if one_sided else "improved",
+                    would_be="improved" if one_sided else None,
+                    not_comparable=one_sided.reason("A", "B") if one_sided else "",
+                    a_status=held[0][1].status,
                 )
             )
-    diffs.sort(key=lambda diff: (diff.change != "regressed", diff.index, diff.label))
+    order = {"regressed": 0, "improved": 1, "not_comparable": 2}
+    diffs.sort(key=lambda diff: (order[diff.change], diff.index, diff.label))
     return diffs
+
+
+def _definitions(run: RunRecord, summary: RunSummary) -> dict[_Key, set[str]]:
+    """What each case identity was measured against in the run, as canonical JSON (one per suite holding it):
+    the case as written, the persona played, and the suite's thresholds, judging, language, tool fakes and
+    judge prompts. The agent is not part of it: comparing agents is what compare is for."""
+    found: dict[_Key, set[str]] = {}
+    for case in summary.cases:
+        snapshot = run.snapshot[case.suite]
+        suite = snapshot.suite
+        written = next((c for c in suite.cases if c.name == case.case), None)
+        persona = snapshot.personas.get(case.persona) if case.persona is not None else None
+        definition = {
+            "case": written.model_dump(mode="json") if written is not None else None,
+            "persona": persona.model_dump(mode="json") if persona is not None else None,
+            "thresholds": suite.thresholds.model_dump(mode="json"),
+            "judging": suite.judging.model_dump(mode="json"),
+            "language": suite.language,
+            "tool_fakes": [fake.model_dump(mode="json") for fake in suite.tool_fakes],
+            "judge_prompts": [suite.judge_prompts, snapshot.prompt_overrides],
+        }
+        key = (suite.name, case.case, case.persona)
+        found.setdefault(key, set()).add(json.dumps(definition, sort_keys=True, ensure_ascii=False))
+    return found
+
+
+def _not_passing(results: Sequence[StoredResult]) -> list[StoredResult]:
+    """The repeats that did not pass, leaving out those the simulated user spoiled (they show nothing)."""
+    return [result for result in results if result.outcome not in ("pass", "user_error")]
+
+
+def _one_sided(
+    change: Change, in_a: Sequence[StoredResult], in_b: Sequence[StoredResult], judging_a: Judging, judging_b: Judging
+) -> str:
+    """Why a regression or an improvement rests only on checks judged in one run, or "" when it is real."""
+    one_sided: OneSided | None
+    if change == "regressed":
+        one_sided = only_judging_holds(_not_passing(in_b), judging_a)
+        return one_sided.reason("B", "A") if one_sided else ""
+    if change == "improved":
+        one_sided = only_judging_holds(_not_passing(in_a), judging_b)
+        return one_sided.reason("A", "B") if one_sided else ""
+    return ""
 
 
 def _sort_key(diff: CaseDiff) -> tuple[int, str, str, bool, str]:
@@ -233,6 +302,8 @@ def compare_runs(
     summary_b = _summary_of(run_b, groups_b)
     outcomes_a = _cases(run_a, summary_a)
     outcomes_b = _cases(run_b, summary_b)
+    definitions_a = _definitions(run_a, summary_a)
+    definitions_b = _definitions(run_b, summary_b)
     cases: list[CaseDiff] = []
     for key in outcomes_a.keys() | outcomes_b.keys():
         suite, case, persona = key
@@ -263,22 +334,30 @@ def compare_runs(
             change = "improved"
         else:
             change = "unchanged"
+        judging_a, judging_b = judging_of(in_a), judging_of(in_b)
+        if definitions_a.get(key) != definitions_b.get(key):
+            why = NOT_THE_SAME
+        else:
+            why = _one_sided(change, in_a, in_b, judging_a, judging_b)
         cases.append(
             CaseDiff(
                 suite=suite,
                 case=case,
                 persona=persona,
-                change=change,
+                change="not_comparable" if why else change,
                 a=a,
                 b=b,
                 pass_rate_change=b.pass_rate - a.pass_rate,
-                steps=_step_diffs(in_a, in_b),
+                steps=_step_diffs(in_a, in_b, judging_a, judging_b),
                 b_reasons=b_reasons,
+                would_be=change if why else None,
+                not_comparable=why,
             )
         )
     cases.sort(key=_sort_key)
-    correctness_a = Counts.model_validate(summary_a.model_dump(include=set(Counts.model_fields)))
-    correctness_b = Counts.model_validate(summary_b.model_dump(include=set(Counts.model_fields)))
+    comparable = [case for case in cases if case.change in ("regressed", "improved", "unchanged")]
+    correctness_a = counts(outcome for case in comparable if case.a is not None for outcome in case.a.outcomes)
+    correctness_b = counts(outcome for case in comparable if case.b is not None for outcome in case.b.outcomes)
     change_in_correctness = (
         None
         if correctness_a.correctness is None or correctness_b.correctness is None
@@ -294,6 +373,7 @@ def compare_runs(
         correctness_change=change_in_correctness,
         mcnemar=mcnemar_exact(regressed, improved),
         cases=cases,
+        settings=setting_diffs(run_a, run_b),
     )
 
 

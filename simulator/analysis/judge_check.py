@@ -18,9 +18,10 @@ disagreement with the judge's reason, so a prompt can be fixed where it goes wro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
@@ -34,6 +35,7 @@ from simulator.loading._limits import ReadProblem, read_text
 from simulator.metrics import Agreement, agreement
 from simulator.models import Case, ModelRoles, normalize_reference
 from simulator.models._base import StrictModel, Text
+from simulator.models.run import ModelOptions, ModelRole, resolved_models
 from simulator.models.scores import CaseResult, Score
 from simulator.models.transcript import Transcript
 from simulator.runner import load_prompt_overrides
@@ -115,13 +117,21 @@ def _hallucination_answer(score: Score) -> str:
 
 
 async def judge_check(
-    path: str | Path, *, judge_model: str | None = None, llm: LLMClient | None = None
+    path: str | Path,
+    *,
+    judge_model: str | None = None,
+    models: Mapping[ModelRole, Mapping[str, Any]] | None = None,
+    llm: LLMClient | None = None,
 ) -> JudgeCheckReport:
     """Ask the judge every labelled question in the file at ``path`` and compare with the labels.
 
-    The judge is ``judge_model`` if given, else the judge model of the first item's suite (with that suite's
-    judge settings); ``llm`` replaces the client altogether (tests pass one with the offline fake provider).
+    The judge is the first item's suite's (its ``models.judge``) with the judge settings of ``models`` (per-role
+    settings as ``run`` takes them: ``api_base``, ``backend``, ...) laid over it, and ``judge_model`` over both;
+    ``llm`` replaces the client altogether (tests pass one with the offline fake provider).
     """
+    given = ModelOptions(
+        judge_model=judge_model, models={role: dict(values) for role, values in (models or {}).items()}
+    )
     path = Path(path)
     labels: LabelFile = load_model_file(path, LabelFile)
     suites: dict[Path, LoadedSuite] = {}
@@ -131,9 +141,7 @@ async def judge_check(
         loaded = _suite_for(path, index, item, labels.suite, suites)
         case = _case_for(path, index, item, loaded, transcript)
         if llm is None:
-            settings = loaded.suite.models.judge
-            if judge_model:
-                settings = settings.model_copy(update={"model": judge_model})
+            settings = resolved_models(loaded.suite, given).judge
             if settings.model is None:
                 raise JudgeError(
                     "judge-check needs a judge model: pass --judge-model MODEL (any litellm model), "

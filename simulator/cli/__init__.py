@@ -4,8 +4,9 @@ One module per command group, each a thin layer (parse the options, call the pub
 the work, print): ``suites`` (validate, schema, personas, import csv), ``run`` (run, simulate), ``runs`` (stored
 runs), ``reports`` (report, compare, digest), ``exchange`` (export, import run / csv-turns, golden), ``judge``
 (judge-check), ``replay`` (replay and rerun of recorded runs), ``lint`` (spec lint); ``_output`` holds what
-they share (consoles, exit codes, error handling, option aliases) and ``_progress`` the progress bar and signal
-handling of a running run. This module builds the app from them.
+they share (consoles, exit codes, error handling, option aliases), ``_models`` the model options of every command
+that asks a model, and ``_progress`` the progress bar and signal handling of a running run. This module builds
+the app from them.
 
 Exit codes: 0 success, 1 results below the bar (``--fail-under``), 2 invalid input, 3 the run could not
 complete (or another process is running it), 70 an internal error (a bug in Simulator), 130 interrupted by

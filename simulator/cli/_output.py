@@ -160,25 +160,6 @@ _STYLES = {
 }
 
 
-ModelsFileOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--models",
-        help="YAML file of model settings per role, like a suite's `models:` (agent/user/judge: model, api_base, "
-        "api_key_env, timeout, ...); what it sets overrides the suite.",
-    ),
-]
-JudgeApiBaseOption = Annotated[
-    str | None, typer.Option("--judge-api-base", help="Base URL of the judge model's endpoint.")
-]
-UserApiBaseOption = Annotated[
-    str | None, typer.Option("--user-api-base", help="Base URL of the simulated user's model endpoint.")
-]
-AgentApiBaseOption = Annotated[
-    str | None, typer.Option("--agent-api-base", help="Base URL of a litellm agent's model endpoint.")
-]
-
-
 RayAddressOption = Annotated[
     str | None,
     typer.Option(

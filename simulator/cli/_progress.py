@@ -39,6 +39,18 @@ def _resume_command(record: Any, store_path: Path, db: Path | None) -> str:
     return shlex.join(words)
 
 
+def _cache_words(event: Any) -> str:
+    """Whether the run's user and judge answers may come from the request cache, where it is and how to turn it
+    off (said before a run starts, so a replayed answer is never taken for a model's)."""
+    if event.cache_path is not None:
+        return (
+            f"request cache on ({event.cache_path}: user and judge answers to requests asked before are replayed, "
+            "not sent; --no-cache turns it off)"
+        )
+    why = "not used on Ray" if event.record.settings.executor == "ray" else "--no-cache"
+    return f"request cache off ({why}): every answer is asked of the models"
+
+
 #: Up to this many conversations, a run off the terminal prints a line for each; a larger one prints its
 #: failures (fail, error, user_error) and a line every twentieth of the way, so a CI log stays readable.
 EVERY_LINE_UP_TO = 200

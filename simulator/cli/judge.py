@@ -8,19 +8,33 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from simulator.cli._models import (
+    AgentApiBaseOption,
+    JudgeApiBaseOption,
+    JudgeModelOption,
+    ModelsFileOption,
+    UserApiBaseOption,
+    UserModelOption,
+    model_options,
+    note_unused_roles,
+)
 from simulator.cli._output import EXIT_INVALID, _handles_errors, _print_json, err, out
 
 
 @_handles_errors
 def judge_check_command(
     file: Annotated[Path, typer.Argument(help="YAML file of labelled transcripts (see judge_labels/demo.yaml).")],
-    judge_model: Annotated[
-        str | None, typer.Option("--judge-model", help="litellm model to check (default: the suite's judge).")
-    ] = None,
+    judge_model: JudgeModelOption = None,
+    user_model: UserModelOption = None,
+    models_file: ModelsFileOption = None,
+    judge_api_base: JudgeApiBaseOption = None,
+    user_api_base: UserApiBaseOption = None,
+    agent_api_base: AgentApiBaseOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Score labelled transcripts with the judge model and report its agreement with the person who labelled
-    them: accuracy and Cohen's kappa per question, and every disagreement with the judge's reason."""
+    them: accuracy and Cohen's kappa per question, and every disagreement with the judge's reason. The judge is
+    the first item's suite's (models.judge), with the model options given here laid over it."""
     import asyncio
     from dataclasses import asdict
 
@@ -30,8 +44,15 @@ def judge_check_command(
     if not file.is_file():
         err.print(f"{file}: no such file", markup=False)
         raise typer.Exit(EXIT_INVALID)
+    given = model_options(
+        user_model=user_model, judge_model=judge_model, models_file=models_file, judge_api_base=judge_api_base,
+        user_api_base=user_api_base, agent_api_base=agent_api_base,
+    )  # fmt: skip
+    unused = note_unused_roles(given, "judge-check")
+    if unused:
+        err.print(f"note: {unused}", markup=False)
     try:
-        report = asyncio.run(judge_check(file, judge_model=judge_model))
+        report = asyncio.run(judge_check(file, judge_model=given.judge_model, models=given.models))
     except JudgeError as exc:
         err.print(f"error: {exc}", markup=False)
         raise typer.Exit(EXIT_INVALID) from None

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from simulator.cli._models import (
+    AgentApiBaseOption,
+    JudgeApiBaseOption,
+    JudgeModelOption,
+    ModelsFileOption,
+    UserApiBaseOption,
+    UserModelOption,
+    model_options,
+    note_unused_roles,
+)
 from simulator.cli._output import (
     EXIT_INCOMPLETE,
     EXIT_INVALID,
@@ -20,19 +30,34 @@ from simulator.cli._output import (
     out,
 )
 
+if TYPE_CHECKING:
+    from simulator.models.run import ModelOptions
+
 StrictOption = Annotated[bool, typer.Option("--strict", help="Fail (exit 1) on warnings too, not only on errors.")]
 IgnoreOption = Annotated[
     list[str] | None,
     typer.Option("--ignore", metavar="RULE", help="Skip this rule (repeat for several), e.g. --ignore two-goals."),
 ]
-LintJudgeOption = Annotated[
-    str | None,
-    typer.Option(
-        "--judge-model",
-        help="Also ask this model (one request per suite) where the suite is ambiguous; its findings are "
-        "labelled model suggestions (info). Without it nothing is sent anywhere.",
-    ),
-]
+
+
+def lint_models(
+    *,
+    judge_model: str | None,
+    user_model: str | None,
+    models_file: Path | None,
+    judge_api_base: str | None,
+    user_api_base: str | None,
+    agent_api_base: str | None,
+) -> ModelOptions:
+    """The model options of ``lint`` (and ``validate --lint``): read, checked, and a note for roles it never asks."""
+    given = model_options(
+        user_model=user_model, judge_model=judge_model, models_file=models_file, judge_api_base=judge_api_base,
+        user_api_base=user_api_base, agent_api_base=agent_api_base,
+    )  # fmt: skip
+    unused = note_unused_roles(given, "lint")
+    if unused:
+        err.print(f"note: {unused}", markup=False)
+    return given
 
 
 @_handles_errors
@@ -41,23 +66,36 @@ def lint_command(
     as_json: JsonOption = False,
     strict: StrictOption = False,
     ignore: IgnoreOption = None,
-    judge_model: LintJudgeOption = None,
+    judge_model: JudgeModelOption = None,
+    user_model: UserModelOption = None,
+    models_file: ModelsFileOption = None,
+    judge_api_base: JudgeApiBaseOption = None,
+    user_api_base: UserApiBaseOption = None,
+    agent_api_base: AgentApiBaseOption = None,
 ) -> None:
     """Find what makes a simulation unwinnable or meaningless before any model is called: facts the user is
     never given, goals that ask two things, criteria any reply meets, say lines beyond max_turns, unreachable
     steps, contradicting checks, undeclared tools, duplicate cases. Exit 1 on an error finding (--strict: on a
-    warning too), 2 on invalid files."""
-    run_lint(paths, as_json=as_json, strict=strict, judge_model=judge_model, ignore=ignore or [])
+    warning too), 2 on invalid files. With --judge-model (or a judge model in --models) that model is also asked,
+    one request per suite, where the suite is ambiguous, with the suite's judge settings and the model options
+    laid over them; its findings are labelled model suggestions (info). Without it nothing is sent anywhere."""
+    given = lint_models(
+        judge_model=judge_model, user_model=user_model, models_file=models_file, judge_api_base=judge_api_base,
+        user_api_base=user_api_base, agent_api_base=agent_api_base,
+    )  # fmt: skip
+    run_lint(paths, as_json=as_json, strict=strict, models=given, ignore=ignore or [])
 
 
 def run_lint(
-    paths: Sequence[Path], *, as_json: bool, strict: bool, judge_model: str | None, ignore: Sequence[str] = ()
+    paths: Sequence[Path], *, as_json: bool, strict: bool, models: ModelOptions, ignore: Sequence[str] = ()
 ) -> None:
-    """Lint ``paths``, print the findings (text or JSON) and exit with the lint's code."""
+    """Lint ``paths``, print the findings (text or JSON) and exit with the lint's code; the suites are also
+    reviewed by the judge model when ``models`` names one."""
     from simulator.loading.lint import RULES, lint_paths
 
     report = lint_paths(paths, ignore=ignore)
     model_error: str | None = None
+    judge_model = models.named_judge
     if judge_model and not report.errors and report.suites:
         import asyncio
 
@@ -65,7 +103,8 @@ def run_lint(
         from simulator.judges.spec_review import review_suites
 
         try:
-            report.findings += asyncio.run(review_suites(report.suites, report.findings, judge_model=judge_model))
+            review = review_suites(report.suites, report.findings, judge_model=models.judge_model, models=models.models)
+            report.findings += asyncio.run(review)
         except ModelError as exc:
             # The rules' findings stand; the review that could not be had is said, and the exit code says so.
             model_error = f"the review by {judge_model} failed: {exc}"

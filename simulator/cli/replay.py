@@ -6,6 +6,16 @@ from typing import Annotated, Any
 
 import typer
 
+from simulator.cli._models import (
+    AgentApiBaseOption,
+    JudgeApiBaseOption,
+    JudgeModelOption,
+    ModelsFileOption,
+    UserApiBaseOption,
+    UserModelOption,
+    model_options,
+    note_unused_roles,
+)
 from simulator.cli._output import (
     _STYLES,
     DbOption,
@@ -22,14 +32,6 @@ from simulator.cli.run import _print_run_document
 
 RunArgument = Annotated[str, typer.Argument(metavar="RUN", help="A recorded run: id, unique prefix, latest, latest~N.")]
 PersonaOption = Annotated[str | None, typer.Option("--persona", help="Only the conversations with this persona.")]
-JudgeModelOption = Annotated[
-    str | None,
-    typer.Option(
-        "--judge-model",
-        help="litellm model for the judge requests that changed since the recording (without it they are "
-        "unsure: not judged).",
-    ),
-]
 SuiteFromOption = Annotated[
     str,
     typer.Option(
@@ -49,6 +51,11 @@ def replay(
     case: Annotated[str | None, typer.Argument(metavar="[CASE]", help="Only this recorded case.")] = None,
     persona: PersonaOption = None,
     judge_model: JudgeModelOption = None,
+    user_model: UserModelOption = None,
+    models_file: ModelsFileOption = None,
+    judge_api_base: JudgeApiBaseOption = None,
+    user_api_base: UserApiBaseOption = None,
+    agent_api_base: AgentApiBaseOption = None,
     suite_from: SuiteFromOption = "disk",
     db: DbOption = None,
     as_json: JsonOption = False,
@@ -56,9 +63,17 @@ def replay(
 ) -> None:
     """Play a recorded run back without any agent or model, and score it again with the checks and judges of the
     suite files as they are now: the user's moves, the agent's replies and the tool results come from its
-    cassettes. Judge requests identical to recorded ones are answered from the cassette; changed ones go to
-    --judge-model, else they are unsure. Stored as a new run. Exits like `run`."""
+    cassettes. Judge requests identical to recorded ones are answered from the cassette; changed ones go to the
+    judge when a judge option is given (--judge-model, --judge-api-base or a judge in --models, laid over the
+    recorded run's judge), else they are unsure. Stored as a new run. Exits like `run`."""
     talk = err if as_json else out
+    given = model_options(
+        user_model=user_model, judge_model=judge_model, models_file=models_file, judge_api_base=judge_api_base,
+        user_api_base=user_api_base, agent_api_base=agent_api_base,
+    )  # fmt: skip
+    unused = note_unused_roles(given, "replay")
+    if unused:
+        err.print(f"note: {unused}", markup=False)
 
     def started(event: Any) -> None:
         talk.print(
@@ -69,7 +84,8 @@ def replay(
 
     outcome = _run_with_progress(
         lambda on_event: _api().replay_async(
-            run_ref, case, persona=persona, judge_model=judge_model, suite_from=suite_from, db=db, on_event=on_event
+            run_ref, case, persona=persona, judge_model=given.judge_model, user_model=given.user_model,
+            models=given.models, suite_from=suite_from, db=db, on_event=on_event,
         ),
         db=db, on_start=started, lines_to=talk,
     )  # fmt: skip
@@ -101,7 +117,12 @@ def rerun(
         ),
     ] = "exact",
     persona: PersonaOption = None,
-    judge_model: Annotated[str | None, typer.Option("--judge-model", help="litellm model for the judge.")] = None,
+    judge_model: JudgeModelOption = None,
+    user_model: UserModelOption = None,
+    models_file: ModelsFileOption = None,
+    judge_api_base: JudgeApiBaseOption = None,
+    user_api_base: UserApiBaseOption = None,
+    agent_api_base: AgentApiBaseOption = None,
     suite_from: SuiteFromOption = "disk",
     live: LiveOption = False,
     yes: YesOption = False,
@@ -110,7 +131,8 @@ def rerun(
 ) -> None:
     """Run the agent under test again, live, against a recorded conversation: the recorded user turns are sent
     while its replies and tool calls match the recording; from the first turn that differs, the live simulated
-    user takes over. The transcript marks the replayed turns and the divergence. Stored as a new run."""
+    user takes over. The transcript marks the replayed turns and the divergence. Stored as a new run. The models
+    are the recorded run's, with the model options given here laid over them."""
     from simulator.errors import InputError
     from simulator.reports.transcript_text import case_lines
 
@@ -120,10 +142,15 @@ def rerun(
             "differs): simulator rerun RUN CASE --from-divergence"
         )
     talk = err if as_json else out
+    given = model_options(
+        user_model=user_model, judge_model=judge_model, models_file=models_file, judge_api_base=judge_api_base,
+        user_api_base=user_api_base, agent_api_base=agent_api_base,
+    )  # fmt: skip
     outcome = _run_with_progress(
         lambda on_event: _api().rerun_async(
-            run_ref, case, compare=compare, persona=persona, suite_from=suite_from, judge_model=judge_model,
-            live=live, trust_imported=yes, db=db, on_event=on_event,
+            run_ref, case, compare=compare, persona=persona, suite_from=suite_from, judge_model=given.judge_model,
+            user_model=given.user_model, models=given.models, live=live, trust_imported=yes, db=db,
+            on_event=on_event,
         ),
         db=db, lines_to=talk,
     )  # fmt: skip

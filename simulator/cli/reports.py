@@ -13,6 +13,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from simulator.cli._choices import CompareFormat, DigestFormat, ReportFormatChoice
+from simulator.cli._models import (
+    AgentApiBaseOption,
+    JudgeApiBaseOption,
+    JudgeModelOption,
+    ModelsFileOption,
+    UserApiBaseOption,
+    UserModelOption,
+    model_options,
+    note_unused_roles,
+)
 from simulator.cli._output import (
     EXIT_BELOW_BAR,
     DbOption,
@@ -29,6 +39,7 @@ from simulator.errors import InputError
 if TYPE_CHECKING:
     from simulator.analysis.compare import Comparison
     from simulator.analysis.digest import Digest
+    from simulator.models.run import ModelOptions
 
 
 @_handles_errors
@@ -126,11 +137,18 @@ def compare_command(
     db: DbOption = None,
     as_json: JsonOption = False,
     fail_on_regression: Annotated[
-        bool, typer.Option("--fail-on-regression", help="Exit 1 when a case or step regressed.")
+        bool,
+        typer.Option(
+            "--fail-on-regression",
+            help="Exit 1 when a case regressed (passed in A, not in B); a not comparable case never counts.",
+        ),
     ] = False,
 ) -> None:
-    """Compare two runs case by case and step by step: regressed first, then improved, new, removed; with
-    --format md or html, a report side by side per step; with --json, one JSON document."""
+    """Compare two runs case by case and step by step: first the settings that differ between them, then the
+    regressed cases, improved, new, removed and not comparable ones (judged in one run only, or defined
+    differently: never counted as regressed or improved); correctness and McNemar's test count the comparable
+    cases in both runs. With --format md or html, a report side by side per step; with --json, one JSON
+    document."""
     if as_json and fmt is not None:
         raise InputError(f"--json and --format {fmt} ask for two formats: give one of them")
     comparison = _comparison(run_a, run_b, db)
@@ -148,39 +166,54 @@ def compare_command(
         raise typer.Exit(EXIT_BELOW_BAR)
 
 
-def _digest_of(run_ref: str, judge_model: str | None, db: Path | None) -> Digest:
+def _digest_of(run_ref: str, given: ModelOptions, db: Path | None) -> Digest:
     import asyncio
 
     from simulator.analysis.digest import build_digest, suggest_fixes
     from simulator.llm import LLMClient
     from simulator.models import ModelRoles
+    from simulator.models.run import resolved_models
 
     with _store(db) as store:
         record = store.get_run(run_ref)
         results = store.results(record.id)
     found = build_digest(results)
-    agent = record.snapshot[0].suite.agent if record.snapshot else None
-    instructions = getattr(agent, "instructions", None)
-    model = judge_model or record.settings.judge_model
-    llm = LLMClient(ModelRoles.model_validate({"judge": model})) if model else None
+    suite = record.snapshot[0].suite if record.snapshot else None
+    instructions = getattr(suite.agent, "instructions", None) if suite is not None else None
+    # The judge the run was judged by (its suite's, with the run's own options), the options given here laid over.
+    judge = resolved_models(suite, given.over(record.settings)).judge if suite is not None else None
+    llm = LLMClient(ModelRoles(judge=judge)) if judge is not None and judge.model else None
     return asyncio.run(suggest_fixes(found, llm, instructions=instructions))
 
 
 @_handles_errors
 def digest(
     run_ref: Annotated[str, typer.Argument(metavar="RUN")],
-    judge_model: Annotated[
-        str | None, typer.Option("--judge-model", help="Model that suggests instruction changes (optional).")
-    ] = None,
+    judge_model: JudgeModelOption = None,
+    user_model: UserModelOption = None,
+    models_file: ModelsFileOption = None,
+    judge_api_base: JudgeApiBaseOption = None,
+    user_api_base: UserApiBaseOption = None,
+    agent_api_base: AgentApiBaseOption = None,
     fmt: Annotated[DigestFormat, typer.Option("--format", "-f", help="The digest's format.")] = DigestFormat.text,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Failures grouped by step, criterion and check, most common first, with example turns; with a judge
-    model, suggested changes to the agent's instructions (clearly labelled as model suggestions)."""
+    model, suggested changes to the agent's instructions (clearly labelled as model suggestions). The judge is
+    the one the run was judged by (its suite's models.judge with the run's own model options), with the model
+    options given here laid over it; a run judged by no model gets no suggestions unless --judge-model (or a
+    judge model in --models) names one."""
     from simulator.reports.digest_report import render_digest_markdown, render_digest_text
 
-    found = _digest_of(run_ref, judge_model, db)
+    given = model_options(
+        user_model=user_model, judge_model=judge_model, models_file=models_file, judge_api_base=judge_api_base,
+        user_api_base=user_api_base, agent_api_base=agent_api_base,
+    )  # fmt: skip
+    unused = note_unused_roles(given, "digest")
+    if unused:
+        err.print(f"note: {unused}", markup=False)
+    found = _digest_of(run_ref, given, db)
     if as_json:
         _print_document(found.model_dump_json(indent=2) + "\n", "json")
     elif fmt is DigestFormat.md:

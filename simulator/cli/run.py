@@ -9,17 +9,22 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from simulator.cli._choices import ExecutorChoice, ReportFormatChoice
+from simulator.cli._models import (
+    AgentApiBaseOption,
+    JudgeApiBaseOption,
+    JudgeModelOption,
+    ModelsFileOption,
+    UserApiBaseOption,
+    UserModelOption,
+    _model_overrides,
+)
 from simulator.cli._output import (
     _STYLES,
     EXIT_BELOW_BAR,
-    AgentApiBaseOption,
     DbOption,
-    JudgeApiBaseOption,
-    ModelsFileOption,
     RayAddressOption,
     RayWorkersOption,
     SafeConsole,
-    UserApiBaseOption,
     VerboseOption,
     _api,
     _handles_errors,
@@ -28,28 +33,10 @@ from simulator.cli._output import (
     err,
     out,
 )
-from simulator.cli._progress import _exit_for, _print_run, _run_with_progress
+from simulator.cli._progress import _cache_words, _exit_for, _print_run, _run_with_progress
 
 if TYPE_CHECKING:
     from simulator.reports.formats import ReportFormat
-
-
-def _model_overrides(
-    models_file: Path | None, judge_api_base: str | None, user_api_base: str | None, agent_api_base: str | None
-) -> dict[str, dict[str, Any]]:
-    """Per-role model settings from ``--models FILE`` (the suite's ``models:`` mapping, as YAML) and the
-    ``--*-api-base`` options (which win over the file)."""
-    overrides: dict[str, dict[str, Any]] = {}
-    if models_file is not None:
-        from simulator.loading import load_model_file
-        from simulator.models import ModelRoles
-
-        # Only what the file sets: it overrides the suite key by key.
-        overrides = load_model_file(models_file, ModelRoles).model_dump(exclude_unset=True)
-    for role, base in (("judge", judge_api_base), ("user", user_api_base), ("agent", agent_api_base)):
-        if base is not None:
-            overrides.setdefault(role, {})["api_base"] = base
-    return overrides
 
 
 @_handles_errors
@@ -60,10 +47,8 @@ def simulate(
     ] = None,
     persona: Annotated[str | None, typer.Option("--persona", help="Persona name (default: the case's first).")] = None,
     live: Annotated[bool, typer.Option("--live", help="Run real tool functions instead of fakes.")] = False,
-    user_model: Annotated[
-        str | None, typer.Option("--user-model", help="litellm model for the simulated user.")
-    ] = None,
-    judge_model: Annotated[str | None, typer.Option("--judge-model", help="litellm model for the judge.")] = None,
+    user_model: UserModelOption = None,
+    judge_model: JudgeModelOption = None,
     models_file: ModelsFileOption = None,
     judge_api_base: JudgeApiBaseOption = None,
     user_api_base: UserApiBaseOption = None,
@@ -131,10 +116,8 @@ def run(
     agent_version: Annotated[str | None, typer.Option("--agent-version", help="Label of the agent version.")] = None,
     note: Annotated[str, typer.Option("--note", help="A note kept with the run (editable later).")] = "",
     live: Annotated[bool, typer.Option("--live", help="Run real tool functions instead of fakes.")] = False,
-    user_model: Annotated[
-        str | None, typer.Option("--user-model", help="litellm model for the simulated user.")
-    ] = None,
-    judge_model: Annotated[str | None, typer.Option("--judge-model", help="litellm model for the judge.")] = None,
+    user_model: UserModelOption = None,
+    judge_model: JudgeModelOption = None,
     models_file: ModelsFileOption = None,
     judge_api_base: JudgeApiBaseOption = None,
     user_api_base: UserApiBaseOption = None,
@@ -210,8 +193,9 @@ def run(
         bool,
         typer.Option(
             "--json",
-            help="Print one JSON document: the run, its counts, correctness, coverage and one row per "
-            "conversation (case, persona, repeat, outcome, reasons); progress and notes go to stderr.",
+            help="Print one JSON document: the run, its counts, correctness, coverage, usage per model role "
+            "(answers, from_cache, requests_sent, cost, would_be_cost) and one row per conversation (case, "
+            "persona, repeat, outcome, reasons); progress and notes go to stderr.",
         ),
     ] = False,
     verbose: VerboseOption = False,
@@ -258,7 +242,8 @@ def run(
         talk.print(
             f"Run {event.record.id}: {len(planned.items)} conversation(s) of {planned.cases} case(s) from "
             f"{len(planned.snapshots)} suite(s), concurrency {concurrency}"
-            f"{f' (model limits: {limits})' if limits else ''}{tools}{_where(planned.settings)}; {guess}.",
+            f"{f' (model limits: {limits})' if limits else ''}{tools}{_where(planned.settings)}; "
+            f"{_cache_words(event)}; {guess}.",
             markup=False,
         )
         for note_text in planned.notes:
@@ -292,8 +277,8 @@ def report_format(choice: ReportFormatChoice) -> ReportFormat:
 
 
 def _run_head(outcome: Any) -> dict[str, Any]:
-    """``run --json`` without its rows: the run (id, status, suites, labels, store), its counts, correctness and
-    coverage (%, see ``simulator coverage``)."""
+    """``run --json`` without its rows: the run (id, status, suites, labels, store), its counts, correctness,
+    coverage (%, see ``simulator coverage``) and usage per model role."""
     record = outcome.record
     totals = record.totals
     return {
@@ -318,6 +303,21 @@ def _run_head(outcome: Any) -> dict[str, Any]:
         },
         "correctness": totals.correctness if totals else None,
         "coverage": outcome.coverage,
+        "usage": {role: _usage_figures(used) for role, used in totals.usage.items()} if totals else {},
+    }
+
+
+def _usage_figures(used: Any) -> dict[str, Any]:
+    """One role's usage in ``run --json``: answers, how many came from the request cache and what they cost when
+    first asked (``would_be_cost``), the requests sent, tokens and the cost spent (null: unknown)."""
+    return {
+        "answers": used.calls,
+        "from_cache": used.cached_calls,
+        "would_be_cost": used.cached_cost,
+        "requests_sent": used.requests,
+        "prompt_tokens": used.prompt_tokens,
+        "completion_tokens": used.completion_tokens,
+        "cost": used.cost,
     }
 
 

@@ -8,6 +8,15 @@ import typer
 from rich.table import Table
 
 from simulator.cli._choices import ExecutorChoice
+from simulator.cli._models import (
+    AgentApiBaseOption,
+    JudgeApiBaseOption,
+    JudgeModelOption,
+    ModelsFileOption,
+    UserApiBaseOption,
+    UserModelOption,
+    model_options,
+)
 from simulator.cli._output import (
     EXIT_INVALID,
     EXIT_OK,
@@ -24,7 +33,7 @@ from simulator.cli._output import (
     err,
     out,
 )
-from simulator.cli._progress import _exit_for, _print_run, _print_run_record, _run_with_progress
+from simulator.cli._progress import _cache_words, _exit_for, _print_run, _print_run_record, _run_with_progress
 
 
 @_handles_errors
@@ -176,6 +185,10 @@ def runs_resume(
         check_live(record, live)
         _confirm_imported(record, yes, live, "resuming")
     out.print(f"Resuming {record.id}: {missing} of {len(record.plan)} conversation(s) left.", markup=False)
+
+    def started(event: Any) -> None:
+        out.print(_cache_words(event).capitalize() + ".", markup=False)
+
     outcome = _run_with_progress(
         lambda on_event: _api().resume_async(
             record.id,
@@ -189,6 +202,7 @@ def runs_resume(
             ray_workers=ray_workers,
         ),
         db=db,
+        on_start=started,
     )
     _print_run(outcome)
     _exit_for(outcome, outcome.record.settings.fail_under, outcome.record.settings.fail_under_coverage)
@@ -200,11 +214,23 @@ def runs_repeat(
     db: DbOption = None,
     note: Annotated[str | None, typer.Option("--note", help="Note of the new run.")] = None,
     agent_version: Annotated[str | None, typer.Option("--agent-version", help="Label of the agent version.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the model request cache.")] = False,
     live: LiveOption = False,
     yes: YesOption = False,
+    judge_model: JudgeModelOption = None,
+    user_model: UserModelOption = None,
+    models_file: ModelsFileOption = None,
+    judge_api_base: JudgeApiBaseOption = None,
+    user_api_base: UserApiBaseOption = None,
+    agent_api_base: AgentApiBaseOption = None,
 ) -> None:
     """Run again exactly what a stored run ran (its suite snapshot and settings) as a new run; tools in test
-    mode unless this command says --live."""
+    mode unless this command says --live; the request cache as that run had it, unless --no-cache. The model
+    options given here are laid over the stored run's (the same plan against other models or endpoints)."""
+    given = model_options(
+        user_model=user_model, judge_model=judge_model, models_file=models_file, judge_api_base=judge_api_base,
+        user_api_base=user_api_base, agent_api_base=agent_api_base,
+    )  # fmt: skip
     with _store(db) as store:
         store.require_writable("repeat a run")
         old = store.get_run(run_ref)
@@ -218,11 +244,16 @@ def runs_repeat(
         )
 
     def started(event: Any) -> None:
-        out.print(f"Run {event.record.id} repeats {old.id}: {len(event.record.plan)} conversation(s).", markup=False)
+        out.print(
+            f"Run {event.record.id} repeats {old.id}: {len(event.record.plan)} conversation(s); {_cache_words(event)}.",
+            markup=False,
+        )
 
     outcome = _run_with_progress(
         lambda on_event: _api().repeat_async(
-            old.id, db=db, live=live, trust_imported=yes, note=note, agent_version=agent_version, on_event=on_event
+            old.id, db=db, live=live, trust_imported=yes, note=note, agent_version=agent_version,
+            cache=not no_cache, judge_model=given.judge_model, user_model=given.user_model, models=given.models,
+            on_event=on_event,
         ),
         db=db, on_start=started,
     )  # fmt: skip

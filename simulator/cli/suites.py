@@ -11,6 +11,14 @@ import typer
 from rich.table import Table
 
 from simulator.cli._choices import SchemaKind
+from simulator.cli._models import (
+    AgentApiBaseOption,
+    JudgeApiBaseOption,
+    JudgeModelOption,
+    ModelsFileOption,
+    UserApiBaseOption,
+    UserModelOption,
+)
 from simulator.cli._output import (
     EXIT_INVALID,
     DbOption,
@@ -23,7 +31,7 @@ from simulator.cli._output import (
     err,
     out,
 )
-from simulator.cli.lint import IgnoreOption, LintJudgeOption, StrictOption, run_lint
+from simulator.cli.lint import IgnoreOption, StrictOption, lint_models, run_lint
 
 
 @_handles_errors
@@ -35,15 +43,25 @@ def validate(
     ] = False,
     strict: StrictOption = False,
     ignore: IgnoreOption = None,
-    judge_model: LintJudgeOption = None,
+    judge_model: JudgeModelOption = None,
+    user_model: UserModelOption = None,
+    models_file: ModelsFileOption = None,
+    judge_api_base: JudgeApiBaseOption = None,
+    user_api_base: UserApiBaseOption = None,
+    agent_api_base: AgentApiBaseOption = None,
 ) -> None:
     """Check suites, hosted evals files, agent files and personas; report every problem with its place.
     With --json, one JSON document: the counts and every error with its file, line, column and key.
-    With --lint, what `simulator lint` prints instead (--strict, --ignore and --judge-model as there)."""
+    With --lint, what `simulator lint` prints instead (--strict, --ignore and the model options as there: only
+    --lint asks a model)."""
     from simulator.loading import validate_paths
 
     if lint:
-        run_lint(paths, as_json=as_json, strict=strict, judge_model=judge_model, ignore=ignore or [])
+        given = lint_models(
+            judge_model=judge_model, user_model=user_model, models_file=models_file, judge_api_base=judge_api_base,
+            user_api_base=user_api_base, agent_api_base=agent_api_base,
+        )  # fmt: skip
+        run_lint(paths, as_json=as_json, strict=strict, models=given, ignore=ignore or [])
         return
 
     report = validate_paths(paths)

@@ -9,7 +9,9 @@ Simulation rules (DESIGN.md, kept exact here):
     a met step is complete and is never reopened;
   * a step not met within its ``max_turns`` stops the conversation; later steps are blocked by it;
   * a step still unsure at its ``max_turns`` (no judge model, or the judge said unsure) is ``unsure`` and the
-    conversation moves on; a judge, user or agent that fails ends the case as an error naming it;
+    conversation moves on; so is, at once, a step whose checks are met while its criteria cannot be judged
+    (no judge model): a pass needs every check decided; a judge, user or agent that fails ends the case as an
+    error naming it;
   * the user's "done" ends the conversation; it never decides a step: only checks and the judge do;
   * the whole conversation is capped at 100 user turns;
   * every attempted step ends with a written rationale.
@@ -46,7 +48,7 @@ from simulator.models.transcript import (
     TranscriptEvent,
     UserEvent,
 )
-from simulator.user import UserTurnRequest
+from simulator.user import RECORDING_ENDS, UserTurnRequest
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -94,6 +96,7 @@ async def user_node(state: State, config: RunnableConfig) -> State:
     number = turn + 1
     event: EventSpec | None = None
     text: str | None = None
+    ending: str | None = None
     source: Literal["llm", "scripted", "static", "golden"] = "golden"
     scripted = kind.scripted_input(case, index)
     if scripted is not None:
@@ -117,7 +120,7 @@ async def user_node(state: State, config: RunnableConfig) -> State:
                     UserEvent(turn=turn + 1, step=kind.step_number(index), text=reply.text, source=reply.source)
                 ]
             return ended
-        text, source = reply.text, reply.source
+        text, source, ending = reply.text, reply.source, reply.ending
     update: State = {"turn": number, "step_turns": state["step_turns"] + 1, "pending_event": event}
     if event is not None:
         update["events"] = [
@@ -125,7 +128,9 @@ async def user_node(state: State, config: RunnableConfig) -> State:
         ]
     else:
         assert text is not None
-        update["events"] = [UserEvent(turn=number, step=kind.step_number(index), text=text, source=source)]
+        update["events"] = [
+            UserEvent(turn=number, step=kind.step_number(index), text=text, source=source, ending=ending)
+        ]
     return update
 
 
@@ -232,8 +237,13 @@ async def check_node(state: State, config: RunnableConfig) -> State:
     )
     update: State = {"events": [record], "last_verdict": verdict}
     out_of_turns = step_turns >= conv.max_turns(index)
-    if verdict.verdict == "met" or (verdict.verdict == "unsure" and out_of_turns):
+    settled = verdict.verdict == "unsure" and verdict.settled
+    if verdict.verdict == "met" or settled or (verdict.verdict == "unsure" and out_of_turns):
         met = verdict.verdict == "met"
+        if met:
+            rationale = verdict.rationale
+        else:
+            rationale = f"{_UNSURE_SETTLED if settled else _UNSURE_AT_MAX}: {verdict.rationale}"
         outcome = StepOutcome(
             index=index,
             label=conv.step_label(index),
@@ -241,10 +251,11 @@ async def check_node(state: State, config: RunnableConfig) -> State:
             turns_used=step_turns,
             completed_at_turn=turn if met else None,
             verdict=verdict.verdict,
-            rationale=verdict.rationale if met else f"{_UNSURE_AT_MAX}: {verdict.rationale}",
+            rationale=rationale,
         )
         update["outcomes"] = [outcome]
-        stop = kind.stop_when_decided(case, index, met=met)
+        # A settled step goes on as a met one would (its checks are met), only its status stays unsure.
+        stop = kind.stop_when_decided(case, index, met=met or settled)
         if stop is not None:
             update["stop"] = stop
         else:
@@ -258,6 +269,7 @@ async def check_node(state: State, config: RunnableConfig) -> State:
 
 
 _UNSURE_AT_MAX = "unsure after its max turns (the conversation moved on)"
+_UNSURE_SETTLED = "unsure: its checks are met but not every criterion could be judged (the conversation moved on)"
 
 
 async def finish_node(state: State, config: RunnableConfig) -> State:
@@ -537,6 +549,13 @@ def _unfinished(conv: Conversation, state: State, index: int, stop: StopReason) 
     if stop == "needs_approval":
         waiting = _waiting_for_approval(state)
         return outcome("unsure", f"waiting for a person's approval of {waiting}: nothing after it was tested")
+    if stop == "user_ended" and state.get("user_reason") == RECORDING_ENDS:
+        # A replay whose recording has no further user move: nobody ended the step, a live run would go on.
+        return outcome(
+            "unsure",
+            f"not replayable past turn {state['turn']}: {RECORDING_ENDS} while this step was open"
+            f" (`simulator rerun` goes on live){last}",
+        )
     if stop == "user_ended":
         said = state.get("user_reason")
         ended = "the simulated user ended the conversation" + (f" ({said})" if said else "")
@@ -573,6 +592,12 @@ STEP_RULES: tuple[tuple[str, str, str, str], ...] = (
     ("met", "any turn after min_turns", "complete", "the next step starts"),
     ("not_met", "at max turns", "incomplete", "stop; later steps blocked by it; case fail"),
     ("unsure / not judged", "at max turns", "unsure", "the next step starts; case unsure unless something fails"),
+    (
+        "checks met, criteria not judged (no judge model)",
+        "any turn after min_turns",
+        "unsure",
+        "the next step starts; case unsure unless something fails",
+    ),
     ("not_met", "the user ended", "incomplete", "stop; later steps blocked; case fail"),
     ("unsure / not judged", "the user ended", "unsure", "stop; later steps not reached; case unsure"),
     ("not checked yet", "the user ended before min_turns", "unsure", "stop; case unsure"),

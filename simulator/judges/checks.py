@@ -125,7 +125,9 @@ def check_keywords(checks: KeywordChecks, view: ConversationView) -> list[CheckD
         evidence = "; ".join(f"found {w!r} in “{e}”" for w, e in found)
         if missing:
             evidence = "; ".join(filter(None, [evidence, "missing " + ", ".join(repr(w) for w, _ in missing)]))
-        details.append(CheckDetail(check=label, verdict="met" if ok else "not_met", evidence=evidence or "no text"))
+        details.append(
+            CheckDetail(check=label, verdict="met" if ok else "not_met", evidence=evidence or "no text", missing=not ok)
+        )
     if checks.must_not_contain:
         forbidden = []
         for term in checks.must_not_contain:
@@ -155,7 +157,9 @@ def check_tool_call(spec: ToolCallSpec, after: str | None, view: ConversationVie
     candidates = [call for call in calls if call.name == spec.name]
     if not candidates:
         seen = ", ".join(describe_call(c) for c in calls) or "no tool calls"
-        return CheckDetail(check=label, verdict="not_met", evidence=f"{spec.name} was not called ({seen})")
+        return CheckDetail(
+            check=label, verdict="not_met", evidence=f"{spec.name} was not called ({seen})", missing=True
+        )
     problems = []
     for call in candidates:
         comparison = compare_arguments(spec, call.arguments)
@@ -204,17 +208,24 @@ def _mismatches(spec: ToolCallSpec, call: ToolCallRecord, comparison: ArgumentCo
     return problems
 
 
-def _satisfies(spec: ToolCallSpec, call: ToolCallRecord) -> bool:
-    return call.name == spec.name and compare_arguments(spec, call.arguments).ok
+def _satisfies(spec: ToolCallSpec, call: ToolCallRecord, min_score: float = 1.0) -> bool:
+    """The call is the one expected: same tool, and arguments that match (or, under a tool-call correctness
+    threshold below 1, match at least that share of the expected arguments)."""
+    if call.name != spec.name:
+        return False
+    comparison = compare_arguments(spec, call.arguments)
+    return comparison.ok or (min_score < 1.0 and comparison.score >= min_score)
 
 
-def _assign(expected: Sequence[ToolCallSpec], calls: Sequence[ToolCallRecord]) -> list[int | None]:
+def _assign(
+    expected: Sequence[ToolCallSpec], calls: Sequence[ToolCallRecord], min_score: float = 1.0
+) -> list[int | None]:
     """For each expected call, the index of a distinct call that satisfies it, as many as possible.
 
     A maximum bipartite matching (augmenting paths), not a greedy pass: with a loose spec listed before a
     strict one, greedy could hand the loose spec the only call the strict one accepts.
     """
-    fits = [[j for j, call in enumerate(calls) if _satisfies(spec, call)] for spec in expected]
+    fits = [[j for j, call in enumerate(calls) if _satisfies(spec, call, min_score)] for spec in expected]
     owner: dict[int, int] = {}  # call index -> expected index
 
     def augment(i: int, visited: set[int]) -> bool:
@@ -254,7 +265,11 @@ def _why_missing(
 
 
 def check_tools_called(
-    expected: Sequence[ToolCallSpec], order: ToolOrder, calls: Sequence[ToolCallRecord]
+    expected: Sequence[ToolCallSpec],
+    order: ToolOrder,
+    calls: Sequence[ToolCallRecord],
+    *,
+    allowed_by: float | None = None,
 ) -> CheckDetail:
     """Whether the expected calls happened, in the required order.
 
@@ -269,26 +284,55 @@ def check_tools_called(
 
     The evidence says what was missing (with the closest call of that tool and how it differs), out of
     order or extra, and quotes the calls seen.
+
+    ``allowed_by`` is a tool-call correctness threshold below 1 that the turn's calls met: its argument
+    mismatches are allowed, so a call of the expected tool counts as the expected call whatever its arguments,
+    and the evidence names each mismatch the threshold allowed (the order check never fails a turn the
+    threshold passed on a mismatch it allows).
     """
+    min_score = 0.0 if allowed_by is not None else 1.0
     label = f"tool_calls ({order}): " + (", ".join(spec.name for spec in expected) or "no tool call")
     seen = "calls seen: " + (", ".join(describe_call(call) for call in calls) or "none")
     if order == "any":
-        problems = _any_problems(expected, calls)
+        problems = _any_problems(expected, calls, min_score=min_score)
     elif order == "in_order":
-        problems = _in_order_problems(expected, calls)
+        problems = _in_order_problems(expected, calls, min_score)
     elif order == "exact":
-        problems = _exact_problems(expected, calls)
+        problems = _exact_problems(expected, calls, min_score)
     else:
         raise ValueError(f"unknown tool order {order!r}")
     if not problems:
-        return CheckDetail(check=label, verdict="met", evidence=seen)
+        allowed = _allowed_mismatches(expected, calls, allowed_by) if allowed_by is not None else []
+        return CheckDetail(check=label, verdict="met", evidence="; ".join([*allowed, seen]))
     return CheckDetail(check=label, verdict="not_met", evidence="; ".join([*problems, seen]))
 
 
-def _any_problems(
-    expected: Sequence[ToolCallSpec], calls: Sequence[ToolCallRecord], *, report_extra: bool = False
+def _allowed_mismatches(
+    expected: Sequence[ToolCallSpec], calls: Sequence[ToolCallRecord], threshold: float
 ) -> list[str]:
-    assigned = _assign(expected, calls)
+    """The argument mismatches a tool-call correctness ``threshold`` below 1 let pass, each in words."""
+    allowed: list[str] = []
+    for spec, j in zip(expected, _assign(expected, calls, 0.0), strict=True):
+        if j is None:
+            continue
+        comparison = compare_arguments(spec, calls[j].arguments)
+        if not comparison.ok:
+            mismatches = "; ".join(_mismatches(spec, calls[j], comparison))
+            allowed.append(
+                f"allowed by the tool_call_correctness threshold {threshold:g} "
+                f"({comparison.score:.2f} of the arguments match): {describe_call(calls[j])}: {mismatches}"
+            )
+    return allowed
+
+
+def _any_problems(
+    expected: Sequence[ToolCallSpec],
+    calls: Sequence[ToolCallRecord],
+    *,
+    report_extra: bool = False,
+    min_score: float = 1.0,
+) -> list[str]:
+    assigned = _assign(expected, calls, min_score)
     used = {j for j in assigned if j is not None}
     left = [call for j, call in enumerate(calls) if j not in used]
     problems: list[str] = []
@@ -303,7 +347,9 @@ def _any_problems(
     return problems
 
 
-def _in_order_problems(expected: Sequence[ToolCallSpec], calls: Sequence[ToolCallRecord]) -> list[str]:
+def _in_order_problems(
+    expected: Sequence[ToolCallSpec], calls: Sequence[ToolCallRecord], min_score: float = 1.0
+) -> list[str]:
     # Taking the earliest fitting call after the previous one finds the listed order whenever it exists
     # (a later choice only leaves fewer calls for the rest). A spec that cannot be placed is skipped, so
     # every problem is reported, not just the first.
@@ -311,12 +357,12 @@ def _in_order_problems(expected: Sequence[ToolCallSpec], calls: Sequence[ToolCal
     position = 0
     placed: set[int] = set()
     for spec in expected:
-        index = next((j for j in range(position, len(calls)) if _satisfies(spec, calls[j])), None)
+        index = next((j for j in range(position, len(calls)) if _satisfies(spec, calls[j], min_score)), None)
         if index is not None:
             position = index + 1
             placed.add(index)
             continue
-        earlier = next((j for j in range(position) if j not in placed and _satisfies(spec, calls[j])), None)
+        earlier = next((j for j in range(position) if j not in placed and _satisfies(spec, calls[j], min_score)), None)
         if earlier is None:
             left = [call for j, call in enumerate(calls) if j not in placed]
             problems.append(_why_missing(spec, left, calls)[0])
@@ -329,12 +375,14 @@ def _in_order_problems(expected: Sequence[ToolCallSpec], calls: Sequence[ToolCal
     return problems
 
 
-def _exact_problems(expected: Sequence[ToolCallSpec], calls: Sequence[ToolCallRecord]) -> list[str]:
-    if len(expected) == len(calls) and all(_satisfies(s, c) for s, c in zip(expected, calls, strict=True)):
+def _exact_problems(
+    expected: Sequence[ToolCallSpec], calls: Sequence[ToolCallRecord], min_score: float = 1.0
+) -> list[str]:
+    if len(expected) == len(calls) and all(_satisfies(s, c, min_score) for s, c in zip(expected, calls, strict=True)):
         return []
     if not expected:
         return ["no tool call was allowed, extra: " + ", ".join(describe_call(call) for call in calls)]
-    problems = _any_problems(expected, calls, report_extra=True)
+    problems = _any_problems(expected, calls, report_extra=True, min_score=min_score)
     if not problems:
         # The same calls, in another order.
         problems.append(
@@ -457,9 +505,14 @@ def check_expectation(expectation: ExpectationSpec, view: ConversationView) -> C
     """Decide an expectation without a model, or return None when it needs the judge (message, plain text)."""
     if expectation.must_contain is not None or expectation.must_not_contain is not None:
         details = check_keywords(expectation, view)
-        verdict = "not_met" if any(d.verdict == "not_met" for d in details) else "met"
+        failed = [d for d in details if d.verdict == "not_met"]
         label = expectation.text or " and ".join(d.check for d in details)
-        return CheckDetail(check=label, verdict=verdict, evidence=" | ".join(d.evidence for d in details))
+        return CheckDetail(
+            check=label,
+            verdict="not_met" if failed else "met",
+            evidence=" | ".join(d.evidence for d in details),
+            missing=bool(failed) and all(d.missing for d in failed),
+        )
     if expectation.tool_call is not None:
         detail = check_tool_call(expectation.tool_call, expectation.after, view)
         return detail.model_copy(update={"check": expectation.text or detail.check})
@@ -467,7 +520,7 @@ def check_expectation(expectation: ExpectationSpec, view: ConversationView) -> C
         name, wanted = expectation.variable.name, expectation.variable.value
         label = expectation.text or f"variable {name} = {wanted!r}"
         if name not in view.variables:
-            return CheckDetail(check=label, verdict="not_met", evidence=f"{name} is not set")
+            return CheckDetail(check=label, verdict="not_met", evidence=f"{name} is not set", missing=True)
         actual = view.variables[name]
         ok = _same(actual, wanted)
         return CheckDetail(check=label, verdict="met" if ok else "not_met", evidence=f"{name} = {actual!r}")
@@ -477,5 +530,5 @@ def check_expectation(expectation: ExpectationSpec, view: ConversationView) -> C
         handoffs = [reply.handoff for reply in view.replies if reply.handoff]
         ok = any(h.casefold() == target for h in handoffs)
         evidence = f"handed off to {', '.join(handoffs)}" if handoffs else "no hand-off happened"
-        return CheckDetail(check=label, verdict="met" if ok else "not_met", evidence=evidence)
+        return CheckDetail(check=label, verdict="met" if ok else "not_met", evidence=evidence, missing=not handoffs)
     return None

@@ -19,7 +19,9 @@ The rules (each finding names its kind, the words that show it and the rule):
 ``ended_early`` (deterministic)
     The user ended the conversation saying its goal was reached (anything but "gave_up: ...": giving up on an
     agent that does not help is allowed) while the goal was open: the step's last check said ``not_met``, or,
-    for a goal with nothing to check, the judge's goal satisfaction said not satisfied.
+    for a goal with nothing to check, the judge's goal satisfaction said not satisfied. In a simulation, where the
+    user cannot end the conversation, a message sent with such an ending (``UserEvent.ending``) while its step
+    was open (not checked yet in the step, or last checked ``not_met``) is the same slip, at that turn.
 ``repeated_itself`` (deterministic)
     The message is near-identical (:data:`REPEAT_SIMILARITY` of its characters, ignoring case and
     punctuation; at least :data:`MIN_REPEAT_WORDS` words) to an earlier user message of the conversation,
@@ -37,10 +39,13 @@ The rules (each finding names its kind, the words that show it and the rule):
 The checks are not scorers (``_registry.py``): they give findings, not scores, and run after the outcome is
 known, since the judge's answer is used only for failures (``simulator.runner.score_case`` calls them).
 
-When a failure is the user's (:func:`user_error_cause`): every required ``not_met`` score has a finding at or
-before the turn that decided it (its own turn; else the last user turn of its step; else the conversation's
-last turn), and none of them is a hallucination (a claim the agent made up is the agent's, whatever the user
-said). The earliest such finding is the evidence the ``user_error`` outcome names.
+When a failure is the user's (:func:`user_error_cause`): the agent has no fault of its own anywhere in the
+conversation (a hallucination, an unbacked claim of tool use, a wrong tool call, a forbidden phrase, a broken
+rule: :func:`agent_faults`), every required failing check is one a user's slip can explain (a step not driven to
+its end, the goal, the turn cap, or something that did not happen), and the earliest finding comes strictly
+before what decided each of them (a user message of turn N comes before the agent's reply of turn N). The
+earliest finding is the evidence the ``user_error`` outcome names; in doubt, the failure is the agent's, with
+the finding shown beside it. A replay whose recording runs out is nobody's fault: it is never a finding.
 """
 
 from __future__ import annotations
@@ -56,14 +61,18 @@ from simulator.judges.llm_judges import LLMJudge, UserTurns
 from simulator.kinds import kind_of
 from simulator.models import Case, Persona
 from simulator.models.scores import FidelityFinding, Score
-from simulator.models.transcript import AgentEvent, Transcript, UserEvent
+from simulator.models.transcript import AgentEvent, CheckEvent, Transcript, UserEvent
+from simulator.user import RECORDING_ENDS
 
 __all__ = [
     "MIN_LEAK_WORDS",
     "MIN_REPEAT_WORDS",
     "PROMPTS",
     "REPEAT_SIMILARITY",
+    "Blame",
     "FidelityCheck",
+    "agent_faults",
+    "blame",
     "check_fidelity",
     "invented_fact_question",
     "judge_invented_facts",
@@ -220,7 +229,7 @@ def _similar(first: str, second: str) -> bool:
 
 def _ending_finding(transcript: Transcript, scores: Sequence[Score]) -> FidelityFinding | None:
     reason = (transcript.user_ended_reason or "").strip()
-    if transcript.stop_reason != "user_ended" or reason.startswith("gave_up"):
+    if not _ended_by_user(transcript) or reason.startswith("gave_up"):
         return None
     open_steps = [step for step in transcript.steps if step.status in ("incomplete", "unsure")]
     if not open_steps:
@@ -239,6 +248,21 @@ def _ending_finding(transcript: Transcript, scores: Sequence[Score]) -> Fidelity
     step_number = closing.step if closing else (step.index if transcript.kind == "simulation" else None)
     rule = f"ended the conversation as if its goal were reached while {why}"
     return FidelityFinding(turn=turn, step=step_number, kind="ended_early", evidence=evidence, rule=rule)
+
+
+def _wished_end_finding(event: UserEvent, last_check: str | None) -> FidelityFinding | None:
+    """A user model that said its goal was reached where it could not end the conversation (a simulation), while
+    its step was open: not checked yet in this step, or last checked not met."""
+    wish = (event.ending or "").strip()
+    if not wish or wish.startswith("gave_up") or last_check not in (None, "not_met"):
+        return None
+    why = (
+        "before the agent had replied in this step"
+        if last_check is None
+        else "while its step's last check said not met"
+    )
+    rule = f"said its goal was reached ({wish}) {why}"
+    return _finding(event, "ended_early", event.text.strip(), rule)
 
 
 def _finding(event: UserEvent, kind: str, evidence: str, rule: str) -> FidelityFinding:
@@ -290,15 +314,22 @@ def check_fidelity(
     agent_so_far: list[str] = []
     last_agent = ""
     checked = 0
+    last_check: dict[int | None, str] = {}
     for event in transcript.events:
         if isinstance(event, AgentEvent):
             last_agent = event.text
             agent_so_far.append(event.text)
             continue
+        if isinstance(event, CheckEvent):
+            last_check[event.step] = event.verdict
+            continue
         if not isinstance(event, UserEvent):
             continue
         if event.source == "llm":
             checked += 1
+            wish = _wished_end_finding(event, last_check.get(event.step))
+            if wish is not None:
+                findings.append(wish)
             guide = kind_of(case).user_brief(case, event.step or 0).response_guide
             given = _given_text(case, transcript, persona, event.step)
             findings += _character_findings(event)
@@ -366,43 +397,167 @@ async def judge_invented_facts(
 # Whose failure
 
 
+#: The failing checks a simulated user's slip can explain: a step it did not drive to its end (when what its checks
+#: missed is something that did not happen, not something the agent did wrong), a goal it did not reach, a
+#: conversation it talked into the turn cap. Every other failing check is about what the agent did.
+_EXPLAINABLE = frozenset({"goal_achievement", "goal_satisfaction", "run"})
+
+
+def _ended_by_user(transcript: Transcript) -> bool:
+    """Whether the simulated user ended the conversation (a replay's recording running out is nobody's ending)."""
+    return transcript.stop_reason == "user_ended" and transcript.user_ended_reason != RECORDING_ENDS
+
+
+def _end_turn(transcript: Transcript) -> int:
+    """The turn at which the conversation's end decided what was still open: its last turn, the user's closing
+    message included (the end comes after that message)."""
+    users = [e.turn for e in transcript.events if isinstance(e, UserEvent)]
+    return max([*users, transcript.turns], default=0)
+
+
+def _step_checks(transcript: Transcript, step: int | None) -> list[CheckEvent]:
+    return [
+        e
+        for e in transcript.events
+        if isinstance(e, CheckEvent) and (transcript.kind != "simulation" or step is None or e.step == step)
+    ]
+
+
 def _deciding_turn(score: Score, transcript: Transcript) -> int:
+    """The turn whose agent reply decided a failing score: its own turn; for a step, its last check, or the end
+    of the conversation when the user ended it while the step was open; for the goal, the end."""
     if score.turn is not None:
         return score.turn
-    users = [e.turn for e in transcript.events if isinstance(e, UserEvent)]
+    if score.metric == "goal_satisfaction" or (score.metric == "run" and _ended_by_user(transcript)):
+        return _end_turn(transcript)
+    if score.metric == "goal_achievement":
+        outcome = next((o for o in transcript.steps if o.index == score.step), None)
+        if outcome is not None and outcome.status == "incomplete" and _ended_by_user(transcript):
+            return _end_turn(transcript)
+        checks = _step_checks(transcript, score.step)
+        if checks:
+            return checks[-1].turn
+    replies = [e.turn for e in transcript.events if isinstance(e, AgentEvent)]
     if score.step is not None and transcript.kind == "simulation":
-        in_step = [e.turn for e in transcript.events if isinstance(e, UserEvent) and e.step == score.step]
+        in_step = [e.turn for e in transcript.events if isinstance(e, AgentEvent) and e.step == score.step]
         if in_step:
             return max(in_step)
-    return max([*users, transcript.turns], default=0)
+    return max([*replies, transcript.turns], default=0)
 
 
 def _failed(scores: Sequence[Score]) -> list[Score]:
     return [score for score in scores if score.required and score.verdict == "not_met"]
 
 
+def agent_faults(
+    transcript: Transcript, scores: Sequence[Score], findings: Sequence[FidelityFinding] = ()
+) -> list[str]:
+    """What the agent did wrong on its own anywhere in the conversation, each in words (empty when nothing).
+
+    A fault is any check that failed because of what the agent did, required or not: a hallucination or a claim
+    of tool use no call backs, a side claim, a forbidden phrase, a wrong tool call or argument, a call out of
+    order, a variable set to the wrong value, a hand-off to the wrong place, an expectation in words the judge
+    found unmet; and a step whose last check failed on such a thing. What did not happen (a call not made, words
+    not said) is not a fault of its own: a conversation the user cut short explains it. Neither is a wrong value
+    that is a fact the simulated user invented earlier (``findings``): the agent used what it was told. A
+    hallucination is always the agent's."""
+    faults: list[str] = []
+    for score in scores:
+        if score.verdict != "not_met":
+            continue
+        if score.metric == "goal_achievement":
+            if score.step is not None and not any(
+                o.index == score.step and o.status == "blocked" for o in transcript.steps
+            ):
+                checks = _step_checks(transcript, score.step)
+                last = checks[-1] if checks else None
+                if last is not None:
+                    faults += [
+                        f"{score.check}: {d.check}: {d.evidence}"
+                        for d in last.details
+                        if d.verdict == "not_met"
+                        and not d.missing
+                        and not d.check.startswith("judge: success_criteria")
+                        and not _told_by_user(d.evidence, last.turn, findings)
+                    ]
+            continue
+        if score.metric in _EXPLAINABLE or score.missing:
+            continue
+        turn = score.turn if score.turn is not None else _deciding_turn(score, transcript)
+        if score.metric != "hallucination" and _told_by_user(score.reason, turn, findings):
+            continue
+        faults.append(f"{score.check}: {score.reason}" if score.reason else score.check)
+    return faults
+
+
+def _told_by_user(evidence: str, turn: int, findings: Sequence[FidelityFinding]) -> bool:
+    """Whether a failed check's evidence holds a fact the simulated user invented before ``turn``."""
+    text = evidence.casefold()
+    return any(
+        finding.kind == "invented_fact" and finding.turn <= turn and finding.evidence.strip().casefold() in text
+        for finding in findings
+        if finding.evidence.strip()
+    )
+
+
 def user_could_cause(scores: Sequence[Score]) -> bool:
     """Whether the failure of these scores could be the simulated user's: something required failed and none
     of it is a hallucination (only then is the ``invented_fact`` question worth a judge request)."""
     failed = _failed(scores)
-    return bool(failed) and not any(score.metric == "hallucination" for score in failed)
+    return bool(failed) and not any(score.metric == "hallucination" and score.verdict == "not_met" for score in scores)
+
+
+@dataclass(frozen=True)
+class Blame:
+    """Whose a failing conversation is: ``cause`` is the finding that makes it the simulated user's (then the
+    case is ``user_error``), else None; ``kept`` says why a failure with findings stays the agent's."""
+
+    cause: FidelityFinding | None
+    kept: str | None = None
+
+
+def blame(findings: Sequence[FidelityFinding], transcript: Transcript, scores: Sequence[Score]) -> Blame:
+    """Whose failure a failing conversation is (see :func:`user_error_cause`), with the reason a failure the
+    simulated user also slipped in stays the agent's."""
+    failed = _failed(scores)
+    if not findings or not failed:
+        return Blame(None)
+    first = min(findings, key=lambda finding: finding.turn)
+    slip = f"the simulated user slipped ({user_error_reason(first)}), but the failure stays the agent's"
+    faults = agent_faults(transcript, scores, findings)
+    if faults:
+        return Blame(None, f"{slip}: it has a fault of its own: {faults[0]}")
+    unexplained = [
+        score
+        for score in failed
+        if not (score.metric in _EXPLAINABLE or score.missing)
+        and not _told_by_user(score.reason, _deciding_turn(score, transcript), findings)
+    ]
+    if unexplained:
+        return Blame(None, f"{slip}: the slip does not explain {unexplained[0].check}")
+    late = [score for score in failed if first.turn > _deciding_turn(score, transcript)]
+    if late:
+        turn = _deciding_turn(late[0], transcript)
+        return Blame(None, f"{slip}: {late[0].check} was decided at turn {turn}, before the slip")
+    return Blame(first)
 
 
 def user_error_cause(
     findings: Sequence[FidelityFinding], transcript: Transcript, scores: Sequence[Score]
 ) -> FidelityFinding | None:
-    """The finding that makes a failing conversation the simulated user's (``user_error``), or None.
+    """The finding that makes a failing conversation the simulated user's (``user_error``), or None: in doubt,
+    the failure is the agent's. All of these must hold:
 
-    Every required ``not_met`` score must have a finding at or before the turn that decided it (its own turn;
-    else the last user turn of its step; else the conversation's last turn), and none may be a hallucination.
-    The earliest finding is returned. None when nothing failed or when any failure stands on its own."""
-    failed = _failed(scores)
-    if not findings or not user_could_cause(scores):
-        return None
-    first = min(findings, key=lambda finding: finding.turn)
-    if all(first.turn <= _deciding_turn(score, transcript) for score in failed):
-        return first
-    return None
+    * the agent has no fault of its own anywhere in the conversation (:func:`agent_faults`);
+    * every required failing check is one a user's slip can explain (a step, the goal, the turn cap, or
+      something that did not happen);
+    * the earliest finding comes strictly before what decided each of them, in the order things were said
+      (:func:`_deciding_turn`): a user message of turn N comes before the agent's reply of turn N, which it may
+      have caused; a slip after the reply that decided a failure did not cause it. The end of a conversation
+      the user cut short comes after its closing message, so ending while the step was open is such a slip.
+
+    The earliest finding is returned."""
+    return blame(findings, transcript, scores).cause
 
 
 def user_error_reason(finding: FidelityFinding) -> str:

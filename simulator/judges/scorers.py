@@ -12,7 +12,7 @@ The judge questions a scorer asks run concurrently (:func:`gather_in_order`), it
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import cast
 
 from simulator.judges._registry import ScoringInput, TurnInput, gather_in_order, registered_scorers, scorer
@@ -31,7 +31,7 @@ from simulator.kinds import kind_of
 from simulator.models import ExpectationSpec, GoldenCase
 from simulator.models.case import normalize_reference
 from simulator.models.scores import Score, ScoreVerdict
-from simulator.models.transcript import AgentEvent, CheckDetail, Transcript
+from simulator.models.transcript import AgentEvent, CheckDetail, Transcript, TranscriptEvent
 
 # -- case scorers, in the order of the stored scores ------------------------------------------------------------
 
@@ -120,7 +120,10 @@ async def _expectation(
     detail = check_expectation(expectation, view)
     if detail is not None:
         return _from_detail("expectation", detail, prefix, step=step, turn=turn)
-    events = target.scope_events(step=step, turn=turn)
+    if expectation.message is not None and turn is not None:
+        events = before_reply(target.transcript.events, turn)
+    else:
+        events = target.scope_events(step=step, turn=turn)
     if expectation.message is not None:
         threshold = expectation.threshold if expectation.threshold is not None else target.thresholds.semantic_match
         score = await target.judge.semantic_match(
@@ -144,7 +147,6 @@ async def _expectation(
 async def golden_turns(target: ScoringInput) -> list[Score]:
     """Every golden turn with an ``expect``: the turn scorers in order, or ``not_met`` for a turn never reached."""
     case = cast(GoldenCase, target.case)  # registered for golden cases only
-    conversation = render_conversation(target.transcript.events)
     turn_scorers = registered_scorers(scope="turn", kind="golden")
     parts: list[Awaitable[list[Score]]] = []
     for index, turn in enumerate(case.turns):
@@ -163,9 +165,21 @@ async def golden_turns(target: ScoringInput) -> list[Score]:
             )
             parts.append(_ready([not_reached]))
             continue
+        conversation = render_conversation(before_reply(target.transcript.events, number))
         narrowed = target.for_turn(TurnInput(number, turn, replies, conversation))
         parts.extend(entry.run(narrowed) for entry in turn_scorers)
     return [score for scores in await gather_in_order(parts) for score in scores]
+
+
+def before_reply(events: Sequence[TranscriptEvent], turn: int) -> list[TranscriptEvent]:
+    """The conversation a reply of turn ``turn`` is judged with: every earlier turn and this turn's own user
+    message or event, never this turn's reply nor anything said after it (a later turn is no context for it)."""
+    earlier: list[TranscriptEvent] = []
+    for event in events:
+        if event.turn > turn or (event.turn == turn and isinstance(event, AgentEvent)):
+            break
+        earlier.append(event)
+    return earlier
 
 
 async def _ready(scores: list[Score]) -> list[Score]:
@@ -365,12 +379,16 @@ async def tool_calls(target: ScoringInput) -> list[Score]:
                 verdict="met" if correctness.value >= threshold else "not_met",
                 value=correctness.value,
                 threshold=threshold,
-                reason=correctness.describe(),
+                reason=_correctness_reason(correctness.describe(), correctness.value, threshold),
                 turn=number,
             )
         )
     if specs or order == "exact":
-        scores.append(_from_detail("tool_order", check_tools_called(specs, order, calls), prefix, turn=number))
+        # The threshold governs the turn's tool check as a whole: the argument mismatch it lets pass for
+        # correctness does not fail the order check either (the evidence names what it allowed).
+        allowed = correctness.value is not None and threshold <= correctness.value < 1.0
+        called = check_tools_called(specs, order, calls, allowed_by=threshold if allowed else None)
+        scores.append(_from_detail("tool_order", called, prefix, turn=number))
     if not correctness.extra:
         return scores
     extra = ", ".join(describe_call(call) for call in correctness.extra)
@@ -389,6 +407,12 @@ async def tool_calls(target: ScoringInput) -> list[Score]:
         )
     )
     return scores
+
+
+def _correctness_reason(described: str, value: float, threshold: float) -> str:
+    if threshold < 1.0 and threshold <= value < 1.0:
+        return f"{described}; met at the threshold {threshold:g}, which allows the mismatches named"
+    return described
 
 
 @scorer("handoff", kinds={"golden"}, scope="turn")
@@ -465,4 +489,5 @@ def _from_detail(
         reason=detail.evidence,
         step=step,
         turn=turn,
+        missing=detail.missing,
     )

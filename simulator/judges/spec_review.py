@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -25,6 +25,7 @@ from simulator.loading import LoadedSuite
 from simulator.loading._yaml import DataPath, format_path
 from simulator.loading.lint import Finding, suite_view
 from simulator.models import ModelRoles
+from simulator.models.run import ModelOptions, ModelRole, resolved_models
 from simulator.safety import redact
 
 __all__ = [
@@ -122,9 +123,19 @@ async def review_suite(loaded: LoadedSuite, llm: LLMClient, findings: Sequence[F
 
 
 async def review_suites(
-    suites: Sequence[LoadedSuite], findings: Sequence[Finding], *, judge_model: str, llm: LLMClient | None = None
+    suites: Sequence[LoadedSuite],
+    findings: Sequence[Finding],
+    *,
+    judge_model: str | None = None,
+    models: Mapping[ModelRole, Mapping[str, Any]] | None = None,
+    llm: LLMClient | None = None,
 ) -> list[Finding]:
-    """Review every suite with ``judge_model`` (each suite's own judge settings otherwise), one request each."""
+    """Review every suite, one request each, with its own judge settings, the judge settings of ``models``
+    (per-role settings as ``run`` takes them: ``api_base``, ``backend``, ...) laid over them and ``judge_model``
+    over both. A suite left without a judge model is not reviewed."""
+    given = ModelOptions(
+        judge_model=judge_model, models={role: dict(values) for role, values in (models or {}).items()}
+    )
     found: list[Finding] = []
     for loaded in suites:
         view = suite_view(loaded)
@@ -132,7 +143,9 @@ async def review_suites(
         if llm is not None:
             found += await review_suite(loaded, llm, own)
             continue
-        settings = loaded.suite.models.judge.model_copy(update={"model": judge_model})
+        settings = resolved_models(loaded.suite, given).judge
+        if settings.model is None:
+            continue
         client = LLMClient(ModelRoles(judge=settings))
         try:
             found += await review_suite(loaded, client, own)

@@ -6,9 +6,10 @@ How a step is decided:
     unsure, a reason and, for met, a quote of the agent's words), one request per criterion or check in words,
     all of a step's at once. A met whose quote is not the agent's, or that deterministic evidence contradicts,
     does not count (:func:`~simulator.judges.evidence.overrule_pass`). With no
-    judge model configured they are not guessed: the detail says ``unsure`` with that reason. If the step
-    also has deterministic checks, those decide it and the rationale says the criteria were not judged; if
-    it has none, the step is ``unsure``;
+    judge model configured they are not guessed: the detail says ``unsure`` with that reason, and the step is
+    ``unsure`` (a pass means every check was decided). When every deterministic check beside them is met, the
+    verdict is *settled*: no later turn can judge the criteria, so the step is unsure at once and the
+    conversation moves on; the rationale says how many checks were met and which criteria need a judge;
   * a step with neither is met once the agent has replied (nothing was asked of it).
 """
 
@@ -143,10 +144,17 @@ def _combine(deterministic: list[CheckDetail], judged: list[CheckDetail]) -> Ste
         )
     only_unjudged = all(d.evidence == NO_JUDGE for d in unsure)
     if deterministic and only_unjudged:
-        met = "; ".join(f"{d.check}: {d.evidence}" for d in deterministic)
+        # The deterministic checks are met, but a pass means every check was decided: the criteria nobody
+        # judged keep the step unsure. Nothing a later turn says can judge them, so the verdict is settled.
+        met = "; ".join(d.check for d in deterministic)
+        waiting = "; ".join(d.check.removeprefix("judge: ") for d in unsure)
         return StepVerdict(
-            verdict="met",
-            rationale=f"decided by the deterministic checks ({met}); the success criteria were {NO_JUDGE}",
+            verdict="unsure",
+            settled=True,
+            rationale=(
+                f"{len(deterministic)} of {len(details)} checks met ({met}); {len(unsure)} not judged, which needs "
+                f"a judge model: {waiting}: {NO_JUDGE}"
+            ),
             details=details,
         )
     return StepVerdict(

@@ -161,7 +161,9 @@ def _loop_hold_offs() -> HoldOffs:
 class UsageMeter:
     """Usage of the calls made inside one :func:`metering` block (one conversation, or a whole run), per role.
 
-    Replies served from the request cache count as calls (at cost 0.0) in ``by_role`` and also in ``cache_hits``.
+    Replies served from the request cache count as calls (at cost 0.0) in ``by_role``, where each role's
+    ``cached_calls`` and ``cached_cost`` (their would-be cost) say how many and what they first cost, and also in
+    ``cache_hits``.
     A role appears once it made a call. ``parent`` is the meter of the enclosing block, which counts every call
     of this one too.
     """
@@ -281,7 +283,8 @@ class LLMClient:
     ``cache`` (a :class:`RequestCache`) is consulted before calling the model for the roles in ``cache_roles``:
     by default the simulated user and the judge, not the agent, because the agent under test is what a run
     measures (add :attr:`Role.AGENT` to replay it too). A hit makes no request (and needs no API key); it is
-    counted by :func:`metering` as a call with cost 0.0 and the stored reply's token counts, and separately in
+    counted by :func:`metering` as a call with cost 0.0 and the stored reply's token counts, with
+    ``cached_calls`` 1 and the stored reply's cost as ``cached_cost``, and separately in
     :attr:`UsageMeter.cache_hits`. A miss calls the model and stores the reply if the call succeeded; errors are
     never stored.
 
@@ -559,9 +562,17 @@ class LLMClient:
         await _OPENAI.aclose()
 
     def _serve_hit(self, role: Role, hit: Completion) -> Completion:
-        """A stored reply as this call's result: one call, the stored token counts, nothing spent."""
+        """A stored reply as this call's result: one answer from the cache, the stored token counts, nothing
+        spent, and what the reply cost when it was first asked as its would-be cost (a reply recorded while it
+        was served from the cache already carries that)."""
+        would_be = hit.usage.cached_cost if hit.usage.cached_calls else hit.usage.cost
         usage = Usage(
-            prompt_tokens=hit.usage.prompt_tokens, completion_tokens=hit.usage.completion_tokens, calls=1, cost=0.0
+            prompt_tokens=hit.usage.prompt_tokens,
+            completion_tokens=hit.usage.completion_tokens,
+            calls=1,
+            cost=0.0,
+            cached_calls=1,
+            cached_cost=would_be,
         )
         self._account(role, usage, cached=True)
         return hit.model_copy(update={"usage": usage, "cost": 0.0, "cached": True})

@@ -5,7 +5,8 @@ Replies are queued turn by turn: text, tool calls, a dict sent as JSON text, a p
 ``fake_*`` constructors: rate limits with ``Retry-After``, server errors, timeouts, refused keys, ...) or a
 callable that computes the reply from the messages. Every request is recorded as a :class:`FakeRequest`.
 Usage is counted in words (prompt and reply), so token totals are predictable; a cost is known only when the
-request carries per-token prices (``input_cost_per_token``/``output_cost_per_token``), as for litellm.
+request carries per-token prices (``input_cost_per_token``/``output_cost_per_token``), as for litellm, or the
+script prices the model (:meth:`FakeScript.price`).
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ class FakeScript:
 
     def __init__(self) -> None:
         self._queues: dict[str, deque[FakeReply]] = {}
+        self._prices: dict[str, tuple[float, float]] = {}
         self.requests: list[FakeRequest] = []
         self._served = 0
         # Scripts may be shared with code that calls from worker threads (a sync agent run in a thread pool).
@@ -117,6 +119,20 @@ class FakeScript:
             for reply in replies:
                 queue.extend([reply] * times)
         return self
+
+    def price(self, model: str, *, prompt: float, completion: float) -> FakeScript:
+        """Price ``model``'s calls (or every model's, ``"*"``) in US dollars per prompt and per completion token,
+        as a provider's price list would, so their cost is known; returns the script. A request carrying its own
+        per-token prices keeps them."""
+        if prompt < 0 or completion < 0:
+            raise ValueError("prices must not be negative")
+        with self._lock:
+            self._prices[model.removeprefix(f"{FAKE_PROVIDER}/")] = (prompt, completion)
+        return self
+
+    def _price(self, model: str) -> tuple[float, float] | None:
+        with self._lock:
+            return self._prices.get(model, self._prices.get("*"))
 
     def pending(self, model: str | None = None) -> int:
         """Replies still queued, for one model key (``"*"`` included) or in all."""
@@ -341,6 +357,10 @@ class FakeBackend:
             raise answer
         if isinstance(answer, Exception):
             raise FakeConnectionError(failure_detail(answer)) from answer
+        price = script._price(model)
+        priced = request.get("input_cost_per_token") is not None or request.get("output_cost_per_token") is not None
+        if price is not None and not priced:
+            request = {**request, "input_cost_per_token": price[0], "output_cost_per_token": price[1]}
         return _completion(answer, messages, request, full_model)
 
     def classify(self, exc: Exception) -> Failure | None:

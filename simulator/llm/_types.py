@@ -68,8 +68,9 @@ class Completion(BaseModel):
     ``model`` is the model string configured for the role. ``usage`` covers this call only.
 
     ``cached`` is True when the reply came from the :class:`~simulator.llm.RequestCache` instead of the model:
-    then no request was made, ``cost`` and ``usage.cost`` are 0.0 (nothing was spent) and the token counts are
-    those of the call that was stored (what the reply cost to produce the first time).
+    then no request was made, ``cost`` and ``usage.cost`` are 0.0 (nothing was spent), the token counts are
+    those of the call that was stored, and ``usage.cached_calls`` is 1 with ``usage.cached_cost`` the stored
+    call's cost (what the reply cost to produce the first time).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

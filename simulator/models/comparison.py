@@ -23,6 +23,7 @@ __all__ = [
     "Change",
     "Comparison",
     "McNemar",
+    "SettingDiff",
     "StepChange",
     "StepDiff",
 ]
@@ -32,10 +33,11 @@ ALPHA = 0.05
 
 #: A case's aggregated status over its repeats in one run (see :class:`CaseRunSummary`).
 CaseStatus = Literal["pass", "fail", "unsure", "user_error"]
-#: How a case changed from run A to run B.
-Change = Literal["regressed", "improved", "unchanged", "new", "removed"]
-#: How a step changed from run A to run B.
-StepChange = Literal["regressed", "improved"]
+#: How a case changed from run A to run B; ``not_comparable`` when its results in the two runs are not measured
+#: alike (see :attr:`CaseDiff.not_comparable`): it is neither a regression nor an improvement.
+Change = Literal["regressed", "improved", "unchanged", "new", "removed", "not_comparable"]
+#: How a step changed from run A to run B (``not_comparable`` as for cases).
+StepChange = Literal["regressed", "improved", "not_comparable"]
 
 #: The fewest discordant pairs for which some table can be significant at 0.05 (2 / 2^6 < 0.05 <= 2 / 2^5).
 _MIN_SIGNIFICANT_N = 6
@@ -68,7 +70,9 @@ class StepDiff(DataModel):
     ``complete_a`` / ``recorded_a`` (and B's): repeats in which the step was complete / repeats that record
     the step. ``b_status``, ``b_rationale`` and ``b_repeat`` (0-based, as stored; shown from 1) are those of the
     first B repeat where the step was not complete; they are set for regressed steps only. ``a_status`` is the
-    status of the first A repeat where the step was not complete; it is set for improved steps only.
+    status of the first A repeat where the step was not complete; it is set for improved steps only. A step whose
+    completion changed only because a judge decided it in one run and not in the other is ``not_comparable``:
+    ``would_be`` says which way it moved (``regressed`` or ``improved``) and ``not_comparable`` why.
     """
 
     index: int
@@ -82,6 +86,8 @@ class StepDiff(DataModel):
     b_rationale: str = ""
     b_repeat: int | None = None
     a_status: StepStatus | None = None
+    would_be: Literal["regressed", "improved"] | None = None
+    not_comparable: str = ""
 
 
 class CaseDiff(DataModel):
@@ -91,6 +97,9 @@ class CaseDiff(DataModel):
     ``pass_rate_change`` = ``b.pass_rate - a.pass_rate`` for a case in both runs, else None. ``steps`` are the
     changed steps (regressed first, then improved, each by step index), only for cases in both runs.
     ``b_reasons`` are the reasons of the first B repeat that did not pass (empty if every B repeat passed).
+    A case in both runs whose results are not measured alike is ``not_comparable``: ``not_comparable`` says why
+    (the case's definition differs between the runs' snapshots, or a check that decides the change was judged
+    in one run only) and ``would_be`` the change it would otherwise read as.
     """
 
     suite: str
@@ -102,6 +111,8 @@ class CaseDiff(DataModel):
     pass_rate_change: float | None = None
     steps: list[StepDiff] = Field(default_factory=list)
     b_reasons: list[str] = Field(default_factory=list)
+    would_be: Literal["regressed", "improved", "unchanged"] | None = None
+    not_comparable: str = ""
 
     @property
     def regressed_steps(self) -> list[StepDiff]:
@@ -112,6 +123,14 @@ class CaseDiff(DataModel):
     def improved_steps(self) -> list[StepDiff]:
         """The steps not complete in A and complete in B."""
         return [step for step in self.steps if step.change == "improved"]
+
+
+class SettingDiff(DataModel):
+    """One setting of the runs that differs between A and B, each value in words (``none`` when unset)."""
+
+    setting: str
+    a: str
+    b: str
 
 
 class McNemar(DataModel):
@@ -144,8 +163,12 @@ class Comparison(DataModel):
     """Run B against baseline run A: every case's change, correctness of both, McNemar's test.
 
     ``cases`` lists every case identity of either run: regressed first, then improved, new, removed and
-    unchanged, each group sorted by (suite, case, persona) with no persona first. ``correctness_change`` is
-    B's correctness minus A's (None if either run has no results). ``mcnemar`` pairs the cases in both runs.
+    not comparable and unchanged, each group sorted by (suite, case, persona) with no persona first.
+    ``settings`` lists what differs between the runs' settings (models, api bases, tools, agent, suites,
+    thresholds, seed, versions, cache, ...), shown before the cases. ``correctness_a`` / ``correctness_b``
+    count the repeats of the comparable cases in both runs (not the new, removed or not comparable ones);
+    ``correctness_change`` is B's correctness minus A's (None if either has nothing to count). ``mcnemar``
+    pairs the comparable cases in both runs.
     The properties (:attr:`has_regressions`, :attr:`regressed`, ...) are derived from ``cases`` and not
     dumped, so the JSON form validates back into a :class:`Comparison` unchanged.
     """
@@ -157,6 +180,7 @@ class Comparison(DataModel):
     correctness_change: float | None = None
     mcnemar: McNemar
     cases: list[CaseDiff] = Field(default_factory=list)
+    settings: list[SettingDiff] = Field(default_factory=list)
 
     @property
     def has_regressions(self) -> bool:
@@ -191,6 +215,16 @@ class Comparison(DataModel):
     def unchanged(self) -> list[CaseDiff]:
         """Cases in both runs that pass in both or in neither."""
         return self.with_change("unchanged")
+
+    @property
+    def comparable(self) -> list[CaseDiff]:
+        """Cases in both runs measured alike: regressed, improved or unchanged (what correctness and McNemar count)."""
+        return [case for case in self.cases if case.change in ("regressed", "improved", "unchanged")]
+
+    @property
+    def not_comparable(self) -> list[CaseDiff]:
+        """Cases in both runs whose results are not measured alike: never a regression or an improvement."""
+        return self.with_change("not_comparable")
 
 
 def _p_text(p: float) -> str:

@@ -26,6 +26,7 @@ from pydantic_core import CoreSchema, core_schema
 from simulator.models._base import DataModel
 from simulator.models.persona import Persona
 from simulator.models.scores import CaseResult, Outcome
+from simulator.models.settings import ModelRoles
 from simulator.models.suite import Suite
 from simulator.models.summary import RunSummary
 
@@ -33,6 +34,8 @@ RunStatus = Literal["running", "completed", "interrupted", "failed"]
 #: Statuses written by earlier versions, and what they mean now: nothing is running such a run.
 LEGACY_STATUSES: dict[str, RunStatus] = {"incomplete": "interrupted", "pending": "interrupted"}
 PersonaMode = Literal["default", "all", "random", "named"]
+#: A model role, as the per-role settings of a command name it.
+ModelRole = Literal["agent", "user", "judge"]
 
 
 class SuiteSnapshot(DataModel):
@@ -69,7 +72,7 @@ class RunSettings(DataModel):
     )
     user_model: str | None = None
     judge_model: str | None = None
-    models: dict[Literal["agent", "user", "judge"], dict[str, Any]] = Field(
+    models: dict[ModelRole, dict[str, Any]] = Field(
         default_factory=dict,
         description="Model settings per role given to the command (--models FILE, --judge-api-base, ...): "
         "each key given overrides the suite's. --user-model / --judge-model win over these.",
@@ -123,6 +126,66 @@ class RunSettings(DataModel):
         description="--ray-workers: worker processes running conversations on the cluster; none means 2 on a "
         "local cluster, one per CPU of a cluster connected to.",
     )
+
+
+class ModelOptions(DataModel):
+    """The model options one command was given: ``--user-model``, ``--judge-model`` and the per-role settings of
+    ``--models FILE`` and ``--judge-api-base`` / ``--user-api-base`` / ``--agent-api-base`` (only the keys given).
+    :func:`resolved_models` lays them over a suite's ``models:``; :meth:`over` over a stored run's settings."""
+
+    user_model: str | None = None
+    judge_model: str | None = None
+    models: dict[ModelRole, dict[str, Any]] = Field(default_factory=dict)
+
+    def gives(self, role: ModelRole) -> bool:
+        """Whether any of the options sets something of ``role``."""
+        named = {"user": self.user_model, "judge": self.judge_model}.get(role)
+        return bool(named or self.models.get(role))
+
+    @property
+    def named_judge(self) -> str | None:
+        """The judge model the options name: ``--judge-model``, else the judge's ``model`` in ``--models``."""
+        named = self.judge_model or self.models.get("judge", {}).get("model")
+        return str(named) if named else None
+
+    def over(self, settings: RunSettings) -> RunSettings:
+        """``settings`` (a stored run's) with these options laid over them: each key given here wins over the
+        stored one, role by role, and a model named here (``--judge-model``, or ``model`` in ``--models``) wins
+        over the stored run's ``--judge-model`` / ``--user-model``."""
+        models = {role: dict(values) for role, values in settings.models.items()}
+        for role, values in self.models.items():
+            models.setdefault(role, {}).update(values)
+        update: dict[str, Any] = {"models": models}
+        for role, name in (("user", self.user_model), ("judge", self.judge_model)):
+            if name:
+                update[f"{role}_model"] = name
+            elif "model" in self.models.get(role, {}):
+                update[f"{role}_model"] = None
+        return settings.model_copy(update=update)
+
+
+def resolved_models(suite: Suite, options: RunSettings | ModelOptions) -> ModelRoles:
+    """The suite's model settings with a command's overrides: the per-role settings (``options.models``) key by
+    key, then ``--user-model`` / ``--judge-model``; a litellm agent's model fills the agent role when nothing
+    else sets one. Each role's concurrency is left as the suite has it."""
+    roles = suite.models
+    if options.models:
+        roles = roles.model_copy(
+            update={
+                role: getattr(roles, role).model_copy(update=dict(values))
+                for role, values in options.models.items()
+                if values
+            }
+        )
+    update = {}
+    if options.user_model:
+        update["user"] = roles.user.model_copy(update={"model": options.user_model})
+    if options.judge_model:
+        update["judge"] = roles.judge.model_copy(update={"model": options.judge_model})
+    agent = suite.agent
+    if agent is not None and not isinstance(agent, str) and agent.type == "litellm" and roles.agent.model is None:
+        update["agent"] = roles.agent.model_copy(update={"model": agent.model})
+    return roles.model_copy(update=update) if update else roles
 
 
 class PlanItem(DataModel):

@@ -44,6 +44,11 @@ class Score(DataModel):
     turn: int | None = None
     step: int | None = None
     raw: str | None = Field(default=None, description="The judge's raw reply when it could not be used.")
+    missing: bool = Field(
+        default=False,
+        description="Not met only because something expected did not happen (a call not made, words not said, a "
+        "variable not set, no hand-off), not because the agent did something wrong.",
+    )
 
 
 #: What a simulated user did wrong in a turn: talked like the assistant or as an AI (``broke_character``),

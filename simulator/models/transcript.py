@@ -73,6 +73,11 @@ class UserEvent(DataModel):
     step: int | None = None
     text: str
     source: Literal["llm", "scripted", "static", "golden"]
+    ending: str | None = Field(
+        default=None,
+        description="The end the user model asked for with this message where it could not end the conversation "
+        "(a simulation), e.g. 'goal_reached: ...'.",
+    )
     at: datetime = Field(default_factory=utc_now)
 
 
@@ -112,6 +117,12 @@ class CheckDetail(DataModel):
     check: str = Field(description="What was checked, e.g. 'must_contain: refund' or 'judge: success_criteria'.")
     verdict: Verdict
     evidence: str = ""
+    missing: bool = Field(
+        default=False,
+        description="Not met only because something expected did not happen (a call not made, words not said, a "
+        "variable not set, no hand-off), not because the agent did something wrong: a conversation cut short "
+        "can explain it.",
+    )
 
 
 class StepVerdict(DataModel):
@@ -120,6 +131,11 @@ class StepVerdict(DataModel):
     verdict: Verdict
     rationale: str
     details: list[CheckDetail] = Field(default_factory=list)
+    settled: bool = Field(
+        default=False,
+        description="An unsure verdict no later turn can change: every deterministic check is met and the rest "
+        "cannot be judged in this run (no judge model). The step is unsure at once and the conversation moves on.",
+    )
 
 
 class CheckEvent(DataModel):
@@ -178,10 +194,14 @@ class GoldenTurnRecord(DataModel):
 
 
 class Usage(DataModel):
-    """Tokens, calls and cost of one model call, or of many added together.
+    """Tokens, answers and cost of one model call, or of many added together.
 
-    ``cost`` is in US dollars as litellm prices it. ``None`` means at least one of the calls was made to a
-    model whose price litellm does not know: an unknown total is reported as unknown, never guessed.
+    ``calls`` counts the answers a role got; ``cached_calls`` of them were served without a request (from the
+    request cache, or from the recording a replay plays back), so :attr:`requests` were sent. ``cost`` is what
+    was spent, in US dollars as litellm prices it; ``cached_cost`` is what the cached answers cost when they
+    were first asked (their would-be cost), not part of ``cost``. ``None`` means at least one of the calls was
+    made to a model whose price litellm does not know: an unknown total is reported as unknown, never guessed.
+    A usage stored before cached answers were counted apart has ``cached_calls`` 0.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -190,22 +210,44 @@ class Usage(DataModel):
     completion_tokens: int = 0
     calls: int = 0
     cost: float | None = 0.0
+    cached_calls: int = Field(
+        default=0,
+        ge=0,
+        description="How many of the calls were answered without a request: from the request cache (or the "
+        "recording a replay plays back).",
+    )
+    cached_cost: float | None = Field(
+        default=0.0,
+        description="What the cached answers cost when they were first asked (US dollars; not spent by this run, "
+        "not part of cost); null when unknown.",
+    )
 
     @property
     def total_tokens(self) -> int:
         """Prompt plus completion tokens."""
         return self.prompt_tokens + self.completion_tokens
 
+    @property
+    def requests(self) -> int:
+        """How many requests were sent to the model: the answers not served from the cache."""
+        return max(0, self.calls - self.cached_calls)
+
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
-        cost = None if self.cost is None or other.cost is None else self.cost + other.cost
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             calls=self.calls + other.calls,
-            cost=cost,
+            cost=_known_sum(self.cost, other.cost),
+            cached_calls=self.cached_calls + other.cached_calls,
+            cached_cost=_known_sum(self.cached_cost, other.cached_cost),
         )
+
+
+def _known_sum(a: float | None, b: float | None) -> float | None:
+    """``a + b``, unknown when either is."""
+    return None if a is None or b is None else a + b
 
 
 class ReplayMark(DataModel):

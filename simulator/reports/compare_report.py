@@ -2,16 +2,18 @@
 
 Both renderings of a :class:`~simulator.models.comparison.Comparison` have the same content, in this order:
 
-1. a header: run A (baseline) and run B (new), correctness A -> B with passed/total and the change in
-   percentage points, McNemar's b, c, n and exact p, and the significance sentence
-   (:meth:`~simulator.models.comparison.McNemar.sentence`);
+1. a header: run A (baseline) and run B (new), correctness A -> B over the comparable cases in both runs with
+   passed/total and the change in percentage points, McNemar's b, c, n and exact p over the same cases, and the
+   significance sentence (:meth:`~simulator.models.comparison.McNemar.sentence`); then the settings that differ
+   between the runs, A -> B;
 2. the **regressed** cases, first, each with its changed steps side by side in a table
    ``step | A | B | B's rationale`` (A and B give the step's status and how many repeats completed it; a
    regressed step shows the status of the first B repeat that did not complete it, and that repeat's
    rationale; an improved step, the status of the first A repeat that did not), then the reasons the first
    non-passing B repeat gave;
 3. the **improved** cases (same table, without a rationale: the step completed), then the **new** cases
-   (only in B, with B's reasons when they did not pass) and the **removed** ones (only in A);
+   (only in B, with B's reasons when they did not pass), the **removed** ones (only in A) and the **not
+   comparable** ones (the change they would read as and why they are not comparable, never counted);
 4. the count of **unchanged** cases, listing those whose pass rate or steps changed.
 
 Statuses carry the marks of every view (:mod:`simulator.reports._states`): ✓ complete / pass, ✗ not complete /
@@ -35,7 +37,14 @@ from simulator.models.comparison import CaseDiff, Change, Comparison, McNemar, S
 from simulator.models.summary import Counts
 from simulator.models.transcript import StepStatus
 from simulator.reports._states import CSS_CLASS, step_state, step_status_text
-from simulator.reports.compare_text import case_label, case_state, points_change, repeat_number
+from simulator.reports.compare_text import (
+    case_label,
+    case_state,
+    correctness_title,
+    points_change,
+    repeat_number,
+    would_be,
+)
 from simulator.reports.markdown import escape as md_escape
 
 __all__ = ["CONTENT_SECURITY_POLICY", "render_compare_html", "render_compare_markdown"]
@@ -51,7 +60,8 @@ _SECTIONS: tuple[tuple[Change, str], ...] = (
     ("new", "New (only in B)"),
     ("removed", "Removed (only in A)"),
 )
-_ALL_CHANGES: tuple[Change, ...] = ("regressed", "improved", "new", "removed", "unchanged")
+_ALL_CHANGES: tuple[Change, ...] = ("regressed", "improved", "new", "removed", "not_comparable", "unchanged")
+_NOT_COMPARABLE_TITLE = "Not comparable (never counted as regressed or improved)"
 
 
 def _css() -> str:
@@ -66,6 +76,7 @@ _EXTRA_CSS = """
 .compare-case { border: 1px solid #d0d7de; border-radius: 6px; padding: .5rem .9rem; margin: .6rem 0; }
 .compare-case.change-regressed { border-left: 5px solid #cf222e; }
 .compare-case.change-improved { border-left: 5px solid #1a7f37; }
+.compare-case.change-not_comparable { border-left: 5px solid #9a6700; }
 .compare-case h3 { margin: .2rem 0 .4rem; font-size: 1.05rem; }
 table.step-diff { width: 100%; }
 table.step-diff td.rationale { white-space: pre-wrap; }
@@ -114,12 +125,26 @@ def _step_name(step: StepDiff) -> str:
     return f"{step.index + 1}. {step.label}"
 
 
+def _moved_as(step: StepDiff) -> str:
+    """How the step moved: its change, or the change a not comparable step would read as."""
+    return step.would_be or step.change
+
+
 def _a_status(step: StepDiff) -> StepStatus:
-    return "complete" if step.change == "regressed" else step.a_status or "incomplete"
+    return "complete" if _moved_as(step) == "regressed" else step.a_status or "incomplete"
 
 
 def _b_status(step: StepDiff) -> StepStatus:
-    return "complete" if step.change == "improved" else step.b_status or "incomplete"
+    return "complete" if _moved_as(step) == "improved" else step.b_status or "incomplete"
+
+
+def _rationale(step: StepDiff) -> str | None:
+    """The step table's last cell: B's rationale of a regressed step, or why a step is not comparable."""
+    if step.change == "not_comparable":
+        return f"not comparable{would_be(step.would_be)}: {step.not_comparable}"
+    if step.change == "regressed" and step.b_rationale:
+        return step.b_rationale
+    return None
 
 
 def _a_cell(step: StepDiff) -> str:
@@ -129,7 +154,8 @@ def _a_cell(step: StepDiff) -> str:
 def _b_cell(step: StepDiff, diff: CaseDiff) -> str:
     counts = f"({step.complete_b}/{step.recorded_b})"
     where = ""
-    if step.change == "regressed" and step.b_repeat is not None and diff.b is not None and diff.b.repeats > 1:
+    regressed = _moved_as(step) == "regressed"
+    if regressed and step.b_repeat is not None and diff.b is not None and diff.b.repeats > 1:
         where = f", first in repeat {repeat_number(step.b_repeat)}"
     return f"{step_status_text(_b_status(step))} {counts}{where}"
 
@@ -146,7 +172,8 @@ def _md_steps(diff: CaseDiff) -> list[str]:
         return []
     lines = ["| step | A | B | B's rationale |", "|---|---|---|---|"]
     for step in diff.steps:
-        rationale = md_escape(step.b_rationale) if step.change == "regressed" and step.b_rationale else "—"
+        text = _rationale(step)
+        rationale = md_escape(text) if text else "—"
         lines.append(f"| {md_escape(_step_name(step))} | {_a_cell(step)} | {_b_cell(step, diff)} | {rationale} |")
     return [*lines, ""]
 
@@ -168,6 +195,13 @@ def _md_case(diff: CaseDiff, *, reasons: bool) -> list[str]:
     return lines
 
 
+def _md_settings(comparison: Comparison) -> list[str]:
+    if not comparison.settings:
+        return ["## Settings", "", "The settings are the same in both runs.", ""]
+    rows = [f"| {md_escape(d.setting)} | {md_escape(d.a)} | {md_escape(d.b)} |" for d in comparison.settings]
+    return ["## Settings that differ", "", "| setting | A | B |", "|---|---|---|", *rows, ""]
+
+
 def render_compare_markdown(comparison: Comparison) -> str:
     """The comparison as Markdown: header, regressed cases first with a step table each, then improved, new
     and removed cases, and the unchanged count (see the module docstring). Pure; all run text is escaped."""
@@ -178,11 +212,12 @@ def render_compare_markdown(comparison: Comparison) -> str:
         "",
         f"- **Run A (baseline):** {run_a}",
         f"- **Run B (new):** {run_b}",
-        f"- **Correctness A -> B:** "
+        f"- **{correctness_title(comparison)}, A -> B:** "
         f"{_correctness(comparison.correctness_a, comparison.correctness_b, comparison.correctness_change)}",
-        f"- **McNemar on shared cases:** {_mcnemar(test)}",
+        f"- **McNemar on the comparable cases:** {_mcnemar(test)}",
         f"- **Significance:** {test.sentence()}",
         "",
+        *_md_settings(comparison),
     ]
     regressed = comparison.regressed
     lines += [f"## Regressed ({len(regressed)})", ""]
@@ -204,6 +239,12 @@ def render_compare_markdown(comparison: Comparison) -> str:
                 if change == "new":
                     lines += [f"  - why: {md_escape(reason)}" for reason in diff.b_reasons]
             lines.append("")
+    apart = comparison.not_comparable
+    if apart:
+        lines += [f"## {_NOT_COMPARABLE_TITLE} ({len(apart)})", ""]
+        for diff in apart:
+            lines += [f"### {md_escape(case_label(diff))}", "", f"{_states(diff)}{would_be(diff.would_be)}", ""]
+            lines += [f"Not comparable: {md_escape(diff.not_comparable)}", "", *_md_steps(diff)]
     unchanged = comparison.unchanged
     moved = _moved(comparison)
     lines += [f"## Unchanged ({len(unchanged)})", ""]
@@ -231,8 +272,8 @@ def _html_steps(diff: CaseDiff) -> str:
         return ""
     rows = []
     for step in diff.steps:
-        regressed = step.change == "regressed"
-        rationale = _e(step.b_rationale) if regressed and step.b_rationale else "<span class='muted'>—</span>"
+        text = _rationale(step)
+        rationale = _e(text) if text else "<span class='muted'>—</span>"
         rows.append(
             f"<tr class='step-{_e(step.change)}'><td>{_e(_step_name(step))}</td>"
             f"<td class='{CSS_CLASS[step_state(_a_status(step))]}'>{_e(_a_cell(step))}</td>"
@@ -253,13 +294,33 @@ def _html_reasons(diff: CaseDiff) -> str:
 
 
 def _html_case(diff: CaseDiff, *, reasons: bool) -> str:
-    badge = {"regressed": "fail", "improved": "pass", "new": "unsure", "removed": "unsure", "unchanged": "unsure"}
+    badge = {
+        "regressed": "fail", "improved": "pass", "new": "unsure", "removed": "unsure", "unchanged": "unsure",
+        "not_comparable": "unsure",
+    }  # fmt: skip
+    apart = (
+        f"<p class='not-comparable'>Not comparable{_e(would_be(diff.would_be))}: {_e(diff.not_comparable)}</p>"
+        if diff.change == "not_comparable"
+        else ""
+    )
     return (
         f"<article class='compare-case change-{_e(diff.change)}'>"
-        f"<h3><span class='badge {badge[diff.change]}'>{_e(diff.change.upper())}</span> "
+        f"<h3><span class='badge {badge[diff.change]}'>{_e(diff.change.replace('_', ' ').upper())}</span> "
         f"<span class='case-name'>{_e(case_label(diff))}</span></h3>"
-        f"<p class='case-meta'>{_e(_states(diff))}</p>"
+        f"<p class='case-meta'>{_e(_states(diff))}</p>{apart}"
         f"{_html_steps(diff)}{_html_reasons(diff) if reasons else ''}</article>"
+    )
+
+
+def _html_settings(comparison: Comparison) -> str:
+    if not comparison.settings:
+        return "<section id='settings'><h2>Settings</h2><p>The settings are the same in both runs.</p></section>"
+    rows = "".join(
+        f"<tr><td>{_e(d.setting)}</td><td>{_e(d.a)}</td><td>{_e(d.b)}</td></tr>" for d in comparison.settings
+    )
+    return (
+        "<section id='settings'><h2>Settings that differ</h2><table class='settings-diff'><thead><tr><th>Setting</th>"
+        f"<th>A</th><th>B</th></tr></thead><tbody>{rows}</tbody></table></section>"
     )
 
 
@@ -275,10 +336,10 @@ def render_compare_html(comparison: Comparison) -> str:
         ("Run A (baseline)", f"<code>{_e(comparison.run_a)}</code>"),
         ("Run B (new)", f"<code>{_e(comparison.run_b)}</code>"),
         (
-            "Correctness A → B",
+            f"{correctness_title(comparison)}, A → B",
             _e(_correctness(comparison.correctness_a, comparison.correctness_b, comparison.correctness_change)),
         ),
-        ("McNemar on shared cases", _e(_mcnemar(test))),
+        ("McNemar on the comparable cases", _e(_mcnemar(test))),
         (
             "Significance",
             f"<span class='significant'>{_e(test.sentence())}</span>" if test.significant else _e(test.sentence()),
@@ -291,12 +352,13 @@ def render_compare_html(comparison: Comparison) -> str:
     )
     regressed = comparison.regressed
     sections = [
+        _html_settings(comparison),
         _html_section(
             "regressed",
             "Regressed",
             regressed,
             "".join(_html_case(diff, reasons=True) for diff in regressed) or "<p class='ok'>No regressed cases.</p>",
-        )
+        ),
     ]
     for change, title in _SECTIONS:
         diffs = comparison.with_change(change)
@@ -305,6 +367,10 @@ def render_compare_html(comparison: Comparison) -> str:
         sections.append(
             _html_section(change, title, diffs, "".join(_html_case(d, reasons=change == "new") for d in diffs))
         )
+    apart = comparison.not_comparable
+    if apart:
+        body = "".join(_html_case(diff, reasons=False) for diff in apart)
+        sections.append(_html_section("not_comparable", _NOT_COMPARABLE_TITLE, apart, body))
     unchanged = comparison.unchanged
     moved = _moved(comparison)
     detail = f", {len(moved)} with a changed pass rate or steps" if moved else ""
@@ -318,7 +384,7 @@ def render_compare_html(comparison: Comparison) -> str:
         )
     )
     counts = [(change, len(comparison.with_change(change))) for change in _ALL_CHANGES]
-    jump = " ".join(f"<a href='#{change}'>{count} {change}</a>" for change, count in counts if count)
+    jump = " ".join(f"<a href='#{change}'>{count} {change.replace('_', ' ')}</a>" for change, count in counts if count)
     title = f"Simulator comparison {comparison.run_b} against {comparison.run_a}"
     body = (
         f"{header}<nav class='jump'>{jump}</nav>{''.join(sections)}"

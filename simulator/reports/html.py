@@ -12,7 +12,8 @@ from one ``<script type="application/json">`` block whose JSON has ``<``, ``>`` 
 separators U+2028/U+2029) written as ``\\u003c``-style escapes, so no text can close the script element.
 Element ids are generated (``case-1``, ``case-1-step-2``), never taken from the data.
 
-Layout. Header (suites, agent, note, status, correctness, outcome counts, tokens and cost per model role,
+Layout. Header (suites, agent, note, status, correctness, outcome counts, answers (from the request cache and
+requests sent), tokens and cost per model role,
 duration, settings, versions); per-metric summaries; pass^k and flaky labels over repeats; the coverage
 (percentage, persona x case matrix, step reach, gaps); then the cases,
 failures first (error, fail, unsure, pass), each a ``<details>`` element (open unless it passed, or when more
@@ -50,6 +51,7 @@ from simulator.models.transcript import (
     ToolCallRecord,
     Transcript,
     TranscriptEvent,
+    Usage,
     UserEvent,
 )
 from simulator.reports._states import (
@@ -195,23 +197,11 @@ def _time(value: datetime | None) -> str:
     return "–" if value is None else value.isoformat(sep=" ", timespec="seconds")
 
 
-@dataclass(frozen=True)
-class _RoleUse:
-    role: str
-    calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    cost: float | None
-
-
-def _usage(record: RunRecord) -> list[_RoleUse]:
-    """Tokens and cost per role, from the run summary."""
-    used = {
-        role: _RoleUse(role, t.calls, t.prompt_tokens, t.completion_tokens, t.cost)
-        for role, t in summary_of(record).usage.items()
-    }
-    ordered = [used[role] for role in _ROLES if role in used]
-    ordered += [used[role] for role in sorted(used) if role not in _ROLES]
+def _usage(record: RunRecord) -> list[tuple[str, Usage]]:
+    """Answers, tokens and cost per role, from the run summary."""
+    used = summary_of(record).usage
+    ordered = [(role, used[role]) for role in _ROLES if role in used]
+    ordered += [(role, used[role]) for role in sorted(used) if role not in _ROLES]
     return ordered
 
 
@@ -345,9 +335,14 @@ def _totals(record: RunRecord) -> str:
     correctness = counts.correctness
     duration = counts.duration_s
     usage = _usage(record)
-    cost: float | None = 0.0
-    for use in usage:
-        cost = None if cost is None or use.cost is None else cost + use.cost
+    total = Usage()
+    for _, use in usage:
+        total = total + use
+    cached = (
+        [("cached", f"From cache (would-be {_cost(total.cached_cost)})", f"{total.cached_calls:,} of {total.calls:,}")]
+        if total.cached_calls
+        else []
+    )
     tiles = [
         ("correctness", "Correctness", _percent(correctness)),
         ("pass", "Passed", str(counts.passed)),
@@ -356,7 +351,8 @@ def _totals(record: RunRecord) -> str:
         ("unsure", "Unsure", str(counts.unsure)),
         *([("user_error", "User error", str(counts.user_error))] if counts.user_error else []),
         ("total", "Total", f"{counts.total} of {len(record.plan)}" if record.plan else str(counts.total)),
-        ("cost", "Cost", _cost(cost)),
+        ("cost", "Cost", _cost(total.cost)),
+        *cached,
         ("duration", "Duration", _seconds(duration)),
     ]
     board = "".join(
@@ -381,22 +377,25 @@ def _totals(record: RunRecord) -> str:
             + "</div>"
         )
     rows = "".join(
-        f"<tr><td>{_e(u.role)}</td><td class='num'>{u.calls:,}</td><td class='num'>{u.prompt_tokens:,}</td>"
-        f"<td class='num'>{u.completion_tokens:,}</td><td class='num'>{u.prompt_tokens + u.completion_tokens:,}</td>"
-        f"<td class='num'>{_e(_cost(u.cost))}</td></tr>"
-        for u in usage
+        f"<tr><td>{_e(role)}</td><td class='num'>{u.calls:,}</td><td class='num'>{u.cached_calls:,}</td>"
+        f"<td class='num'>{u.requests:,}</td><td class='num'>{u.prompt_tokens:,}</td>"
+        f"<td class='num'>{u.completion_tokens:,}</td><td class='num'>{u.total_tokens:,}</td>"
+        f"<td class='num'>{_e(_cost(u.cost))}</td>"
+        f"<td class='num'>{_e(_cost(u.cached_cost)) if u.cached_calls else '–'}</td></tr>"
+        for role, u in usage
     )
     table = (
-        "<table class='usage'><thead><tr><th>Model role</th><th class='num'>Calls</th>"
-        "<th class='num'>Prompt tokens</th>"
-        "<th class='num'>Completion tokens</th><th class='num'>Total tokens</th><th class='num'>Cost</th></tr></thead>"
+        "<table class='usage'><thead><tr><th>Model role</th><th class='num'>Answers</th>"
+        "<th class='num'>From cache</th><th class='num'>Requests sent</th><th class='num'>Prompt tokens</th>"
+        "<th class='num'>Completion tokens</th><th class='num'>Total tokens</th><th class='num'>Cost</th>"
+        "<th class='num'>Would-be cost of cached</th></tr></thead>"
         f"<tbody>{rows}</tbody></table>"
         if usage
         else "<p class='muted'>No model calls recorded.</p>"
     )
     return (
         f"<section id='totals'><h2>Totals</h2><div class='scoreboard'>{board}</div>{bar}"
-        f"<h3>Tokens by role</h3>{table}</section>"
+        f"<h3>Answers and tokens by role</h3>{table}</section>"
     )
 
 

@@ -2,7 +2,8 @@
 
 The report has, in order:
 
-1. the run header: suites, agent version, note, status, correctness, the outcome breakdown, tokens and cost
+1. the run header: suites, agent version, note, status, correctness, the outcome breakdown, answers (how many
+   came from the request cache, with their would-be cost, and how many requests were sent), tokens and cost
    per model role (agent, user, judge), duration, seed and settings, versions;
 2. one table row per metric (the run summary's, :func:`simulator.metrics.metric_summary`): verdict counts and
    mean value;
@@ -47,6 +48,7 @@ from simulator.models.transcript import (
     StepOutcome,
     ToolCallRecord,
     Transcript,
+    Usage,
     UserEvent,
 )
 from simulator.reports._states import (
@@ -213,7 +215,7 @@ def _header(record: RunRecord, breakdown: RunSummary) -> list[str]:
     costs = [usage[role].cost for role in usage]
     total_cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
     tokens = sum(u.prompt_tokens + u.completion_tokens for u in usage.values())
-    lines.append(f"- **Tokens:** {tokens:,} · **Cost:** {_cost(total_cost)}")
+    lines.append(f"- **Tokens:** {tokens:,} · **Cost:** {_cost(total_cost)}{_from_cache(usage)}")
     lines.append(f"- **Duration:** {duration:.1f} s")
     run_settings = [f"repeat {settings.repeat}"]
     run_settings.append("live tools" if settings.live else "test-mode tools")
@@ -225,17 +227,32 @@ def _header(record: RunRecord, breakdown: RunSummary) -> list[str]:
     lines.append(f"- **Seed:** {settings.seed} · **Settings:** {', '.join(run_settings)}")
     versions = ", ".join(f"{escape(name)} {escape(version)}" for name, version in sorted(record.versions.items()))
     lines.append(f"- **Versions:** {versions or 'not recorded'}")
-    lines += ["", "| role | calls | prompt tokens | completion tokens | cost |", "|---|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "| role | answers | from cache | requests sent | prompt tokens | completion tokens | cost | would-be cost "
+        "of cached |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for role in [*ROLES, *sorted(set(usage) - set(ROLES))]:
-        used = usage.get(role)
-        if used is None:
-            lines.append(f"| {escape(role)} | 0 | 0 | 0 | {_cost(0.0)} |")
-            continue
+        used = usage.get(role, Usage())
+        would_be = _cost(used.cached_cost) if used.cached_calls else "–"
         lines.append(
-            f"| {escape(role)} | {used.calls:,} | {used.prompt_tokens:,} | {used.completion_tokens:,} "
-            f"| {_cost(used.cost)} |"
+            f"| {escape(role)} | {used.calls:,} | {used.cached_calls:,} | {used.requests:,} | {used.prompt_tokens:,} "
+            f"| {used.completion_tokens:,} | {_cost(used.cost)} | {would_be} |"
         )
     return [*lines, ""]
+
+
+def _from_cache(usage: dict[str, Usage]) -> str:
+    """How many answers came from the request cache and their would-be cost, when any did (else nothing)."""
+    cached = sum(used.cached_calls for used in usage.values())
+    if not cached:
+        return ""
+    would_be: float | None = 0.0
+    for used in usage.values():
+        would_be = None if would_be is None or used.cached_cost is None else would_be + used.cached_cost
+    answers = sum(used.calls for used in usage.values())
+    return f" · **From the request cache:** {cached:,} of {answers:,} answers (would-be cost {_cost(would_be)})"
 
 
 def _metrics(summary: RunSummary) -> list[str]:

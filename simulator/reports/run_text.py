@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from simulator.models.run import RunRecord, StoredResult
+from simulator.models.transcript import Usage
 from simulator.reports._states import goals_count
 from simulator.reports.transcript_text import brief_text, not_judged
 
@@ -121,11 +122,23 @@ def totals_lines(record: RunRecord) -> list[str]:
         used = totals.usage.get(role)
         if used is None or not used.calls:
             continue
-        cost = "cost unknown" if used.cost is None else f"${used.cost:.4f}"
-        tokens = f"{used.prompt_tokens} prompt + {used.completion_tokens} completion tokens"
-        lines.append(f"  {role}: {used.calls} calls, {tokens}, {cost}")
+        lines.append(f"  {role}: {usage_text(used)}")
     lines.append(f"Duration {totals.duration_s:.1f} s")
     return lines
+
+
+def usage_text(used: Usage) -> str:
+    """One role's usage in words: its answers, how many came from the request cache and their would-be cost, the
+    requests sent, the tokens and what was spent, e.g. ``14 answers (14 from cache, would-be $0.0021), 0 requests
+    sent, 120 prompt + 30 completion tokens, $0.0000``."""
+    answers = f"{used.calls} answer{'s' if used.calls != 1 else ''}"
+    if used.cached_calls:
+        would_be = "unknown" if used.cached_cost is None else f"${used.cached_cost:.4f}"
+        answers += f" ({used.cached_calls} from cache, would-be {would_be})"
+    sent = f"{used.requests} request{'s' if used.requests != 1 else ''} sent"
+    tokens = f"{used.prompt_tokens} prompt + {used.completion_tokens} completion tokens"
+    cost = "cost unknown" if used.cost is None else f"${used.cost:.4f}"
+    return f"{answers}, {sent}, {tokens}, {cost}"
 
 
 def repeat_lines(record: RunRecord) -> list[str]:

@@ -21,7 +21,10 @@ Both formats hold one row per conversation (case x persona x repeat), in plan or
 - ``reasons``: why the outcome is not ``pass``, one reason per line;
 - ``duration_s``: seconds the conversation took, rounded to milliseconds;
 - ``agent_tokens``, ``user_tokens``, ``judge_tokens``: prompt + completion tokens of each model role;
-- ``cost_usd``: the conversation's cost over all roles in US dollars, empty when any role's cost is unknown.
+- ``cost_usd``: the conversation's cost over all roles in US dollars, empty when any role's cost is unknown;
+- ``cached_answers``: how many of the conversation's model answers (all roles) came from the request cache
+  instead of a request; ``cached_cost_usd``: what those answers cost when they were first asked (their would-be
+  cost, not part of ``cost_usd``), empty when unknown.
 
 Every text cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (also after leading
 spaces) is prefixed with a single quote, as OWASP recommends against CSV/formula injection: agent text is
@@ -85,7 +88,16 @@ Cell = str | int | float | None
 #: The model roles, in the order every report lists them.
 ROLES = ("agent", "user", "judge")
 CASE_HEAD = ("suite", "case", "kind", "persona", "repeat", "outcome", "goals", "turns", "prompt", "final_output")
-CASE_TAIL = ("reasons", "duration_s", "agent_tokens", "user_tokens", "judge_tokens", "cost_usd")
+CASE_TAIL = (
+    "reasons",
+    "duration_s",
+    "agent_tokens",
+    "user_tokens",
+    "judge_tokens",
+    "cost_usd",
+    "cached_answers",
+    "cached_cost_usd",
+)
 STEP_COLUMNS = ("suite", "case", "persona", "repeat", "step", "goal", "status", "blocked_by", "rationale")
 METRIC_PREFIX = "metric:"
 
@@ -135,7 +147,10 @@ def transcript_tokens(transcript: Transcript, role: str) -> int:
 
 def transcript_cost(transcript: Transcript) -> float | None:
     """The conversation's cost over every role in US dollars; None when any role's cost is unknown."""
-    costs = [used.cost for used in transcript.usage.values()]
+    return _known_fsum([used.cost for used in transcript.usage.values()])
+
+
+def _known_fsum(costs: Sequence[float | None]) -> float | None:
     if any(cost is None for cost in costs):
         return None
     return math.fsum(cost for cost in costs if cost is not None)
@@ -188,6 +203,7 @@ def case_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list
         for score in result.scores:
             by_metric.setdefault(score.metric, []).append(score)
         cost = transcript_cost(transcript)
+        cached_cost = _known_fsum([used.cached_cost for used in transcript.usage.values()])
         rows.append(
             [
                 suite_name(record, stored.suite),
@@ -205,6 +221,8 @@ def case_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list
                 round(stored.duration_s, 3),
                 *(transcript_tokens(transcript, role) for role in ROLES),
                 None if cost is None else round(cost, 6),
+                sum(used.cached_calls for used in transcript.usage.values()),
+                None if cached_cost is None else round(cached_cost, 6),
             ]
         )
     return header, rows
@@ -313,9 +331,12 @@ def _summary_rows(record: RunRecord, results: Sequence[StoredResult]) -> list[li
         rows.extend(
             [
                 [f"{role} calls", used.calls],
+                [f"{role} from cache", used.cached_calls],
+                [f"{role} requests sent", used.requests],
                 [f"{role} prompt tokens", used.prompt_tokens],
                 [f"{role} completion tokens", used.completion_tokens],
                 [f"{role} cost_usd", None if used.cost is None else round(used.cost, 6)],
+                [f"{role} cached cost_usd", None if used.cached_cost is None else round(used.cached_cost, 6)],
             ]
         )
     total_cost = None if any(c is None for c in costs) else round(math.fsum(c for c in costs if c is not None), 6)

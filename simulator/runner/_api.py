@@ -29,7 +29,7 @@ from simulator.errors import ConfigErrors, InputError
 from simulator.loading import LoadedSuite, validate_paths
 from simulator.models import Case, ModelRoles, Persona
 from simulator.models.cassette import Cassette
-from simulator.models.run import PlanItem, RunRecord, RunSettings, StoredResult, SuiteSnapshot
+from simulator.models.run import ModelOptions, PlanItem, RunRecord, RunSettings, StoredResult, SuiteSnapshot
 from simulator.models.scores import CaseResult
 from simulator.runner._case import (
     check_environment,
@@ -63,12 +63,14 @@ ModelRole = Literal["agent", "user", "judge"]
 
 @dataclass(frozen=True)
 class RunStarted:
-    """The run is stored and about to run: its record, and what is already done (a resumed run)."""
+    """The run is stored and about to run: its record, what is already done (a resumed run), and the request cache
+    its user and judge answers are replayed from (``None``: no cache, every answer is asked of the model)."""
 
     record: RunRecord
     store_path: Path
     already_done: int
     estimate_s: float | None = None
+    cache_path: Path | None = None
 
 
 RunEvent = RunStarted | Progress
@@ -373,8 +375,9 @@ def yaml_kind(path: PathLike) -> str:
     return classify(file, located.data)
 
 
-def _cache(store_path: Path, enabled: bool, size_mb: int) -> Any:
-    if not enabled:
+def _cache(store_path: Path, record: RunRecord, enabled: bool, size_mb: int) -> Any:
+    """The run's request cache, beside the store; none when turned off, or on Ray (its workers cannot reach it)."""
+    if not enabled or record.settings.executor == "ray":
         return None
     from simulator.llm import RequestCache
 
@@ -392,15 +395,15 @@ async def _execute(
     estimate_s: float | None = None,
 ) -> RunOutcome:
     done = store.result_count(record.id)
+    request_cache = _cache(store.path, record, cache, cache_size_mb)
     if on_event is not None:
-        on_event(RunStarted(record=record, store_path=store.path, already_done=done, estimate_s=estimate_s))
-    finished = await execute(
-        store,
-        record,
-        live=live,
-        on_progress=on_event,
-        cache=_cache(store.path, cache, cache_size_mb),
-    )
+        on_event(
+            RunStarted(
+                record=record, store_path=store.path, already_done=done, estimate_s=estimate_s,
+                cache_path=request_cache.path if request_cache is not None else None,
+            )
+        )  # fmt: skip
+    finished = await execute(store, record, live=live, on_progress=on_event, cache=request_cache)
     return RunOutcome(record=finished, store_path=store.path)
 
 
@@ -556,11 +559,17 @@ async def repeat_async(
     trust_imported: bool = False,
     note: str | None = None,
     agent_version: str | None = None,
+    cache: bool = True,
+    judge_model: str | None = None,
+    user_model: str | None = None,
+    models: Mapping[str, Mapping[str, Any]] | None = None,
     cache_size_mb: int = 200,
     on_event: EventHandler | None = None,
 ) -> RunOutcome:
     """Run again exactly what a stored run ran (its suite snapshot, settings and plan) as a new run; tools in
-    test mode unless ``live=True``."""
+    test mode unless ``live=True``; the request cache as the stored run had it, off with ``cache=False``.
+    ``judge_model``, ``user_model`` and ``models`` (per-role settings as ``run`` takes them) are laid over the
+    stored run's model settings: the same plan, other models or endpoints."""
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         store.require_writable("repeat a run")
@@ -568,15 +577,17 @@ async def repeat_async(
         store.check_free(old.id, "repeated")
         _trust(old, trust_imported, "repeating")
         _check_environment_of(old)
+        settings = _model_options(user_model, judge_model, models).over(old.settings)
         record = new_record(
-            store.new_run_id(), old.snapshot, old.settings.model_copy(update={"live": live}), old.plan,
+            store.new_run_id(), old.snapshot,
+            settings.model_copy(update={"live": live, "cache": old.settings.cache and cache}), old.plan,
             agent_version=agent_version if agent_version is not None else old.agent_version,
             note=note if note is not None else f"repeat of {old.id}", repeat_of=old.id,
             imported_from=old.imported_from,
         )  # fmt: skip
         store.create_run(record)
         return await _execute(
-            store, record, live=live, cache=old.settings.cache, cache_size_mb=cache_size_mb, on_event=on_event
+            store, record, live=live, cache=record.settings.cache, cache_size_mb=cache_size_mb, on_event=on_event
         )
 
 
@@ -765,6 +776,8 @@ async def replay_async(
     *,
     persona: str | None = None,
     judge_model: str | None = None,
+    user_model: str | None = None,
+    models: Mapping[str, Mapping[str, Any]] | None = None,
     suite_from: SuiteSource = "disk",
     db: PathLike | None = None,
     on_event: EventHandler | None = None,
@@ -773,23 +786,24 @@ async def replay_async(
     (``replay_of`` the recorded run; its note says "replay of ..."): the user's moves, the agent's replies and
     the tool results come from the cassettes; the checks and judges are the suite files' as they are now
     (``suite_from="disk"``) or the run's own (``"snapshot"``). A judge request identical to a recorded one is
-    answered from the cassette; one that changed goes to ``judge_model`` if given, else it is ``unsure`` (not
-    judged), never a failure. ``case`` and ``persona`` narrow what is replayed."""
+    answered from the cassette; one that changed goes to the judge when a judge setting is given
+    (``judge_model``, or the judge in ``models``: per-role settings as ``run`` takes them, laid over the recorded
+    run's), else it is ``unsure`` (not judged), never a failure. ``case`` and ``persona`` narrow what is
+    replayed."""
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         store.require_writable("replay a run")
         source = store.get_run(run_ref)
         chosen = _recorded_items(store, source, case, persona)
         snapshots = _suites_for_replay(source, suite_from, [item for item, _ in chosen])
-        settings = source.settings.model_copy(
-            update={
-                "live": False, "record": False, "checkpoints": False, "cache": False,
-                "judge_model": judge_model or source.settings.judge_model,
-            }
-        )  # fmt: skip
+        given = _model_options(user_model, judge_model, models)
+        settings = given.over(source.settings).model_copy(
+            update={"live": False, "record": False, "checkpoints": False, "cache": False}
+        )
+        live_judge = given.gives("judge")
         return await _play(
             store, source, chosen, snapshots, settings, note=f"replay of {source.id}", live=False, on_event=on_event,
-            make=lambda cassette: Playback(cassette, source.id, mode="replay", live_judge=judge_model is not None),
+            make=lambda cassette: Playback(cassette, source.id, mode="replay", live_judge=live_judge),
         )  # fmt: skip
 
 
@@ -801,6 +815,8 @@ async def rerun_async(
     persona: str | None = None,
     suite_from: SuiteSource = "disk",
     judge_model: str | None = None,
+    user_model: str | None = None,
+    models: Mapping[str, Mapping[str, Any]] | None = None,
     live: bool = False,
     trust_imported: bool = False,
     db: PathLike | None = None,
@@ -810,7 +826,9 @@ async def rerun_async(
     its first divergence: while each agent turn matches the recording (``compare``: ``exact`` text and tool
     calls, or ``normalized`` text ignoring whitespace, case and punctuation with the same tool names and
     arguments) the recorded user goes on; at the first turn that differs, the live simulated user takes over
-    for the rest. Stored as a new run; each transcript says which turns were replayed and where it diverged."""
+    for the rest. Stored as a new run; each transcript says which turns were replayed and where it diverged. The
+    models are the recorded run's, with ``judge_model``, ``user_model`` and ``models`` (per-role settings as
+    ``run`` takes them) laid over them."""
     if compare not in ("exact", "normalized"):
         raise InputError(f"--compare must be exact or normalized, not {compare!r}")
     store = RunStore(Path(db) if db is not None else default_db_path())
@@ -821,17 +839,20 @@ async def rerun_async(
         chosen = _recorded_items(store, source, case, persona)
         snapshots = _suites_for_replay(source, suite_from, [item for item, _ in chosen])
         check_environment([restore(snapshot) for snapshot in snapshots])
-        settings = source.settings.model_copy(
-            update={
-                "live": live, "record": True, "checkpoints": False,
-                "judge_model": judge_model or source.settings.judge_model,
-            }
-        )  # fmt: skip
+        given = _model_options(user_model, judge_model, models)
+        settings = given.over(source.settings).model_copy(update={"live": live, "record": True, "checkpoints": False})
         return await _play(
             store, source, chosen, snapshots, settings, note=f"rerun of {source.id} from the first divergence",
             live=live, on_event=on_event,
             make=lambda cassette: Playback(cassette, source.id, mode="rerun", compare=compare, live_judge=True),
         )  # fmt: skip
+
+
+def _model_options(
+    user_model: str | None, judge_model: str | None, models: Mapping[str, Mapping[str, Any]] | None
+) -> ModelOptions:
+    """A command's model options, the per-role settings checked (:func:`role_overrides`)."""
+    return ModelOptions(user_model=user_model, judge_model=judge_model, models=role_overrides(models or {}))
 
 
 def _blocking(function: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:

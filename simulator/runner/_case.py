@@ -22,7 +22,7 @@ from simulator.llm import LLMClient, Role, metering
 from simulator.loading import LoadedSuite, config_error_at
 from simulator.loading._schema import did_you_mean
 from simulator.models import Case, ModelRoles, Persona
-from simulator.models.run import RunSettings
+from simulator.models.run import RunSettings, resolved_models
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
 from simulator.simulated_tools import LLMToolSimulator
@@ -37,24 +37,7 @@ def model_roles(loaded: LoadedSuite, options: RunSettings) -> ModelRoles:
     have a call of the role in flight; a lower limit would make them wait for each other), the judge twice
     that: a conversation's judge questions are asked at once (the hallucination and the goal question at
     least), and when a wave of conversations ends together half of them waited a whole judge latency."""
-    roles = loaded.suite.models
-    if options.models:
-        roles = roles.model_copy(
-            update={
-                role: getattr(roles, role).model_copy(update=dict(values))
-                for role, values in options.models.items()
-                if values
-            }
-        )
-    update = {}
-    if options.user_model:
-        update["user"] = roles.user.model_copy(update={"model": options.user_model})
-    if options.judge_model:
-        update["judge"] = roles.judge.model_copy(update={"model": options.judge_model})
-    agent = loaded.agent
-    if agent is not None and agent.type == "litellm" and roles.agent.model is None:
-        update["agent"] = roles.agent.model_copy(update={"model": agent.model})
-    roles = roles.model_copy(update=update)
+    roles = resolved_models(loaded.suite, options)
     unset = {
         role: getattr(roles, role).model_copy(update={"concurrency": options.concurrency * CALLS_AT_ONCE.get(role, 1)})
         for role in ROLES
@@ -309,16 +292,11 @@ async def score_case(
     conversation is also asked about invented facts (answered with its hallucination question, or one judge
     request when the suite does not batch), and a failure that coincides with a
     finding becomes ``user_error`` (or stays ``fail`` with the finding as a reason with ``count_user_errors``)."""
-    from simulator.judges.fidelity import (
-        check_fidelity,
-        judge_invented_facts,
-        user_could_cause,
-        user_error_cause,
-        user_error_reason,
-    )
+    from simulator.judges.fidelity import check_fidelity, judge_invented_facts, user_could_cause
     from simulator.judges.llm_judges import LLMJudge
     from simulator.judges.scoring import ScoringContext, score_transcript
     from simulator.metrics import case_metrics, case_outcome
+    from simulator.runner._outcome import decide_outcome
 
     roles = model_roles(loaded, options)
     judge = LLMJudge(llm if roles.judge.model else None, prompts=load_prompt_overrides(loaded))
@@ -334,7 +312,7 @@ async def score_case(
     )
     with metering() as meter:
         scores = await score_transcript(case, transcript, context, judge)
-        outcome, reasons = case_outcome(transcript, scores)
+        outcome, _ = case_outcome(transcript, scores)
         fidelity = check_fidelity(case, transcript, persona, scores)
         findings = fidelity.findings
         if outcome == "fail" and user_could_cause(scores):
@@ -350,12 +328,7 @@ async def score_case(
         for role, used in meter.by_role.items():
             usage[role.value] = usage[role.value] + used if role.value in usage else used
         transcript = transcript.model_copy(update={"usage": usage})
-    cause = user_error_cause(findings, transcript, scores) if outcome == "fail" else None
-    if cause is not None:
-        if options.count_user_errors:
-            reasons = [*reasons, f"counted as the agent's failure (--count-user-errors): {user_error_reason(cause)}"]
-        else:
-            outcome, reasons = "user_error", [user_error_reason(cause), *reasons]
+    outcome, reasons = decide_outcome(transcript, scores, findings, count_user_errors=options.count_user_errors)
     return CaseResult(
         case=case.name,
         kind=case.kind,

@@ -54,7 +54,7 @@ TABLE: list[tuple[str, str, str, str, str, str | None]] = [
     ("both", "mit_modellen", "richter_kaputt",         "error",  "judge",                   "* not_reached"),
     # In a simulation the user cannot end the conversation: its "done" is ignored, the step runs its turns. The
     # user model says "Passt schon, ich bin fertig." twice instead of asking: the failure is its (user_error).
-    ("both", "mit_modellen", "nutzer_sagt_fertig",     "user_error", "repeated_itself",     "incomplete blocked"),
+    ("both", "mit_modellen", "nutzer_sagt_fertig",     "user_error", "ended_early",         "incomplete blocked"),
     # A user that ends before the agent said anything failed itself: an error naming the user, never a pass.
     ("both", "mit_modellen", "szenario_nutzer_fertig", "error",  USER_ENDED_EARLY,          "not_reached"),
     ("both", "mit_modellen", "nutzer_kaputt",          "error",  "simulated user",          "* not_reached"),

@@ -225,13 +225,15 @@ def test_simulate_prints_the_transcript_and_step_outcomes(monkeypatch: pytest.Mo
     lines = result.stdout.splitlines()
     assert lines[0] == (
         "order_status_needs_the_order_number (simulation) with persona impatient: stopped completed after 2 turns, "
-        "Goals (2/2)"
+        "Goals (0/2, 2 unsure)"
     )
     assert "  [1] agent: I can check that for you. What is your order number?" in lines
     assert any(
         line.startswith("      tool lookup_order(") and "[faked by suite tool_fakes[0]]" in line for line in lines
     )
-    assert "  ✓ step 2: give the number — complete at turn 2" in lines
+    # Its checks are met, its criteria in words were not judged: unsure, never complete.
+    assert "  ? step 2: give the number — unsure" in lines
+    assert any(line.startswith("      ? check step 2: unsure — 3 of 4 checks met") for line in lines)
     # Offline, its plain-text expectation has no judge: the case is unsure, never guessed; the automatic
     # per-turn hallucination question is reported as not judged without holding the case.
     assert "Outcome: unsure" in lines

@@ -70,7 +70,7 @@ def test_the_run_table_shows_whole_reasons_failures_first(tmp_path: Path, monkey
     assert shown.splitlines()[-1].startswith("Not judged in 12 conversation(s): no judge model is configured.")
     verbose = runner.invoke(app, ["runs", "show", "latest", "--db", db, "-v"]).stdout
     assert "Not judged in" not in verbose  # every reason as stored, the advice with it
-    assert "(+3 more)" not in verbose
+    assert "missing '4 December 2026' (+3 more)" not in verbose  # the reason whole, not shortened
 
 
 def test_help_imports_neither_litellm_nor_langgraph() -> None:

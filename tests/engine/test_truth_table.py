@@ -146,3 +146,34 @@ def test_min_turns_holds_the_judge_back() -> None:
     """Before min_turns nothing is checked, so a step met on the first reply completes at the second."""
     transcript, _, _ = _run("met", ends_at=None, min_turns=2)
     assert transcript.steps[0].completed_at_turn == 2
+
+
+def test_checks_met_with_criteria_nobody_judged_leave_the_step_unsure_at_once() -> None:
+    """A pass means every check of the step was decided: met deterministic checks beside criteria no judge model
+    could judge keep the step (and the case) unsure. Nothing a later turn says could judge them, so the step is
+    settled on its first check and the conversation moves on as it would after a met step."""
+    case = SimulationCase.model_validate(
+        {
+            "kind": "simulation",
+            "name": "half_judged",
+            "steps": [
+                {
+                    "goal": "Ask for the date.",
+                    "success_criteria": CRITERION,
+                    "checks": [{"must_contain": ["parcel"]}],
+                    "max_turns": 3,
+                },
+                {"goal": "Say thanks.", "checks": [{"must_contain": ["thanks"]}], "max_turns": 1},
+            ],
+        }
+    )
+    setup = ConversationSetup(case=case, agent=Agent(), user=User(None), checker=_judge("not_judged"))
+    transcript = asyncio.run(simulate(setup))
+    scores = asyncio.run(score_transcript(case, transcript, ScoringContext(), LLMJudge(None)))
+    outcome, reasons = case_outcome(transcript, scores)
+    first, second = transcript.steps
+    assert (first.status, first.turns_used, second.status) == ("unsure", 1, "complete")
+    assert outcome == "unsure"
+    assert "1 of 2 checks met" in first.rationale
+    assert f"success_criteria: {CRITERION}" in first.rationale
+    assert any("not judged" in reason and "judge model" in reason for reason in reasons), reasons

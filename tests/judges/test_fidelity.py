@@ -385,8 +385,8 @@ def test_no_judge_model_or_a_failing_judge_gives_no_invented_fact() -> None:
 # -- whose failure -----------------------------------------------------------------------------------------------
 
 
-def _not_met(metric: str, *, turn: int | None = None, step: int | None = None) -> Score:
-    return Score(metric=metric, check=metric, source="engine", verdict="not_met", turn=turn, step=step)
+def _not_met(metric: str, *, turn: int | None = None, step: int | None = None, missing: bool = False) -> Score:
+    return Score(metric=metric, check=metric, source="engine", verdict="not_met", turn=turn, step=step, missing=missing)
 
 
 def _finding(turn: int) -> FidelityFinding:
@@ -399,13 +399,18 @@ THREE_TURNS = transcript(conversation(("a b c d", "x"), ("e f g h", "y"), ("i j 
 @pytest.mark.parametrize(
     ("finding_turns", "failed", "cause"),
     [
-        # A finding at or before the failing step's last user turn: the user's failure.
+        # A finding strictly before what decided the failing step (its last agent reply, turn 3): the user's. A
+        # user message of turn 3 comes before the agent's reply of turn 3.
         ([2], [_not_met("goal_achievement", step=0)], 2),
         ([3], [_not_met("goal_achievement", step=0)], 3),
+        # A slip after the reply that decided a failure did not cause it.
+        ([3], [_not_met("goal_achievement", step=0), _not_met("expectation", turn=2, missing=True)], None),
         # A failure at a turn before the first finding stands on its own.
-        ([3], [_not_met("expectation", turn=1)], None),
-        # Every failure must coincide: the earliest finding before each.
-        ([1, 3], [_not_met("expectation", turn=2), _not_met("goal_achievement", step=0)], 1),
+        ([3], [_not_met("expectation", turn=1, missing=True)], None),
+        # Every failure must be explained: the earliest finding before each, and each one something that did
+        # not happen (a call not made, words not said), never something the agent did wrong.
+        ([1, 3], [_not_met("expectation", turn=2, missing=True), _not_met("goal_achievement", step=0)], 1),
+        ([1, 3], [_not_met("expectation", turn=2), _not_met("goal_achievement", step=0)], None),
         # A hallucination is the agent's, whatever the user did.
         ([1], [_not_met("hallucination", turn=2)], None),
         ([1], [_not_met("goal_achievement", step=0), _not_met("hallucination", turn=3)], None),
@@ -414,7 +419,7 @@ THREE_TURNS = transcript(conversation(("a b c d", "x"), ("e f g h", "y"), ("i j 
         ([], [_not_met("goal_achievement", step=0)], None),
     ],
 )
-def test_a_failure_is_the_users_when_a_finding_comes_at_or_before_it(
+def test_a_failure_is_the_users_only_when_a_finding_comes_strictly_before_it(
     finding_turns: list[int], failed: list[Score], cause: int | None
 ) -> None:
     found = user_error_cause([_finding(turn) for turn in finding_turns], THREE_TURNS, failed)

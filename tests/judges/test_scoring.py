@@ -878,6 +878,28 @@ def test_golden_semantic_match_through_the_judge_and_the_exact_text_shortcut() -
     assert [(s.verdict, s.reason) for s in unjudged] == [("unsure", NO_JUDGE), ("met", second.reason)]
 
 
+def test_a_golden_turn_is_judged_with_the_conversation_up_to_it_never_its_own_reply_or_later_turns() -> None:
+    data = golden(
+        {"user": "Where is my order A1?", "expect": {"message": "Your order A1 arrives on 5 May."}},
+        {"user": "Can I change the address?", "expect": {"message": "Yes, until it ships."}},
+    )
+    first_reply, second_reply = "A1 will be with you on May 5th.", "Sure, as long as it has not shipped."
+    t = golden_transcript(
+        exchange(1, "Where is my order A1?", first_reply), exchange(2, "Can I change the address?", second_reply)
+    )
+    fake = FakeJudge(hallucination=SUPPORTED, semantic_match={"score": 3, "reason": "Same meaning."})
+    score(data, t, fake)
+    first, second = fake.prompts("semantic_match")
+    # Turn 1: its own question as context, its reply only as the message compared, nothing of turn 2.
+    assert "Where is my order A1?" in first
+    assert first.count(first_reply) == 1
+    assert "Can I change the address?" not in first
+    assert second_reply not in first
+    # Turn 2: turn 1 as context, and its own reply once.
+    assert first_reply in second
+    assert second.count(second_reply) == 1
+
+
 def test_golden_semantic_match_is_held_to_the_case_threshold() -> None:
     data = {**GOLDEN_DATA, "thresholds": {"semantic_match": 4}}
     t = golden_transcript(exchange(1, "Where is my order A1?", "A1 will be with you on May 5th."))
@@ -1009,6 +1031,27 @@ REFUND_TURN: dict[str, Any] = {
 }
 
 
+@pytest.mark.parametrize(("threshold", "outcome"), [(None, "fail"), (0.75, "pass"), (0.8, "fail")])
+def test_a_threshold_below_one_lets_the_mismatch_it_allows_pass_the_turn_and_says_so(
+    threshold: float | None, outcome: str
+) -> None:
+    """One table: the tool-call correctness threshold governs the turn's tool check as a whole, so a call the
+    threshold passes is not failed again by the order check on the same argument."""
+    extra = {"thresholds": {"tool_call_correctness": threshold}} if threshold is not None else {}
+    data = golden(REFUND_TURN, **extra)
+    calls = [call("lookup_order", order_id="A1", id_="c1"), call("issue_refund", order_id="A1", amount=20.0, id_="c2")]
+    t = golden_transcript(exchange(1, "Refund A1, please.", "Refunded 20 €.", calls=calls))
+    scores = score(data, t)
+    (correctness,) = of(scores, "tool_call_correctness")
+    (order,) = of(scores, "tool_order")
+    assert (correctness.verdict, order.verdict) == (("met", "met") if outcome == "pass" else ("not_met", "not_met"))
+    assert case_outcome(t, scores)[0] == outcome
+    if outcome == "pass":
+        assert "met at the threshold 0.75" in correctness.reason
+        assert order.reason.startswith("allowed by the tool_call_correctness threshold 0.75 (0.50 of the arguments")
+        assert "amount" in order.reason
+
+
 @pytest.mark.parametrize(("threshold", "verdict"), [(None, "not_met"), (0.75, "met"), (0.8, "not_met")])
 def test_golden_tool_call_correctness_is_held_to_the_threshold(threshold: float | None, verdict: str) -> None:
     extra = {"thresholds": {"tool_call_correctness": threshold}} if threshold is not None else {}
@@ -1024,7 +1067,7 @@ def test_golden_tool_call_correctness_is_held_to_the_threshold(threshold: float 
         1,
     )
     assert correctness.threshold == (threshold if threshold is not None else 1.0)
-    assert correctness.reason == (
+    assert correctness.reason.startswith(
         "0.75 = mean of lookup_order 1.00 (call c1), issue_refund 0.50 (call c2: amount: 20.0 (expected 23.6))"
     )
 

@@ -84,11 +84,18 @@ def test_without_a_judge_model_criteria_are_unsure_never_guessed() -> None:
     assert verdict.details[0].evidence == NO_JUDGE
 
 
-def test_without_a_judge_model_the_checks_decide_and_say_the_criteria_were_not_judged() -> None:
+def test_without_a_judge_model_met_checks_leave_the_step_unsure_and_name_the_unjudged_criteria() -> None:
+    """A pass needs every check decided: the met checks do not stand in for the criteria nobody judged."""
     verdict = check(StepJudge(), criteria="The agent gives the status.", checks=[{"must_contain": ["shipped"]}])
-    assert verdict.verdict == "met"
-    assert verdict.rationale.startswith("decided by the deterministic checks")
+    assert (verdict.verdict, verdict.settled) == ("unsure", True)
+    assert verdict.rationale.startswith("1 of 2 checks met")
+    assert "success_criteria: The agent gives the status." in verdict.rationale
     assert verdict.rationale.endswith(NO_JUDGE)
+
+
+def test_a_failed_check_beside_unjudged_criteria_fails_the_step() -> None:
+    verdict = check(StepJudge(), criteria="The agent gives the status.", checks=[{"must_contain": ["refund"]}])
+    assert (verdict.verdict, verdict.settled) == ("not_met", False)
 
 
 #: A met verdict with the agent's words as its evidence.

@@ -76,16 +76,21 @@ def comparison() -> Comparison:
 
 def test_markdown_header(comparison: Comparison) -> None:
     lines = render_compare_markdown(comparison).splitlines()
-    assert lines[:8] == [
+    # Correctness counts the repeats of the cases in both runs (not new-flow, only in B, nor legacy, only in A).
+    assert lines[:12] == [
         "# Run comparison: run-b against run-a",
         "",
         "- **Run A (baseline):** run-a",
         "- **Run B (new):** run-b",
-        "- **Correctness A -> B:** 66.7% (6/9) -> 44.4% (4/9) (-22.2 points)",
-        "- **McNemar on shared cases:** b = 3 (passed in A, not in B), c = 1 (passed in B, not in A), n = 4, "
-        "exact two-sided p = 0.625",
+        "- **Correctness on the 6 comparable cases in both runs, A -> B:** 62.5% (5/8) -> 50.0% (4/8) (-12.5 points)",
+        "- **McNemar on the comparable cases:** b = 3 (passed in A, not in B), c = 1 (passed in B, not in A), "
+        "n = 4, exact two-sided p = 0.625",
         "- **Significance:** Not significant at 0.05: p = 0.625 >= 0.05. With only 4 discordant pairs, no "
         "difference can be significant (at least 6 are needed).",
+        "",
+        "## Settings",
+        "",
+        "The settings are the same in both runs.",
         "",
     ]
 
@@ -94,6 +99,7 @@ def test_markdown_lists_regressions_first_with_step_tables(comparison: Compariso
     text = render_compare_markdown(comparison)
     headings = [line for line in text.splitlines() if line.startswith("## ")]
     assert headings == [
+        "## Settings",
         "## Regressed (3)",
         "## Improved (1)",
         "## New (only in B) (1)",
@@ -191,7 +197,7 @@ def test_html_is_self_contained_and_ordered(comparison: Comparison) -> None:
     assert "default-src 'none'" in CONTENT_SECURITY_POLICY
     assert "script-src" not in CONTENT_SECURITY_POLICY  # no script may run at all
     structure = parse(page)
-    assert structure.sections == ["regressed", "improved", "new", "removed", "unchanged"]
+    assert structure.sections == ["settings", "regressed", "improved", "new", "removed", "unchanged"]
     assert "script" not in structure.tags
     assert "img" not in structure.tags
     # Nothing is loaded from anywhere: the only link is the empty data: icon.
@@ -205,7 +211,10 @@ def test_html_is_self_contained_and_ordered(comparison: Comparison) -> None:
 def test_html_header_and_step_table(comparison: Comparison) -> None:
     page = render_compare_html(comparison)
     assert "<h1>Run comparison: <code>run-b</code> against <code>run-a</code></h1>" in page
-    assert "<dt>Correctness A → B</dt><dd>66.7% (6/9) -&gt; 44.4% (4/9) (-22.2 points)</dd>" in page
+    assert (
+        "<dt>Correctness on the 6 comparable cases in both runs, A → B</dt>"
+        "<dd>62.5% (5/8) -&gt; 50.0% (4/8) (-12.5 points)</dd>"
+    ) in page
     assert "b = 3 (passed in A, not in B), c = 1 (passed in B, not in A), n = 4, exact two-sided p = 0.625" in page
     assert "Not significant at 0.05: p = 0.625 &gt;= 0.05." in page
     assert (

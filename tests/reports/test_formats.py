@@ -119,7 +119,15 @@ def usage(
     return {
         "agent": Usage(prompt_tokens=agent_tokens[0], completion_tokens=agent_tokens[1], calls=2, cost=0.0004),
         "user": Usage(prompt_tokens=user_tokens[0], completion_tokens=user_tokens[1], calls=2, cost=0.0001),
-        "judge": Usage(prompt_tokens=judge_tokens[0], completion_tokens=judge_tokens[1], calls=3, cost=0.0009),
+        # One of the judge's answers came from the request cache: it cost nothing now, 0.0004 when first asked.
+        "judge": Usage(
+            prompt_tokens=judge_tokens[0],
+            completion_tokens=judge_tokens[1],
+            calls=3,
+            cost=0.0009,
+            cached_calls=1,
+            cached_cost=0.0004,
+        ),
     }
 
 
@@ -747,8 +755,11 @@ def test_markdown_header(run: tuple[RunRecord, list[StoredResult]]) -> None:
     assert "- **Correctness:** 50.0% (4 of 8)" in head
     assert "- **Outcomes:** 4 passed, 2 failed, 1 error, 1 unsure (8 of 8 planned)" in head
     assert "**Cost:** unknown" in head  # one call of unknown price makes the total unknown
-    assert "| agent | 14 | 1,000 | 210 | $0.0028 |" in head
-    assert "| user | 15 | 540 | 138 | unknown |" in head
+    assert "| agent | 14 | 0 | 14 | 1,000 | 210 | $0.0028 | – |" in head
+    assert "| user | 15 | 0 | 15 | 540 | 138 | unknown | – |" in head
+    # Answers from the request cache are counted apart, with what they cost when first asked.
+    assert "| judge | 21 | 7 | 14 | 2,340 | 300 | $0.0063 | $0.0028 |" in head
+    assert "**From the request cache:** 7 of 50 answers (would-be cost $0.0028)" in head
     assert "- **Seed:** 7" in head
     assert "- **Versions:** pydantic 2.9.2, python 3.11.9, simulator 0.1.0" in head
     assert "- **Note:** nightly \\| &lt;b&gt;check&lt;/b&gt; the refund flow" in head
@@ -866,6 +877,8 @@ EXPECTED_HEADER = [
     "user_tokens",
     "judge_tokens",
     "cost_usd",
+    "cached_answers",
+    "cached_cost_usd",
 ]
 
 
@@ -977,7 +990,7 @@ def test_xlsx_read_back(run: tuple[RunRecord, list[StoredResult]]) -> None:
     assert header == case_table(record, results)[0]
     assert len(body) == len(results)
     assert cases.freeze_panes == "A2"
-    assert cases.auto_filter.ref == f"A1:U{len(results) + 1}"
+    assert cases.auto_filter.ref == f"A1:W{len(results) + 1}"
     assert cases.column_dimensions["I"].width >= 20  # the prompt column is wide
     by_case = {f"{row[1]}#{row[4]}": dict(zip(header, row, strict=True)) for row in body}
     assert by_case["refund#1"]["final_output"] == "'" + FORMULA

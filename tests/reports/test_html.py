@@ -387,7 +387,14 @@ def make_record(run_id: str, results: Sequence[StoredResult], *, totals: bool = 
             update={
                 "usage": {
                     "agent": Usage(calls=12, prompt_tokens=1200, completion_tokens=400, cost=0.0123),
-                    "user": Usage(calls=10, prompt_tokens=900, completion_tokens=150, cost=0.004),
+                    "user": Usage(
+                        calls=10,
+                        prompt_tokens=900,
+                        completion_tokens=150,
+                        cost=0.004,
+                        cached_calls=4,
+                        cached_cost=0.0016,
+                    ),
                     "judge": Usage(calls=8, prompt_tokens=2000, completion_tokens=300, cost=None),
                 }
             }
@@ -655,6 +662,10 @@ def test_run_header_totals_and_metrics() -> None:
         assert role in totals
     assert "1,200" in totals  # agent prompt tokens
     assert "unknown" in totals  # the judge's cost is unknown, and so is the total
+    # Answers from the request cache are told apart from requests sent, with what they cost when first asked.
+    assert "4 of 30 From cache (would-be $0.0016)" in totals
+    assert "Requests sent" in totals
+    assert "user 10 4 6 900 150 1,050 $0.0040 $0.0016" in totals
     metrics = TREE.root.find("metrics").words()
     for metric in ("goal", "hallucination", "step", "semantic_match"):
         assert metric in metrics
