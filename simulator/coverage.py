@@ -112,7 +112,7 @@ class CoverageBuilder:
         """Count one stored conversation."""
         key = (stored.suite, stored.case, stored.persona)
         planned, outcomes = self._cells.get(key, (0, dict.fromkeys(OUTCOMES, 0)))
-        outcomes[stored.outcome] = outcomes.get(stored.outcome, 0) + 1
+        outcomes[stored.counted_outcome] = outcomes.get(stored.counted_outcome, 0) + 1
         self._cells[key] = (planned, outcomes)
         if stored.persona is not None:
             self._played[stored.persona] = self._played.get(stored.persona, 0) + 1

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from simulator.errors import InputError, StoreError
+from simulator.errors import InputError
 from simulator.loading import _limits
 from simulator.loading._json import json_position, parse_json
 from simulator.loading._schema import tool_parameter_problems
@@ -189,14 +189,21 @@ def export_results(results: Sequence[StoredResult], fmt: ExportFormat = "json") 
     return _text(data, fmt, [f"Simulator results: {len(results)} result(s)."])
 
 
-def import_run(source: str | Path, fmt: ExportFormat | None = None) -> tuple[RunRecord, list[StoredResult]]:
+def import_run(
+    source: str | Path, fmt: ExportFormat | None = None, *, trust: bool = False
+) -> tuple[RunRecord, list[StoredResult]]:
     """Read a run export: ``source`` is a file (a :class:`~pathlib.Path`) or the exported text (a ``str``).
 
     ``fmt`` defaults to the file's suffix, else JSON when the text starts with ``{``, else YAML. The file is
     held to the limits every reader of a user's file has (size, nesting, aliases, long numbers; infinity and
     NaN are refused). Raises :class:`ExchangeError` naming every problem on a line of its own, with the
     line and column where it is written (``run.json:12:9: run.snapshot[0].suite.cases[1].name: ...``).
-    The run's totals are never taken from the file: they are computed again from its results.
+
+    Nothing the file says about how its conversations went is taken on trust: each result's outcome, reasons and
+    metrics are decided again from its transcript, scores and fidelity findings (:func:`simulator.runner.rederive`,
+    with the run's ``count_user_errors``), and the run's totals computed again from them. A result whose stored
+    outcome is not the one decided is an error at its line, unless ``trust``: then it is kept as stored, marked
+    (its first reason says ``outcome as imported, not re-derived``), and the totals count it as decided.
     """
     parsed = _parse(source, fmt)
     export = _validate(RunExport, parsed, RUN_FORMAT)
@@ -230,7 +237,35 @@ def import_run(source: str | Path, fmt: ExportFormat | None = None) -> tuple[Run
         )
     if problems:
         raise ExchangeError(_located_problems(parsed, problems))
-    return _with_true_totals(export.run, export.results), list(export.results)
+    results = _rederived(parsed, export.results, count_user_errors=export.run.settings.count_user_errors, trust=trust)
+    return _with_true_totals(export.run, results), results
+
+
+def _rederived(
+    parsed: _Parsed, results: Sequence[StoredResult], *, count_user_errors: bool, trust: bool
+) -> list[StoredResult]:
+    """The results with their outcomes decided again, or an ExchangeError at the line of each that disagrees."""
+    from simulator.runner import rederive  # the runner is heavy: only a run or results import needs it
+
+    checked = [rederive(result, count_user_errors=count_user_errors, trust=trust) for result in results]
+    refused = [
+        (("results", index, "outcome"), found.describe())
+        for index, found in enumerate(checked)
+        if not found.agrees and not trust
+    ]
+    if refused:
+        raise ExchangeError(f"{_located_problems(parsed, refused)}\n{outcome_advice(len(refused))}")
+    return [found.result for found in checked]
+
+
+def outcome_advice(count: int) -> str:
+    """What to do about ``count`` results whose stored outcome is not the one their evidence decides."""
+    return (
+        f"{count} result(s) claim an outcome their own transcript, scores and fidelity findings do not give: "
+        "export them again from the run that scored them (or run those cases again), or pass --trust "
+        "(trust=True) to keep the stored outcomes, each marked 'outcome as imported, not re-derived' and counted "
+        "in the run's totals as its evidence decides"
+    )
 
 
 def _with_true_totals(record: RunRecord, results: Sequence[StoredResult]) -> RunRecord:
@@ -244,10 +279,15 @@ def _with_true_totals(record: RunRecord, results: Sequence[StoredResult]) -> Run
     return summarized(record, results, recompute=True)
 
 
-def import_results(source: str | Path, fmt: ExportFormat | None = None) -> list[StoredResult]:
-    """Read a results export (see :func:`import_run` for ``source``, ``fmt``, limits and errors)."""
-    export = _validate(ResultsExport, _parse(source, fmt), RESULTS_FORMAT)
-    return list(export.results)
+def import_results(
+    source: str | Path, fmt: ExportFormat | None = None, *, count_user_errors: bool = False, trust: bool = False
+) -> list[StoredResult]:
+    """Read a results export (see :func:`import_run` for ``source``, ``fmt``, limits, errors and ``trust``).
+    The outcomes are decided again as there; a results export holds no run settings, so ``count_user_errors``
+    says whether the run that scored them counted user errors (``--count-user-errors``)."""
+    parsed = _parse(source, fmt)
+    export = _validate(ResultsExport, parsed, RESULTS_FORMAT)
+    return _rederived(parsed, export.results, count_user_errors=count_user_errors, trust=trust)
 
 
 class _Parsed:
@@ -384,29 +424,53 @@ def _problems(origin: str, problems: list[str]) -> str:
 
 
 def import_into_store(
-    store: RunStore, record: RunRecord, results: Sequence[StoredResult], *, new_id: bool = True
+    store: RunStore,
+    record: RunRecord,
+    results: Sequence[StoredResult],
+    *,
+    new_id: bool = True,
+    trust: bool = False,
 ) -> RunRecord:
     """Store an imported run and its results; returns the run as stored.
 
     With ``new_id`` (the default) the run gets a fresh id, so importing the same export twice gives two runs;
     without it the original id is kept and a run with that id already in the store is an error. The creation
     time is kept, the note says ``imported from <id>`` (followed by the original note), and a run that was
-    ``running`` when exported is stored ``incomplete``: nothing is running it here. If a result cannot be
-    stored, the run is removed again: an import is all or nothing.
+    ``running`` when exported is stored ``incomplete``: nothing is running it here. The outcomes are decided
+    again and the totals computed from them, as :func:`import_run` does (``trust`` as there; the note says how
+    many outcomes were kept on trust): a result that disagrees is refused before anything is stored. If a
+    result cannot be stored, the run is removed again: an import is all or nothing.
     """
+    from simulator.runner import rederive  # the runner is heavy: only an import needs it
+
+    refused: list[str] = []
+    checked: list[StoredResult] = []
+    kept = 0
     for index, result in enumerate(results):
         if result.run_id != record.id:
             raise ExchangeError(f"results[{index}].run_id: {result.run_id!r} is not the id of run {record.id!r}")
+        found = rederive(result, count_user_errors=record.settings.count_user_errors, trust=trust)
+        if not found.agrees:
+            kept += 1
+            if not trust:
+                refused.append(f"results[{index}].outcome: {found.describe()}")
+        checked.append(found.result)
+    if refused:
+        shown = "\n".join(refused[:_ERRORS_SHOWN])
+        more = f"\n... and {len(refused) - _ERRORS_SHOWN} more" if len(refused) > _ERRORS_SHOWN else ""
+        raise ExchangeError(f"run {record.id}: {shown}{more}\n{outcome_advice(len(refused))}")
     run_id = store.new_run_id() if new_id else record.id
     note = f"imported from {record.id}" + (f": {record.note}" if record.note else "")
+    if kept:
+        note += f"; {kept} outcome(s) kept as imported, not re-derived (--trust)"
     update: dict[str, Any] = {"id": run_id, "note": note, "imported_from": record.id}
     if record.status == "running":
         update["status"] = "incomplete"
-    store.create_run(record.model_copy(update=update))
+    store.create_run(_with_true_totals(record, checked).model_copy(update=update))
     try:
-        for result in results:
+        for result in checked:
             store.save_result(result.model_copy(update={"run_id": run_id}))
-    except StoreError:
+    except BaseException:  # a Ctrl-C half-way too: an import is all or nothing
         store.delete_run(run_id)
         raise
     return store.get_run(run_id)

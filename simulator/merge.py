@@ -14,6 +14,10 @@ new run stored like any other, and every report, ``compare``, ``digest`` and the
 * missing items (a shard not given, a shard that did not finish) are refused, naming each shard K/N and how many
   of its items have no result; with ``allow_partial`` the merge is stored ``interrupted``, its note says what
   is missing, and ``simulator runs resume`` runs the missing items on this machine;
+* every result's outcome, reasons and metrics are decided again from its transcript, scores and fidelity
+  findings (:func:`simulator.runner.rederive`, with the plan's ``count_user_errors``), in every input, before
+  anything is stored: a result stored with another outcome is refused, naming its file and line (an export) or
+  its run and key, unless ``trust``: then it is kept as stored and marked, and counted in the totals as decided;
 * every result is copied under the new run's id and the run summary is computed again over all of them; the
   duration is the longest shard's (the shards ran side by side). The inputs are left as they were; a merge
   that cannot be stored whole is removed again (all or nothing).
@@ -28,10 +32,10 @@ from pathlib import Path
 
 from simulator import __version__
 from simulator.errors import InputError
-from simulator.exchange import import_run
+from simulator.exchange import import_run, outcome_advice
 from simulator.metrics import run_summary
 from simulator.models.run import Plan, PlanItem, RunRecord, StoredResult
-from simulator.runner import RunOutcome
+from simulator.runner import RunOutcome, rederive
 from simulator.runner._plan import (
     build_plan,
     new_record,
@@ -78,12 +82,14 @@ class MissingShard:
 
 @dataclass(frozen=True)
 class MergedRun:
-    """A merge as stored: the new run (``outcome``), the runs it was made of, in shard order, and the shards
-    whose items are not all there (empty when the merged run is complete)."""
+    """A merge as stored: the new run (``outcome``), the runs it was made of, in shard order, the shards whose
+    items are not all there (empty when the merged run is complete), and how many results kept an outcome
+    their evidence does not give (``trust``; each is marked)."""
 
     outcome: RunOutcome
     parts: list[MergedPart]
     missing: list[MissingShard]
+    kept_on_trust: int = 0
 
     @property
     def complete(self) -> bool:
@@ -115,16 +121,18 @@ def merge_runs(
     db: str | Path | None = None,
     note: str | None = None,
     allow_partial: bool = False,
+    trust: bool = False,
 ) -> MergedRun:
     """Merge the shards of one plan (runs in the store ``db`` and/or ``simulator export run`` files) into one
     new run in ``db``, its summary computed again over every result. Refused with an
     :class:`~simulator.errors.InputError` saying why when the runs are not shards of one plan, when an item
-    is in two of them, or when items are missing (unless ``allow_partial``: the merge is then stored
+    is in two of them, when a result's stored outcome is not the one its evidence decides (unless ``trust``:
+    kept as stored and marked), or when items are missing (unless ``allow_partial``: the merge is then stored
     ``interrupted``; ``resume`` runs what is missing). See :mod:`simulator.merge`."""
     if not runs:
         raise InputError("nothing to merge: give the runs (ids or export files) of the shards of one plan")
     with RunStore(Path(db) if db is not None else default_db_path()) as store:
-        inputs = sorted((_read(store, str(ref)) for ref in runs), key=lambda given: given.shard)
+        inputs = sorted((_read(store, str(ref), trust) for ref in runs), key=lambda given: given.shard)
         _check_one_plan(inputs)
         whole = _whole_plan(inputs)
         missing = _missing(inputs, whole)
@@ -135,9 +143,14 @@ def merge_runs(
                 + "\ngive their runs too (resume an unfinished shard first), or pass --allow-partial "
                 "(allow_partial=True) to store an interrupted merge that `simulator runs resume` completes here"
             )
+        kept = _check_outcomes(store, inputs, trust=trust)
         store.require_writable("store a merged run")
         record = _merged_record(store, inputs, whole, note, missing)
-        _store_merge(store, record, inputs, complete=not missing)
+        if kept:
+            record = record.model_copy(
+                update={"note": f"{record.note}; {kept} outcome(s) kept as stored, not re-derived (--trust)"}
+            )
+        _store_merge(store, record, inputs, complete=not missing, trust=trust)
         parts = [
             MergedPart(
                 source=given.source,
@@ -148,13 +161,15 @@ def merge_runs(
             )
             for given in inputs
         ]
-        return MergedRun(outcome=RunOutcome(store.get_run(record.id), store.path), parts=parts, missing=missing)
+        return MergedRun(
+            outcome=RunOutcome(store.get_run(record.id), store.path), parts=parts, missing=missing, kept_on_trust=kept
+        )
 
 
-def _read(store: RunStore, ref: str) -> _Input:
+def _read(store: RunStore, ref: str, trust: bool) -> _Input:
     path = Path(ref)
     if path.is_file():
-        record, results = import_run(path)
+        record, results = import_run(path, trust=trust)  # refuses a disagreeing outcome at its line
         return _Input(ref, record, {result.key for result in results}, results, from_file=True)
     if path.suffix.lower() in _EXPORT_SUFFIXES or "/" in ref:
         raise InputError(f"{ref}: no such file: give run export files (simulator export run) or run ids")
@@ -298,15 +313,43 @@ def _results_of(store: RunStore, given: _Input) -> Iterable[StoredResult]:
     return given.results if given.results is not None else store.iter_results(given.record.id)
 
 
-def _store_merge(store: RunStore, record: RunRecord, inputs: Sequence[_Input], *, complete: bool) -> None:
-    """Store the merged run and a copy of every input's results under its id, then its summary; removed again
-    if any of it cannot be stored."""
+def _check_outcomes(store: RunStore, inputs: Sequence[_Input], *, trust: bool) -> int:
+    """How many results of the inputs came with an outcome their evidence does not give (kept, marked, with
+    ``trust``); without ``trust`` any such result refuses the merge, naming each (before anything is stored).
+    A store's results are read a few at a time, as they are copied later."""
+    refused: list[str] = []
+    kept = 0
+    for given in inputs:
+        count_user_errors = given.record.settings.count_user_errors
+        for number, result in enumerate(_results_of(store, given)):
+            found = rederive(result, count_user_errors=count_user_errors, trust=trust)
+            if found.agrees:
+                continue
+            kept += 1
+            if not trust:
+                refused.append(f"{given.label}: result {number} (key {result.key!r}): {found.describe()}")
+    if refused:
+        raise InputError(
+            "\n".join(refused[:_SHOWN])
+            + (f"\n... and {len(refused) - _SHOWN} more" if len(refused) > _SHOWN else "")
+            + f"\n{outcome_advice(len(refused))}"
+        )
+    return kept
+
+
+def _store_merge(store: RunStore, record: RunRecord, inputs: Sequence[_Input], *, complete: bool, trust: bool) -> None:
+    """Store the merged run and a copy of every input's results under its id (outcomes decided again, as
+    :func:`_check_outcomes` found them), then its summary; removed again if any of it cannot be stored."""
     store.create_run(record)
     lease = store.acquire(record.id)
     try:
         for given in inputs:
+            count_user_errors = given.record.settings.count_user_errors
             for result in _results_of(store, given):
-                store.save_result(result.model_copy(update={"run_id": record.id}))
+                found = rederive(result, count_user_errors=count_user_errors, trust=trust)
+                if not found.agrees and not trust:  # changed since it was checked
+                    raise InputError(f"{given.label}: {found.describe()}\n{outcome_advice(1)}")
+                store.save_result(found.result.model_copy(update={"run_id": record.id}))
         duration = max((given.record.totals.duration_s for given in inputs if given.record.totals), default=0.0)
         totals = run_summary(store.iter_results(record.id), duration)
     except BaseException:

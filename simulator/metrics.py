@@ -449,7 +449,8 @@ class SummaryBuilder:
         one."""
         position = self._added if position is None else position
         self._added += 1
-        self._tally.add(stored.outcome)
+        outcome = stored.counted_outcome  # an outcome kept on trust counts as its evidence decides
+        self._tally.add(outcome)
         self._seconds.add(stored.duration_s)
         for place, (role, used) in enumerate(stored.result.transcript.usage.items()):
             self._usage.setdefault(role, _UsageTally()).add(used)
@@ -458,10 +459,10 @@ class SummaryBuilder:
             self._metrics.setdefault(score.metric, _MetricTally(score.metric)).add(score)
             self._met(("metric", score.metric), position, place)
         key = (stored.suite, stored.case, stored.persona)
-        self._cases.setdefault(key, []).append((stored.repeat, stored.key, stored.outcome))
+        self._cases.setdefault(key, []).append((stored.repeat, stored.key, outcome))
         self._met(("case", key), position, 0)
         tally, seconds = self._suites.setdefault(stored.suite, (_Tally(), _Sum()))
-        tally.add(stored.outcome)
+        tally.add(outcome)
         seconds.add(stored.duration_s)
         if self._coverage is not None:
             self._coverage.add(stored)
@@ -504,11 +505,13 @@ class SummaryBuilder:
 
 
 def run_summary(results: Iterable[StoredResult], duration_s: float, record: RunRecord | None = None) -> RunSummary:
-    """The run summary of ``results`` (in plan order), read one at a time: the counts and correctness
-    (:func:`counts`), tokens, calls and cost per model role added up over the transcripts (a cost is None when
-    any call's cost is unknown), every metric's :func:`metric_summary`, every case's :func:`repeat_stats` over
-    its repeats, and each suite's counts and seconds. ``duration_s`` is the run's wall-clock time. Given the
-    run's ``record`` (its plan and suites), the run's coverage too (:mod:`simulator.coverage`), in the same pass."""
+    """The run summary of ``results`` (in plan order), read one at a time: the counts and correctness (:func:`counts`;
+    a result whose outcome an import kept on trust counts as its evidence decides,
+    :attr:`~simulator.models.run.StoredResult.counted_outcome`), tokens, calls and cost per model role added up over
+    the transcripts (a cost is None when any call's cost is unknown), every metric's :func:`metric_summary`, every
+    case's :func:`repeat_stats` over its repeats, and each suite's counts and seconds. ``duration_s`` is the run's
+    wall-clock time. Given the run's ``record`` (its plan and suites), the run's coverage too
+    (:mod:`simulator.coverage`), in the same pass."""
     builder = SummaryBuilder(record)
     for stored in results:
         builder.add(stored)

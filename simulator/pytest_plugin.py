@@ -73,9 +73,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Check the options, decide where YAML is collected from, and keep the session's run state."""
-    for name in ("sim_repeat", "sim_concurrency"):
-        if config.getoption(name) < 1:
-            raise pytest.UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    from simulator.errors import InputError
+    from simulator.models.ranges import check_number
+
+    for keyword in ("repeat", "concurrency", "seed"):
+        try:
+            check_number(keyword, config.getoption(f"sim_{keyword}"), option=f"--sim-{keyword}")
+        except InputError as exc:
+            raise pytest.UsageError(str(exc)) from None
     config.addinivalue_line("markers", f"{MARKER}: a conversation of a Simulator suite (collected from YAML)")
     suites: list[Path] = [Path(path).resolve() for path in config.getini("simulator_suites")]
     roots = list(suites)

@@ -241,11 +241,11 @@ def test_a_not_comparable_case_reads_apart_in_every_view() -> None:
 AGENT = """
 def respond(messages):
     text = messages[-1]["content"] if messages else ""
-    return f"Sure: {text} Your refund is approved."
+    return f"Sure: {text} Your refund number is RF-1."
 """
 CHANGED_AGENT = """
 def respond(messages):
-    return "Your refund is approved."
+    return "Your refund number is RF-1."
 """
 SUITE = """\
 name: toy
@@ -269,13 +269,14 @@ cases:
 
 
 def judge(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """A judge that finds no claim in a turn, no satisfied goal and no criterion met."""
+    """A judge that finds no claim in a turn, and the criterion and the goal met by the refund number."""
     prompt = str(messages[0]["content"])
     if prompt.startswith("You check one turn"):
         return {"verdict": "no_claim", "claim": "", "reason": "the turn states no fact"}
+    quote = "Your refund number is RF-1."
     if prompt.startswith("You decide whether a conversation"):
-        return {"satisfied": False, "reason": "no refund number was given"}
-    return {"verdict": "not_met", "reason": "no refund number was given"}
+        return {"satisfied": True, "quote": quote, "reason": "the refund number was given"}
+    return {"verdict": "met", "quote": quote, "reason": "the refund number was given"}
 
 
 @pytest.fixture
@@ -305,15 +306,16 @@ def test_adding_a_judge_makes_no_regression_and_a_real_one_still_fails(project: 
     assert result.exit_code == EXIT_OK, result.output
     assert "  judge model: none -> fake/judge" in result.stdout
     assert "No regressed cases." in result.stdout
-    assert "  ~ toy / criteria: ✓ pass 1/1 -> ✗ fail 0/1 (would be regressed)" in result.stdout
+    # Unjudged, the criterion left the case unsure; judged, it passes: no improvement either.
+    assert "  ~ toy / criteria: ? unsure 0/1 -> ✓ pass 1/1 (would be improved)" in result.stdout
     assert "judged in B only" in result.stdout
     document = json.loads(_compare(unjudged, judged, "--json").stdout)
     criteria = next(case for case in document["cases"] if case["case"] == "criteria")
-    assert (criteria["change"], criteria["would_be"]) == ("not_comparable", "regressed")
-    # Taking the judge away is no improvement either.
+    assert (criteria["change"], criteria["would_be"]) == ("not_comparable", "improved")
+    # Taking the judge away is no regression.
     back = _compare(judged, unjudged)
     assert back.exit_code == EXIT_OK
-    assert "  ~ toy / criteria: ✗ fail 0/1 -> ✓ pass 1/1 (would be improved)" in back.stdout
+    assert "  ~ toy / criteria: ✓ pass 1/1 -> ? unsure 0/1 (would be regressed)" in back.stdout
     assert "No shared case changed" in back.stdout
 
     # The agent changes: the echo case fails its keyword check in the judged run, a regression however judged.
@@ -324,5 +326,5 @@ def test_adding_a_judge_makes_no_regression_and_a_real_one_still_fails(project: 
     assert result.exit_code == EXIT_BELOW_BAR, result.output
     assert "REGRESSED (1):" in result.stdout
     assert "  ! toy / echo: ✓ pass 1/1 -> ✗ fail 0/1" in result.stdout
-    assert "  ~ toy / criteria: ✓ pass 1/1 -> ✗ fail 0/1 (would be regressed)" in result.stdout
+    assert "  ~ toy / criteria: ? unsure 0/1 -> ✓ pass 1/1 (would be improved)" in result.stdout
     assert "Correctness on the 1 comparable case in both runs: 100.0% (1/1) -> 0.0% (0/1)" in result.stdout

@@ -30,6 +30,7 @@ from simulator.exchange import (
 )
 from simulator.llm import LLMClient
 from simulator.loading import LoadedSuite, load_suite
+from simulator.metrics import case_metrics
 from simulator.models import GoldenCase, Suite
 from simulator.models.run import PlanItem, RunRecord, RunSettings, StoredResult, SuiteSnapshot
 from simulator.models.scores import CaseResult
@@ -220,7 +221,10 @@ def _run_with_an_error_fake() -> tuple[RunRecord, list[StoredResult]]:
         case="refund",
         outcome="pass",
         finished=datetime(2026, 11, 29, 23, 26, tzinfo=UTC),
-        result=CaseResult(case="refund", kind="scenario", outcome="pass", transcript=transcript),
+        # Honest: the outcome and metrics its (empty) scores give, as an import decides them again.
+        result=CaseResult(
+            case="refund", kind="scenario", outcome="pass", transcript=transcript, metrics=case_metrics(transcript, [])
+        ),
     )
     return record, [result]
 

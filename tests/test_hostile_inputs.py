@@ -31,9 +31,10 @@ from simulator.loading._limits import MAX_FILE_BYTES
 from simulator.loading.csv_import import dump_suite_yaml, import_csv
 from simulator.loading.csv_multiturn import import_multiturn_csv
 from simulator.models.run import RunRecord, StoredResult, SuiteSnapshot
-from simulator.models.scores import Outcome
+from simulator.models.scores import CaseResult, Outcome, Score
 from simulator.models.summary import RunSummary
 from simulator.models.transcript import Transcript, UserEvent
+from simulator.runner import rederived
 from tests.factories import make_result, make_run, scenario_suite
 
 #: Where each reader finds its file, relative to a fresh folder.
@@ -436,15 +437,26 @@ def _run(outcomes: tuple[Outcome, ...] = ("pass", "fail", "error")) -> tuple[Run
             0,
             "c",
             outcome,
-            kind="scenario",
             repeat=repeat,
-            transcript=Transcript(case="c", kind="scenario", events=[UserEvent(turn=1, text="Hi", source="llm")]),
+            result=_honest(outcome, repeat),
             finished=datetime(2026, 11, 29, 23, 26, tzinfo=UTC),
             duration_s=1.5,
         )
         for repeat, outcome in enumerate(outcomes)
     ]
     return record, results
+
+
+def _honest(outcome: Outcome, repeat: int) -> CaseResult:
+    """A result whose transcript and scores give ``outcome``: an import decides every outcome again."""
+    error = {"stop_reason": "error", "error": "the agent is down"} if outcome == "error" else {}
+    transcript = Transcript(case="c", kind="scenario", events=[UserEvent(turn=1, text="Hi", source="llm")], **error)
+    verdict = {"fail": "not_met", "unsure": "unsure"}.get(outcome)
+    scores = [Score(metric="goal", check="the goal is reached", source="judge", verdict=verdict)] if verdict else []
+    result = CaseResult(case="c", kind="scenario", repeat=repeat, outcome=outcome, transcript=transcript, scores=scores)
+    honest = rederived(result, count_user_errors=False)
+    assert honest.outcome == outcome
+    return honest
 
 
 def _place_of(text: str, fragment: str, skip: int = 0) -> tuple[int, int]:

@@ -153,7 +153,7 @@ async def judge_check(
             raise JudgeError("judge-check needs a judge model: pass --judge-model MODEL (any litellm model)")
         agent = loaded.agent
         instructions = agent.instructions if agent is not None and agent.type == "litellm" else None
-        declared = [tool.name for tool in agent.tools] if agent is not None else []
+        declared = agent.tools if agent is not None else []
         name = item.transcript
         replies = {reply.turn: reply for reply in transcript.agent_events()}
         for turn_key, label in sorted(item.labels.hallucination.items(), key=lambda kv: int(kv[0])):

@@ -172,9 +172,19 @@ RayWorkersOption = Annotated[
     int | None,
     typer.Option(
         "--ray-workers",
-        min=1,
-        help="With --executor ray: worker processes running conversations (default: 2 on a local cluster, one per "
-        "CPU of a cluster connected to).",
+        help="With --executor ray: worker processes running conversations, 1-1024 (default: 2 on a local cluster, "
+        "one per CPU of a cluster connected to).",
+    ),
+]
+
+
+TrustOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust",
+        help="Keep a result whose stored outcome is not the one its transcript, scores and findings decide, "
+        "instead of refusing it: marked 'outcome as imported, not re-derived' in every report, counted in the "
+        "run's totals as its evidence decides.",
     ),
 ]
 

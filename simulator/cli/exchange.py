@@ -11,6 +11,7 @@ from simulator.cli._choices import ExchangeFormat
 from simulator.cli._output import (
     EXIT_INVALID,
     DbOption,
+    TrustOption,
     _handles_errors,
     _print_config_errors,
     _print_document,
@@ -94,17 +95,27 @@ def export_results_command(
 def import_run_command(
     file: Annotated[Path, typer.Argument(help="A run exported with `simulator export run`.")],
     db: DbOption = None,
+    trust: TrustOption = False,
 ) -> None:
-    """Import an exported run into the store (under a new id)."""
+    """Import an exported run into the store (under a new id). Every outcome is decided again from the result's
+    transcript, scores and fidelity findings; a result stored with another outcome is refused (--trust keeps it,
+    marked)."""
     from simulator.exchange import import_into_store, import_run
 
     if not file.exists():  # a named pipe or a device is refused by import_run, saying what it is
         err.print(f"{file}: no such file", markup=False)
         raise typer.Exit(EXIT_INVALID)
-    record, results = import_run(file)
+    record, results = import_run(file, trust=trust)
     with _store(db) as store:
-        stored = import_into_store(store, record, results)
+        stored = import_into_store(store, record, results, trust=trust)
     out.print(f"imported run {record.id} as {stored.id}: {len(results)} result(s)", markup=False)
+    kept = sum(1 for result in results if result.result.trusted is not None)
+    if kept:
+        err.print(
+            f"note: {kept} outcome(s) kept as imported, not re-derived (--trust): each is marked in every report, "
+            "and the run's totals count it as its evidence decides",
+            markup=False,
+        )
 
 
 @_handles_errors

@@ -76,7 +76,7 @@ def coverage(
     as_json: JsonOption = False,
     fail_under_coverage: Annotated[
         float | None,
-        typer.Option("--fail-under-coverage", min=0, max=100, help="Exit 1 when the coverage (%) is below this."),
+        typer.Option("--fail-under-coverage", help="Exit 1 when the coverage (%, 0-100) is below this."),
     ] = None,
 ) -> None:
     """What a run exercised of what its suites declare: the coverage percentage, the persona x case matrix,
@@ -84,8 +84,10 @@ def coverage(
     never evaluated. The percentage is the mean of: cases x personas run / planned, steps reached at least
     once / steps, declared tools called / declared, expectations evaluated at least once / written."""
     from simulator.metrics import summarized
+    from simulator.models.ranges import check_number
     from simulator.reports.coverage_view import coverage_text
 
+    check_number("fail_under_coverage", fail_under_coverage)
     with _store(db) as store:
         record = store.get_run(run_ref)
         # Stored with the run's summary; computed here, a few results at a time, for a run stored without it.

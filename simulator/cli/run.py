@@ -53,7 +53,7 @@ def simulate(
     judge_api_base: JudgeApiBaseOption = None,
     user_api_base: UserApiBaseOption = None,
     agent_api_base: AgentApiBaseOption = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed for the scripted user's perturbations.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for the scripted user's perturbations (0 or more).")] = 0,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document: counts and every scored result.")
     ] = False,
@@ -110,7 +110,7 @@ def simulate(
 def run(
     paths: Annotated[list[Path], typer.Argument(help="Suite files or folders.")],
     persona: Annotated[str | None, typer.Option("--persona", help="A persona name, all, or random.")] = None,
-    repeat: Annotated[int, typer.Option("--repeat", min=1, help="Run each case K times.")] = 1,
+    repeat: Annotated[int, typer.Option("--repeat", help="Run each case K times (1-1000).")] = 1,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Only cases with this tag (repeatable).")] = None,
     case: Annotated[list[str] | None, typer.Option("--case", help="Only this case (repeatable).")] = None,
     agent_version: Annotated[str | None, typer.Option("--agent-version", help="Label of the agent version.")] = None,
@@ -126,21 +126,18 @@ def run(
         int,
         typer.Option(
             "--concurrency",
-            min=1,
-            help="Conversations talking at once (finished ones are scored beside them); also each model role's "
-            "limit unless the suite sets one (the judge's: twice this).",
+            help="Conversations talking at once, 1-1000 (finished ones are scored beside them); also each model "
+            "role's limit unless the suite sets one (the judge's: twice this).",
         ),
     ] = 8,
     fail_under: Annotated[
-        float | None, typer.Option("--fail-under", help="Exit 1 only when correctness (%) is below this.")
+        float | None, typer.Option("--fail-under", help="Exit 1 only when correctness (%, 0-100) is below this.")
     ] = None,
     fail_under_coverage: Annotated[
         float | None,
         typer.Option(
             "--fail-under-coverage",
-            min=0,
-            max=100,
-            help="Exit 1 when the run's coverage (%, see `simulator coverage`) is below this.",
+            help="Exit 1 when the run's coverage (%, 0-100, see `simulator coverage`) is below this.",
         ),
     ] = None,
     count_user_errors: Annotated[
@@ -151,7 +148,9 @@ def run(
             "fail, instead of the separate outcome user_error left out of correctness.",
         ),
     ] = False,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed for persona choice and the scripted user.")] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Seed for persona choice and the scripted user (0 or more).")
+    ] = None,
     shard: Annotated[
         str | None,
         typer.Option(
@@ -163,7 +162,7 @@ def run(
     ] = None,
     db: DbOption = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the model request cache.")] = False,
-    cache_size: Annotated[int, typer.Option("--cache-size", min=1, help="Request cache limit in MB.")] = 200,
+    cache_size: Annotated[int, typer.Option("--cache-size", help="Request cache limit in MB (1-1048576).")] = 200,
     checkpoints: Annotated[
         bool,
         typer.Option(

@@ -24,6 +24,7 @@ from simulator.cli._output import (
     LiveOption,
     RayAddressOption,
     RayWorkersOption,
+    TrustOption,
     VerboseOption,
     YesOption,
     _api,
@@ -166,8 +167,10 @@ def runs_resume(
     where they stopped (for agents without state of their own). A run another live process runs is refused
     (exit 3). A run started with --live continues only with --live. A run started on Ray resumes on Ray (the
     same --ray-address) unless --executor says otherwise. Exits like `run` (its --fail-under)."""
+    from simulator.models.ranges import check_number
     from simulator.runner._execute import check_live
 
+    check_number("ray_workers", ray_workers)  # also when the run is complete and nothing is resumed
     with _store(db) as store:
         store.require_writable("resume a run")
         record = store.get_run(run_ref)
@@ -283,15 +286,17 @@ def runs_merge(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON: the merged run, the runs it merges, what is missing.")
     ] = False,
+    trust: TrustOption = False,
 ) -> None:
     """Merge the shards of one plan (`simulator run --shard K/N`) into one new run, its summary computed again
     over every result. Refused (exit 2) when the runs are parts of different plans (saying what differs), when
     an item is in two of them, or when shards are missing (unless --allow-partial). Exits as `run` would have
     for the whole plan: 0 when every case passed (or its --fail-under is met), 1 below that, 3 when shards are
-    missing."""
+    missing. Every outcome is decided again from its result's transcript, scores and fidelity findings: a result
+    stored with another outcome is refused (exit 2), or with --trust kept and marked."""
     from simulator.merge import merge_runs
 
-    merged = merge_runs(runs, db=db, note=note, allow_partial=allow_partial)
+    merged = merge_runs(runs, db=db, note=note, allow_partial=allow_partial, trust=trust)
     outcome = merged.outcome
     if as_json:
         _print_json(
@@ -306,6 +311,7 @@ def runs_merge(
                 },
                 "merged": [vars(part) for part in merged.parts],
                 "missing": [vars(shard) for shard in merged.missing],
+                "kept_on_trust": merged.kept_on_trust,
             }
         )
     else:
@@ -318,5 +324,11 @@ def runs_merge(
             err.print(f"missing: {shard.describe()}", markup=False)
         if merged.missing:
             err.print(f"partial merge: `simulator runs resume {outcome.id}` runs the missing items here", markup=False)
+        if merged.kept_on_trust:
+            err.print(
+                f"note: {merged.kept_on_trust} outcome(s) kept as stored, not re-derived (--trust): each is marked "
+                "in every report, and the run's totals count it as its evidence decides",
+                markup=False,
+            )
         _print_run(outcome)
     _exit_for(outcome, outcome.record.settings.fail_under, outcome.record.settings.fail_under_coverage)

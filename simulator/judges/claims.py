@@ -1,54 +1,75 @@
 """Claims of tool use, checked against the tool calls that really happened (no model needed).
 
-Before any model is asked whether an agent turn hallucinated, two kinds of claim are flagged here, because
+Before any model is asked whether an agent turn hallucinated, two kinds of fault are flagged here, because
 they are certain and a judge that reads only the text can be fooled by them:
 
-* the agent says it used a tool or looked something up ("according to our delivery system", "I've checked
-  your order", "our records show", "laut unserem System") but no tool call ran in this turn; a claim that
-  names a tool (e.g. "holiday lookup" for ``lookup_holidays``) is also backed by an earlier call of that
-  tool that ran, never by an earlier call of another tool;
-* the agent states results although every tool call of this turn did not run (``not_executed`` in test mode,
-  or ``failed``; a fake's or a simulated tool's answer counts as a result) and it does not say so ("could not",
-  "unable", "konnte nicht" ...).
+* the agent claims an action or a result that no call backs. Claims are found by ``_claim_finder`` from the
+  word lists in ``claim_words/`` and the words of the agent's tools (``_claim_tools``): an **action** ("I have
+  blocked your card", "the invoice has been paid", "Ihre Karte wurde gesperrt", "Your refund is complete"),
+  a **result** ("I've checked your order", "the lookup shows", "I found no price list", "laut unserem System",
+  "habe ich keine Preisliste gefunden", "there are no invoices in your account"), or, with a verb of a tool
+  of unknown kind, a **use** of that tool. A claim is backed by a call that ran (executed, faked or simulated,
+  without an error):
 
-The phrase lists cover English and German; they find claims, they cannot prove their absence, so a turn they
+  - of a tool it names by the words of its name ("holiday lookup" -> ``lookup_holidays``, "Feiertagsabruf" ->
+    ``feiertage_abrufen``, "I have blocked your card" -> ``block_card``), in this turn or an earlier one; an
+    action claim names only a tool that changes something and whose verb it uses, a result claim only one
+    that is not an action;
+  - naming none, of a tool of the claim's kind in this turn: an action claim needs an action tool's call, a
+    result claim a lookup's (a lookup never backs an action: ``get_card`` does not back "I have blocked your
+    card"); a tool of unknown kind backs either, and any call backs a use.
+
+  A passive or a state ("has been cancelled", "wurde storniert") may report a record instead of the agent's
+  action: it is backed by any call that ran and returned the state it names ("cancelled", or a translation),
+  and after "I see that" / "laut" it is a result (see ``_claim_finder``).
+
+* the agent states results although every tool call of this turn did not run (``not_executed`` in test mode,
+  or ``failed``) and it does not say so ("could not", "unable", "konnte nicht" ...).
+
+The word lists cover English and German; they find claims, they cannot prove their absence, so a turn they
 do not flag still goes to the judge model (or stays ``unsure`` without one).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
+from simulator.judges._claim_finder import Claim, find_claims
+from simulator.judges._claim_text import Sentence, sentences
+from simulator.judges._claim_tools import ToolEntry, ToolKind, Vocabulary, reported_forms, vocabulary
+from simulator.judges._inflect import fold
 from simulator.models.transcript import AgentEvent, ToolCallRecord
 
-_CLAIMS = [
-    r"\baccording to (?:our|the|my|your) [\w\- ]{0,40}?"
-    r"(?:system|records?|database|data|lookup|tool|tracking|check)\b",
-    r"\b(?:i|we)(?:'ve| have)? (?:just )?"
-    r"(?:checked|looked (?:it |that |this )?up|verified|searched|queried|pulled up)\b",
-    r"\b(?:our|the) (?:records?|system|database|data) (?:show|shows|say|says|indicate|indicates|confirm|confirms)\b",
-    r"\b(?:i|we)(?:'ve| have) "
-    r"(?:processed|issued|refunded|cancel+ed|booked|submitted|created|updated|changed|sent|added|attached)\b",
-    r"\blaut (?:(?:unserem|unseren|unserer|dem|der|den) )?(?:\w+ ){0,2}?"
-    r"\w*(?:system|daten|unterlagen|aufzeichnung|abfrage)\w*",
-    r"\bich habe (?:\w+ ){0,3}?"
-    r"(?:nachgesehen|nachgeschaut|geprüft|überprüft|abgefragt|gefunden|storniert|erstattet)\b",
-    r"\bunser(?:e)? (?:system|daten|unterlagen) (?:zeigt|zeigen|sagt|sagen|bestätigt|bestätigen)\b",
-]
-_CLAIM = re.compile("|".join(f"(?:{pattern})" for pattern in _CLAIMS), re.IGNORECASE)
-_ADMITS_FAILURE = re.compile(
-    r"\b(?:could(?:n't| not)|can(?:'t|not)|unable|not able|failed|error|unavailable|didn't work|did not work|"
-    r"konnten? (?:[\w-]+ ){0,6}?nicht|nicht möglich|nicht verfügbar|fehler|leider nicht)\b",
-    re.IGNORECASE,
-)
-# A claim inside a question, or in a clause about what will happen ("once I've verified ..."), claims nothing.
-_NOT_A_STATEMENT = re.compile(
-    r"\b(?:once|after|when|if|before|as soon as|until|sobald|wenn|nachdem|bevor|falls)\b", re.IGNORECASE
-)
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
-_WORD = re.compile(r"[a-zäöüß]+", re.IGNORECASE)
+__all__ = ["ClaimFinding", "ClaimTool", "DescribedTool", "find_unsupported_claims"]
+
+_RESULT_WORD = re.compile(r"[^\W\d_]+")
+
+
+class DescribedTool(Protocol):
+    """A tool with a description, e.g. a :class:`~simulator.models.ToolDeclaration` (its ``kind``, when it
+    has one, overrides the kind derived from its words)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ClaimTool:
+    """A declared tool as the claim check needs it: its name, description and (optionally) declared kind."""
+
+    name: str
+    description: str = ""
+    kind: ToolKind | None = None
+
+
+#: The tools a caller declares: names, described tools, or a mapping of name to description.
+DeclaredTools = Sequence[str | DescribedTool] | Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -60,49 +81,16 @@ class ClaimFinding:
     reason: str
 
 
-def _named_tool(claim: str, declared: Sequence[str]) -> str | None:
-    """A declared tool the claim names by its words ("holiday lookup" -> ``lookup_holidays``)."""
-    words = {w.casefold().rstrip("s") for w in _WORD.findall(claim)}
-    best: str | None = None
-    for tool in declared:
-        parts = {p.casefold().rstrip("s") for p in re.split(r"[_\-]+", tool) if len(p) > 2}
-        named = parts and parts <= words | {"get", "do"} and len(parts & words) >= min(2, len(parts))
-        if named or _compound_names(words, parts):
-            best = tool
-    return best
+def find_unsupported_claims(replies: Sequence[AgentEvent], declared_tools: DeclaredTools = ()) -> list[ClaimFinding]:
+    """Every agent turn that claims an action or a result no call backs, or results its tools never returned.
 
-
-def _compound_names(words: set[str], parts: set[str]) -> bool:
-    """A German compound naming a tool of several parts: "Feiertagsabfrage" for ``feiertage_abfragen``. Each
-    part's stem (without its last two letters, at least four kept) occurs in one word of the claim."""
-    stems = [part[: max(4, len(part) - 2)] for part in parts if len(part) >= 4]
-    if len(stems) < 2 or len(stems) != len(parts):
-        return False
-    return any(all(stem in word for stem in stems) for word in words)
-
-
-def _statements(text: str) -> list[str]:
-    """The sentences that state something: not questions."""
-    return [s.strip() for s in _SENTENCE.findall(text) if s.strip() and not s.strip().endswith("?")]
-
-
-def _claim_in(statements: list[str]) -> re.Match[str] | None:
-    for sentence in statements:
-        match = _CLAIM.search(sentence)
-        if match is not None and not _NOT_A_STATEMENT.search(sentence[: match.start()]):
-            return match
-    return None
-
-
-def find_unsupported_claims(replies: Sequence[AgentEvent], declared_tools: Sequence[str] = ()) -> list[ClaimFinding]:
-    """Every agent turn that claims tool use which did not happen, or results its tools never returned.
-
-    A claim is backed by a call that ran (``executed`` or ``faked``, without an error) in the same turn, or,
-    when it names a declared tool, by a call of that tool that ran in this turn or an earlier one. A call
-    that ran at turn 1 does not back "I checked the order" at turn 2, which names no tool. When every call of
-    the turn did not run, the rule for results stated without data decides (a turn that admits it is not
-    flagged).
+    ``declared_tools`` are the agent's tools: names, objects with ``name`` and ``description`` (and optionally
+    ``kind``: "action" or "lookup"), or a mapping of name to description; their words are claim words too. A
+    call that ran at turn 1 does not back "I checked the order" at turn 2, which names no tool. When every
+    call of the turn did not run, the rule for results stated without data decides (a turn that admits it is
+    not flagged). Only a turn's first unbacked claim is reported.
     """
+    vocab = vocabulary(_entries(declared_tools))
     findings: list[ClaimFinding] = []
     earlier: list[ToolCallRecord] = []
     for reply in replies:
@@ -113,26 +101,48 @@ def find_unsupported_claims(replies: Sequence[AgentEvent], declared_tools: Seque
         text = "\n".join(reply.messages).replace("\u2019", "'")
         if not text.strip():
             continue
-        statements = _statements(text)
-        match = _claim_in(statements)
+        parsed = sentences(text)
+        claims = find_claims(text, parsed, vocab)
         none_ran = bool(this_turn) and not any(_ran(call) for call in this_turn)
-        if match is not None and not none_ran:
-            claim = match.group(0)
-            why = _unbacked(claim, _named_tool(claim, declared_tools), this_turn, called)
-            if why is not None:
-                findings.append(ClaimFinding(reply.turn, claim, f"claims “{claim}” but {why}"))
+        if claims and not none_ran:
+            unbacked = next(
+                ((claim, why) for claim in claims if (why := _unbacked(claim, vocab, this_turn, called)) is not None),
+                None,
+            )
+            if unbacked is not None:
+                claim, why = unbacked
+                findings.append(ClaimFinding(reply.turn, claim.text, f"claims “{claim.text}” but {why}"))
                 continue
-        states_data = match is not None or any(re.search(r"\d", sentence) for sentence in statements)
-        if none_ran and not _ADMITS_FAILURE.search(text) and states_data:
+        states_data = bool(claims) or any(not s.question and re.search(r"\d", s.text) for s in parsed)
+        if none_ran and states_data and not _admits_failure(parsed, vocab):
             statuses = ", ".join(f"{call.name} [{call.status}]" for call in this_turn)
             findings.append(
                 ClaimFinding(
                     reply.turn,
-                    match.group(0) if match else text[:80],
+                    claims[0].text if claims else text[:80],
                     f"states results although its tool calls did not run ({statuses}) and does not say so",
                 )
             )
     return findings
+
+
+def _admits_failure(parsed: Sequence[Sentence], vocab: Vocabulary) -> bool:
+    """Whether the reply says its tools did not work ("could not", "unable", "konnte ... nicht")."""
+    return any(vocab.lexicon.admissions.find(clause.words) for sentence in parsed for clause in sentence.clauses)
+
+
+def _entries(declared: DeclaredTools) -> tuple[ToolEntry, ...]:
+    """The declared tools as a hashable tuple (the vocabulary is cached by it)."""
+    if isinstance(declared, Mapping):
+        return tuple((str(name), str(description), None) for name, description in declared.items())
+    entries: list[ToolEntry] = []
+    for tool in declared:
+        if isinstance(tool, str):
+            entries.append((tool, "", None))
+        else:
+            kind = getattr(tool, "kind", None)
+            entries.append((tool.name, tool.description or "", kind if kind in ("action", "lookup") else None))
+    return tuple(entries)
 
 
 def _ran(call: ToolCallRecord) -> bool:
@@ -141,18 +151,66 @@ def _ran(call: ToolCallRecord) -> bool:
 
 
 def _unbacked(
-    claim: str, tool: str | None, this_turn: Sequence[ToolCallRecord], called: Sequence[ToolCallRecord]
+    claim: Claim, vocab: Vocabulary, this_turn: Sequence[ToolCallRecord], called: Sequence[ToolCallRecord]
 ) -> str | None:
     """Why a claim made in a turn with these calls (``called``: so far, this turn's included) is not backed,
     or None when it is."""
     if not called:
         return "no tool was called in the conversation"
-    if tool is None:
-        return None if any(_ran(call) for call in this_turn) else "no tool was called in this turn"
-    of_tool = [call for call in called if call.name == tool]
-    if not of_tool:
-        return f"{tool} was never called"
-    if any(_ran(call) for call in of_tool):
+    if claim.kind == "action" and claim.reported:
+        states = _stated_states(claim, vocab)
+        if any(_ran(call) and not states.isdisjoint(_result_words(call)) for call in called):
+            return None
+    named = _named(claim, vocab)
+    if named:
+        of_tool = [call for call in called if call.name in named]
+        if any(_ran(call) for call in of_tool):
+            return None
+        tools = " or ".join(named)
+        if not of_tool:
+            return f"{tools} was never called"
+        statuses = ", ".join(f"{call.name} [{call.status}]" for call in of_tool)
+        return f"{tools} never ran ({statuses})"
+    ran = [call for call in this_turn if _ran(call)]
+    if not ran:
+        return "no tool was called in this turn"
+    if any(_backs(vocab.kind_of(call.name), claim) for call in ran):
         return None
-    statuses = ", ".join(f"{call.name} [{call.status}]" for call in of_tool)
-    return f"{tool} never ran ({statuses})"
+    names = ", ".join(dict.fromkeys(call.name for call in ran))
+    if claim.kind == "action":
+        return f"no tool that changes something ran in this turn (only the lookup {names})"
+    return f"no lookup ran in this turn (only {names}, which changes something)"
+
+
+def _stated_states(claim: Claim, vocab: Vocabulary) -> frozenset[str]:
+    """The words a tool's result would use for the state a passive claim states: the past forms of its verb and
+    of the actions its clause names by their nouns ("has been cancelled" -> cancelled, canceled, storniert; "the
+    refund has been processed" -> processed, refunded). A call that returned one of them backs the claim as a
+    report of its result, not an action of the agent's."""
+    verbs = {claim.base}
+    for key in claim.clause:
+        verbs |= {meaning.verb for meaning in vocab.verbs.nouns.get(key, ()) if meaning.sense == "action"}
+    return frozenset(form for verb in verbs for form in reported_forms(verb))
+
+
+def _result_words(call: ToolCallRecord) -> set[str]:
+    return set(_RESULT_WORD.findall(fold(call.result_text)))
+
+
+def _named(claim: Claim, vocab: Vocabulary) -> list[str]:
+    """The declared tools the claim's clause names that could back it (see the module docstring)."""
+    named: list[str] = []
+    for tool in vocab.tools:
+        if not tool.named_by(claim.clause):
+            continue
+        if claim.kind == "action" and (tool.kind == "lookup" or not tool.does(claim.verb)):
+            continue
+        if claim.kind == "result" and tool.kind == "action":
+            continue
+        named.append(tool.name)
+    return named
+
+
+def _backs(kind: ToolKind, claim: Claim) -> bool:
+    """Whether a call of a tool of this kind, in the claim's turn, backs a claim that names no tool."""
+    return kind == "unknown" or claim.kind == "use" or (kind == "action") == (claim.kind == "action")

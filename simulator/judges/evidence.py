@@ -21,11 +21,11 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from simulator.judges.claims import find_unsupported_claims
+from simulator.judges.claims import DeclaredTools, find_unsupported_claims
 from simulator.models.transcript import AgentEvent, ToolCallRecord, TranscriptEvent
 
 __all__ = ["NOT_AGENT_TEXT", "NO_QUOTE", "Evidence", "Overruled", "overrule_pass", "quote_in"]
@@ -83,11 +83,12 @@ def _unescaped(quote: str) -> str:
 class Evidence:
     """What a judge's pass is checked against: ``scope``, the events the judge was shown (the quote must be in
     the agent's messages among them); ``replies``, every agent reply of the conversation (a claim of tool use
-    may be backed by an earlier call; default: the agent's replies in ``scope``); the agent's declared tools."""
+    may be backed by an earlier call; default: the agent's replies in ``scope``); the agent's declared tools, as
+    :func:`~simulator.judges.claims.find_unsupported_claims` takes them (names, or tools with a description)."""
 
     scope: Sequence[TranscriptEvent]
     replies: Sequence[AgentEvent] | None = None
-    declared_tools: Sequence[str] = ()
+    declared_tools: DeclaredTools = ()
 
     def agent_replies(self) -> list[AgentEvent]:
         """The agent's replies in the judged scope."""
@@ -134,11 +135,12 @@ _WORD = re.compile(r"[^\W\d_]+")
 _GENERIC = {"get", "do"}
 
 
-def _idle_tool(criterion: str, declared: Sequence[str], calls: Sequence[ToolCallRecord]) -> str | None:
+def _idle_tool(criterion: str, declared: DeclaredTools, calls: Sequence[ToolCallRecord]) -> str | None:
     """Why the criterion cannot be met: a declared tool it names whose calls all did not run, or None."""
     if _NEGATION.search(criterion):
         return None
-    for tool in _named_tools(criterion, declared):
+    names = list(declared) if isinstance(declared, Mapping) else [t if isinstance(t, str) else t.name for t in declared]
+    for tool in _named_tools(criterion, names):
         of_tool = [call for call in calls if call.name == tool]
         if of_tool and not any(call.answered for call in of_tool):
             statuses = ", ".join(f"{call.name} [{call.status}]" for call in of_tool)

@@ -66,6 +66,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from simulator.errors import JudgeError, ModelError
 from simulator.fence import fence_sections
+from simulator.judges.claims import DeclaredTools
 from simulator.judges.evidence import Evidence, overrule_pass, quote_in
 from simulator.judges.rendering import render_conversation
 from simulator.judges.step import NO_JUDGE
@@ -490,7 +491,7 @@ class LLMJudge:
         goal: str | None,
         conversation: Sequence[TranscriptEvent],
         replies: Sequence[AgentEvent] | None = None,
-        declared_tools: Sequence[str] = (),
+        declared_tools: DeclaredTools = (),
     ) -> Score:
         """Whether the ``conversation`` satisfied the user's ``goal``: 1 (``met``) or 0 (``not_met``); -1 and
         ``n/a`` when there is no goal (no model is asked). A "satisfied" stands only as
@@ -524,7 +525,7 @@ class LLMJudge:
         text: str,
         conversation: Sequence[TranscriptEvent],
         replies: Sequence[AgentEvent] | None = None,
-        declared_tools: Sequence[str] = (),
+        declared_tools: DeclaredTools = (),
         turn: int | None = None,
         step: int | None = None,
     ) -> Score:

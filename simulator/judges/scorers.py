@@ -23,7 +23,7 @@ from simulator.judges.checks import (
     describe_call,
     tool_call_correctness,
 )
-from simulator.judges.claims import find_unsupported_claims
+from simulator.judges.claims import ClaimTool, find_unsupported_claims
 from simulator.judges.fidelity import invented_fact_question
 from simulator.judges.llm_judges import UserTurns
 from simulator.judges.step import NO_JUDGE, render_conversation
@@ -138,7 +138,7 @@ async def _expectation(
             text=expectation.text or "",
             conversation=events,
             replies=target.replies,
-            declared_tools=target.context.declared_tools,
+            declared_tools=claim_tools(target),
         )
     return score.model_copy(update={"check": prefix + score.check, "step": step, "turn": turn})
 
@@ -196,7 +196,7 @@ async def hallucination(target: ScoringInput) -> list[Score]:
     wrote turns (``hallucination_fidelity_batch``, see :func:`_user_question`): the judge keeps that answer
     for the fidelity check, which needs it only if the conversation fails, so no later request waits for it."""
     required = target.thresholds.fail_on_hallucination
-    flagged = {f.turn: f for f in find_unsupported_claims(target.replies, target.context.declared_tools)}
+    flagged = {f.turn: f for f in find_unsupported_claims(target.replies, claim_tools(target))}
     scores: list[Score | None] = []
     asked: list[AgentEvent] = []
     for reply in target.replies:
@@ -245,6 +245,16 @@ async def hallucination(target: ScoringInput) -> list[Score]:
     return [score if score is not None else next(answers) for score in scores]
 
 
+def claim_tools(target: ScoringInput) -> list[ClaimTool]:
+    """The agent's declared tools as the claim check reads them (name, description, declared kind): for the
+    hallucination scorer, and for the judge's passes, which a flagged claim overrules."""
+    context = target.context
+    return [
+        ClaimTool(name, context.tool_descriptions.get(name, ""), context.tool_kinds.get(name))
+        for name in context.declared_tools
+    ]
+
+
 def _batched(target: ScoringInput, asked: list[AgentEvent]) -> bool:
     """Whether the turns ``asked`` go to the judge in one request: unless the suite says
     ``judging: {batch: false}``; not for a single turn (one request either way, and the per-turn question
@@ -291,7 +301,7 @@ async def goal_satisfaction(target: ScoringInput) -> list[Score]:
         goal=kind.goal_description(case),
         conversation=target.transcript.events,
         replies=target.replies,
-        declared_tools=target.context.declared_tools,
+        declared_tools=claim_tools(target),
     )
     if score.verdict == "unsure" and score.reason == NO_JUDGE:
         reached = any(o.status == "complete" for o in target.transcript.steps)

@@ -23,8 +23,9 @@ checked deterministically either way (``claims.py``) and fail the case when ``fa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from simulator.judges._registry import ScoringInput, gather_in_order, registered_scorers
 from simulator.judges.llm_judges import LLMJudge
@@ -45,6 +46,9 @@ class ScoringContext:
     language: str = "en"
     instructions: str | None = None
     declared_tools: Sequence[str] = ()
+    #: The declared tools' descriptions and kinds (by name): their words are claim words too (``claims.py``).
+    tool_descriptions: Mapping[str, str] = field(default_factory=dict)
+    tool_kinds: Mapping[str, Literal["action", "lookup"]] = field(default_factory=dict)
     #: The suite's ``judging`` block: whether the judge questions of a conversation are batched.
     judging: JudgingSettings = field(default_factory=JudgingSettings)
     #: The persona the simulated user played (its brief for the batched ``invented_fact`` question).

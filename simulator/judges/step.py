@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, JsonValue
 from simulator.fence import DATA_RULE, fence_sections
 from simulator.judges._registry import gather_in_order
 from simulator.judges.checks import ConversationView, check_expectation
+from simulator.judges.claims import DeclaredTools
 from simulator.judges.evidence import Evidence, overrule_pass
 from simulator.judges.rendering import render_conversation
 from simulator.models import ExpectationSpec
@@ -52,12 +53,12 @@ class StepJudge:
     """Decides steps for the engine (it satisfies the engine's ``StepChecker`` protocol)."""
 
     def __init__(
-        self, llm: LLMClient | None = None, *, language: str = "en", declared_tools: Sequence[str] = ()
+        self, llm: LLMClient | None = None, *, language: str = "en", declared_tools: DeclaredTools = ()
     ) -> None:
         self.llm = llm
         self.language = language
         #: The agent's tools: a criterion that names one whose calls did not run is not met, whatever the judge says.
-        self.declared_tools = tuple(declared_tools)
+        self.declared_tools = declared_tools
 
     @property
     def has_judge_model(self) -> bool:

@@ -86,6 +86,11 @@ class ToolDeclaration(StrictModel):
         default=False, description="In live mode, a call to this tool stops the case with status needs_approval."
     )
     function: ImportRef | None = Field(default=None, description="module:callable that runs the tool in live mode.")
+    kind: Literal["action", "lookup"] | None = Field(
+        default=None,
+        description="For the offline claim check: action (a call changes something: block, cancel, send) or lookup "
+        "(a call reads something: get, search, check). Unset: derived from the tool's name and description.",
+    )
     simulate: SimulateSetting = Field(
         default=None,
         description="Test mode only, opt-in: a call that no tool fake answers is answered by a model playing the "

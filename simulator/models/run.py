@@ -400,3 +400,9 @@ class StoredResult(DataModel):
     duration_s: float = 0.0
     finished: datetime
     result: CaseResult
+
+    @property
+    def counted_outcome(self) -> Outcome:
+        """The outcome the run's totals count: :attr:`outcome`, or for a result kept as imported with ``--trust``
+        the one its own evidence decides (an outcome taken on trust never moves correctness)."""
+        return self.result.trusted.derived if self.result.trusted is not None else self.outcome

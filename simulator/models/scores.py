@@ -74,6 +74,16 @@ class FidelityFinding(DataModel):
     source: Literal["deterministic", "judge"] = "deterministic"
 
 
+class TrustedOutcome(DataModel):
+    """An outcome kept as it came (an import or a merge with ``--trust``) although the result's own transcript,
+    scores and fidelity findings decide another: ``stored`` is the outcome kept, ``derived`` the one its
+    evidence gives (with ``derived_reasons``). The run's totals count the result as ``derived``."""
+
+    stored: Outcome
+    derived: Outcome
+    derived_reasons: list[str] = Field(default_factory=list)
+
+
 class CaseResult(DataModel):
     """One conversation of one case, scored: the transcript, every score, the outcome and why."""
 
@@ -93,6 +103,11 @@ class CaseResult(DataModel):
     )
     user_turns_checked: int = Field(
         default=0, description="How many turns the model-played user wrote (scripted lines are not checked)."
+    )
+    trusted: TrustedOutcome | None = Field(
+        default=None,
+        description="Set when an import or merge kept this outcome as it came (--trust) although the result's "
+        "evidence decides another; its first reason says so. None: the outcome is the one its evidence decides.",
     )
 
     def findings_at(self, turn: int) -> list[FidelityFinding]:

@@ -2,6 +2,8 @@
 repeats, runs them concurrently, scores and stores each as it finishes.
 
 ``_case`` wires one conversation (agent, simulated user, judge, tools) into the engine and scores it;
+``_outcome`` decides a case's outcome from its evidence (when it is scored, and again for a result that comes
+in from elsewhere: an import, a merge);
 ``_plan`` expands what to run and snapshots the suites; ``_execute`` runs a stored plan with bounded
 concurrency, commits every result as soon as it is scored, and resumes what a crash or Ctrl-C left undone;
 ``_ray`` (the only importer of ray, an optional extra) runs the conversations of a stored plan on a Ray cluster
@@ -46,10 +48,13 @@ from simulator.runner._case import (
     score_case,
 )
 from simulator.runner._execute import Progress
+from simulator.runner._outcome import TRUST_MARK, Rederived, decide_outcome, rederive, rederived
 
 __all__ = [
+    "TRUST_MARK",
     "PlannedRun",
     "Progress",
+    "Rederived",
     "RunEvent",
     "RunOutcome",
     "RunStarted",
@@ -57,6 +62,7 @@ __all__ = [
     "check_environment",
     "code_it_runs",
     "combine",
+    "decide_outcome",
     "delete_run",
     "find_case",
     "get_run",
@@ -66,6 +72,8 @@ __all__ = [
     "plan",
     "plan_simulation",
     "printable",
+    "rederive",
+    "rederived",
     "repeat",
     "repeat_async",
     "replay",

@@ -29,6 +29,7 @@ from simulator.errors import ConfigErrors, InputError
 from simulator.loading import LoadedSuite, validate_paths
 from simulator.models import Case, ModelRoles, Persona
 from simulator.models.cassette import Cassette
+from simulator.models.ranges import check_number, check_numbers
 from simulator.models.run import ModelOptions, PlanItem, RunRecord, RunSettings, StoredResult, SuiteSnapshot
 from simulator.models.scores import CaseResult
 from simulator.runner._case import (
@@ -171,7 +172,8 @@ class RunOutcome:
     def exit_code(self, fail_under: float | None = None, fail_under_coverage: float | None = None) -> int:
         """What the command line exits with for this run: 0 pass (or correctness at least ``fail_under`` %),
         1 below the bar (or coverage below ``fail_under_coverage`` %: a run with nothing to cover counts as
-        0%), 3 when the run did not complete."""
+        0%), 3 when the run did not complete. A bar outside 0-100 is an InputError."""
+        check_numbers({"fail_under": fail_under, "fail_under_coverage": fail_under_coverage})
         if not self.completed or self.record.totals is None:
             return 3
         if fail_under_coverage is not None and (self.coverage or 0.0) < fail_under_coverage:
@@ -188,10 +190,11 @@ def _as_list(suites: Suites) -> list[PathLike | LoadedSuite]:
 
 
 def _settings(settings: RunSettings | None, options: Mapping[str, Any]) -> RunSettings:
-    """``settings`` with ``options`` laid over it, validated: an unknown or ill-typed option is an InputError
-    naming it, before anything runs."""
+    """``settings`` with ``options`` laid over it, validated: an unknown or ill-typed option, or a number out of
+    its range (:mod:`simulator.models.ranges`), is an InputError naming it, before anything runs."""
     data = settings.model_dump() if settings is not None else {}
     data.update(options)
+    check_numbers(data)  # before pydantic, which would read True as 1 and "3" as 3
     try:
         chosen = RunSettings.model_validate(data)
     except ValidationError as exc:
@@ -423,8 +426,11 @@ async def run_async(
     ``$SIMULATOR_DB`` or ``.simulator/runs.db``). Settings are a :class:`RunSettings` and/or its fields as
     keywords (``repeat=3``, ``persona="all"``, ``judge_model=...``, ``live=True`` to run real tool
     functions, ``models={"judge": {"api_base": ...}}``). Returns the stored run. Cancelling it marks the run
-    ``interrupted`` (continue it with :func:`resume`) and re-raises."""
+    ``interrupted`` (continue it with :func:`resume`) and re-raises. A number out of its range
+    (:mod:`simulator.models.ranges`) is an InputError before anything is stored."""
+    check_number("cache_size_mb", cache_size_mb)
     planned = suites if isinstance(suites, PlannedRun) else plan(suites, settings, **options)
+    check_numbers(planned.settings.model_dump())  # a PlannedRun made by hand too
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         record = new_record(
@@ -511,6 +517,7 @@ async def resume_async(
     ``live=True``; an imported run only with ``trust_imported=True``. A complete run is returned as it is.
     It runs on the executor it was started with (``executor``, ``ray_address`` and ``ray_workers`` as stored)
     unless these say otherwise."""
+    check_numbers({"cache_size_mb": cache_size_mb, "ray_workers": ray_workers})
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         store.require_writable("resume a run")
@@ -570,6 +577,7 @@ async def repeat_async(
     test mode unless ``live=True``; the request cache as the stored run had it, off with ``cache=False``.
     ``judge_model``, ``user_model`` and ``models`` (per-role settings as ``run`` takes them) are laid over the
     stored run's model settings: the same plan, other models or endpoints."""
+    check_number("cache_size_mb", cache_size_mb)
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         store.require_writable("repeat a run")
@@ -615,6 +623,8 @@ def plan_simulation(
 ) -> SimulationPlan:
     """Check what :func:`simulate` would run, running nothing."""
     from simulator.loading import load_suite
+
+    check_number("seed", seed)
 
     loaded = suite if isinstance(suite, LoadedSuite) else load_suite(suite)
     check_environment([loaded])

@@ -209,7 +209,7 @@ async def run_case(
     checker = StepJudge(
         llm if roles.judge.model else None,
         language=loaded.suite.language,
-        declared_tools=[tool.name for tool in agent_config.tools],
+        declared_tools=agent_config.tools,
     )
     free_agent_threads()  # agent code stuck in a thread must not keep the run, or the process, from ending
     agent: AgentAdapter | None = None
@@ -307,6 +307,8 @@ async def score_case(
         language=loaded.suite.language,
         instructions=agent.instructions if agent is not None and agent.type == "litellm" else None,
         declared_tools=[tool.name for tool in agent.tools] if agent is not None else [],
+        tool_descriptions={tool.name: tool.description for tool in agent.tools} if agent is not None else {},
+        tool_kinds={tool.name: tool.kind for tool in agent.tools if tool.kind} if agent is not None else {},
         judging=loaded.suite.judging,
         persona=persona,
     )

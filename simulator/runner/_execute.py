@@ -39,7 +39,7 @@ from simulator.engine import forget, forget_threads, load_graph, open_checkpoint
 from simulator.errors import InputError, StoreError
 from simulator.llm import LLMClient, RequestCache, cache_scope, preload, replaying
 from simulator.loading import LoadedSuite
-from simulator.metrics import SummaryBuilder, run_summary
+from simulator.metrics import SummaryBuilder, case_metrics, run_summary
 from simulator.models import Case, Persona
 from simulator.models.run import PlanItem, RunRecord, RunSettings, RunStatus, StoredResult
 from simulator.models.scores import CaseResult
@@ -80,9 +80,10 @@ def error_result(case: Case, item: PlanItem, message: str) -> CaseResult:
         events=[ErrorEvent(turn=0, where="engine", message=message)],
         stop_reason="error", error=message, started_at=now, finished_at=now,
     )  # fmt: skip
+    # The metrics too, as scoring gives them: an import or merge decides them again from the transcript.
     return CaseResult(
         case=case.name, kind=case.kind, persona=item.persona, repeat=item.repeat, outcome="error",
-        reasons=[message], transcript=transcript,
+        reasons=[message], transcript=transcript, metrics=case_metrics(transcript, [], "error"),
     )  # fmt: skip
 
 

@@ -4,13 +4,20 @@ result comes in from elsewhere (an import, a merge), so an outcome is never take
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
 
 from simulator.judges.fidelity import blame, user_error_reason
-from simulator.metrics import case_outcome
-from simulator.models.scores import FidelityFinding, Outcome, Score
+from simulator.metrics import case_metrics, case_outcome
+from simulator.models.run import StoredResult
+from simulator.models.scores import CaseResult, FidelityFinding, Outcome, Score, TrustedOutcome
 from simulator.models.transcript import Transcript
 
-__all__ = ["decide_outcome"]
+__all__ = ["TRUST_MARK", "Rederived", "decide_outcome", "rederive", "rederived"]
+
+#: How the first reason of a result whose outcome was kept as it came (``--trust``) begins.
+TRUST_MARK: Final = "outcome as imported, not re-derived (--trust)"
+_WHY: Final = 160
 
 
 def decide_outcome(
@@ -36,3 +43,73 @@ def decide_outcome(
             f"counted as the agent's failure (--count-user-errors): {user_error_reason(verdict.cause)}",
         ]
     return "user_error", [user_error_reason(verdict.cause), *reasons]
+
+
+def rederived(result: CaseResult, *, count_user_errors: bool) -> CaseResult:
+    """``result`` with its outcome, reasons and per-case metrics decided again from its own transcript, scores
+    and fidelity findings, as :func:`~simulator.runner.score_case` decided them (``count_user_errors``: the
+    run's setting), and no :attr:`~CaseResult.trusted` mark. A result scored by this version comes back equal."""
+    outcome, reasons = decide_outcome(
+        result.transcript, result.scores, result.fidelity, count_user_errors=count_user_errors
+    )
+    return result.model_copy(
+        update={
+            "outcome": outcome,
+            "reasons": reasons,
+            "metrics": case_metrics(result.transcript, result.scores, outcome),
+            "trusted": None,
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Rederived:
+    """A stored result that came from elsewhere, checked: ``result`` is what to keep (outcome, reasons and
+    metrics decided again; with ``trust``, the outcome as it came, marked), ``stored`` the outcome it came
+    with, ``derived`` (and ``derived_reasons``) the one its evidence decides."""
+
+    result: StoredResult
+    stored: Outcome
+    derived: Outcome
+    derived_reasons: list[str]
+
+    @property
+    def agrees(self) -> bool:
+        """Whether the outcome it came with is the one its evidence decides."""
+        return self.stored == self.derived
+
+    def describe(self) -> str:
+        """The disagreement in words: ``case 'refund' [impatient] #2: stored pass, derived fail (why: ...)``."""
+        found = self.result
+        persona = f" [{found.persona}]" if found.persona else ""
+        first = " ".join(self.derived_reasons[0].split()) if self.derived_reasons else ""
+        # One line per result however long the reason: an error lists up to ten of them.
+        why = f" (why: {first[:_WHY] + '…' if len(first) > _WHY else first})" if first else ""
+        return (
+            f"case {found.case!r}{persona} #{found.repeat + 1}: stored {self.stored}, but its transcript, scores "
+            f"and fidelity findings decide {self.derived}{why}"
+        )
+
+
+def rederive(stored: StoredResult, *, count_user_errors: bool, trust: bool = False) -> Rederived:
+    """``stored`` (a result from an export, or from another run) checked against its own evidence
+    (:func:`rederived`): when the outcome it came with is the one decided, the result as decided (reasons and
+    metrics too); otherwise, with ``trust``, as it came with a :class:`~simulator.models.scores.TrustedOutcome`
+    mark and :data:`TRUST_MARK` as its first reason, and without, as it came (the caller refuses it: see
+    :attr:`Rederived.agrees`)."""
+    fresh = rederived(stored.result, count_user_errors=count_user_errors)
+    if fresh.outcome == stored.outcome:
+        kept = stored.model_copy(update={"result": fresh})
+    elif trust:
+        mark = (
+            f"{TRUST_MARK}: stored {stored.outcome}, derived {fresh.outcome}; the run's totals count it as "
+            f"{fresh.outcome}"
+        )
+        reasons = [mark, *(reason for reason in stored.result.reasons if not reason.startswith(TRUST_MARK))]
+        trusted = TrustedOutcome(stored=stored.outcome, derived=fresh.outcome, derived_reasons=fresh.reasons)
+        kept = stored.model_copy(
+            update={"result": stored.result.model_copy(update={"reasons": reasons, "trusted": trusted})}
+        )
+    else:
+        kept = stored
+    return Rederived(result=kept, stored=stored.outcome, derived=fresh.outcome, derived_reasons=fresh.reasons)
