@@ -46,7 +46,14 @@ from typing import Any
 USER_MESSAGE = "Where is my order ORD-1?"
 AGENT_REPLY = "Your order ORD-1 has shipped."
 # ``claim`` and ``fact`` quote the reply (a judge's quote is checked against it): empty, as with no claim made.
-_STRINGS = {"message": USER_MESSAGE, "reason": "The reply answers the question.", "claim": "", "fact": ""}
+# ``quote`` is a pass's evidence: the agent's reply, the words a met or satisfied verdict must quote.
+_STRINGS = {
+    "message": USER_MESSAGE,
+    "reason": "The reply answers the question.",
+    "claim": "",
+    "fact": "",
+    "quote": AGENT_REPLY,
+}
 # An enum's value when the schema offers one of these (a benign verdict), else its first value.
 _PREFERRED = ("no_claim", "supported", "met", "pass", "no")
 # Booleans that are true when benign: the judge says the user's goal was satisfied, so the workload's
