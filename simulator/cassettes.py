@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import JsonValue, ValidationError
+from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from simulator.agents import AgentAdapter
 from simulator.agents._base import AgentInput, AgentReply
 from simulator.errors import AgentError, InputError
 from simulator.llm import Completion, Role, UnrecordedRequest
 from simulator.models.cassette import CASSETTE_FORMAT, Cassette, CassetteEntry
-from simulator.models.transcript import ReplayMark, ToolCallRecord
+from simulator.models.transcript import ReplayMark, ToolCallRecord, ToolRound
 from simulator.safety import redact_data
 from simulator.taps import Tape, active_tape
 from simulator.user import RECORDING_ENDS, SimulatedUser, UserReply, UserTurnRequest
@@ -87,12 +87,15 @@ class _RecordingAgent:
             tape.add("agent", "turn", given, None, error=f"{type(exc).__name__}: {exc}")
             raise
         _record_tools(tape, request.tools.router.records)
-        tape.add(
-            "agent",
-            "turn",
-            given,
-            {"messages": list(reply.messages), "handoff": reply.handoff, "variables": dict(reply.variables)},
-        )
+        said: dict[str, Any] = {
+            "messages": list(reply.messages),
+            "handoff": reply.handoff,
+            "variables": dict(reply.variables),
+        }
+        if reply.tool_rounds is not None:
+            # Only when there were any: a turn without tool calls is recorded as it always was.
+            said["tool_rounds"] = [round_.model_dump(mode="json") for round_ in reply.tool_rounds]
+        tape.add("agent", "turn", given, said)
         return reply
 
     async def aclose(self) -> None:
@@ -363,10 +366,22 @@ class _ReplayedAgent:
             messages=_texts(response.get("messages")),
             handoff=str(handoff) if handoff is not None else None,
             variables=dict[str, JsonValue](variables),
+            tool_rounds=_rounds(response.get("tool_rounds")),
         )
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+def _rounds(value: JsonValue) -> list[ToolRound] | None:
+    """A recorded turn's tool rounds; None for a cassette that has none (recorded before they were kept)."""
+    try:
+        return _ROUNDS.validate_python(value)
+    except ValidationError:
+        return None
+
+
+_ROUNDS: TypeAdapter[list[ToolRound] | None] = TypeAdapter(list[ToolRound] | None)
 
 
 class _DivergenceWatch:

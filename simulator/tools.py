@@ -177,10 +177,7 @@ class ToolRouter:
 
     async def call(self, name: str, arguments: dict[str, Any] | str | None, *, call_id: str | None = None) -> JsonValue:
         """Route one call and return what the agent sees as the tool's result."""
-        record = await self.route(name, arguments, call_id=call_id)
-        if record.answered:
-            return record.result
-        return {"error": record.error or "tool call failed", "status": record.status}
+        return (await self.route(name, arguments, call_id=call_id)).answer
 
     async def route(
         self, name: str, arguments: dict[str, Any] | str | None, *, call_id: str | None = None
@@ -239,8 +236,9 @@ class ToolRouter:
 
     def remember(self, records: Iterable[ToolCallRecord]) -> None:
         """Calls made earlier in this conversation (a resumed one): the simulated ones keep later answers
-        consistent with them."""
+        consistent with them, and the ids made up from now on are not theirs again."""
         for record in records:
+            self._counter += 1
             if record.status == "simulated":
                 self._simulated.setdefault(record.name, []).append(record)
 

@@ -16,6 +16,7 @@ from simulator.agents._base import (
     turn_timeout,
     wire_messages,
 )
+from simulator.agents._history import BuiltTurns, conversation_history, turn_messages
 from simulator.errors import AgentError
 from simulator.models import AgentConfig
 
@@ -29,12 +30,15 @@ __all__ = [
     "AgentFactory",
     "AgentInput",
     "AgentReply",
+    "BuiltTurns",
     "Message",
     "agent_type",
     "agent_types",
     "build_agent",
+    "conversation_history",
     "event_message",
     "prepare_agent",
+    "turn_messages",
     "turn_timeout",
     "wire_messages",
 ]

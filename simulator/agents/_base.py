@@ -16,17 +16,24 @@ from typing import Any, Protocol
 from pydantic import JsonValue
 
 from simulator.models import EventSpec
+from simulator.models.transcript import ToolRound
 from simulator.tools import ToolHandle
 
-#: OpenAI chat-completions style messages: {"role": "user" | "assistant" | "tool" | "system", "content": ...}.
-#: An event appears as a user message whose content reads ``[event: NAME] {payload}`` and which carries the
-#: event itself under the extra key ``"event"`` (adapters that talk to remote APIs drop that key).
+#: OpenAI chat-completions style messages: {"role": "user" | "assistant" | "tool" | "system", "content": ...}; an
+#: assistant message that called tools has ``tool_calls``, each result is a ``tool`` message with its
+#: ``tool_call_id`` (:mod:`simulator.agents._history`). An event appears as a user message whose content reads
+#: ``[event: NAME] {payload}`` and which carries the event itself under the extra key ``"event"`` (adapters that
+#: talk to remote APIs drop that key).
 Message = dict[str, Any]
 
 
 @dataclass
 class AgentInput:
-    """Everything the agent gets for one turn."""
+    """Everything the agent gets for one turn.
+
+    ``messages`` share their earlier agent turns with the histories of later turns: an adapter reads them, and
+    copies what it changes or hands to agent code.
+    """
 
     messages: list[Message]
     session: dict[str, JsonValue]
@@ -38,11 +45,16 @@ class AgentInput:
 
 @dataclass
 class AgentReply:
-    """The agent's answer to one turn. Tool calls are not here: the tool handle records them as they happen."""
+    """The agent's answer to one turn. Tool calls are not here: the tool handle records them as they happen.
+
+    ``tool_rounds`` is for adapters that send the agent its tool results as messages (http, litellm, langgraph):
+    which of the turn's calls each of its messages made, so the next turn's history shows them the same way.
+    """
 
     messages: list[str] = field(default_factory=list)
     handoff: str | None = None
     variables: dict[str, JsonValue] = field(default_factory=dict)
+    tool_rounds: list[ToolRound] | None = None
 
 
 class AgentAdapter(Protocol):

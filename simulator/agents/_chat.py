@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import JsonValue
 
 from simulator.agents._base import Message
 from simulator.errors import AgentError
 from simulator.models import ToolDeclaration
-from simulator.models.transcript import tool_content
+from simulator.models.transcript import ToolRound
 from simulator.tools import ToolHandle
 
 #: Tool rounds allowed in one turn; an agent that keeps calling tools past this is stuck in a loop.
@@ -41,15 +41,18 @@ async def answer_tool_call(
     name: str,
     arguments: dict[str, Any] | str | None,
     *,
+    sent: str,
     timeout: float | None = None,
 ) -> Message:
     """Route one tool call and return the ``tool`` message that carries its result back to the model.
 
     The router is called with the raw arguments and the model's call id (not through ``ToolHandle.acall``):
     malformed JSON must be recorded as such rather than fail here, and the record's id must match the
-    ``tool_call_id`` the model sees. The content is :func:`~simulator.models.transcript.tool_content`: a ``str``
-    result as it is, any other JSON value serialised exactly once (so a tool returning JSON text and one
-    returning the same data give the agent the same bytes).
+    ``tool_call_id`` the model sees. The content is the record's
+    :attr:`~simulator.models.transcript.ToolCallRecord.answer_text`: a ``str`` result as it is, any other JSON
+    value serialised exactly once (so a tool returning JSON text and one returning the same data give the agent
+    the same bytes). ``sent`` is the arguments' text in the model's tool call: the record keeps it when it is
+    not the arguments written out again, so the next turn's history shows the call as the model made it.
 
     A live tool is bounded by the router (the agent's ``timeout``: past it the call is ``failed``, the tool is
     left running in its thread and the agent is told). A router without a bound (built outside a conversation)
@@ -58,10 +61,19 @@ async def answer_tool_call(
     """
     bound = timeout if tools.router.timeout is None else None
     try:
-        result = await asyncio.wait_for(tools.router.call(name, arguments, call_id=call_id), bound)
+        record = await asyncio.wait_for(tools.router.route(name, arguments, call_id=call_id), bound)
     except TimeoutError:
         raise AgentError(f"the tool {name!r} did not return within {timeout:g} s (the agent's `timeout`)") from None
-    return {"role": "tool", "tool_call_id": call_id, "content": tool_content(result)}
+    if sent != record.arguments_json:
+        record.arguments_text = sent
+    return {"role": "tool", "tool_call_id": call_id, "content": record.answer_text}
+
+
+def tool_round(ids: Sequence[str], content: Any) -> ToolRound:
+    """How one assistant message that asked for tools is kept: its calls' ids and what its ``content`` was (text,
+    ``""`` or ``None``; content parts count as their text, which is the reply's message)."""
+    kind: Literal["text", "empty", "null"] = "null" if content is None else "text" if text_of(content) else "empty"
+    return ToolRound(calls=list(ids), content=kind)
 
 
 def text_of(content: Any) -> str:

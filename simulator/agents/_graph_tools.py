@@ -34,10 +34,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import JsonValue
-
 from simulator.agents._chat import text_of
-from simulator.models.transcript import tool_content
 from simulator.tools import ToolHandle, ToolRouter
 
 #: Where a graph's nodes find the conversation's tool handle: ``config["configurable"][TOOLS_KEY]``.
@@ -166,15 +163,11 @@ async def _route(handle: ToolHandle, request: Any, execute: Execute) -> Any:
     declaration = router.declared.get(name)
     if router.mode == "test" or (declaration is not None and declaration.requires_approval):
         record = await router.route(name, arguments, call_id=call_id)
-        answered = record.answered
-        value: JsonValue = (
-            record.result if answered else {"error": record.error or "tool call failed", "status": record.status}
-        )
         return _tool_message()(
-            content=tool_content(value),
+            content=record.answer_text,
             name=name,
             tool_call_id=str(call_id or record.id),
-            status="success" if answered else "error",
+            status="success" if record.answered else "error",
         )
     result = await execute(request)
     _record_result(router, name, arguments, call_id, result)

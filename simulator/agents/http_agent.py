@@ -46,10 +46,18 @@ from typing import TYPE_CHECKING, Any
 
 from simulator.agents import agent_type
 from simulator.agents._base import AgentInput, AgentReply, Message, wire_messages
-from simulator.agents._chat import MAX_TOOL_ROUNDS, answer_tool_call, function_tools, session_text, text_of
+from simulator.agents._chat import (
+    MAX_TOOL_ROUNDS,
+    answer_tool_call,
+    function_tools,
+    session_text,
+    text_of,
+    tool_round,
+)
 from simulator.errors import AgentError
 from simulator.llm import RetryPolicy, retry_after_seconds
 from simulator.models import HttpAgent
+from simulator.models.transcript import ToolRound
 from simulator.safety import register_secret
 from simulator.taps import active_tape
 
@@ -186,6 +194,7 @@ class HttpAdapter:
             messages.append({"role": "system", "content": session_text(request.session)})
         messages.extend(wire_messages(request.messages))
         texts: list[str] = []
+        rounds: list[ToolRound] = []
         for round_ in range(MAX_TOOL_ROUNDS + 1):
             message = await self._post(messages)
             text = text_of(message.get("content"))
@@ -193,18 +202,26 @@ class HttpAdapter:
                 texts.append(text)
             calls = message.get("tool_calls") or []
             if not isinstance(calls, list) or not calls:
-                return AgentReply(messages=texts)
+                return AgentReply(messages=texts, tool_rounds=rounds or None)
             if round_ == MAX_TOOL_ROUNDS:
                 break
-            # Ids are made up only if the endpoint sent none: the tool messages must point at their call.
-            normalized = [_normalize_call(call, f"call_{round_}_{index}") for index, call in enumerate(calls)]
-            messages.append(
-                {"role": "assistant", "content": message.get("content"), "tool_calls": [w for w, _ in normalized]}
-            )
+            # Ids are made up only if the endpoint sent none: the tool messages must point at their call, and the
+            # history of later turns holds this turn's calls too.
+            made_up = f"call_{request.turn}_{round_}_"
+            normalized = [_normalize_call(call, f"{made_up}{index}") for index, call in enumerate(calls)]
+            wire_calls = [wire for wire, _ in normalized]
+            messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": wire_calls})
+            rounds.append(tool_round([wire["id"] for wire in wire_calls], message.get("content")))
             for wire, raw_arguments in normalized:
+                function = wire["function"]
                 messages.append(
                     await answer_tool_call(
-                        request.tools, wire["id"], wire["function"]["name"], raw_arguments, timeout=self.config.timeout
+                        request.tools,
+                        wire["id"],
+                        function["name"],
+                        raw_arguments,
+                        sent=function["arguments"],
+                        timeout=self.config.timeout,
                     )
                 )
         raise AgentError(

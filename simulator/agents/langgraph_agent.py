@@ -1,7 +1,9 @@
 """The ``langgraph`` adapter: a compiled LangGraph graph whose state holds a list of chat messages.
 
 Each turn the whole conversation is sent as ``{messages_key: [{"role", "content"}, ...]}``: graphs without a
-checkpointer (the common case) remember nothing between calls, so the history must come with every call.
+checkpointer (the common case) remember nothing between calls, so the history must come with every call. Earlier
+tool calls come as assistant messages with ``tool_calls`` in langchain's form and ``tool`` messages with the
+results (``AIMessage`` and ``ToolMessage`` once ``add_messages`` has read them), as a ``ToolNode`` left them.
 Each call runs on a fresh ``thread_id`` (``<conversation>-<turn>``), so a graph compiled *with* a checkpointer
 does not append the resent history to the state it saved for the previous turn. The run config carries the
 session parameters as ``config["configurable"]["session"]`` and the conversation's tool handle as
@@ -33,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from simulator.agents import agent_type
 from simulator.agents._base import AgentInput, AgentReply
-from simulator.agents._chat import text_of
+from simulator.agents._chat import text_of, tool_round
 from simulator.agents._graph_tools import (
     REMEDY,
     TOOLS_KEY,
@@ -51,7 +53,7 @@ from simulator.models import LanggraphAgent
 from simulator.models.transcript import ToolCallRecord
 from simulator.tools import ToolRouter
 
-_SENT_ROLES = frozenset({"system", "user", "assistant"})
+_SENT_ROLES = frozenset({"system", "user", "assistant", "tool"})
 
 if TYPE_CHECKING:
     from simulator.llm import LLMClient
@@ -87,13 +89,7 @@ class LanggraphAdapter:
         if reason is not None:
             raise AgentError(reason)
         key = self.config.messages_key
-        # Tool messages of earlier turns are not in the engine's history, and a remote-style "tool" message
-        # without its assistant tool call would be rejected by the graph's message conversion.
-        sent = [
-            {"role": message["role"], "content": text_of(message.get("content"))}
-            for message in request.messages
-            if message.get("role") in _SENT_ROLES
-        ]
+        sent = _graph_messages(request.messages)
         self._calls += 1
         guard = tool_guard(router)
         run_config = {
@@ -165,6 +161,45 @@ class LanggraphAdapter:
         """Nothing to release: the graph is shared and owns its own resources."""
 
 
+def _graph_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation as a graph's state takes it: ``{"role", "content"}`` dicts (text content, as langchain's
+    message conversion wants it), an assistant message's tool calls in langchain's form (``name``, ``args``,
+    ``id``: what ``add_messages`` makes an ``AIMessage``'s ``tool_calls`` of), and each tool result as a ``tool``
+    message with its call's id and the tool's name (a ``ToolMessage``)."""
+    sent: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    for message in messages:
+        role = message.get("role")
+        if role not in _SENT_ROLES:
+            continue
+        converted: dict[str, Any] = {"role": role, "content": text_of(message.get("content"))}
+        if role == "assistant" and message.get("tool_calls"):
+            calls = [_langchain_call(call) for call in message["tool_calls"]]
+            names.update((call["id"], call["name"]) for call in calls)
+            converted["tool_calls"] = calls
+        elif role == "tool":
+            call_id = str(message.get("tool_call_id") or "")
+            converted["tool_call_id"] = call_id
+            if call_id in names:
+                converted["name"] = names[call_id]
+        sent.append(converted)
+    return sent
+
+
+def _langchain_call(call: Mapping[str, Any]) -> dict[str, Any]:
+    """An OpenAI-form tool call as langchain writes one; arguments that are not a JSON object are kept as the
+    router records them (``{"_raw": text}``), since langchain's ``args`` must be one."""
+    function = call.get("function") or {}
+    raw = function.get("arguments")
+    try:
+        args = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
+    except ValueError:
+        args = None
+    if not isinstance(args, dict):
+        args = {"_raw": raw}
+    return {"name": str(function.get("name") or ""), "args": args, "id": str(call.get("id") or ""), "type": "tool_call"}
+
+
 @dataclass
 class _Run:
     """What one graph run showed besides its output: the node that wrote each tool message, by call id."""
@@ -191,13 +226,17 @@ def _tool_message_ids(value: Any, depth: int = 0) -> list[str]:
 def _read_new_messages(
     messages: list[Any], router: ToolRouter, routed: Sequence[ToolCallRecord], *, record: bool = True
 ) -> tuple[AgentReply, list[tuple[str, str, dict[str, Any] | str | None]]]:
-    """The reply texts of the new messages, and the tool calls the graph answered without the router.
+    """The reply texts of the new messages (with the tool rounds of its AI messages), and the tool calls the
+    graph answered without the router.
 
     Calls the router already recorded (``routed``: by call id, or by name and arguments for calls a node routed
     through the tool handle) are not recorded again. The others are recorded on ``router`` when ``record`` is
     true (live mode); in test mode the answered ones are returned, since they should not have run.
     """
     texts: list[str] = []
+    rounds: list[tuple[list[str], Any]] = []
+    #: A call a node routed through the tool handle is recorded under an id of the router's.
+    recorded_as: dict[str, str] = {}
     pending: dict[str, tuple[str, dict[str, Any] | str | None]] = {}
     foreign: list[tuple[str, str, dict[str, Any] | str | None]] = []
     calls = [call for message in messages if _kind(message) == "ai" for call in _field(message, "tool_calls") or []]
@@ -212,15 +251,20 @@ def _read_new_messages(
         for index, item in enumerate(by_call):
             if item.name == name and item.arguments == normalized:
                 del by_call[index]
+                recorded_as[call_id] = item.id
                 return True
         return False
 
     for message in messages:
         kind = _kind(message)
         if kind == "ai":
-            text = text_of(_field(message, "content"))
+            content = _field(message, "content")
+            text = text_of(content)
             if text:
                 texts.append(text)
+            asked = [*(_field(message, "tool_calls") or []), *(_field(message, "invalid_tool_calls") or [])]
+            if asked:
+                rounds.append(([_tool_call(call)[0] for call in asked], content))
             for call in _field(message, "tool_calls") or []:
                 call_id, name, arguments = _tool_call(call)
                 pending[call_id] = (name, arguments)
@@ -252,7 +296,8 @@ def _read_new_messages(
             call_id=call_id or None,
             error="the graph finished without a result for this tool call",
         )
-    return AgentReply(messages=texts), foreign
+    tool_rounds = [tool_round([recorded_as.get(id_, id_) for id_ in ids], content) for ids, content in rounds]
+    return AgentReply(messages=texts, tool_rounds=tool_rounds or None), foreign
 
 
 def _normalized(arguments: dict[str, Any] | str | None) -> Any:

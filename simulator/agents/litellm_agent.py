@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from simulator.agents import agent_type
 from simulator.agents._base import AgentInput, AgentReply, Message, wire_messages
-from simulator.agents._chat import MAX_TOOL_ROUNDS, answer_tool_call, function_tools, session_text
+from simulator.agents._chat import MAX_TOOL_ROUNDS, answer_tool_call, function_tools, session_text, tool_round
 from simulator.errors import AgentError, ModelError
 from simulator.llm import Role
 from simulator.models import LitellmAgent
+from simulator.models.transcript import ToolRound
 
 if TYPE_CHECKING:
     from simulator.llm import LLMClient
@@ -85,6 +86,7 @@ class LitellmAdapter:
             system = f"{system}\n\n{session_text(request.session)}"
         messages: list[Message] = [{"role": "system", "content": system}, *wire_messages(request.messages)]
         texts: list[str] = []
+        rounds: list[ToolRound] = []
         for round_ in range(MAX_TOOL_ROUNDS + 1):
             try:
                 completion = await self._llm.complete(
@@ -95,21 +97,26 @@ class LitellmAdapter:
             if completion.content:
                 texts.append(completion.content)
             if not completion.tool_calls:
-                return AgentReply(messages=texts)
+                return AgentReply(messages=texts, tool_rounds=rounds or None)
             if round_ == MAX_TOOL_ROUNDS:
                 break
-            # Ids are made up only if the provider sent none: the tool messages must point at their call.
-            ids = [call.id or f"call_{round_}_{index}" for index, call in enumerate(completion.tool_calls)]
+            # Ids are made up only if the provider sent none: the tool messages must point at their call, and the
+            # history of later turns holds this turn's calls too.
+            made_up = f"call_{request.turn}_{round_}_"
+            ids = [call.id or f"{made_up}{index}" for index, call in enumerate(completion.tool_calls)]
             wire_calls = [
                 {"id": id_, "type": "function", "function": {"name": call.name, "arguments": call.raw_arguments}}
                 for id_, call in zip(ids, completion.tool_calls, strict=True)
             ]
             messages.append({"role": "assistant", "content": completion.content, "tool_calls": wire_calls})
+            rounds.append(tool_round(ids, completion.content))
             for id_, call in zip(ids, completion.tool_calls, strict=True):
                 # Malformed arguments go to the router raw, so the record says what was wrong with them.
                 arguments = call.raw_arguments if call.malformed else call.arguments
                 messages.append(
-                    await answer_tool_call(request.tools, id_, call.name, arguments, timeout=self.config.timeout)
+                    await answer_tool_call(
+                        request.tools, id_, call.name, arguments, sent=call.raw_arguments, timeout=self.config.timeout
+                    )
                 )
         raise AgentError(
             f"agent kept calling tools: the litellm agent {self.config.name!r} still asked for tools after "

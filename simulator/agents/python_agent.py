@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from simulator.agents import agent_type
 from simulator.agents._base import AgentInput, AgentReply, in_agent_thread, normalize_reply
+from simulator.agents._history import copied
 from simulator.code_refs import CodeRefError, resolve
 from simulator.errors import AgentError
 from simulator.models import PythonAgent
@@ -77,7 +78,7 @@ class PythonAdapter:
             "options": self.config.options,
         }
         kwargs = {name: available[name] for name in _OPTIONAL if name in self._accepts}
-        messages = [dict(message) for message in request.messages]
+        messages = [copied(message) for message in request.messages]
         if self._is_async:
             result = await self._function(messages, **kwargs)
         else:

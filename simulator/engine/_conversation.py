@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import JsonValue
 
-from simulator.agents import AgentAdapter
+from simulator.agents import AgentAdapter, BuiltTurns
 from simulator.kinds import Kind, kind_of
 from simulator.models import AgentConfig, Case, ExpectationSpec, Persona, Step, ToolFake
 from simulator.models.transcript import AgentEvent, StepVerdict, TranscriptEvent
@@ -74,6 +74,8 @@ class Conversation:
     router: ToolRouter
     tools: ToolHandle
     session: dict[str, JsonValue]
+    #: The agent's turns as chat messages, built once each (see ``conversation_history``).
+    built_turns: BuiltTurns = field(default_factory=dict)
 
     @classmethod
     def start(cls, setup: ConversationSetup) -> Conversation:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from pydantic import JsonValue
 
-from simulator.agents import AgentInput, event_message, turn_timeout
+from simulator.agents import AgentInput, Message, conversation_history, event_message, turn_messages, turn_timeout
 from simulator.engine._checkpoint import registered
 from simulator.engine._conversation import Conversation
 from simulator.errors import SimulatorError
@@ -45,6 +45,7 @@ from simulator.models.transcript import (
     StepStatus,
     StepVerdict,
     StopReason,
+    ToolRound,
     TranscriptEvent,
     UserEvent,
 )
@@ -137,7 +138,9 @@ async def user_node(state: State, config: RunnableConfig) -> State:
 async def agent_node(state: State, config: RunnableConfig) -> State:
     """The agent replies (one or several messages; its tool calls are routed and recorded meanwhile)."""
     conv = _conversation(config)
-    messages = _stable_history(conv, state) if _is_stable(conv) else _history(state["events"])
+    messages = (
+        _stable_history(conv, state) if _is_stable(conv) else conversation_history(state["events"], conv.built_turns)
+    )
     request = AgentInput(
         messages=messages,
         session=dict(state["variables"]),
@@ -180,6 +183,7 @@ async def agent_node(state: State, config: RunnableConfig) -> State:
         step=conv.kind.step_number(state["step"]),
         messages=reply.messages,
         tool_calls=calls,
+        tool_rounds=reply.tool_rounds,
         handoff=reply.handoff,
         variables=reply.variables,
         latency_ms=latency,
@@ -482,40 +486,41 @@ def _user_request(conv: Conversation, state: State) -> UserTurnRequest:
     )
 
 
-def _history(events: list[TranscriptEvent]) -> list[dict[str, Any]]:
-    """What the agent has seen so far, as chat messages, rebuilt from the events: keeping it in the state as
-    well would double what every checkpoint stores."""
-    messages: list[dict[str, Any]] = []
-    for event in events:
-        if isinstance(event, UserEvent):
-            messages.append({"role": "user", "content": event.text})
-        elif isinstance(event, InputEvent):
-            messages.append(event_message(EventSpec(name=event.name, payload=event.payload)))
-        elif isinstance(event, AgentEvent):
-            messages.extend({"role": "assistant", "content": message} for message in event.messages)
-    return messages
-
-
 def _is_stable(conv: Conversation) -> bool:
     return conv.kind.replays_expected_history(conv.case)
 
 
-def _stable_history(conv: Conversation, state: State) -> list[dict[str, Any]]:
-    """Stable replay: earlier turns as written (expected replies where given), then this turn's input."""
+def _stable_history(conv: Conversation, state: State) -> list[Message]:
+    """Stable replay: earlier turns as written, then this turn's input. An earlier turn shows the expected message
+    where it gives one, else the agent's replies; and the tool calls the agent made in it, with their results
+    (a case writes no results, so none are made up)."""
     case = conv.case
     assert isinstance(case, GoldenCase)
     index = state["step"]
-    actual = {record.index: record.actual_messages for record in state.get("golden", [])}
-    history: list[dict[str, Any]] = []
+    replies = {event.turn: event for event in state["events"] if isinstance(event, AgentEvent)}
+    history: list[Message] = []
     for earlier in range(index + 1):
         turn = case.turns[earlier]
         history.append(event_message(turn.event) if turn.event else {"role": "user", "content": turn.user})
         if earlier == index:
             break
+        reply = replies.get(earlier + 1)  # the golden turn at index i is user turn i + 1
         expected = turn.expect.message if turn.expect else None
-        replies = [expected] if expected is not None else actual.get(earlier, [])
-        history.extend({"role": "assistant", "content": reply} for reply in replies)
+        if reply is None:
+            if expected is not None:
+                history.append({"role": "assistant", "content": expected})
+        elif expected is None:
+            history.extend(turn_messages(reply.turn, reply.messages, reply.tool_calls, reply.tool_rounds))
+        else:
+            history.extend(turn_messages(reply.turn, [expected], reply.tool_calls, _silent(reply.tool_rounds)))
     return history
+
+
+def _silent(rounds: list[ToolRound] | None) -> list[ToolRound] | None:
+    """``rounds`` without their texts: an expected message stands for everything the agent said in the turn."""
+    if rounds is None:
+        return None
+    return [ToolRound(calls=r.calls, content="null") if r.content == "text" else r for r in rounds]
 
 
 def _golden_record(conv: Conversation, state: State) -> State:

@@ -51,6 +51,7 @@ the finding shown beside it. A replay whose recording runs out is nobody's fault
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -61,7 +62,7 @@ from simulator.judges.llm_judges import LLMJudge, UserTurns
 from simulator.kinds import kind_of
 from simulator.models import Case, Persona
 from simulator.models.scores import FidelityFinding, Score
-from simulator.models.transcript import AgentEvent, CheckEvent, Transcript, UserEvent
+from simulator.models.transcript import AgentEvent, CheckEvent, ErrorEvent, InputEvent, Transcript, UserEvent
 from simulator.user import RECORDING_ENDS
 
 __all__ = [
@@ -76,6 +77,8 @@ __all__ = [
     "check_fidelity",
     "invented_fact_question",
     "judge_invented_facts",
+    "left_hanging",
+    "unsourced_data",
     "user_brief_text",
     "user_could_cause",
     "user_error_cause",
@@ -110,7 +113,11 @@ _ASSISTANT_TALK = re.compile(
     r"|\bis there anything (?:else )?i can (?:help|assist) you with\b"
     r"|\bi(?:'d| would) be (?:happy|glad) to (?:help|assist)\b"
     r"|\bi(?:'m| am) here to (?:help|assist)\b"
-    r"|\bwhat can i do for you\b",
+    r"|\bwhat can i do for you\b"
+    r"|\bwie kann ich (?:ihnen|dir|euch) (?:heute |sonst |noch |weiter )*(?:helfen|behilflich sein)\b"
+    r"|\bwas kann ich (?:heute |sonst |noch )*für (?:sie|dich|euch) tun\b"
+    r"|\bich (?:helfe|unterstütze) (?:ihnen|dir|euch) gerne\b"
+    r"|\bkann ich (?:ihnen|dir|euch) (?:sonst |noch |irgendwie )*(?:helfen|behilflich sein)\b",
     re.IGNORECASE,
 )
 #: The end of what a self-description says: "I'm an AI." is one, "I'm an AI researcher" is an occupation.
@@ -122,7 +129,9 @@ _AI_SELF = re.compile(
     + r"|\bi(?:'m| am) (?:just |only |an? |only an? |just an? )*(?:ai|artificial intelligence|language model"
     r"|large language model|llm|chatbot|virtual assistant|ai assistant|simulated user|simulation)"
     + _CLAUSE_END
-    + r"|\b(?:a simulated|simulating the|playing the|role-?playing (?:as )?the) user\b",
+    + r"|\b(?:a simulated|simulating the|playing the|role-?playing (?:as )?the) user\b"
+    r"|\bals (?:eine? )?(?:ki|künstliche intelligenz|sprachmodell|ki-assistent|chatbot)\b"
+    r"|\bich bin (?:nur |bloß )?(?:eine ki|ein sprachmodell|ein chatbot|ein ki-assistent|ein simulierter nutzer)\b",
     re.IGNORECASE,
 )
 #: A question answered in the same message the way the agent would: "...? Yes, you can ...", "...? Your order
@@ -490,6 +499,81 @@ def agent_faults(
     return faults
 
 
+#: An agent reply that offers to close the conversation ("Is there anything else I can do for you?").
+_CLOSING_OFFER = re.compile(
+    r"\b(?:anything else|something else|any other questions?|is there (?:anything|something)|all set"
+    r"|sonst noch|noch etwas|noch was|weitere(?:n)? fragen|kann ich (?:ihnen|dir) (?:sonst|noch))\b",
+    re.IGNORECASE,
+)
+#: An agent reply that announces what it will do ("I will block your card right away", "Let me check that",
+#: "Ich rufe die Feiertage gleich ab").
+_PROMISE = re.compile(
+    r"\b(?:i(?:'ll| will| am going to|'m going to| shall)|let me|we(?:'ll| will)|ich werde|wir werden)\b"
+    r"|\bich\b.{0,80}?\b(?:gleich|sofort|umgehend)\b",
+    re.IGNORECASE,
+)
+
+
+def left_hanging(transcript: Transcript) -> list[str]:
+    """Agent replies that left the task hanging while it was open: the reply ran no tool and asked the user
+    nothing but promised to act ("I will block your card right away") or offered to close ("Is there anything
+    else I can do for you?"). A user who then ends the conversation, or slips, did not cause the task to stay
+    undone: the agent stopped working on it. A reply its step's check found met is not hanging."""
+    hanging: list[str] = []
+    events = transcript.events
+    for position, event in enumerate(events):
+        if not isinstance(event, AgentEvent) or event.tool_calls or not event.text.strip():
+            continue
+        after = next((e for e in events[position + 1 :] if not isinstance(e, ErrorEvent)), None)
+        if isinstance(after, CheckEvent) and after.verdict == "met":
+            continue
+        text = event.text.replace("\u2019", "'")
+        sentences = [part.strip() for part in re.split(r"(?<=[.!?])\s+|\n+", text) if part.strip()]
+        asks = [sentence for sentence in sentences if sentence.endswith("?") and not _CLOSING_OFFER.search(sentence)]
+        if asks:
+            continue  # it is waiting for the user's answer
+        said = _CLOSING_OFFER.search(text) or _PROMISE.search(text)
+        if said is not None:
+            what = "offered to close" if _CLOSING_OFFER.search(text) else "promised to act"
+            hanging.append(f"turn {event.turn}: the agent {what} without acting while the task was open: “{text}”")
+    return hanging
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def _numbers(text: str) -> set[str]:
+    return {run.lstrip("0") or "0" for run in _NUMBER.findall(text)}
+
+
+def unsourced_data(transcript: Transcript, scores: Sequence[Score]) -> list[str]:
+    """Agent turns nobody judged for hallucination that state numbers (an amount, a date, an id) which nothing
+    before them gave: no user turn, no tool call or result up to and including the turn, no session parameter.
+    Without a judge's verdict such a turn may be a made-up answer, so it is the agent's fault as far as blame
+    goes (in doubt, the agent's); a turn the judge found supported is not."""
+    judged = {s.turn for s in scores if s.metric == "hallucination" and s.verdict in ("met", "n/a")}
+    known = _numbers(" ".join(str(value) for value in transcript.session_parameters.values()))
+    unsourced: list[str] = []
+    for event in transcript.events:
+        if isinstance(event, UserEvent):
+            known |= _numbers(event.text)
+        elif isinstance(event, InputEvent):
+            known |= _numbers(json.dumps(event.payload, ensure_ascii=False))
+        elif isinstance(event, AgentEvent):
+            for call in event.tool_calls:
+                known |= _numbers(json.dumps(call.arguments, ensure_ascii=False, default=str))
+                known |= _numbers(call.result_text if call.answered else "")
+            if event.turn in judged:
+                continue
+            new = sorted(_numbers(event.text) - known, key=lambda run: (len(run), run))
+            if new:
+                unsourced.append(
+                    f"turn {event.turn}: states {', '.join(new)}, which nothing before it gave, and no judge "
+                    f"checked the turn: “{event.text.strip()[:200]}”"
+                )
+    return unsourced
+
+
 def _told_by_user(evidence: str, turn: int, findings: Sequence[FidelityFinding]) -> bool:
     """Whether a failed check's evidence holds a fact the simulated user invented before ``turn``."""
     text = evidence.casefold()
@@ -524,7 +608,7 @@ def blame(findings: Sequence[FidelityFinding], transcript: Transcript, scores: S
         return Blame(None)
     first = min(findings, key=lambda finding: finding.turn)
     slip = f"the simulated user slipped ({user_error_reason(first)}), but the failure stays the agent's"
-    faults = agent_faults(transcript, scores, findings)
+    faults = agent_faults(transcript, scores, findings) + left_hanging(transcript) + unsourced_data(transcript, scores)
     if faults:
         return Blame(None, f"{slip}: it has a fault of its own: {faults[0]}")
     unexplained = [

@@ -38,6 +38,12 @@ def tool_content(result: JsonValue) -> str:
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
 
+def _unset(value: object) -> bool:
+    """Whether an optional field is left out of what is stored and exported: transcripts without it stay as they
+    were."""
+    return value is None
+
+
 class ToolCallRecord(DataModel):
     """One tool call the agent made and how it was answered."""
 
@@ -45,6 +51,12 @@ class ToolCallRecord(DataModel):
     name: str
     arguments: dict[str, JsonValue] = Field(default_factory=dict)
     arguments_error: str | None = Field(default=None, description="Set when the agent's arguments were not valid JSON.")
+    arguments_text: str | None = Field(
+        default=None,
+        description="The arguments exactly as the agent sent them (JSON text), kept only when that is not "
+        "`arguments` written out as JSON: a chat agent's later history shows them as it sent them.",
+        exclude_if=_unset,
+    )
     status: ToolStatus
     result: JsonValue = None
     error: str | None = None
@@ -63,6 +75,29 @@ class ToolCallRecord(DataModel):
     def answered(self) -> bool:
         """Whether the agent got a result: the tool ran, a fake answered or a model played it, with no error."""
         return self.status in ("executed", "faked", "simulated") and self.error is None
+
+    @property
+    def answer(self) -> JsonValue:
+        """What the agent got back for the call: the result when it was answered, else an ``{"error": ...,
+        "status": ...}`` object (a failure, a call not executed in test mode, one waiting for approval)."""
+        if self.answered:
+            return self.result
+        return {"error": self.error or "tool call failed", "status": self.status}
+
+    @property
+    def answer_text(self) -> str:
+        """:attr:`answer` as a chat agent's ``tool`` message carries it (:func:`tool_content`)."""
+        return tool_content(self.answer)
+
+    @property
+    def arguments_json(self) -> str:
+        """The arguments as JSON text, as the agent sent them where that is known (a chat agent's tool call)."""
+        if self.arguments_text is not None:
+            return self.arguments_text
+        raw = self.arguments.get("_raw") if self.arguments_error is not None else None
+        if isinstance(raw, str):
+            return raw  # arguments that did not parse are kept as they came
+        return json.dumps(self.arguments, ensure_ascii=False)
 
 
 class UserEvent(DataModel):
@@ -92,6 +127,17 @@ class InputEvent(DataModel):
     at: datetime = Field(default_factory=utc_now)
 
 
+class ToolRound(DataModel):
+    """One message of a chat agent's turn that asked for tools: the calls it made (by id) and its text.
+
+    ``content`` is what the message said beside its calls: ``text`` (the next of the turn's messages), ``empty``
+    (``""``) or ``null``, so the next turn's history shows the message as the agent sent it.
+    """
+
+    calls: list[str]
+    content: Literal["text", "empty", "null"] = "null"
+
+
 class AgentEvent(DataModel):
     """The agent's reply to one user turn: one or more messages, the tool calls made, hand-off, variables."""
 
@@ -100,6 +146,12 @@ class AgentEvent(DataModel):
     step: int | None = None
     messages: list[str] = Field(default_factory=list)
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    tool_rounds: list[ToolRound] | None = Field(
+        default=None,
+        description="How a chat agent (http, litellm, langgraph) grouped its messages and tool calls; absent: one "
+        "message with every call, then the texts.",
+        exclude_if=_unset,
+    )
     handoff: str | None = None
     variables: dict[str, JsonValue] = Field(default_factory=dict, description="Session variables the agent set.")
     latency_ms: float = 0.0

@@ -35,6 +35,7 @@ from simulator.errors import AgentError
 from simulator.llm import FakeScript, FakeToolCall, LLMClient, RetryPolicy, fake_auth_error
 from simulator.models import EventSpec, HttpAgent, LanggraphAgent, LitellmAgent, PythonAgent, ToolDeclaration, ToolFake
 from simulator.models.settings import ModelRoles
+from simulator.models.transcript import ToolRound
 from simulator.taps import recording
 from simulator.tools import NOT_EXECUTED, ToolHandle, ToolRouter
 from tests.factories import no_sleep as no_wait
@@ -653,7 +654,10 @@ def test_litellm_agent_calls_tools_then_answers() -> None:
     )
     router = make_router(SHIPPED)
     reply = talk_litellm(shop_agent(temperature=0.2, max_tokens=50), script, router, session={"customer": "Ana"})
-    assert reply == AgentReply(messages=["Your order A1 has shipped."])
+    # The reply says which of its messages made which calls, so the next turn's history shows them the same way.
+    assert reply == AgentReply(
+        messages=["Your order A1 has shipped."], tool_rounds=[ToolRound(calls=["t1"], content="null")]
+    )
     assert [(r.id, r.name, r.status, r.result) for r in router.records] == [
         ("t1", "lookup_order", "faked", {"status": "shipped"})
     ]

@@ -14,6 +14,7 @@ from simulator.judges.fidelity import (
     check_fidelity,
     invented_fact_question,
     judge_invented_facts,
+    left_hanging,
     user_error_cause,
     user_error_reason,
 )
@@ -22,7 +23,15 @@ from simulator.llm import Completion, FakeScript, LLMClient, Role, UnrecordedReq
 from simulator.models import Case, ModelRoles, Persona
 from simulator.models.case import ScenarioCase, SimulationCase
 from simulator.models.scores import FidelityFinding, Score
-from simulator.models.transcript import AgentEvent, StepOutcome, Transcript, TranscriptEvent, UserEvent
+from simulator.models.transcript import (
+    AgentEvent,
+    CheckEvent,
+    StepOutcome,
+    ToolCallRecord,
+    Transcript,
+    TranscriptEvent,
+    UserEvent,
+)
 from tests.factories import judged_turns, run, section
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,6 +109,17 @@ def findings(events: list[TranscriptEvent], case: Case = SIMULATION, **fields: A
             "Yes, you can get a full refund within 30 days.",
             "answers its own question in the same message",
         ),
+        (
+            "Wie kann ich Ihnen heute helfen?",
+            "Wie kann ich Ihnen heute helfen?",
+            "talks like the support agent (offers help)",
+        ),
+        ("Gern! Was kann ich für Sie tun?", "Was kann ich für Sie tun?", "talks like the support agent (offers help)"),
+        (
+            "Als KI kann ich keinen Mixer besitzen.",
+            "Als KI kann ich keinen Mixer besitzen.",
+            "speaks of itself as an AI, a language model or a simulated user",
+        ),
     ],
 )
 def test_breaking_character_is_caught_at_its_turn(bad_line: str, evidence: str, rule: str) -> None:
@@ -129,6 +149,8 @@ def test_breaking_character_is_caught_at_its_turn(bad_line: str, evidence: str, 
         "Where's my refund? Your site is showing an error.",
         "Could you call me? You can reach me after five.",
         "I'd like a refund. Thanks for your help!",
+        "Können Sie mir helfen? Mein Mixer ist kaputt.",
+        "Ich bin Kundin seit zehn Jahren und will mein Geld zurück.",
     ],
 )
 def test_ordinary_customer_lines_are_in_character(line: str) -> None:
@@ -429,3 +451,34 @@ def test_a_failure_is_the_users_only_when_a_finding_comes_strictly_before_it(
 def test_the_user_error_reason_names_the_finding() -> None:
     reason = user_error_reason(_finding(2))
     assert reason == "simulated user, turn 2: broke_character: “How can I help?” (r)"
+
+
+@pytest.mark.parametrize(
+    ("reply", "calls", "hanging"),
+    [
+        # Promised to act, or offered to close, with nothing done and nothing asked: the task was left hanging.
+        ("I will block your card C-1 right away.", False, "promised to act"),
+        ("Ich trage den 2. Oktober 2025 gleich als Urlaubstag ein.", False, "promised to act"),
+        ("Noted. Is there anything else I can do for you?", False, "offered to close"),
+        ("Notiert. Kann ich sonst noch etwas für Sie tun?", False, "offered to close"),
+        # Waiting for the user's answer, or acting in the same reply: not hanging.
+        ("What is your card number? I will block it then.", False, None),
+        ("I will block your card C-1 right away.", True, None),
+        ("Your balance is 20 EUR.", False, None),
+    ],
+)
+def test_a_reply_that_leaves_the_open_task_hanging_is_the_agents_fault(
+    reply: str, calls: bool, hanging: str | None
+) -> None:
+    made = [ToolCallRecord(id="c1", name="block_card", arguments={}, status="executed", result="ok")] if calls else []
+    events: list[Any] = [
+        UserEvent(turn=1, step=0, text="Block my card C-1.", source="llm"),
+        AgentEvent(turn=1, step=0, messages=[reply], tool_calls=made),
+        CheckEvent(turn=1, step=0, verdict="not_met", rationale="block_card was not called"),
+    ]
+    found = left_hanging(transcript(events))
+    if hanging is None:
+        assert found == []
+    else:
+        [fault] = found
+        assert fault.startswith(f"turn 1: the agent {hanging} without acting while the task was open")

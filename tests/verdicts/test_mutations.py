@@ -2,9 +2,9 @@
 agent and user faults, run through ``simulator.run`` in every setting (scripted or stub user, no judge or the
 stub judge, test mode or live, one setting recorded and replayed), and classified.
 
-The base conversations must start green and no conversation may error. The promise the verdict rules are being
-fixed to keep (no agent fault passes, none is blamed on the user) is the strict xfail below: it fails today, and
-its message is the table of the mutations that still pass. ``python bench/verdicts.py`` runs every mutant.
+The base conversations must start green and no conversation may error. No agent fault, however it is worded or
+wherever it falls, ends ``pass`` or ``user_error``; a failure names the mutations that did, in a table.
+``python bench/verdicts.py`` runs every mutant.
 """
 
 from __future__ import annotations
@@ -95,7 +95,6 @@ def test_a_replayed_run_gives_the_recorded_outcomes(observations: list[Observati
     assert replayed == recorded
 
 
-@pytest.mark.xfail(strict=True, reason="verdict rules being fixed")
 def test_no_agent_fault_passes_or_is_blamed_on_the_user(observations: list[Observation]) -> None:
     tally = Tally.of(observations)
     assert (tally.false_pass, tally.agent_fault_blamed_on_user) == (0, 0), (
