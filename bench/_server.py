@@ -46,7 +46,14 @@ from typing import Any
 USER_MESSAGE = "Where is my order ORD-1?"
 AGENT_REPLY = "Your order ORD-1 has shipped."
 # ``claim`` and ``fact`` quote the reply (a judge's quote is checked against it): empty, as with no claim made.
-_STRINGS = {"message": USER_MESSAGE, "reason": "The reply answers the question.", "claim": "", "fact": ""}
+# ``quote`` is a pass's evidence: the agent's reply, the words a met or satisfied verdict must quote.
+_STRINGS = {
+    "message": USER_MESSAGE,
+    "reason": "The reply answers the question.",
+    "claim": "",
+    "fact": "",
+    "quote": AGENT_REPLY,
+}
 # An enum's value when the schema offers one of these (a benign verdict), else its first value.
 _PREFERRED = ("no_claim", "supported", "met", "pass", "no")
 # Booleans that are true when benign: the judge says the user's goal was satisfied, so the workload's
@@ -121,16 +128,24 @@ def fill(
     return text.ljust(int(schema.get("minLength", 0)), ".")
 
 
-_TURN_TAGS = {
-    "turns": re.compile(r'<agent_turn number="(\d+)"'),
-    "user_turns": re.compile(r'<user_turn number="(\d+)"'),
-}
+_MARKED = {"agent": "turns", "user": "user_turns"}
 
 
 def marked_turns(prompt: str) -> dict[str, list[int]]:
-    """The turn numbers a batched judge prompt marks (``<agent_turn number="N">``, ``<user_turn number="N">``), by
-    the reply's array that answers them (``turns``, ``user_turns``)."""
-    return {key: [int(n) for n in tag.findall(prompt)] for key, tag in _TURN_TAGS.items()}
+    """The turn numbers a batched judge prompt marks for judging (its JSON events with ``"judge": true``), by the
+    reply's array that answers them (``turns`` for agent turns, ``user_turns`` for user turns)."""
+    found: dict[str, list[int]] = {key: [] for key in _MARKED.values()}
+    for line in prompt.splitlines():
+        if not line.startswith("{") or '"judge": true' not in line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        key = _MARKED.get(str(event.get("role"))) if isinstance(event, dict) and event.get("judge") is True else None
+        if key is not None and isinstance(event.get("turn"), int) and event["turn"] not in found[key]:
+            found[key].append(event["turn"])
+    return found
 
 
 def structured_content(response_format: Any, marker: str = "", *, satisfied: bool = True, prompt: str = "") -> str:

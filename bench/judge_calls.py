@@ -54,6 +54,8 @@ def _suite(root: Path, batch: bool) -> Path:
 
 
 def _child(batch: bool, latency: float, conversations: int, failing: bool) -> dict[str, Any]:
+    from _server import marked_turns  # bench/_server.py: reads the turns a judge request marks
+
     from simulator.llm import FakeScript, LLMClient, Role
     from simulator.loading import load_suite
     from simulator.models.run import RunSettings
@@ -68,19 +70,21 @@ def _child(batch: bool, latency: float, conversations: int, failing: bool) -> di
 
     def judge(prompt: str) -> Any:
         # Every agent turn supported, no user turn invented: the goal question alone decides the outcome.
-        numbers = re.findall(r'<agent_turn number="(\d+)">', prompt)
-        users = [
-            {"turn": int(n), "invented": False, "fact": "", "reason": "ok"}
-            for n in re.findall(r'<user_turn number="(\d+)">', prompt)
-        ]
+        # Turns to judge are marked with "judge": true in JSON events, or (the code at --before may predate it)
+        # wrapped in <agent_turn number="N"> / <user_turn number="N">.
+        marked = marked_turns(prompt)
+        numbers = marked["turns"] or [int(n) for n in re.findall(r'<agent_turn number="(\d+)">', prompt)]
+        asked = marked["user_turns"] or [int(n) for n in re.findall(r'<user_turn number="(\d+)">', prompt)]
+        users = [{"turn": n, "invented": False, "fact": "", "reason": "ok"} for n in asked]
         if numbers:
-            turns = [{"turn": int(n), "verdict": "supported", "claim": "", "reason": "ok"} for n in numbers]
+            turns = [{"turn": n, "verdict": "supported", "claim": "", "reason": "ok"} for n in numbers]
             return {"turns": turns, "user_turns": users}
         if users:
             return {"turns": users}
         if prompt.startswith("You check one turn"):
             return {"verdict": "supported", "claim": "", "reason": "ok"}
-        return {"satisfied": not failing, "reason": "ok"}
+        # A pass quotes the agent's words: the agent says the same every turn.
+        return {"satisfied": not failing, "reason": "ok", "quote": "" if failing else "Your order ORD-1 has shipped."}
 
     script = FakeScript()
     times = conversations * 20

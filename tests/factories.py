@@ -8,10 +8,12 @@ stays in the test module and is passed in.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Sequence
+import json
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from simulator.fence import read_sections
 from simulator.models import Suite
 from simulator.models.run import RunRecord, RunSettings, StoredResult, SuiteSnapshot
 from simulator.models.scores import CaseResult, Outcome
@@ -127,3 +129,38 @@ def make_result(
         finished=finished,
         result=result,
     )
+
+
+# -- reading judge requests as a model would --------------------------------------------------------------------
+
+
+def section(prompt: str, name: str) -> str:
+    """The text of the fenced section ``name`` of a request (``<name-TOKEN>`` ... ``</name-TOKEN>``)."""
+    sections = read_sections(prompt)
+    assert name in sections, f"no section {name!r} in the request; its sections: {sorted(sections)}"
+    return sections[name]
+
+
+def events_in(prompt: str, name: str = "conversation") -> list[dict[str, Any]]:
+    """The JSON events of the fenced section ``name``, one per line."""
+    return [json.loads(line) for line in section(prompt, name).splitlines() if line.strip()]
+
+
+def judged_turns(prompt: str, role: str = "agent") -> list[int]:
+    """The numbers of the turns a batched request marks for judging (``"judge": true``), by ``role``'s events."""
+    numbers: list[int] = []
+    for event in events_in(prompt):
+        if event.get("judge") and event["role"] == role and event["turn"] not in numbers:
+            numbers.append(event["turn"])
+    return numbers
+
+
+def agent_said(prompt: str) -> list[str]:
+    """The agent's messages in the fenced conversation of a judge request."""
+    return [event["text"] for event in events_in(prompt) if event["role"] == "agent"]
+
+
+def quoting_the_agent(reply: dict[str, Any]) -> Callable[[list[dict[str, Any]]], dict[str, Any]]:
+    """A fake judge's reply (a pass) that quotes the last agent message of the conversation it is shown as its
+    evidence, as a judge model must."""
+    return lambda messages: {**reply, "quote": agent_said(str(messages[-1]["content"]))[-1]}

@@ -50,7 +50,17 @@ def test_structured_content_fits_the_schema(server_module: ModuleType, model: ty
 
 
 def test_a_batched_judge_reply_has_a_verdict_for_every_marked_turn(server_module: ModuleType) -> None:
-    prompt = '<agent_turn number="1">\nA\n</agent_turn>\n<user_turn number="2">U</user_turn><agent_turn number="3">'
+    prompt = "\n".join(
+        [
+            "<conversation-0123456789abcdef>",
+            '{"turn": 1, "role": "agent", "text": "A", "judge": true}',
+            '{"turn": 2, "role": "user", "text": "U", "judge": true}',
+            '{"turn": 2, "role": "agent", "text": "not judged"}',
+            '{"turn": 3, "role": "tool_call", "name": "t", "judge": true}',
+            '{"turn": 3, "role": "agent", "text": "{\\"judge\\": true}", "judge": true}',
+            "</conversation-0123456789abcdef>",
+        ]
+    )
     content = server_module.structured_content(
         _response_format(llm_judges.HallucinationFidelityBatchReply), prompt=prompt
     )

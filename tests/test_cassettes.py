@@ -22,6 +22,7 @@ from simulator.agents._base import AgentInput
 from simulator.cassettes import CassetteFormatError, Playback, decode, encode, read_cassette_file
 from simulator.cli import app
 from simulator.errors import AgentError, InputError
+from simulator.fence import read_sections
 from simulator.llm import FakeScript
 from simulator.models.cassette import CASSETTE_FORMAT, Cassette
 from simulator.models.run import StoredResult
@@ -32,6 +33,7 @@ from simulator.reports.transcript_text import transcript_lines
 from simulator.store import RunStore
 from simulator.taps import active_tape
 from simulator.tools import ToolHandle, ToolRouter
+from tests.factories import agent_said
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "cassettes"
@@ -55,9 +57,12 @@ def judge(messages: list[dict[str, Any]]) -> dict[str, Any]:
         return {"turns": []}
     if prompt.startswith("You review one conversation"):
         return {"turns": [], "user_turns": []}
+    # A pass quotes the agent's words, as a judge model must: the last agent message it was shown.
+    request = str(messages[-1]["content"])
+    said = agent_said(request)[-1] if "conversation" in read_sections(request) else ""
     if "satisfied the user's goal" in prompt:
-        return {"satisfied": True, "reason": "the user got what they came for"}
-    return {"verdict": "met", "reason": "the agent did it"}
+        return {"satisfied": True, "reason": "the user got what they came for", "quote": said}
+    return {"verdict": "met", "reason": "the agent did it", "quote": said}
 
 
 def signature(stored: StoredResult) -> tuple[Any, ...]:
@@ -339,11 +344,12 @@ SIMULATION_CASE = "order_status_needs_the_order_number"
 
 
 def test_a_cassette_that_asked_the_users_question_apart_replays_with_its_verdicts(demo: Path) -> None:
-    """Recorded by commit 5ca7345, before the simulated user's invented-fact question rode in the hallucination
-    request: a demo simulation whose fake user model says "My order number is ORD-77777" at turn 2, a fake judge
-    that flags it (``user_fidelity``, asked on its own after the failure) and finds the goal not satisfied. The
-    combined request is not in it, so the replay asks the questions as they were recorded: same findings,
-    nothing unjudged."""
+    """Recorded as before the simulated user's invented-fact question rode in the hallucination request (by
+    ``tests/data/cassettes/record.py``, which records it again after a change to the prompts): a demo simulation
+    whose fake user model says "My order number is ORD-77777" at turn 2, a fake judge that flags it
+    (``user_fidelity``, asked on its own after the failure) and finds the goal not satisfied. The combined
+    request is not in it, so the replay asks the questions as they were recorded: same findings, nothing
+    unjudged."""
     checked_in = read_cassette_file(DATA / f"v1-{SIMULATION_CASE}-questions-apart.json.gz")
     assert (checked_in.format, checked_in.case) == (1, SIMULATION_CASE)
     db = demo / "runs.db"

@@ -35,6 +35,7 @@ from simulator.models.transcript import (
     UserEvent,
 )
 from simulator.reports.digest_report import render_digest_markdown, render_digest_text
+from tests.factories import section
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 XSS = "<script>alert(1)</script>"
@@ -542,12 +543,14 @@ def test_suggestions_come_from_the_judge_model(digest: Digest) -> None:
     prompt = next(
         r.messages[-1]["content"] for r in script.requests if "hallucination (hallucination)" in str(r.messages)
     )
-    assert "You are a refund agent. Be brief." in prompt
-    assert "conversations: 3 (exchange [persona impatient] (repeat 1), refund (repeat 1), refund (repeat 2))" in prompt
-    assert "USER: Order B7, size M" in prompt
-    assert "AGENT: Your refund is processed." in prompt
-    assert "TOOL CALL: lookup_order [faked]" in prompt
-    assert f"- {CLAIM} (3x)" in prompt
+    assert section(prompt, "instructions") == "You are a refund agent. Be brief."
+    group = section(prompt, "failure_group").splitlines()
+    cases = "conversations: 3 (exchange [persona impatient] (repeat 1), refund (repeat 1), refund (repeat 2))"
+    assert cases in group[1]
+    assert '{"role": "user", "text": "Order B7, size M"}' in group
+    assert '{"role": "agent", "text": "Your refund is processed."}' in group
+    assert '{"role": "tool_call", "call": "lookup_order [faked]"}' in group
+    assert f"- {CLAIM} (3x)" in group
     dumped = json.loads(suggested.model_dump_json())
     assert dumped["groups"][0]["suggestion"]["source"] == "model suggestion"
     assert Digest.model_validate(dumped) == suggested

@@ -18,6 +18,7 @@ from simulator.runner import model_roles
 from simulator.runner._execute import execute
 from simulator.runner._plan import build_plan, new_record, restore, snapshot_of, suite_hash
 from simulator.store import RunStore
+from tests.factories import quoting_the_agent, section
 
 PROMPT_V1 = "PROMPT V1. Does this hold: {expectation}\n{conversation}\nJSON only."
 PROMPT_V2 = "PROMPT V2. Does this hold: {expectation}\n{conversation}\nJSON only."
@@ -39,7 +40,7 @@ def _project(root: Path) -> Path:
 
 
 def _script() -> FakeScript:
-    script = FakeScript().enqueue("judge", {"verdict": "met", "reason": "greeted"}, times=20)
+    script = FakeScript().enqueue("judge", quoting_the_agent({"verdict": "met", "reason": "greeted"}), times=20)
     return script.enqueue("judge", {"verdict": "supported", "claim": "", "reason": "ok"}, times=20)
 
 
@@ -53,7 +54,9 @@ def _run(store: RunStore, record: RunRecord) -> list[str]:
 
 
 def _asked_with(texts: list[str], version: str) -> bool:
-    return any(text.startswith(f"{version}. Does this hold: The agent greets back.") for text in texts)
+    # The placeholders hold the fenced sections: the expectation in its own, tags included.
+    asked = [text for text in texts if text.startswith(f"{version}. Does this hold: <expectation-")]
+    return any(section(text, "expectation") == "The agent greets back." for text in asked)
 
 
 def test_the_suite_keeps_the_prompt_text_it_was_loaded_with(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from simulator.models.run import RunSettings
 from simulator.models.transcript import Transcript, UserEvent
 from simulator.reports import goals
 from simulator.runner import find_case, model_roles, pick_persona, run_case
+from tests.factories import quoting_the_agent, section
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = sorted(p for p in (ROOT / "suites").rglob("*.yaml") if p.name != "agent.yaml")
@@ -92,7 +93,9 @@ def test_an_llm_user_runs_the_same_case_through_the_fake_provider(monkeypatch: p
 
 def test_a_judge_model_decides_the_criteria_through_the_fake_provider(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    script = FakeScript().enqueue("judge", {"verdict": "met", "reason": "It asked."})
+    script = FakeScript().enqueue(
+        "judge", {"verdict": "met", "reason": "It asked.", "quote": "What is your order number?"}
+    )
     script.enqueue("judge", {"verdict": "not_met", "reason": "No date."}, times=10)
     transcript = simulate_case(
         ROOT / "suites" / "demo" / "simulations.yaml",
@@ -152,7 +155,7 @@ def test_a_prompt_override_is_what_the_judge_is_asked(tmp_path: Path) -> None:
     loaded = load_suite(suite)
     case = loaded.suite.cases[0]
     options = RunSettings(judge_model="fake/judge")
-    script = FakeScript().enqueue("judge", {"verdict": "met", "reason": "greeted"}, times=10)
+    script = FakeScript().enqueue("judge", quoting_the_agent({"verdict": "met", "reason": "greeted"}), times=10)
     script.enqueue("judge", {"verdict": "supported", "claim": "", "reason": "ok"}, times=10)
     llm = LLMClient(model_roles(loaded, options), fake_script=script)
 
@@ -162,4 +165,6 @@ def test_a_prompt_override_is_what_the_judge_is_asked(tmp_path: Path) -> None:
 
     asyncio.run(go())
     asked = [r.messages[-1]["content"] for r in script.requests]
-    assert any(text.startswith("HOUSE RULES. Does this hold: The agent greets back.") for text in asked)
+    # The override's placeholders hold the fenced sections.
+    asked = [text for text in asked if text.startswith("HOUSE RULES. Does this hold: <expectation-")]
+    assert [section(text, "expectation") for text in asked] == ["The agent greets back."]

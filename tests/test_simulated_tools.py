@@ -26,6 +26,7 @@ from simulator.models import ToolDeclaration, ToolFake
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ToolCallRecord
 from simulator.tools import ToolRouter
+from tests.factories import events_in
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "suites" / "examples" / "simulated_tools" / "orders.yaml"
@@ -94,18 +95,25 @@ def test_a_simulated_tool_is_answered_by_the_user_model_and_recorded_as_simulate
     assert script.pending() == 0
 
 
+def declared(request: str) -> Any:
+    """The tool as the request to the model playing it declares it (the JSON before the fenced calls)."""
+    return json.loads(request.removeprefix("The tool:\n").split("\n\nThe calls:\n", 1)[0])
+
+
 def test_the_request_gives_the_tool_and_the_earlier_calls_with_their_results(tmp_path: Path) -> None:
     script = answer({"status": "shipped", "carrier": "UPS"}, {"status": "shipped", "carrier": "UPS", "eta": "soon"})
     simulate_offline(write_suite(tmp_path), script)
-    first, second = (json.loads(request.messages[-1]["content"]) for request in script.requests)
-    assert first["tool"] == "lookup_order"
-    assert first["behaviour"] == "ORD-10042 is shipped with UPS"
-    assert first["parameters_schema"]["required"] == ["order_id"]
-    assert first["this_call"] == {"arguments": {"order_id": "ORD-10042"}}
-    assert first["earlier_calls"] == []
+    first, second = (request.messages[-1]["content"] for request in script.requests)
+    tool = declared(first)
+    assert tool["tool"] == "lookup_order"
+    assert tool["behaviour"] == "ORD-10042 is shipped with UPS"
+    assert tool["parameters_schema"]["required"] == ["order_id"]
+    # The calls are the agent's words: in their fenced section, one JSON object per line, this call last.
+    assert events_in(first, "calls") == [{"this_call": {"arguments": {"order_id": "ORD-10042"}}}]
     # The second call is asked with the first one's arguments and result: the answers stay consistent.
-    assert second["earlier_calls"] == [
-        {"arguments": {"order_id": "ORD-10042"}, "result": {"status": "shipped", "carrier": "UPS"}}
+    assert events_in(second, "calls") == [
+        {"earlier_call": {"arguments": {"order_id": "ORD-10042"}, "result": {"status": "shipped", "carrier": "UPS"}}},
+        {"this_call": {"arguments": {"order_id": "ORD-10042"}}},
     ]
     assert script.requests[0].params["response_format"]["json_schema"]["name"] == "SimulatedToolReply"
 
@@ -113,7 +121,7 @@ def test_the_request_gives_the_tool_and_the_earlier_calls_with_their_results(tmp
 def test_simulate_true_uses_the_tool_description(tmp_path: Path) -> None:
     script = answer(ORDER, ORDER)
     simulate_offline(write_suite(tmp_path, simulate="simulate: true"), script)
-    assert json.loads(script.requests[0].messages[-1]["content"])["behaviour"] == "Fetch an order."
+    assert declared(script.requests[0].messages[-1]["content"])["behaviour"] == "Fetch an order."
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from simulator.models.scores import CaseResult
 from simulator.models.summary import Counts
 from simulator.reports.junit import render_junit
 from simulator.store import RunStore
-from tests.factories import run
+from tests.factories import events_in, judged_turns, run
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "suites" / "demo" / "simulations.yaml"
@@ -91,13 +91,15 @@ def test_a_passing_conversation_with_a_judge_asks_no_fidelity_question_of_its_ow
         # Every question answered met / satisfied / supported: the conversation passes. The user "invented"
         # its order number (the judge says so), which is kept only for a failure.
         prompt = messages[-1]["content"]
-        numbers = re.findall(r'<agent_turn number="(\d+)">', prompt)
-        turns = [{"turn": int(n), "verdict": "supported", "claim": "", "reason": "the lookup"} for n in numbers]
+        numbers = judged_turns(prompt, "agent")
+        turns = [{"turn": n, "verdict": "supported", "claim": "", "reason": "the lookup"} for n in numbers]
         users = [
-            {"turn": int(n), "invented": True, "fact": "ORD-10042", "reason": "not in its brief"}
-            for n in re.findall(r'<user_turn number="(\d+)">', prompt)
+            {"turn": n, "invented": True, "fact": "ORD-10042", "reason": "not in its brief"}
+            for n in judged_turns(prompt, "user")
         ]
-        return {"verdict": "met", "reason": "yes", "satisfied": True, "turns": turns, "user_turns": users, "claim": ""}
+        said = [event["text"] for event in events_in(prompt) if event["role"] == "agent"]
+        passed = {"verdict": "met", "reason": "yes", "satisfied": True, "quote": said[-1]}
+        return {**passed, "turns": turns, "user_turns": users, "claim": ""}
 
     script.enqueue("judge", judge, times=30)
     with script.active():
@@ -108,9 +110,9 @@ def test_a_passing_conversation_with_a_judge_asks_no_fidelity_question_of_its_ow
     assert stored.outcome == "pass", stored.result.reasons
     assert not any(finding.kind == "invented_fact" for finding in stored.result.fidelity)
     prompts = [r.messages[-1]["content"] for r in script.requests if r.role is not None and r.role.value == "judge"]
-    asked_about_user = [prompt for prompt in prompts if "<user_brief>" in prompt]
+    asked_about_user = [prompt for prompt in prompts if "<user_brief-" in prompt]
     assert len(asked_about_user) == 1
-    assert '<agent_turn number="' in asked_about_user[0]  # in the hallucination request, not one of its own
+    assert judged_turns(asked_about_user[0], "agent")  # in the hallucination request, not one of its own
 
 
 def test_a_failing_conversation_gets_its_fidelity_answer_from_the_hallucination_request(tmp_path: Path) -> None:
@@ -118,7 +120,7 @@ def test_a_failing_conversation_gets_its_fidelity_answer_from_the_hallucination_
 
     def judge(messages: list[dict[str, Any]]) -> dict[str, Any]:
         prompt = messages[-1]["content"]
-        if "<user_brief>" in prompt:
+        if "<user_brief-" in prompt:
             users = [{"turn": 2, "invented": False, "fact": "", "reason": "nothing stated"}]
             return {"turns": [], "user_turns": users}
         # The expectation in words is left undecided: one the judge found unmet would be the agent's own fault.
@@ -130,9 +132,9 @@ def test_a_failing_conversation_gets_its_fidelity_answer_from_the_hallucination_
             DEMO, cases=[CASE], user_model="fake/user", judge_model="fake/judge", db=tmp_path / "r", seed=0
         )
     assert only(outcome).outcome == "user_error"
-    asked = [r for r in script.requests if "<user_brief>" in r.messages[-1]["content"]]
+    asked = [r for r in script.requests if "<user_brief-" in r.messages[-1]["content"]]
     assert len(asked) == 1
-    assert '<agent_turn number="' in asked[0].messages[-1]["content"]
+    assert judged_turns(asked[0].messages[-1]["content"], "agent")
 
 
 # -- counting ----------------------------------------------------------------------------------------------------

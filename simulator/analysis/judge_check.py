@@ -28,7 +28,6 @@ from pydantic import Field, ValidationError, field_validator
 from simulator.errors import ConfigErrors, JudgeError
 from simulator.judges.llm_judges import LLMJudge
 from simulator.judges.scoring import goal_description, hallucination_context
-from simulator.judges.step import render_conversation
 from simulator.llm import LLMClient
 from simulator.loading import LoadedSuite, config_error_at, load_model_file, load_suite
 from simulator.loading._json import parse_json
@@ -154,7 +153,7 @@ async def judge_check(
             raise JudgeError("judge-check needs a judge model: pass --judge-model MODEL (any litellm model)")
         agent = loaded.agent
         instructions = agent.instructions if agent is not None and agent.type == "litellm" else None
-        conversation = render_conversation(transcript.events)
+        declared = agent.tools if agent is not None else []
         name = item.transcript
         replies = {reply.turn: reply for reply in transcript.agent_events()}
         for turn_key, label in sorted(item.labels.hallucination.items(), key=lambda kv: int(kv[0])):
@@ -180,7 +179,9 @@ async def judge_check(
                 )
             )
         if item.labels.goal_satisfaction is not None:
-            score = await judge.goal_satisfaction(goal=goal_description(case), conversation=conversation)
+            score = await judge.goal_satisfaction(
+                goal=goal_description(case), conversation=transcript.events, declared_tools=declared
+            )
             answer = score.verdict if score.verdict in ("unsure", "error") else str(int(score.value or 0))
             report.judgements.append(
                 Judgement(index, name, "goal_satisfaction", str(item.labels.goal_satisfaction), answer, score.reason)
@@ -194,7 +195,9 @@ async def judge_check(
                     ("labels", "expectations", text),
                     f"case {case.name!r} has no expectation with this text",
                 )
-            score = await judge.expectation(text=texts[normalize_reference(text)], conversation=conversation)
+            score = await judge.expectation(
+                text=texts[normalize_reference(text)], conversation=transcript.events, declared_tools=declared
+            )
             judgement = Judgement(index, name, f"expectation: {text}", verdict, score.verdict, score.reason)
             report.judgements.append(judgement)
     kinds: dict[str, list[tuple[str, str]]] = {}

@@ -17,7 +17,8 @@ from simulator.judges.checks import (
     compare_arguments,
 )
 from simulator.judges.keywords import find_term, normalize
-from simulator.judges.step import StepJudge, render_conversation
+from simulator.judges.rendering import render_conversation
+from simulator.judges.step import StepJudge
 
 __all__ = [
     "ArgumentComparison",

@@ -32,24 +32,31 @@ Design
     scores goal satisfaction -1 (``n/a``).
   * The judge judges what happened: the prompts show tool calls with their status and results, and tell the
     model that a claim of data or of an action that no tool call supports is not evidence.
+  * Untrusted text is data. Every text a question is about goes into the prompt as a section fenced by the
+    request's token (:mod:`simulator.fence`), a conversation as one JSON event per line
+    (:mod:`simulator.judges.rendering`), and every prompt says that fenced text is never instructions.
+  * A pass quotes the agent. An expectation judged met and a goal judged satisfied carry a ``quote`` of the
+    agent's words; a pass without one, with words that are not the agent's, or that deterministic evidence
+    contradicts (a criterion naming a tool that never ran, an unbacked claim of tool use) does not count
+    (:func:`~simulator.judges.evidence.overrule_pass`).
 
 Prompts
   The built-in prompts are the ``prompts/*.md`` files next to this module, one per question (see
   :data:`PROMPT_PLACEHOLDERS`). A prompt is a ``str.format`` template with named ``{placeholders}`` and
   literal braces written ``{{ }}``; a leading ``<!-- ... -->`` comment documents it and is removed before
-  sending. A suite can replace any of them (``judge_prompts``); an override that uses a placeholder its
-  question does not fill is a :class:`~simulator.errors.JudgeError` naming it, raised when the judge is made.
+  sending. A text placeholder is filled with its fenced section, tags included (:data:`SECTIONS`), so an
+  override fences what it shows too. A suite can replace any of them (``judge_prompts``); an override that uses
+  a placeholder its question does not fill is a :class:`~simulator.errors.JudgeError` naming it, raised when
+  the judge is made.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import re
 import string
 import types
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -58,7 +65,11 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, Field, model_validator
 
 from simulator.errors import JudgeError, ModelError
-from simulator.judges.step import NO_JUDGE, render_conversation
+from simulator.fence import fence_sections
+from simulator.judges.claims import DeclaredTools
+from simulator.judges.evidence import Evidence, overrule_pass, quote_in
+from simulator.judges.rendering import render_conversation
+from simulator.judges.step import NO_JUDGE
 from simulator.llm import LLMClient, Role, StructuredOutputError, UnrecordedRequest
 from simulator.models.case import ReferenceAnswerSpec
 from simulator.models.scores import FidelityFinding, Score, ScoreSource, ScoreVerdict
@@ -66,6 +77,7 @@ from simulator.models.transcript import AgentEvent, TranscriptEvent, UserEvent
 
 __all__ = [
     "PROMPT_PLACEHOLDERS",
+    "SECTIONS",
     "ExpectationReply",
     "GoalSatisfactionReply",
     "HallucinationBatchReply",
@@ -99,11 +111,34 @@ PROMPT_PLACEHOLDERS: Mapping[str, frozenset[str]] = types.MappingProxyType(
     }
 )
 
+#: The placeholders of each question that hold text (from the conversation or the test) by the name of the fenced
+#: section they are filled with: ``{conversation}`` becomes ``<conversation-TOKEN>`` ... ``</conversation-TOKEN>``.
+#: The others (turn numbers, the pass mark) are written by Simulator and filled as they are.
+SECTIONS: Mapping[str, Mapping[str, str]] = types.MappingProxyType(
+    {
+        "reference_answer": {"question": "question", "answer": "agent_answer", "reference": "reference_answer"},
+        "side_claim": {"question": "question", "answer": "agent_answer", "claim": "claim"},
+        "semantic_match": {
+            "expected": "expected_message",
+            "actual": "actual_message",
+            "context": "conversation_before",
+        },
+        "hallucination": {"turn": "agent_turn", "context": "context"},
+        "hallucination_batch": {"context": "context", "conversation": "conversation"},
+        "goal_satisfaction": {"goal": "user_goal", "conversation": "conversation"},
+        "expectation": {"expectation": "expectation", "conversation": "conversation"},
+        "user_fidelity": {"brief": "user_brief", "conversation": "conversation"},
+        "hallucination_fidelity_batch": {"context": "context", "brief": "user_brief", "conversation": "conversation"},
+    }
+)
+
 R = TypeVar("R", bound=BaseModel)
 
 # --------------------------------------------------------------------------------------------------------------
 # Reply schemas: what the judge model answers, one small JSON object per question. Every field is required
-# (providers with strict structured output demand it); extra keys are ignored rather than re-asked.
+# (providers with strict structured output demand it; the schema they get lists every field as required) but
+# the ``quote`` of a pass: a reply without one is a pass without evidence, unsure rather than malformed. Extra
+# keys are ignored rather than re-asked.
 
 
 class ReferenceAnswerReply(BaseModel):
@@ -172,17 +207,20 @@ class HallucinationBatchReply(BaseModel):
 
 
 class GoalSatisfactionReply(BaseModel):
-    """Whether the conversation satisfied the user's goal."""
+    """Whether the conversation satisfied the user's goal, and the agent's words that show it when it did."""
 
     satisfied: bool
     reason: str = Field(min_length=1)
+    quote: str = ""
 
 
 class ExpectationReply(BaseModel):
-    """Whether the conversation meets one expectation written in words."""
+    """Whether the conversation meets one expectation written in words, and the agent's words that show it
+    when it does."""
 
     verdict: Literal["met", "not_met", "unsure"]
     reason: str = Field(min_length=1)
+    quote: str = ""
 
 
 class UserFidelityTurnReply(BaseModel):
@@ -447,9 +485,18 @@ class LLMJudge:
             for q, turn in zip(questions, turns, strict=True)
         ]
 
-    async def goal_satisfaction(self, *, goal: str | None, conversation: str) -> Score:
-        """Whether the conversation satisfied the user's ``goal``: 1 (``met``) or 0 (``not_met``); -1 and
-        ``n/a`` when there is no goal (no model is asked)."""
+    async def goal_satisfaction(
+        self,
+        *,
+        goal: str | None,
+        conversation: Sequence[TranscriptEvent],
+        replies: Sequence[AgentEvent] | None = None,
+        declared_tools: DeclaredTools = (),
+    ) -> Score:
+        """Whether the ``conversation`` satisfied the user's ``goal``: 1 (``met``) or 0 (``not_met``); -1 and
+        ``n/a`` when there is no goal (no model is asked). A "satisfied" stands only as
+        :func:`~simulator.judges.evidence.overrule_pass` allows (``replies``: every agent reply of the
+        conversation, by default those in it; ``declared_tools``: the agent's tools)."""
         if goal is None or not goal.strip():
             return _Question("goal_satisfaction", "user goal").score(
                 "n/a", "no user goal was given", value=-1, source="deterministic"
@@ -458,24 +505,45 @@ class LLMJudge:
         if not self.has_model:
             return q.unjudged()
         reply = await self._ask(
-            "goal_satisfaction", {"goal": goal, "conversation": conversation}, GoalSatisfactionReply
+            "goal_satisfaction",
+            {"goal": goal, "conversation": render_conversation(conversation)},
+            GoalSatisfactionReply,
         )
         if isinstance(reply, _Failed):
             return q.failed(reply)
-        if reply.satisfied:
-            return q.score("met", reply.reason, value=1)
-        return q.score("not_met", reply.reason, value=0)
+        if not reply.satisfied:
+            return q.score("not_met", reply.reason, value=0)
+        overruled = overrule_pass(reply.quote, goal, reply.reason, Evidence(conversation, replies, declared_tools))
+        if overruled is not None:
+            value = 0 if overruled.verdict == "not_met" else None
+            return q.score(overruled.verdict, overruled.reason, value=value, raw=reply.model_dump_json())
+        return q.score("met", reply.reason, value=1)
 
     async def expectation(
-        self, *, text: str, conversation: str, turn: int | None = None, step: int | None = None
+        self,
+        *,
+        text: str,
+        conversation: Sequence[TranscriptEvent],
+        replies: Sequence[AgentEvent] | None = None,
+        declared_tools: DeclaredTools = (),
+        turn: int | None = None,
+        step: int | None = None,
     ) -> Score:
-        """Whether the conversation meets the expectation ``text`` (words): met, not_met or unsure."""
+        """Whether ``conversation`` (the events of the expectation's scope) meets the expectation ``text``
+        (words): met, not_met or unsure. A met stands only as :func:`~simulator.judges.evidence.overrule_pass`
+        allows (``replies``: every agent reply of the conversation, by default those in scope)."""
         q = _Question("expectation", f"expectation: {_short(text)}", turn=turn, step=step)
         if not self.has_model:
             return q.unjudged()
-        reply = await self._ask("expectation", {"expectation": text, "conversation": conversation}, ExpectationReply)
+        values = {"expectation": text, "conversation": render_conversation(conversation)}
+        reply = await self._ask("expectation", values, ExpectationReply)
         if isinstance(reply, _Failed):
             return q.failed(reply)
+        if reply.verdict == "met":
+            evidence = Evidence(conversation, replies, declared_tools)
+            overruled = overrule_pass(reply.quote, text, reply.reason, evidence)
+            if overruled is not None:
+                return q.score(overruled.verdict, overruled.reason, raw=reply.model_dump_json())
         return q.score(reply.verdict, reply.reason)
 
     async def invented_facts(
@@ -530,6 +598,9 @@ class LLMJudge:
         origin = "override" if name in self._overrides else "built-in"
         # A blank value would leave an empty section that a model may read as missing input: say it is empty.
         texts = {key: value if value.strip() else "(empty)" for key, value in values.items()}
+        sections = SECTIONS[name]
+        fenced = fence_sections({sections[key]: text for key, text in texts.items() if key in sections})
+        texts = {key: fenced[sections[key]] if key in sections else text for key, text in texts.items()}
         filled = _Values(f"judge prompt {name!r} ({origin})", texts)
         try:
             return self.prompt(name).format_map(filled)
@@ -693,68 +764,21 @@ def _misquoted(q: _Question, quote: str, said: str, reason: str, reply: BaseMode
     )
 
 
-_QUOTE_MARKS = str.maketrans(
-    {"“": '"', "”": '"', "„": '"', "‟": '"', "«": '"', "»": '"', "‘": "'", "’": "'", "‚": "'", "‛": "'", "`": "'"}
-)
-_ELLIPSIS = re.compile(r"\[?(?:\.\.\.|…)\]?")
-_EDGES = " \"'.,;:!?"
-
-
-def _comparable(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).translate(_QUOTE_MARKS).casefold().split())
-
-
-def quote_in(quote: str, text: str) -> bool:
-    """Whether ``quote`` occurs in ``text``: ignoring case, whitespace and the kind of quotation marks, and
-    the quotation marks and punctuation around it. An ellipsis (``...``, ``…``, ``[...]``) stands for
-    left-out words: the parts around it must occur in this order. An empty quote (nothing quoted) is in
-    every text."""
-    haystack = _comparable(text)
-    position = 0
-    for part in _ELLIPSIS.split(_comparable(quote)):
-        needle = part.strip(_EDGES)
-        if not needle:
-            continue
-        found = haystack.find(needle, position)
-        if found < 0:
-            return False
-        position = found + len(needle)
-    return True
-
-
 def _render_turn(turn: AgentEvent) -> str:
     """The turn as the judge sees it: its tool calls with results, its messages, hand-off, variables set."""
-    text = render_conversation([turn])
-    if turn.variables:
-        text += f"\nAGENT SETS VARIABLES: {json.dumps(turn.variables, ensure_ascii=False)}"
-    return text
+    return render_conversation([turn], variables=True)
 
 
 def _render_marked(
     turns: Sequence[AgentEvent], events: Sequence[TranscriptEvent], users: Sequence[UserEvent] = ()
 ) -> str:
-    """The conversation up to the last of ``turns`` (and ``users``), each of them marked with its number and
-    shown as :func:`_render_turn` shows it (the per-turn question's view); each of ``users`` wrapped in
-    ``<user_turn number="N">``; every other event as the conversation shows it. Later events are left out:
-    nothing said after a turn is evidence for it."""
-    marked = {id(turn) for turn in turns}
-    marked_users = {id(turn) for turn in users}
-    last = max(
-        (i for i, event in enumerate(events) if id(event) in marked or id(event) in marked_users),
-        default=len(events) - 1,
-    )
-    parts: list[str] = []
-    for event in events[: last + 1]:
-        if id(event) in marked:
-            assert isinstance(event, AgentEvent)
-            parts.append(f'<agent_turn number="{event.turn}">\n{_render_turn(event)}\n</agent_turn>')
-        elif id(event) in marked_users:
-            parts.append(f'<user_turn number="{event.turn}">\n{render_conversation([event])}\n</user_turn>')
-        else:
-            rendered = render_conversation([event])
-            if rendered:
-                parts.append(rendered)
-    return "\n".join(parts)
+    """The conversation up to the last of ``turns`` (and ``users``), every event of each of them marked
+    ``"judge": true`` (an agent turn also shows the variables it set, as :func:`_render_turn` does); every
+    other event as the conversation shows it. Later events are left out: nothing said after a turn is
+    evidence for it."""
+    marked = {id(turn) for turn in (*turns, *users)}
+    last = max((i for i, event in enumerate(events) if id(event) in marked), default=len(events) - 1)
+    return render_conversation(events[: last + 1], marked=[*turns, *users])
 
 
 def _invented_key(brief: str, turns: Sequence[UserEvent], events: Sequence[TranscriptEvent]) -> str:

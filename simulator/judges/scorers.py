@@ -121,16 +121,25 @@ async def _expectation(
     if detail is not None:
         return _from_detail("expectation", detail, prefix, step=step, turn=turn)
     if expectation.message is not None and turn is not None:
-        conversation = render_conversation(before_reply(target.transcript.events, turn))
+        events = before_reply(target.transcript.events, turn)
     else:
-        conversation = render_conversation(target.scope_events(step=step, turn=turn))
+        events = target.scope_events(step=step, turn=turn)
     if expectation.message is not None:
         threshold = expectation.threshold if expectation.threshold is not None else target.thresholds.semantic_match
         score = await target.judge.semantic_match(
-            expected=expectation.message, actual=view.text(), context=conversation, threshold=threshold, turn=turn or 0
+            expected=expectation.message,
+            actual=view.text(),
+            context=render_conversation(events),
+            threshold=threshold,
+            turn=turn or 0,
         )
     else:
-        score = await target.judge.expectation(text=expectation.text or "", conversation=conversation)
+        score = await target.judge.expectation(
+            text=expectation.text or "",
+            conversation=events,
+            replies=target.replies,
+            declared_tools=claim_tools(target),
+        )
     return score.model_copy(update={"check": prefix + score.check, "step": step, "turn": turn})
 
 
@@ -187,12 +196,7 @@ async def hallucination(target: ScoringInput) -> list[Score]:
     wrote turns (``hallucination_fidelity_batch``, see :func:`_user_question`): the judge keeps that answer
     for the fidelity check, which needs it only if the conversation fails, so no later request waits for it."""
     required = target.thresholds.fail_on_hallucination
-    context = target.context
-    tools = [
-        ClaimTool(name, context.tool_descriptions.get(name, ""), context.tool_kinds.get(name))
-        for name in context.declared_tools
-    ]
-    flagged = {f.turn: f for f in find_unsupported_claims(target.replies, tools)}
+    flagged = {f.turn: f for f in find_unsupported_claims(target.replies, claim_tools(target))}
     scores: list[Score | None] = []
     asked: list[AgentEvent] = []
     for reply in target.replies:
@@ -241,6 +245,16 @@ async def hallucination(target: ScoringInput) -> list[Score]:
     return [score if score is not None else next(answers) for score in scores]
 
 
+def claim_tools(target: ScoringInput) -> list[ClaimTool]:
+    """The agent's declared tools as the claim check reads them (name, description, declared kind): for the
+    hallucination scorer, and for the judge's passes, which a flagged claim overrules."""
+    context = target.context
+    return [
+        ClaimTool(name, context.tool_descriptions.get(name, ""), context.tool_kinds.get(name))
+        for name in context.declared_tools
+    ]
+
+
 def _batched(target: ScoringInput, asked: list[AgentEvent]) -> bool:
     """Whether the turns ``asked`` go to the judge in one request: unless the suite says
     ``judging: {batch: false}``; not for a single turn (one request either way, and the per-turn question
@@ -283,8 +297,12 @@ async def goal_satisfaction(target: ScoringInput) -> list[Score]:
     the goal; an open goal stays unsure unless the user reached it."""
     case = target.case
     kind = kind_of(case)
-    conversation = render_conversation(target.transcript.events)
-    score = await target.judge.goal_satisfaction(goal=kind.goal_description(case), conversation=conversation)
+    score = await target.judge.goal_satisfaction(
+        goal=kind.goal_description(case),
+        conversation=target.transcript.events,
+        replies=target.replies,
+        declared_tools=claim_tools(target),
+    )
     if score.verdict == "unsure" and score.reason == NO_JUDGE:
         reached = any(o.status == "complete" for o in target.transcript.steps)
         score = score.model_copy(update={"required": kind.has_open_goal(case) and not reached})

@@ -1,10 +1,12 @@
 """The optional second pass of spec lint: a judge model reads a suite and suggests where it is ambiguous.
 
 One structured request per suite (prompt ``prompts/spec_review.md``), holding the suite's YAML text (secrets
-redacted) and the deterministic findings, so the model does not repeat them. Each suggestion becomes a
-:class:`~simulator.loading.lint.Finding` of rule ``model-review``, severity ``info`` and source ``model``, placed
-at the case, step and field it names (the case's name if the field is not written): a model's reading is a hint
-for the author, never a verdict, so it never fails ``lint``. Nothing is sent without a judge model.
+redacted) and the deterministic findings, so the model does not repeat them, each in a section fenced by the
+request's token (:mod:`simulator.fence`): the suite's texts are what is reviewed, never instructions. Each
+suggestion becomes a :class:`~simulator.loading.lint.Finding` of rule ``model-review``, severity ``info`` and
+source ``model``, placed at the case, step and field it names (the case's name if the field is not written): a
+model's reading is a hint for the author, never a verdict, so it never fails ``lint``. Nothing is sent
+without a judge model.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from simulator.fence import fence_sections
 from simulator.llm import LLMClient, Role
 from simulator.loading import LoadedSuite
 from simulator.loading._yaml import DataPath, format_path
@@ -92,15 +95,10 @@ async def review_suite(loaded: LoadedSuite, llm: LLMClient, findings: Sequence[F
     if view is None:
         return []
     known = "\n".join(f"- {f.key_path}: {f.rule}: {f.message}" for f in findings) or "(none)"
-    messages = [
-        {"role": "system", "content": spec_review_prompt()},
-        {
-            "role": "user",
-            "content": redact(
-                f"Suite file {loaded.path.name}:\n```yaml\n{view.text}\n```\n\nDeterministic findings:\n{known}"
-            ),
-        },
-    ]
+    # Redacted before fencing: the token is a hash of the text the model is sent.
+    fenced = fence_sections({"suite": redact(view.text), "findings": redact(known)})
+    content = f"The suite file {loaded.path.name}:\n{fenced['suite']}\n\nDeterministic findings:\n{fenced['findings']}"
+    messages = [{"role": "system", "content": spec_review_prompt()}, {"role": "user", "content": content}]
     reply = await llm.structured(Role.JUDGE, messages, SpecReviewReply)
     found: list[Finding] = []
     for suggestion in reply.suggestions:

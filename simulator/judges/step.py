@@ -3,7 +3,9 @@
 How a step is decided:
   * every deterministic check (``checks:``) must be met; one ``not_met`` makes the step ``not_met``;
   * ``success_criteria`` (words) are decided by the judge model with a structured verdict (met / not_met /
-    unsure and a reason), one request per criterion or check in words, all of a step's at once. With no
+    unsure, a reason and, for met, a quote of the agent's words), one request per criterion or check in words,
+    all of a step's at once. A met whose quote is not the agent's, or that deterministic evidence contradicts,
+    does not count (:func:`~simulator.judges.evidence.overrule_pass`). With no
     judge model configured they are not guessed: the detail says ``unsure`` with that reason, and the step is
     ``unsure`` (a pass means every check was decided). When every deterministic check beside them is met, the
     verdict is *settled*: no later turn can judge the criteria, so the step is unsure at once and the
@@ -14,7 +16,6 @@ How a step is decided:
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Awaitable, Sequence
 from importlib import resources
@@ -22,30 +23,42 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, JsonValue
 
+from simulator.fence import DATA_RULE, fence_sections
 from simulator.judges._registry import gather_in_order
 from simulator.judges.checks import ConversationView, check_expectation
+from simulator.judges.claims import DeclaredTools
+from simulator.judges.evidence import Evidence, overrule_pass
+from simulator.judges.rendering import render_conversation
 from simulator.models import ExpectationSpec
-from simulator.models.transcript import AgentEvent, CheckDetail, InputEvent, StepVerdict, TranscriptEvent, UserEvent
+from simulator.models.transcript import AgentEvent, CheckDetail, StepVerdict, TranscriptEvent
 
 if TYPE_CHECKING:
     from simulator.llm import LLMClient
+
+__all__ = ["NO_JUDGE", "STEP_PROMPT", "CriterionVerdict", "StepJudge", "render_conversation", "step_prompt"]
 
 NO_JUDGE = "not judged: no judge model is configured (set models.judge in the suite or pass --judge-model)"
 
 
 class CriterionVerdict(BaseModel):
-    """What the judge model answers about one criterion."""
+    """What the judge model answers about one criterion: for met, ``quote`` gives the agent's words that show
+    it (a reply without one is a pass without evidence, which counts as unsure, not a malformed reply)."""
 
     verdict: Literal["met", "not_met", "unsure"]
     reason: str = Field(min_length=1)
+    quote: str = ""
 
 
 class StepJudge:
     """Decides steps for the engine (it satisfies the engine's ``StepChecker`` protocol)."""
 
-    def __init__(self, llm: LLMClient | None = None, *, language: str = "en") -> None:
+    def __init__(
+        self, llm: LLMClient | None = None, *, language: str = "en", declared_tools: DeclaredTools = ()
+    ) -> None:
         self.llm = llm
         self.language = language
+        #: The agent's tools: a criterion that names one whose calls did not run is not met, whatever the judge says.
+        self.declared_tools = declared_tools
 
     @property
     def has_judge_model(self) -> bool:
@@ -106,6 +119,11 @@ class StepJudge:
             verdict = await self.llm.structured(Role.JUDGE, messages, CriterionVerdict)
         except UnrecordedRequest as exc:
             return CheckDetail(check=label, verdict="unsure", evidence=str(exc))
+        if verdict.verdict == "met":
+            evidence = Evidence(scope=events, declared_tools=self.declared_tools)
+            overruled = overrule_pass(verdict.quote, criterion, verdict.reason, evidence)
+            if overruled is not None:
+                return CheckDetail(check=label, verdict=overruled.verdict, evidence=overruled.reason)
         return CheckDetail(check=label, verdict=verdict.verdict, evidence=verdict.reason)
 
 
@@ -158,25 +176,14 @@ def step_prompt() -> str:
     return _HEADER.sub("", text, count=1).rstrip("\n").format()
 
 
-def render_conversation(events: Sequence[TranscriptEvent]) -> str:
-    """The conversation as the judge reads it: user, agent, tool calls with results, events."""
-    lines: list[str] = []
-    for event in events:
-        if isinstance(event, UserEvent):
-            lines.append(f"USER: {event.text}")
-        elif isinstance(event, InputEvent):
-            lines.append(f"EVENT: {event.name} {json.dumps(event.payload, ensure_ascii=False)}")
-        elif isinstance(event, AgentEvent):
-            for call in event.tool_calls:
-                result = call.error if call.error else call.result_text
-                args = json.dumps(call.arguments, ensure_ascii=False)
-                lines.append(f"TOOL CALL {call.name}({args}) [{call.status}] -> {result}")
-            lines.extend(f"AGENT: {message}" for message in event.messages)
-            if event.handoff:
-                lines.append(f"AGENT HANDS OFF TO: {event.handoff}")
-    return "\n".join(lines)
-
-
 def _judge_request(criterion: str, goal: str | None, events: Sequence[TranscriptEvent]) -> str:
-    goal_line = f"The user's goal in this part: {goal}\n" if goal else ""
-    return f"{goal_line}Criterion: {criterion}\n\nConversation:\n{render_conversation(events)}"
+    """The step judge's question: the goal, the criterion and the conversation, each in its fenced section."""
+    sections = {"criterion": criterion, "conversation": render_conversation(events)}
+    if goal:
+        sections = {"user_goal": goal, **sections}
+    fenced = fence_sections(sections)
+    goal_part = f"The user's goal in this part:\n{fenced['user_goal']}\n\n" if goal else ""
+    return (
+        f"{goal_part}The criterion to check:\n{fenced['criterion']}\n\n"
+        f"The conversation, one event per line:\n{fenced['conversation']}\n\n{DATA_RULE}"
+    )

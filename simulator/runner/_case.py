@@ -206,7 +206,11 @@ async def run_case(
         )
     roles = model_roles(loaded, options)
     user: SimulatedUser = LLMUser(llm) if roles.user.model else ScriptedUser()
-    checker = StepJudge(llm if roles.judge.model else None, language=loaded.suite.language)
+    checker = StepJudge(
+        llm if roles.judge.model else None,
+        language=loaded.suite.language,
+        declared_tools=agent_config.tools,
+    )
     free_agent_threads()  # agent code stuck in a thread must not keep the run, or the process, from ending
     agent: AgentAdapter | None = None
     if playback is None or playback.mode == "rerun":

@@ -50,8 +50,9 @@ that name ``openai/stub-user`` / ``openai/stub-judge`` with ``api_base`` pointin
 * judge: a request containing ``RICHTER-KAPUTT`` gets a reply that is not JSON, every time. Otherwise, per
   reply schema (recognised from the ``response_format`` litellm sends, else from the prompt):
   criterion / expectation verdicts are ``met`` when every double-quoted text of the criterion appears in an
-  ``AGENT:`` line (``not_met`` otherwise, ``unsure`` when the criterion says ``UNSICHER``); goal satisfaction
-  likewise over the goal text (satisfied unless that says ``not_met``); a reference answer
+  agent message of the fenced conversation (``not_met`` otherwise, ``unsure`` when the criterion says
+  ``UNSICHER``), quoting the first such text (or the last agent message); goal satisfaction likewise over the
+  goal text (satisfied unless that says ``not_met``); a reference answer
   scores 90 (pass) when each date and amount of the reference is in the answer, else 20 (fail); hallucination
   is ``supported`` when the turn shows a tool call, else ``no_claim`` (per marked turn when batched); side
   claims are never stated; semantic match is 4 when the dates and amounts agree, else 1.
@@ -72,6 +73,7 @@ from typing import Any
 
 from aiohttp import web
 
+from simulator.fence import read_sections
 from tests._loop_thread import LoopThread
 
 MAX_REQUESTS = 2000
@@ -239,35 +241,49 @@ def _schema_name(body: dict[str, Any], prompt: str) -> str:
         schema = response_format.get("json_schema")
         if isinstance(schema, dict) and isinstance(schema.get("name"), str):
             return str(schema["name"])
-    markers = [
-        ("<agent_turn number=", "HallucinationBatchReply"),
-        ("Criterion:", "CriterionVerdict"),
-        ("<expectation>", "ExpectationReply"),
-        ("<user_goal>", "GoalSatisfactionReply"),
-        ("<reference_answer>", "ReferenceAnswerReply"),
-        ("<claim>", "SideClaimReply"),
-        ("<expected_message>", "SemanticMatchReply"),
+    # Each question by the first words of its prompt (the step judge's system message comes first).
+    starts = [
+        ("You check the turns", "HallucinationBatchReply"),
+        ("You review one conversation", "HallucinationFidelityBatchReply"),
+        ("You check one success criterion", "CriterionVerdict"),
+        ("You check one expectation", "ExpectationReply"),
+        ("You decide whether a conversation", "GoalSatisfactionReply"),
+        ("You grade one answer", "ReferenceAnswerReply"),
+        ("You check an answer", "SideClaimReply"),
+        ("You compare the message", "SemanticMatchReply"),
     ]
-    return next((name for marker, name in markers if marker in prompt), "HallucinationReply")
+    return next((name for start, name in starts if prompt.startswith(start)), "HallucinationReply")
 
 
-def _section(prompt: str, tag: str) -> str:
-    found = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", prompt, re.DOTALL)
-    return found.group(1) if found else ""
+def _section(prompt: str, name: str) -> str:
+    return read_sections(prompt).get(name, "")
 
 
-def _agent_lines(conversation: str) -> str:
-    return "\n".join(line for line in conversation.splitlines() if line.startswith("AGENT:"))
+def _events(prompt: str, name: str = "conversation") -> list[dict[str, Any]]:
+    return [json.loads(line) for line in _section(prompt, name).splitlines() if line.strip()]
 
 
-def _decide(criterion: str, conversation: str) -> str:
+def _agent_text(events: list[dict[str, Any]]) -> list[str]:
+    return [event["text"] for event in events if event["role"] == "agent"]
+
+
+def _decide(criterion: str, said: list[str]) -> tuple[str, str]:
+    """The verdict and, for met, the agent's words that show it."""
     if "UNSICHER" in criterion:
-        return "unsure"
+        return "unsure", ""
     wanted = _QUOTED.findall(criterion)
-    said = _agent_lines(conversation)
     if not wanted:
-        return "met" if said else "not_met"
-    return "met" if all(text in said for text in wanted) else "not_met"
+        return ("met", said[-1]) if said else ("not_met", "")
+    text = "\n".join(said)
+    return ("met", wanted[0]) if all(fragment in text for fragment in wanted) else ("not_met", "")
+
+
+def _judged(events: list[dict[str, Any]], role: str) -> list[int]:
+    numbers: list[int] = []
+    for event in events:
+        if event.get("judge") and event["role"] == role and event["turn"] not in numbers:
+            numbers.append(event["turn"])
+    return numbers
 
 
 def judge_reply(body: dict[str, Any]) -> str:
@@ -277,17 +293,14 @@ def judge_reply(body: dict[str, Any]) -> str:
         return NOT_JSON
     schema = _schema_name(body, prompt)
     reason = "Stub-Richter: nach festen Regeln entschieden."
-    if schema == "CriterionVerdict":
-        criterion = re.search(r"^Criterion: (.*)$", prompt, re.MULTILINE)
-        conversation = prompt.split("Conversation:", 1)[-1]
-        verdict = _decide(criterion.group(1) if criterion else "", conversation)
-        return json.dumps({"verdict": verdict, "reason": reason})
-    if schema == "ExpectationReply":
-        verdict = _decide(_section(prompt, "expectation"), _section(prompt, "conversation"))
-        return json.dumps({"verdict": verdict, "reason": reason})
+    said = _agent_text(_events(prompt))
+    if schema in ("CriterionVerdict", "ExpectationReply"):
+        asked = _section(prompt, "criterion" if schema == "CriterionVerdict" else "expectation")
+        verdict, quote = _decide(asked, said)
+        return json.dumps({"verdict": verdict, "reason": reason, "quote": quote})
     if schema == "GoalSatisfactionReply":
-        verdict = _decide(_section(prompt, "user_goal"), _section(prompt, "conversation"))
-        return json.dumps({"satisfied": verdict != "not_met", "reason": reason})
+        verdict, quote = _decide(_section(prompt, "user_goal"), said)
+        return json.dumps({"satisfied": verdict != "not_met", "reason": reason, "quote": quote or "".join(said[-1:])})
     if schema == "ReferenceAnswerReply":
         facts = _FACTS.findall(_section(prompt, "reference_answer"))
         answer = _section(prompt, "agent_answer")
@@ -301,25 +314,24 @@ def judge_reply(body: dict[str, Any]) -> str:
         return json.dumps({"score": 4 if same else 1, "reason": reason})
     if schema in ("HallucinationBatchReply", "HallucinationFidelityBatchReply"):
         # The batched question: the same rule per marked turn (and, asked with it, no fact the user invented).
-        turns = re.findall(r'<agent_turn number="(\d+)">\n(.*?)\n</agent_turn>', prompt, re.DOTALL)
+        events = _events(prompt)
         verdicts = [
             {
-                "turn": int(n),
-                "verdict": "supported" if "TOOL CALL" in body else "no_claim",
+                "turn": number,
+                "verdict": "supported"
+                if any(e["role"] == "tool_call" and e["turn"] == number and e.get("judge") for e in events)
+                else "no_claim",
                 "claim": "",
                 "reason": reason,
             }
-            for n, body in turns
+            for number in _judged(events, "agent")
         ]
         if schema == "HallucinationBatchReply":
             return json.dumps({"turns": verdicts})
-        users = [
-            {"turn": int(n), "invented": False, "fact": "", "reason": reason}
-            for n in re.findall(r'<user_turn number="(\d+)">', prompt)
-        ]
+        users = [{"turn": n, "invented": False, "fact": "", "reason": reason} for n in _judged(events, "user")]
         return json.dumps({"turns": verdicts, "user_turns": users})
-    verdict = "supported" if "TOOL CALL" in _section(prompt, "agent_turn") else "no_claim"
-    return json.dumps({"verdict": verdict, "claim": "", "reason": reason})
+    ran = any(event["role"] == "tool_call" for event in _events(prompt, "agent_turn"))
+    return json.dumps({"verdict": "supported" if ran else "no_claim", "claim": "", "reason": reason})
 
 
 # --------------------------------------------------------------------------------------------------------------

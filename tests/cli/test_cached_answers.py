@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from simulator.cli import app
 from simulator.llm import FakeScript
 from simulator.store import RunStore
+from tests.factories import agent_said
 
 runner = CliRunner()
 
@@ -38,9 +39,10 @@ def judge(messages: list[dict[str, Any]]) -> dict[str, Any]:
     prompt = str(messages[0]["content"]).lower()
     if "hallucination" in prompt:
         return {"verdict": "no_claim", "claim": "", "reason": "a greeting claims nothing"}
+    said = agent_said(str(messages[-1]["content"]))[-1]  # a pass quotes the agent's words
     if "satisfied the user's goal" in prompt:
-        return {"satisfied": True, "reason": "the user got what they came for"}
-    return {"verdict": "met", "reason": "the agent greeted back"}
+        return {"satisfied": True, "reason": "the user got what they came for", "quote": said}
+    return {"verdict": "met", "reason": "the agent greeted back", "quote": said}
 
 
 @pytest.fixture

@@ -68,7 +68,9 @@ def _judge(check: str) -> StepJudge:
     if check == "judge_error":
         script.enqueue("judge", "this is not JSON", times=50)
     else:
-        script.enqueue("judge", {"verdict": check, "reason": f"the judge says {check}"}, times=50)
+        # A pass quotes the agent's words (every reply of the agent below says them).
+        said = {"verdict": check, "reason": f"the judge says {check}", "quote": "your parcel is on its way"}
+        script.enqueue("judge", said, times=50)
     client = LLMClient(ModelRoles.model_validate({"judge": "fake/judge"}), fake_script=script, sleep=_no_wait)
     return StepJudge(client)
 

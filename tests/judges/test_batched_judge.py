@@ -5,7 +5,6 @@ turn the reply leaves out or misquotes, failures, and ``judging: {batch: false}`
 from __future__ import annotations
 
 import asyncio
-import re
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,13 @@ from simulator.models.run import RunSettings
 from simulator.models.scores import Score
 from simulator.models.transcript import AgentEvent, ToolCallRecord, Transcript, TranscriptEvent, UserEvent
 from simulator.runner import find_case, model_roles, run_case, score_case
+from tests.factories import events_in, judged_turns
 from tests.judges.test_scoring import case
 
 TURNS = 6
 BATCH = JudgingSettings()
 PER_TURN = JudgingSettings(batch=False)
-SATISFIED = {"satisfied": True, "reason": "The user got the date."}
+SATISFIED = {"satisfied": True, "reason": "The user got the date.", "quote": "your order A1 arrives on 1 May"}
 SCENARIO = {"kind": "scenario", "name": "order status", "goal": "Find out when order A1 arrives.", "max_turns": TURNS}
 
 
@@ -59,17 +59,16 @@ def verdict(turn: int) -> dict[str, Any]:
 
 
 def per_turn_number(prompt: str) -> int:
-    match = re.search(r"<agent_turn>\n.*?AGENT: Turn (\d+):", prompt, re.DOTALL)
-    assert match is not None, prompt
-    return int(match.group(1))
+    (number,) = {event["turn"] for event in events_in(prompt, "agent_turn")}
+    return int(number)
 
 
 def batch_numbers(prompt: str) -> list[int]:
-    return [int(n) for n in re.findall(r'<agent_turn number="(\d+)">', prompt)]
+    return judged_turns(prompt, "agent")
 
 
 def user_numbers(prompt: str) -> list[int]:
-    return [int(n) for n in re.findall(r'<user_turn number="(\d+)">', prompt)]
+    return judged_turns(prompt, "user")
 
 
 def nothing_invented(numbers: list[int]) -> list[dict[str, Any]]:
@@ -214,10 +213,15 @@ def test_the_batched_prompt_sends_the_shared_context_once_and_marks_the_turns() 
     (prompt,) = judge.prompts("hallucination_batch")
     assert prompt.count("AGENT INSTRUCTIONS: You are the shop's order assistant.") == 1
     assert prompt.count("SESSION VARIABLES: {'customer_id': 7}") == 1
-    assert prompt.count("USER: question 1") == 1
+    assert prompt.count('{"turn": 1, "role": "user", "text": "question 1"}') == 1
     assert batch_numbers(prompt) == [1, 2, 3]
     assert "The turns to judge: 1, 2, 3." in prompt
-    assert '<agent_turn number="1">\nTOOL CALL lookup_order({}) [faked] -> {"eta": "5 May"}\nAGENT: Turn 1:' in prompt
+    first_turn = events_in(prompt)[1:3]
+    assert first_turn == [
+        {"turn": 1, "role": "tool_call", "name": "lookup_order", "arguments": {}, "status": "faked",
+         "result": {"eta": "5 May"}, "judge": True},
+        {"turn": 1, "role": "agent", "text": said(1), "judge": True},
+    ]  # fmt: skip
     assert "a later message" not in prompt  # nothing after the last judged turn is evidence
 
 
@@ -229,7 +233,8 @@ def test_a_turn_flagged_without_a_model_is_not_sent_and_keeps_its_place() -> Non
     assert [(s.turn, s.source) for s in scores] == [(1, "judge"), (2, "deterministic"), (3, "judge")]
     (prompt,) = judge.prompts("hallucination_batch")
     assert batch_numbers(prompt) == [1, 3]
-    assert "AGENT: I've checked your order" in prompt  # still part of the conversation, not judged
+    # Still part of the conversation, not judged.
+    assert {"turn": 2, "role": "agent", "text": "I've checked your order: it is on its way."} in events_in(prompt)
 
 
 def test_a_turn_the_reply_leaves_out_is_unsure() -> None:
@@ -303,6 +308,7 @@ def test_one_turn_is_asked_with_the_per_turn_question() -> None:
 
 def test_an_override_of_the_per_turn_prompt_alone_keeps_one_request_per_turn() -> None:
     judge = Judge()
+    # Written for the prompts before fencing: its own tags now hold the fenced sections, so it still fences.
     override = "You check one turn (house rules).\n{context}\n<agent_turn>\n{turn}\n</agent_turn>"
     judge.judge = LLMJudge(judge.client, prompts={"hallucination": override})
     scores = score(judge)

@@ -33,7 +33,7 @@ from simulator.models.transcript import (
     TranscriptEvent,
     UserEvent,
 )
-from tests.factories import run
+from tests.factories import judged_turns, run, section
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -320,8 +320,8 @@ def test_invented_facts_are_one_request_and_a_finding_per_quoted_turn() -> None:
     found = run(judge_invented_facts(_judge(script), SIMULATION, transcript(events), None))
     assert len(script.requests) == 1
     prompt = script.requests[0].messages[0]["content"]
-    assert '<user_turn number="2">' in prompt
-    assert "fact order number: ORD-40051" in prompt
+    assert judged_turns(prompt, "user") == [1, 2, 3]
+    assert "fact order number: ORD-40051" in section(prompt, "user_brief")
     assert [(f.turn, f.kind, f.evidence, f.source) for f in found] == [(2, "invented_fact", "ORD-99999", "judge")]
     assert found[0].rule.endswith("the guide says ORD-40051")
 
@@ -355,8 +355,8 @@ def test_invented_facts_asked_with_the_hallucination_question_cost_no_request_of
     assert len(script.requests) == 1
     prompt = script.requests[0].messages[0]["content"]
     assert prompt.startswith("You review one conversation")
-    assert "fact order number: ORD-40051" in prompt
-    assert all(prompt.count(f'<{tag} number="{n}">') == 1 for tag in ("user_turn", "agent_turn") for n in (1, 2, 3))
+    assert "fact order number: ORD-40051" in section(prompt, "user_brief")
+    assert judged_turns(prompt, "user") == judged_turns(prompt, "agent") == [1, 2, 3]
     assert "The agent turns to judge: 1, 2, 3." in prompt
     assert "The user turns to judge: 1, 2, 3." in prompt
     assert [(s.turn, s.verdict) for s in scores] == [(1, "n/a"), (2, "n/a"), (3, "n/a")]

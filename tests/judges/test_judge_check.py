@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,9 @@ import pytest
 
 from simulator.analysis.judge_check import judge_check
 from simulator.errors import ConfigErrors, JudgeError
-from simulator.llm import FakeScript, LLMClient
+from simulator.llm import FakeScript, LLMClient, StaticReply
 from simulator.models import ModelRoles
+from tests.factories import agent_said
 
 ROOT = Path(__file__).resolve().parents[2]
 LABELS = ROOT / "judge_labels" / "demo.yaml"
@@ -29,19 +31,32 @@ def unsupported(claim: str) -> dict[str, Any]:
     return {"verdict": "unsupported", "claim": claim, "reason": f"no tool returned: {claim}"}
 
 
-def goal(satisfied: bool) -> dict[str, Any]:
-    return {"satisfied": satisfied, "reason": "as the transcript shows"}
+def last_agent_message(messages: list[dict[str, Any]]) -> str:
+    """The evidence of a pass: the last agent message of the conversation the judge was shown."""
+    return agent_said(str(messages[0]["content"]))[-1]
+
+
+def goal(satisfied: bool) -> Callable[[list[dict[str, Any]]], dict[str, Any]]:
+    def answer(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        quote = last_agent_message(messages) if satisfied else ""
+        return {"satisfied": satisfied, "reason": "as the transcript shows", "quote": quote}
+
+    return answer
+
+
+def met(reason: str) -> Callable[[list[dict[str, Any]]], dict[str, Any]]:
+    return lambda messages: {"verdict": "met", "reason": reason, "quote": last_agent_message(messages)}
 
 
 # The judge's answers, in the order judge-check asks (items in order; per item the labelled turns ascending,
 # then the goal, then the expectations). Two answers differ from the person's labels: item 2 turn 4 (the
 # photo "added to your case" claim, which this judge accepts) and item 5's goal.
-ANSWERS: list[dict[str, Any]] = [
+ANSWERS: list[StaticReply | Callable[[list[dict[str, Any]]], dict[str, Any]]] = [
     no_claim(), supported(), goal(True),
     no_claim(), supported(), supported(), supported(), no_claim(), goal(True),
     no_claim(), supported(), no_claim(), goal(True),
     unsupported("due tomorrow"), unsupported("due tomorrow"), goal(False),
-    supported(), goal(False), {"verdict": "met", "reason": "polite throughout"},
+    supported(), goal(False), met("polite throughout"),
     supported(), goal(True),
     supported(),
     supported(), supported(),

@@ -23,9 +23,9 @@ from simulator.judges.step import NO_JUDGE, STEP_PROMPT
 from simulator.llm import FakeScript, LLMClient, StaticReply, fake_auth_error
 from simulator.models import ModelRoles, ReferenceAnswerSpec
 from simulator.models.scores import Score
-from simulator.models.transcript import AgentEvent, ToolCallRecord
+from simulator.models.transcript import AgentEvent, ToolCallRecord, TranscriptEvent, UserEvent
+from tests.factories import events_in, run, section
 from tests.factories import no_sleep as no_wait
-from tests.factories import run
 
 QUESTION = "When will order A1 arrive, and can I return it?"
 ANSWER = "Order A1 arrives on 5 May. You can return it within 90 days, and shipping is free."
@@ -42,7 +42,14 @@ TURN = AgentEvent(
     ],
     variables={"order_status": "shipped"},
 )
-CONVERSATION = "USER: Where is A1?\nAGENT: It arrives on 5 May."
+CONVERSATION: list[TranscriptEvent] = [
+    UserEvent(turn=1, text="Where is A1?", source="scripted"),
+    AgentEvent(turn=1, messages=["It arrives on 5 May."]),
+]
+#: The conversation as the judge reads it: one JSON event per line.
+CONVERSATION_LINES = (
+    '{"turn": 1, "role": "user", "text": "Where is A1?"}\n{"turn": 1, "role": "agent", "text": "It arrives on 5 May."}'
+)
 
 
 def client(script: FakeScript) -> LLMClient:
@@ -63,9 +70,7 @@ def reference(judge_: LLMJudge, spec: ReferenceAnswerSpec = REFERENCE, threshold
 
 
 def semantic(judge_: LLMJudge, expected: str, actual: str, threshold: float = 3) -> Score:
-    return run(
-        judge_.semantic_match(expected=expected, actual=actual, context="USER: Where is A1?", threshold=threshold)
-    )
+    return run(judge_.semantic_match(expected=expected, actual=actual, context=CONVERSATION_LINES, threshold=threshold))
 
 
 # -- reference answer ----------------------------------------------------------------------------------------
@@ -86,9 +91,9 @@ def test_reference_answer_scores_the_core_answer(reply: dict[str, Any], verdict:
     assert (score.metric, score.source, score.verdict) == ("reference_answer", "judge", verdict)
     assert (score.value, score.threshold, score.turn, score.reason) == (reply["score"], 70, 3, reply["reason"])
     prompt = prompt_of(script)
-    assert QUESTION in prompt
-    assert ANSWER in prompt
-    assert REFERENCE.answer in prompt
+    assert section(prompt, "question") == QUESTION
+    assert section(prompt, "agent_answer") == ANSWER
+    assert section(prompt, "reference_answer") == REFERENCE.answer
     assert "The pass mark is 70." in prompt
 
 
@@ -116,7 +121,7 @@ def test_a_contradictory_reference_verdict_is_unsure(reply: dict[str, Any], said
 def test_side_claims_are_asked_one_per_request() -> None:
     def answer(messages: list[dict[str, Any]]) -> StaticReply:
         prompt = messages[0]["content"]
-        if "<claim>" not in prompt:
+        if "<claim-" not in prompt:
             return {"score": 80, "verdict": "pass", "reason": "Same arrival date."}
         if CLAIMS[0] in prompt:
             return {"stated": "yes", "quote": "within 90 days", "reason": "It gives 90 days."}
@@ -152,7 +157,7 @@ def test_a_stated_side_claim_without_a_quote_is_asked_again() -> None:
     ]
 
     def answer(messages: list[dict[str, Any]]) -> StaticReply:
-        if "<claim>" in messages[0]["content"]:
+        if "<claim-" in messages[0]["content"]:
             return side_replies.pop(0)
         return {"score": 90, "verdict": "pass", "reason": "ok"}
 
@@ -178,6 +183,8 @@ QUOTES = [
     pytest.param("return it [...] arrives on 5 May", ANSWER, False, id="parts around an ellipsis out of order"),
     pytest.param("returns are accepted for 90 days", ANSWER, False, id="a paraphrase"),
     pytest.param("within 30 days", ANSWER, False, id="another number"),
+    pytest.param('He said \\"hi\\"\\nthen', 'He said "hi"\nthen left.', True, id="copied with JSON's escapes"),
+    pytest.param('He said \\"bye\\"', 'He said "hi".', False, id="escaped, and not in the text"),
     pytest.param("", ANSWER, True, id="nothing quoted"),
     pytest.param(" ... ", ANSWER, True, id="only an ellipsis: nothing quoted"),
 ]
@@ -217,7 +224,7 @@ SIDE_QUOTES = [
 @pytest.mark.parametrize(("reply", "verdict", "reason"), SIDE_QUOTES)
 def test_a_side_claim_quote_must_be_in_the_answer(reply: dict[str, Any], verdict: str, reason: str) -> None:
     def answer(messages: list[dict[str, Any]]) -> StaticReply:
-        if "<claim>" in messages[0]["content"]:
+        if "<claim-" in messages[0]["content"]:
             return reply
         return {"score": 90, "verdict": "pass", "reason": "ok"}
 
@@ -295,9 +302,9 @@ def test_semantic_match_holds_the_score_to_the_threshold(value: int, verdict: st
         3,
     )
     prompt = prompt_of(script)
-    assert "Your order arrives on 5 May." in prompt
-    assert "It will be there on May 5th." in prompt
-    assert "USER: Where is A1?" in prompt
+    assert section(prompt, "expected_message") == "Your order arrives on 5 May."
+    assert section(prompt, "actual_message") == "It will be there on May 5th."
+    assert section(prompt, "conversation_before") == CONVERSATION_LINES
 
 
 def test_semantic_match_of_the_same_text_asks_no_model() -> None:
@@ -370,17 +377,20 @@ def test_hallucination(reply: dict[str, Any], verdict: str, value: int | None, r
     )
     assert (score.turn, score.step, score.required) == (2, 1, True)
     prompt = prompt_of(script)
-    assert "SESSION: customer_id=7" in prompt
-    assert 'TOOL CALL lookup_order({"order_id": "A1"}) [faked] -> {"shipped": "3 May"}' in prompt
-    assert "AGENT: Your order A1 was shipped on 3 May and arrives on 5 May." in prompt
-    assert 'AGENT SETS VARIABLES: {"order_status": "shipped"}' in prompt
+    assert section(prompt, "context") == "SESSION: customer_id=7"
+    assert events_in(prompt, "agent_turn") == [
+        {"turn": 2, "role": "tool_call", "name": "lookup_order", "arguments": {"order_id": "A1"}, "status": "faked",
+         "result": {"shipped": "3 May"}},
+        {"turn": 2, "role": "agent", "text": "Your order A1 was shipped on 3 May and arrives on 5 May."},
+        {"turn": 2, "role": "variables", "values": {"order_status": "shipped"}},
+    ]  # fmt: skip
 
 
 def test_hallucination_required_follows_the_setting_and_blank_context_is_marked() -> None:
     script = FakeScript().enqueue("judge", {"verdict": "unsupported", "claim": "5 May", "reason": "r"})
     score = run(judge(script).hallucination(turn=TURN, context=" ", required=False))
     assert (score.verdict, score.required) == ("not_met", False)
-    assert "<context>\n(empty)\n</context>" in prompt_of(script)
+    assert section(prompt_of(script), "context") == "(empty)"
 
 
 def test_an_unsupported_verdict_must_quote_the_claim() -> None:
@@ -403,11 +413,12 @@ def test_a_turn_without_a_message_makes_no_claim() -> None:
 
 @pytest.mark.parametrize(("satisfied", "verdict", "value"), [(True, "met", 1), (False, "not_met", 0)])
 def test_goal_satisfaction(satisfied: bool, verdict: str, value: int) -> None:
-    script = FakeScript().enqueue("judge", {"satisfied": satisfied, "reason": "evidence"})
+    reply = {"satisfied": satisfied, "reason": "evidence", "quote": "arrives on 5 May" if satisfied else ""}
+    script = FakeScript().enqueue("judge", reply)
     score = run(judge(script).goal_satisfaction(goal="Find out when A1 arrives.", conversation=CONVERSATION))
     assert (score.metric, score.source, score.verdict, score.value) == ("goal_satisfaction", "judge", verdict, value)
-    assert "Find out when A1 arrives." in prompt_of(script)
-    assert CONVERSATION in prompt_of(script)
+    assert section(prompt_of(script), "user_goal") == "Find out when A1 arrives."
+    assert section(prompt_of(script), "conversation") == CONVERSATION_LINES
 
 
 @pytest.mark.parametrize("goal", [None, "", "  "])
@@ -420,7 +431,7 @@ def test_no_goal_scores_minus_one_without_a_model(goal: str | None) -> None:
 
 @pytest.mark.parametrize("verdict", ["met", "not_met", "unsure"])
 def test_expectation(verdict: str) -> None:
-    script = FakeScript().enqueue("judge", {"verdict": verdict, "reason": "because"})
+    script = FakeScript().enqueue("judge", {"verdict": verdict, "reason": "because", "quote": "It arrives on 5 May."})
     score = run(judge(script).expectation(text="The agent offers a refund.", conversation=CONVERSATION, step=2))
     assert (score.metric, score.source, score.verdict, score.reason, score.step) == (
         "expectation",
@@ -430,7 +441,7 @@ def test_expectation(verdict: str) -> None:
         2,
     )
     assert score.check == "expectation: The agent offers a refund."
-    assert "The agent offers a refund." in prompt_of(script)
+    assert section(prompt_of(script), "expectation") == "The agent offers a refund."
 
 
 # -- without a judge model -----------------------------------------------------------------------------------
@@ -491,10 +502,16 @@ def test_a_prompt_override_is_used() -> None:
         "<!-- my prompt -->\nHOUSE RULES. Expectation: {expectation}\nConversation: {conversation}\n"
         'Answer {{"verdict": ..., "reason": ...}}'
     )
-    script = FakeScript().enqueue("judge", {"verdict": "met", "reason": "ok"})
+    script = FakeScript().enqueue("judge", {"verdict": "met", "reason": "ok", "quote": "arrives"})
     run(judge(script, expectation=override).expectation(text="Polite.", conversation=CONVERSATION))
     prompt = prompt_of(script)
-    assert prompt.startswith("HOUSE RULES. Expectation: Polite.\nConversation: USER: Where is A1?")
+    # Its placeholders are filled with the fenced sections, tags included: an override fences what it shows.
+    token = re.search(r"<expectation-([0-9a-f]{16})>", prompt)
+    assert token is not None
+    assert prompt.startswith(
+        f"HOUSE RULES. Expectation: <expectation-{token[1]}>\nPolite.\n</expectation-{token[1]}>\n"
+        f"Conversation: <conversation-{token[1]}>\n{CONVERSATION_LINES}\n</conversation-{token[1]}>\n"
+    )
     assert prompt.endswith('Answer {"verdict": ..., "reason": ...}')
     assert "my prompt" not in prompt
 

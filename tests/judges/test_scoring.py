@@ -8,13 +8,14 @@ provider, answering each question by what its prompt asks (questions may run con
 from __future__ import annotations
 
 import asyncio
-import re
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 from pydantic import JsonValue, TypeAdapter
 
+from simulator.fence import fenced
 from simulator.judges.llm_judges import LLMJudge
 from simulator.judges.scoring import ScoringContext, goal_description, hallucination_context, score_transcript
 from simulator.judges.step import NO_JUDGE
@@ -35,6 +36,7 @@ from simulator.models.transcript import (
     UserEvent,
     Verdict,
 )
+from tests.factories import events_in, section
 
 CASE: TypeAdapter[Any] = TypeAdapter(Case)
 
@@ -141,28 +143,35 @@ class FakeJudge:
     def _per_turn(self, body: str) -> Any:
         """The batched question answered turn by turn, as the per-turn question would be: the same verdicts."""
         answer = self.answers["hallucination"]
-        return answer(f"<agent_turn>\n{body}\n</agent_turn>") if callable(answer) else answer
+        return answer(fenced("agent_turn", body, "0" * 16)) if callable(answer) else answer
 
     def prompts(self, question: str) -> list[str]:
         return [prompt for name, prompt in self.asked if name == question]
 
 
 def marked_turns(prompt: str) -> list[tuple[int, str]]:
-    """The turns a batched hallucination prompt marks for judging: their numbers and how they are shown."""
-    found = re.findall(r'<agent_turn number="(\d+)">\n(.*?)\n</agent_turn>', prompt, re.DOTALL)
-    return [(int(number), body) for number, body in found]
+    """The turns a batched hallucination prompt marks for judging: their numbers and their events (without the
+    mark), as the per-turn prompt shows a turn."""
+    turns: dict[int, list[str]] = {}
+    for event in events_in(prompt):
+        if event.pop("judge", False):
+            turns.setdefault(event["turn"], []).append(json.dumps(event, ensure_ascii=False))
+    return [(number, "\n".join(lines)) for number, lines in turns.items()]
 
 
-def section(prompt: str, tag: str) -> str:
-    """The text between ``<tag>`` and ``</tag>`` in a prompt."""
-    match = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", prompt, re.DOTALL)
-    assert match is not None, f"no <{tag}> in the prompt"
-    return match.group(1)
+def agent_texts(prompt: str, name: str = "conversation") -> list[str]:
+    """The agent's messages in the fenced section ``name`` of a prompt."""
+    return [event["text"] for event in events_in(prompt, name) if event["role"] == "agent"]
+
+
+def quoting(reply: dict[str, Any]) -> Callable[[str], StaticReply]:
+    """A judge's pass that quotes the last agent message of the conversation it was shown, as its evidence."""
+    return lambda prompt: {**reply, "quote": agent_texts(prompt)[-1]}
 
 
 PER_TURN = JudgingSettings(batch=False)
 SUPPORTED: StaticReply = {"verdict": "supported", "claim": "", "reason": "The lookup shows it."}
-SATISFIED: StaticReply = {"satisfied": True, "reason": "The user got the date."}
+SATISFIED = quoting({"satisfied": True, "reason": "The user got the date."})
 
 
 def score(
@@ -275,7 +284,7 @@ def test_all_steps_complete_with_an_unjudged_written_expectation_is_unsure() -> 
 
 def unsupported(prompt: str) -> StaticReply:
     """A hallucination verdict quoting the judged turn's message."""
-    said = section(prompt, "agent_turn").split("AGENT: ")[-1]
+    said = agent_texts(prompt, "agent_turn")[-1]
     return {"verdict": "unsupported", "claim": said, "reason": "No date was looked up."}
 
 
@@ -500,20 +509,22 @@ def test_the_hallucination_judge_sees_instructions_session_variables_and_tool_re
     assert section(first, "context").splitlines()[:3] == [
         "AGENT INSTRUCTIONS: You are the shop's order assistant.",
         "SESSION VARIABLES: {'customer_id': 7}",
-        "USER: When does my order A1 arrive?",
+        '{"turn": 1, "role": "user", "text": "When does my order A1 arrive?"}',
     ]
-    assert section(first, "agent_turn") == (
-        'TOOL CALL lookup_order({"order_id": "A1"}) [faked] -> {"ok": true}\nAGENT: Your order A1 arrives on 5 May.'
-    )
-    assert "USER: Thanks, bye!" in section(second, "context")
-    assert "USER: Thanks, bye!" not in section(first, "context")  # nothing from later turns
+    assert events_in(first, "agent_turn") == [
+        {"turn": 1, "role": "tool_call", "name": "lookup_order", "arguments": {"order_id": "A1"}, "status": "faked",
+         "result": {"ok": True}},
+        {"turn": 1, "role": "agent", "text": "Your order A1 arrives on 5 May."},
+    ]  # fmt: skip
+    assert "Thanks, bye!" in section(second, "context")
+    assert "Thanks, bye!" not in section(first, "context")  # nothing from later turns
 
 
 @pytest.mark.parametrize(
     ("satisfied", "verdict", "value", "outcome_"), [(True, "met", 1, "pass"), (False, "not_met", 0, "fail")]
 )
 def test_a_judged_goal_satisfaction_is_required(satisfied: bool, verdict: str, value: int, outcome_: str) -> None:
-    fake = FakeJudge(hallucination=SUPPORTED, goal_satisfaction={"satisfied": satisfied, "reason": "judged"})
+    fake = FakeJudge(hallucination=SUPPORTED, goal_satisfaction=quoting({"satisfied": satisfied, "reason": "judged"}))
     scores = score(SIMULATION, simulation(), fake)
     goal = only(scores, GOAL_CHECK)
     assert (goal.metric, goal.source, goal.verdict, goal.value, goal.required) == (
@@ -526,7 +537,7 @@ def test_a_judged_goal_satisfaction_is_required(satisfied: bool, verdict: str, v
     assert case_outcome(simulation(), scores)[0] == outcome_
     (prompt,) = fake.prompts("goal_satisfaction")
     assert section(prompt, "user_goal") == GOAL_TEXT  # the model reads the whole goal, criteria included
-    assert "AGENT: You're welcome, goodbye!" in section(prompt, "conversation")
+    assert "You're welcome, goodbye!" in agent_texts(prompt)
 
 
 SCENARIO: dict[str, Any] = {"kind": "scenario", "name": "refund", "goal": "Get a refund for order A1"}
@@ -610,7 +621,7 @@ def test_scenario_goal_without_a_judge(
 
 @pytest.mark.parametrize(("satisfied", "expected"), [(True, "pass"), (False, "fail")])
 def test_an_open_scenario_out_of_turns_is_decided_by_the_judge(satisfied: bool, expected: str) -> None:
-    fake = FakeJudge(hallucination=SUPPORTED, goal_satisfaction={"satisfied": satisfied, "reason": "judged"})
+    fake = FakeJudge(hallucination=SUPPORTED, goal_satisfaction=quoting({"satisfied": satisfied, "reason": "judged"}))
     t = scenario("incomplete", None, "the conversation stopped (max_turns) before this step was complete")
     scores = score(SCENARIO, t, fake)
     (goal,) = of(scores, "goal_achievement")
@@ -694,7 +705,7 @@ def test_a_plain_text_expectation_a_step_refers_to_keeps_its_step() -> None:
     data = {**SIMULATION, "expectations": ["The agent is polite."]}
     data["steps"] = [{**data["steps"][0], "expectations": ["The agent is polite."]}, data["steps"][1]]
     fake = FakeJudge(
-        hallucination=SUPPORTED, goal_satisfaction=SATISFIED, expectation={"verdict": "met", "reason": "Kind."}
+        hallucination=SUPPORTED, goal_satisfaction=SATISFIED, expectation=quoting({"verdict": "met", "reason": "Kind."})
     )
     scores = score(data, simulation(), fake)
     (polite,) = of(scores, "expectation")
@@ -720,11 +731,11 @@ def test_a_plain_text_expectation_of_a_step_is_judged_without_later_steps() -> N
         "thresholds": {"fail_on_hallucination": False},
     }
     fake = FakeJudge(
-        hallucination=SUPPORTED, goal_satisfaction=SATISFIED, expectation={"verdict": "met", "reason": "r"}
+        hallucination=SUPPORTED, goal_satisfaction=SATISFIED, expectation=quoting({"verdict": "met", "reason": "r"})
     )
     score(data, transcript("simulation", *DATE_IN_STEP_2, steps=[outcome(0, "a"), outcome(1, "b")]), fake)
     (prompt,) = fake.prompts("expectation")
-    assert "Let me check order A1." in section(prompt, "conversation")
+    assert "Let me check order A1." in agent_texts(prompt)
     assert "It arrives on 5 May." not in section(prompt, "conversation")
 
 
@@ -1308,5 +1319,5 @@ def test_the_hallucination_context_does_not_contain_the_judged_reply() -> None:
     t = simulation()
     reply = t.agent_events()[0]
     context = hallucination_context(t, reply)
-    assert "USER: When does my order A1 arrive?" in context
-    assert "AGENT: Your order A1 arrives on 5 May." not in context
+    assert '{"turn": 1, "role": "user", "text": "When does my order A1 arrive?"}' in context
+    assert "Your order A1 arrives on 5 May." not in context

@@ -10,6 +10,7 @@ from simulator.judges.spec_review import review_suites, spec_review_prompt
 from simulator.llm import FakeScript, LLMClient, Role
 from simulator.loading import load_suite
 from simulator.models import ModelRoles, ModelSettings
+from tests.factories import section
 from tests.loading.test_lint import AGENT
 
 SUITE = """\
@@ -61,4 +62,5 @@ def test_suggestions_are_placed_at_the_step_and_field_they_name(tmp_path: Path) 
     [request] = script.requests
     assert request.role == Role.JUDGE
     assert request.messages[0]["content"] == spec_review_prompt()
-    assert "Deterministic findings:\n(none)" in request.messages[1]["content"]
+    assert section(request.messages[1]["content"], "findings") == "(none)"
+    assert "name: journey" in section(request.messages[1]["content"], "suite")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from simulator.llm import FakeScript, LLMClient, StructuredOutputError, fake_rat
 from simulator.models import ExpectationSpec, ModelRoles
 from simulator.models.case import Expectation
 from simulator.models.transcript import AgentEvent, StepVerdict, ToolCallRecord, TranscriptEvent, UserEvent
+from tests.factories import events_in, section
 
 EXPECTATION: TypeAdapter[Any] = TypeAdapter(Expectation)
 
@@ -96,13 +98,24 @@ def test_a_failed_check_beside_unjudged_criteria_fails_the_step() -> None:
     assert (verdict.verdict, verdict.settled) == ("not_met", False)
 
 
+#: A met verdict with the agent's words as its evidence.
+MET = {"verdict": "met", "reason": "ok", "quote": "was shipped on 3 May"}
+
+
 def test_the_judge_model_decides_criteria_and_sees_the_tool_calls() -> None:
-    script = FakeScript().enqueue("judge", {"verdict": "met", "reason": "The agent looked up A1 and gave the date."})
+    said = {**MET, "reason": "The agent looked up A1 and gave the date."}
+    script = FakeScript().enqueue("judge", said)
     verdict = check(judge_with(script), criteria="The agent gives the delivery status.")
     assert (verdict.verdict, verdict.details[0].evidence) == ("met", "The agent looked up A1 and gave the date.")
     prompt = script.requests[0].messages[-1]["content"]
-    assert 'TOOL CALL lookup_order({"order_id": "A1"}) [faked] -> {"s": 1}' in prompt
-    assert "Criterion: The agent gives the delivery status." in prompt
+    assert events_in(prompt) == [
+        {"turn": 1, "role": "user", "text": "Where is A1?"},
+        {"turn": 1, "role": "tool_call", "name": "lookup_order", "arguments": {"order_id": "A1"}, "status": "faked",
+         "result": {"s": 1}},
+        {"turn": 1, "role": "agent", "text": "Your order A1 was shipped on 3 May."},
+    ]  # fmt: skip
+    assert section(prompt, "criterion") == "The agent gives the delivery status."
+    assert section(prompt, "user_goal") == "find the order"
 
 
 def test_malformed_judge_output_is_retried() -> None:
@@ -120,7 +133,7 @@ def test_a_judge_that_never_answers_properly_is_a_judge_failure_not_an_unsure_ve
 
 
 def test_rate_limits_are_retried_for_the_judge() -> None:
-    script = FakeScript().enqueue("judge", fake_rate_limit(), {"verdict": "met", "reason": "ok"})
+    script = FakeScript().enqueue("judge", fake_rate_limit(), MET)
     assert check(judge_with(script), criteria="c").verdict == "met"
 
 
@@ -137,7 +150,7 @@ def test_checks_and_judge_combine(verdicts: list[str], expected: str) -> None:
     # A plain-text check needs the judge too: two judge questions, combined.
     script = FakeScript()
     for verdict in verdicts:
-        script.enqueue("judge", {"verdict": verdict, "reason": f"said {verdict}"})
+        script.enqueue("judge", {**MET, "verdict": verdict, "reason": f"said {verdict}"})
     result = check(judge_with(script), criteria="criterion", checks=["The agent is polite."])
     assert result.verdict == expected
 
@@ -149,7 +162,7 @@ def test_a_step_without_criteria_is_met_once_the_agent_replied() -> None:
 
 
 def test_the_judge_reads_a_str_tool_result_as_the_agent_got_it() -> None:
-    """A tool's JSON text is shown once, not as an escaped string literal (issue 9, item 1)."""
+    """A tool's JSON text is shown as that JSON, not as an escaped string literal."""
     from simulator.judges.step import render_conversation
 
     text = '{"feiertage": ["2026-12-25"]}'
@@ -163,9 +176,9 @@ def test_the_judge_reads_a_str_tool_result_as_the_agent_got_it() -> None:
         messages=["ok"],
         tool_calls=[ToolCallRecord(id="2", name="feiertage", status="executed", result={"feiertage": ["2026-12-25"]})],
     )
-    first, second = (render_conversation([event]).splitlines()[0] for event in (reply, data))
-    assert first.endswith("-> " + text)
-    assert first == second
+    first, second = (json.loads(render_conversation([event]).splitlines()[0]) for event in (reply, data))
+    assert first["result"] == {"feiertage": ["2026-12-25"]}
+    assert first == {**second, "turn": 1}
 
 
 def test_a_steps_judge_questions_are_asked_at_once_and_kept_in_order() -> None:
@@ -178,8 +191,8 @@ def test_a_steps_judge_questions_are_asked_at_once_and_kept_in_order() -> None:
         most = max(most, in_flight)
         await asyncio.sleep(0)  # let the other question start if it was sent at the same time
         in_flight -= 1
-        criterion = messages[-1]["content"].split("Criterion: ", 1)[1].split("\n", 1)[0]
-        return {"verdict": "met" if criterion == "says it shipped" else "unsure", "reason": criterion}
+        criterion = section(messages[-1]["content"], "criterion")
+        return {**MET, "verdict": "met" if criterion == "says it shipped" else "unsure", "reason": criterion}
 
     verdict = check(
         judge_with(FakeScript().enqueue("judge", judge, times=2)),

@@ -147,7 +147,8 @@ class FaultServer:
 
     def _decide(self, role: str, raw: bytes) -> tuple[str, int, str | None]:
         key = hashlib.sha256(role.encode() + b"\0" + raw).hexdigest()[:16]
-        text = raw.decode("utf-8", errors="replace")
+        # A marker may start a line of a message (a fenced section's first line): read JSON's "\n" as the line break.
+        text = raw.decode("utf-8", errors="replace").replace("\\n", "\n")
         with self._lock:
             attempt = self._seen.get(key, 0)
             self._seen[key] = attempt + 1

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from simulator.judges.llm_judges import PROMPT_PLACEHOLDERS, builtin_prompt
-from simulator.judges.step import render_conversation, step_prompt
+from simulator.judges.step import step_prompt
 from simulator.models.transcript import AgentEvent, ToolCallRecord, TranscriptEvent, UserEvent
 from tests.verdicts.agent import injection_text
 from tests.verdicts.conversations import BANK, BASES
@@ -31,9 +31,23 @@ def _conversation(text: str, call: ToolCallRecord | None = None) -> list[Transcr
     ]
 
 
+def _plain_lines(events: list[TranscriptEvent]) -> str:
+    """The conversation as the step judge's request showed it before fencing: one plain line per event."""
+    lines: list[str] = []
+    for event in events:
+        if isinstance(event, UserEvent):
+            lines.append(f"USER: {event.text}")
+        elif isinstance(event, AgentEvent):
+            for call in event.tool_calls:
+                result = call.error if call.error else call.result_text
+                lines.append(f"TOOL CALL {call.name}({json.dumps(call.arguments)}) [{call.status}] -> {result}")
+            lines.extend(f"AGENT: {message}" for message in event.messages)
+    return "\n".join(lines)
+
+
 def _plain(events: list[TranscriptEvent]) -> list[dict[str, Any]]:
-    """The step judge's request as today's code sends it."""
-    request = f"Criterion: {CRITERION}\n\nConversation:\n{render_conversation(events)}"
+    """The step judge's request as the code before fencing sent it."""
+    request = f"Criterion: {CRITERION}\n\nConversation:\n{_plain_lines(events)}"
     return [{"role": "system", "content": step_prompt()}, {"role": "user", "content": request}]
 
 
