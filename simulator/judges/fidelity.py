@@ -50,6 +50,7 @@ the finding shown beside it. A replay whose recording runs out is nobody's fault
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import re
@@ -58,11 +59,21 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
+from simulator.judges._claim_tools import vocabulary
+from simulator.judges.keywords import normalize
 from simulator.judges.llm_judges import LLMJudge, UserTurns
 from simulator.kinds import kind_of
 from simulator.models import Case, Persona
 from simulator.models.scores import FidelityFinding, Score
-from simulator.models.transcript import AgentEvent, CheckEvent, ErrorEvent, InputEvent, Transcript, UserEvent
+from simulator.models.transcript import (
+    AgentEvent,
+    CheckEvent,
+    ErrorEvent,
+    InputEvent,
+    ToolCallRecord,
+    Transcript,
+    UserEvent,
+)
 from simulator.user import RECORDING_ENDS
 
 __all__ = [
@@ -75,6 +86,7 @@ __all__ = [
     "agent_faults",
     "blame",
     "check_fidelity",
+    "contradicted_calls",
     "invented_fact_question",
     "judge_invented_facts",
     "left_hanging",
@@ -569,9 +581,45 @@ def _unsourced(text: str, known: set[str]) -> list[str]:
     return new
 
 
+#: A string value of a tool result longer than this many words is free text, not a data field.
+_FIELD_WORDS = 4
+
+
+def _result_numbers(call: ToolCallRecord) -> set[str]:
+    """The numbers a tool's answer gives. An action's answer (a refund, a note, a booking) gives only the numbers
+    of its data fields (a refund id, an amount), not of free text in it: text an action merely echoes back, or a
+    note's body, is no source of facts about the world."""
+    if not call.answered:
+        return set()
+    if vocabulary(()).kind_of(call.name) != "action":
+        return _numbers(call.result_text)
+    found: set[str] = set()
+
+    def walk(value: JsonValue) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str):
+            if len(value.split()) <= _FIELD_WORDS:
+                found.update(_numbers(value))
+        elif value is not None and not isinstance(value, bool):
+            found.update(_numbers(str(value)))
+
+    result: JsonValue = call.result
+    if isinstance(result, str):
+        with contextlib.suppress(ValueError):
+            result = json.loads(result)
+    walk(result)
+    return found
+
+
 def unsourced_data(transcript: Transcript, scores: Sequence[Score]) -> list[str]:
     """Agent turns nobody judged for hallucination that state numbers (an amount, a date, an id) which nothing
-    before them gave: no user turn, no tool call or result up to and including the turn, no session parameter.
+    before them gave: no user turn or event, no tool result up to and including the turn, no session parameter
+    (the agent's own tool arguments are not a source, nor free text in an action's answer).
     Without a judge's verdict such a turn may be a made-up answer, so it is the agent's fault as far as blame
     goes (in doubt, the agent's); a turn the judge found supported is not."""
     judged = {s.turn for s in scores if s.metric == "hallucination" and s.verdict in ("met", "n/a")}
@@ -584,8 +632,8 @@ def unsourced_data(transcript: Transcript, scores: Sequence[Score]) -> list[str]
             known |= _numbers(json.dumps(event.payload, ensure_ascii=False))
         elif isinstance(event, AgentEvent):
             for call in event.tool_calls:
-                known |= _numbers(json.dumps(call.arguments, ensure_ascii=False, default=str))
-                known |= _numbers(call.result_text if call.answered else "")
+                # A call's arguments are the agent's own words: only what a tool answered is a source.
+                known |= _result_numbers(call)
             if event.turn in judged:
                 continue
             new = _unsourced(event.text, known)
@@ -595,6 +643,64 @@ def unsourced_data(transcript: Transcript, scores: Sequence[Score]) -> list[str]
                     f"checked the turn: “{event.text.strip()[:200]}”"
                 )
     return unsourced
+
+
+_ID = re.compile(r"\b[A-Za-z]{1,6}[-_]?\d{2,}\b")
+_ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+
+
+def _shape(value: str) -> str:
+    return re.sub(r"[^\W\d_]", "a", re.sub(r"\d", "9", value))
+
+
+def contradicted_calls(transcript: Transcript) -> list[str]:
+    """Agent turns whose words contradict the arguments of a tool call of the same turn: it says card C-1234 and
+    called with C-1243, says 89.90 EUR and refunded 8.99, says October 2025 and asked for 2024, or names an id or a
+    date and called the tool with no arguments at all. Whatever a check in words would say, the call was not the
+    one the reply describes, which is the agent's fault as far as blame goes."""
+    found: list[str] = []
+    for event in transcript.events:
+        if not isinstance(event, AgentEvent) or not event.tool_calls or not event.text.strip():
+            continue
+        ids = {token.casefold(): token for token in _ID.findall(event.text)}
+        dates = set(_ISO_DATE.findall(normalize(event.text, ["dates"])))
+        for call in event.tool_calls:
+            problem = _contradiction(call, event.text, ids, dates)
+            if problem is not None:
+                found.append(f"turn {event.turn}: {problem}: “{event.text.strip()[:200]}”")
+    return found
+
+
+def _contradiction(call: ToolCallRecord, text: str, ids: dict[str, str], dates: set[str]) -> str | None:
+    if not call.arguments:
+        named = sorted([*ids.values(), *dates])
+        return f"called {call.name} with no arguments while it says {named[0]}" if named else None
+    for key, value in call.arguments.items():
+        given = f"called {call.name} with {key}={value!r}"
+        if isinstance(value, str) and _ISO_DATE.fullmatch(value[:10]) and dates and value[:10] not in dates:
+            return f"{given} while it says {', '.join(sorted(dates))}"
+        if isinstance(value, str) and _ID.fullmatch(value) and value.casefold() not in ids:
+            same = sorted(said for folded, said in ids.items() if _shape(folded) == _shape(value.casefold()))
+            if same:
+                return f"{given} while it says {same[0]}"
+        whole = isinstance(value, int | float) and float(value).is_integer()
+        if isinstance(value, int | float) and not isinstance(value, bool) and (not whole or abs(value) >= 1000):
+            # Small whole numbers (a limit, a count) are said for many reasons: only years, ids and amounts count.
+            said = _said_numbers(text, whole=whole, digits=len(str(abs(int(value)))))
+            if said and not any(abs(number - float(value)) < 1e-9 for _, number in said):
+                return f"{given} while it says {said[0][0]}"
+    return None
+
+
+def _said_numbers(text: str, *, whole: bool, digits: int) -> list[tuple[str, float]]:
+    """The numbers of ``text`` of one kind: whole numbers of ``digits`` digits, or amounts with decimals."""
+    said: list[tuple[str, float]] = []
+    for token in _NUMBER.findall(text):
+        if whole and token.isdigit() and len(token) == digits:
+            said.append((token, float(token)))
+        elif not whole and _DECIMAL.fullmatch(token):
+            said.append((token, float(token.replace(",", "."))))
+    return said
 
 
 def _told_by_user(evidence: str, turn: int, findings: Sequence[FidelityFinding]) -> bool:
@@ -631,7 +737,12 @@ def blame(findings: Sequence[FidelityFinding], transcript: Transcript, scores: S
         return Blame(None)
     first = min(findings, key=lambda finding: finding.turn)
     slip = f"the simulated user slipped ({user_error_reason(first)}), but the failure stays the agent's"
-    faults = agent_faults(transcript, scores, findings) + left_hanging(transcript) + unsourced_data(transcript, scores)
+    faults = [
+        *agent_faults(transcript, scores, findings),
+        *left_hanging(transcript),
+        *unsourced_data(transcript, scores),
+        *contradicted_calls(transcript),
+    ]
     if faults:
         return Blame(None, f"{slip}: it has a fault of its own: {faults[0]}")
     unexplained = [

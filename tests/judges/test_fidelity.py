@@ -12,6 +12,7 @@ import pytest
 import simulator
 from simulator.judges.fidelity import (
     check_fidelity,
+    contradicted_calls,
     invented_fact_question,
     judge_invented_facts,
     left_hanging,
@@ -514,3 +515,32 @@ def test_numbers_nothing_gave_in_a_turn_no_judge_checked_are_in_doubt(
     else:
         [fault] = found
         assert fault.startswith(f"turn 1: states {unsourced}, which nothing before it gave")
+
+
+@pytest.mark.parametrize(
+    ("reply", "arguments", "contradiction"),
+    [
+        ("I have blocked your card C-1234.", {"card_id": "C-1243"}, "card_id='C-1243' while it says C-1234"),
+        ("I have blocked your card C-1234.", {}, "no arguments while it says C-1234"),
+        ("I have refunded 89.90 EUR.", {"amount": 8.99}, "amount=8.99 while it says 89.90"),
+        ("Der 3. Oktober 2025 ist ein Feiertag.", {"jahr": 2024}, "jahr=2024 while it says 2025"),
+        ("Ich habe den 2. Oktober 2025 eingetragen.", {"datum": "2025-10-20"}, "while it says 2025-10-02"),
+        # The words and the call agree, or say nothing the call could contradict.
+        ("I have blocked your card C-1234.", {"card_id": "C-1234"}, None),
+        ("I have refunded 89,90 EUR.", {"amount": 89.9}, None),
+        ("Ich habe den 2. Oktober 2025 eingetragen.", {"datum": "2025-10-02"}, None),
+        ("Your order ORD-10042 ships on 3 December 2026.", {"order_id": "ORD-10042", "limit": 10}, None),
+        ("Done, your card is blocked.", {}, None),
+    ],
+)
+def test_a_reply_that_contradicts_its_own_tool_call_is_the_agents_fault(
+    reply: str, arguments: dict[str, Any], contradiction: str | None
+) -> None:
+    call = ToolCallRecord(id="c1", name="block_card", arguments=arguments, status="executed", result="ok")
+    found = contradicted_calls(transcript([AgentEvent(turn=1, messages=[reply], tool_calls=[call])], SCENARIO))
+    if contradiction is None:
+        assert found == []
+    else:
+        [fault] = found
+        assert fault.startswith("turn 1: called block_card with ")
+        assert contradiction in fault
