@@ -126,7 +126,9 @@ class _RecordingUser:
             "turn_in_step": request.turn_in_step,
             "conversation": [[speaker, text] for speaker, text in request.conversation],
         }
-        move = {"text": reply.text, "done": reply.done, "reason": reply.reason, "source": reply.source}
+        move: dict[str, Any] = {"text": reply.text, "done": reply.done, "reason": reply.reason, "source": reply.source}
+        if reply.ending is not None:
+            move["ending"] = reply.ending  # evidence of a slip: a replay must find it as the live run did
         self._tape.add("user", "turn", given, move)
         return reply
 
@@ -306,11 +308,13 @@ class Playback:
         source: Literal["llm", "scripted"] = "llm" if move.get("source") == "llm" else "scripted"
         text = move.get("text")
         reason = move.get("reason")
+        ending = move.get("ending")
         return UserReply(
             text=str(text) if text is not None else None,
             done=bool(move.get("done")),
             reason=str(reason) if reason is not None else None,
             source=source,
+            ending=str(ending) if ending is not None else None,
         )
 
     # -- the judge (RecordedAnswers for simulator.llm.replaying)

@@ -164,3 +164,16 @@ def test_a_replay_whose_recording_runs_out_is_unsure_never_the_users_fault(
     assert stored.result.fidelity == []
     [step] = stored.result.transcript.steps
     assert (step.status, step.rationale.split(":")[0]) == ("unsure", "not replayable past turn 1")
+
+
+def test_a_user_that_says_it_is_done_in_a_simulation_slipped_and_a_replay_finds_it_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a simulation only the engine ends the conversation: the message is sent, and the wish to end while the
+    step was open is kept on the turn, as evidence, through a recording and its replay."""
+    user = _user(("Where is my order?", False), ("Great, all done, bye!", True), ("Bye!", True))
+    recorded = _one(tmp_path, "correct_agent_user_slips_early", user, monkeypatch, record=True)
+    assert recorded.outcome == "user_error", recorded.result.reasons
+    assert recorded.result.reasons[0].startswith("simulated user, turn 2: ended_early: “Great, all done, bye!”")
+    [replayed] = simulator.replay(recorded.run_id, db=tmp_path / "runs.db").results()
+    assert (replayed.outcome, replayed.result.reasons[0]) == (recorded.outcome, recorded.result.reasons[0])
