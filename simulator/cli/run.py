@@ -176,7 +176,7 @@ def run(
         typer.Option(
             "--executor",
             help="Where conversations run: local (this process) or ray (a Ray cluster: pip install "
-            "'simulator[ray]'; this process plans and stores, model limits hold across the cluster).",
+            "'simulator\\[ray]'; this process plans and stores, model limits hold across the cluster).",
         ),
     ] = ExecutorChoice.local,
     ray_address: RayAddressOption = None,

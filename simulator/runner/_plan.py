@@ -298,7 +298,7 @@ def plan_notes(
     ]
     if golden:
         notes.append(
-            f"{len(golden)} golden case(s) run once each, without a persona: a replay of fixed turns has no "
+            f"{len(golden)} golden case(s) run once per repeat, without a persona: a replay of fixed turns has no "
             "simulated user to play one."
         )
     unjudged: list[str] = []

@@ -291,3 +291,10 @@ def test_judge_check_without_a_judge_model_is_exit_2_with_the_fix(monkeypatch: p
     result = runner.invoke(app, ["judge-check", "judge_labels/demo.yaml"])
     assert result.exit_code == EXIT_INVALID
     assert "pass --judge-model MODEL" in result.stderr
+
+
+def test_help_shows_bracketed_extras_as_written() -> None:
+    """Help text is rendered as rich markup: an extra such as ``[ray]`` must be escaped, or it vanishes."""
+    result = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "pip install 'simulator[ray]'" in result.stdout

@@ -43,7 +43,7 @@ def test_notes_say_how_many_checks_need_a_judge_and_that_golden_runs_once() -> N
     suites = [load_suite(ROOT / "suites/demo/golden.yaml")]
     planned = {(0, case.name) for case in suites[0].suite.cases}
     notes = plan_notes(suites, planned, lambda loaded: False)
-    assert notes[0].startswith("5 golden case(s) run once each, without a persona")
+    assert notes[0].startswith("5 golden case(s) run once per repeat, without a persona")
     assert "need a judge model" in notes[1]
     assert "--judge-model" in notes[1]
     # With a judge model there is nothing to warn about.
