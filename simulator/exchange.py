@@ -678,7 +678,7 @@ def golden_from_run(
     data["cases"] = [golden]
     header = [
         f"Golden case recorded from run {record.id} (case {case}, persona {chosen.persona or '-'}, repeat "
-        f"{chosen.repeat}, outcome {chosen.outcome}).",
+        f"{chosen.repeat + 1} (1 = first, as --repeat counts), outcome {chosen.outcome}).",
         "Each turn expects what the agent did then: review the expectations before relying on them.",
     ]
     return export_yaml(data, header=header)

@@ -375,7 +375,9 @@ def test_a_golden_case_from_a_real_run_loads_and_expects_what_the_agent_said(
     [result] = [r for r in results if r.case == case]
     transcript = result.result.transcript
     path = _folder(tmp_path, "golden") / "golden.yaml"
-    path.write_text(golden_from_run(record, results, case), encoding="utf-8")
+    text = golden_from_run(record, results, case)
+    path.write_text(text, encoding="utf-8")
+    assert f", repeat {result.repeat + 1} (1 = first, as --repeat counts)," in text.splitlines()[0]
 
     loaded = load_suite(path)
     [golden] = loaded.suite.cases
@@ -421,7 +423,8 @@ def test_golden_from_run_needs_one_result(demo_run: tuple[RunRecord, list[Stored
     twice = [result, result.model_copy(update={"key": "again", "repeat": 1})]
     with pytest.raises(ExchangeError, match="has 2 results of case"):
         golden_from_run(record, twice, GOLDEN_CASE)
-    assert "repeat 1" in golden_from_run(record, twice, GOLDEN_CASE, repeat=1)
+    # The API's repeat counts from 0, the header as --repeat does, from 1: the second repeat.
+    assert "repeat 2 (1 = first" in golden_from_run(record, twice, GOLDEN_CASE, repeat=1)
     with pytest.raises(ExchangeError, match="with the persona/repeat/suite asked for"):
         golden_from_run(record, twice, GOLDEN_CASE, persona="nobody")
 
