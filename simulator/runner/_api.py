@@ -194,6 +194,8 @@ def _settings(settings: RunSettings | None, options: Mapping[str, Any]) -> RunSe
     its range (:mod:`simulator.models.ranges`), is an InputError naming it, before anything runs."""
     data = settings.model_dump() if settings is not None else {}
     data.update(options)
+    if isinstance(data.get("models"), Mapping):
+        data["models"] = _role_settings(data["models"])
     check_numbers(data)  # before pydantic, which would read True as 1 and "3" as 3
     try:
         chosen = RunSettings.model_validate(data)
@@ -231,12 +233,19 @@ def check_executor(settings: RunSettings) -> None:
         check_reachable(settings.ray_address)  # before the run is stored: Ray would retry for minutes
 
 
-def role_overrides(models: Mapping[Any, Mapping[str, Any]]) -> dict[ModelRole, dict[str, Any]]:
+def _role_settings(models: Mapping[Any, Any]) -> dict[Any, Any]:
+    """A role given as a model string (``{"user": "ollama/llama3.1"}``) is that model, as in a suite's ``models:``."""
+    return {role: {"model": values} if isinstance(values, str) else values for role, values in models.items()}
+
+
+def role_overrides(models: Mapping[Any, Mapping[str, Any] | str]) -> dict[ModelRole, dict[str, Any]]:
     """Per-role model settings given to a command (``--models FILE``, ``--judge-api-base`` ...), checked
     against the suite's own ``models:`` schema: only the keys given, so they override the suite's field by
-    field. An unknown role or key is an InputError naming it."""
+    field; a role given as a model string is that model. An unknown role or key is an InputError naming it."""
     try:
-        roles = ModelRoles.model_validate({role: dict(values) for role, values in models.items()}, strict=False)
+        roles = ModelRoles.model_validate(
+            {role: dict(values) for role, values in _role_settings(models).items()}, strict=False
+        )
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()

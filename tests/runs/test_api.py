@@ -308,3 +308,10 @@ def test_a_run_prepares_each_suites_agent_before_its_conversations_start(
     monkeypatch.setattr(_execute, "converse", converse)
     simulator.run("suite.yaml", db=project / "runs.db", cases=["refund"])
     assert order == ["prepare python", "conversation"]
+
+
+def test_a_role_given_as_a_model_string_is_that_model_as_in_a_suite() -> None:
+    """``models={"user": "ollama/llama3.1"}`` is the shorthand a suite's ``models:`` takes."""
+    demo = Path(__file__).resolve().parents[2] / "suites" / "demo" / "scenarios.yaml"
+    planned = simulator.plan(demo, models={"user": "ollama/llama3.1"})
+    assert planned.settings.models == {"user": {"model": "ollama/llama3.1"}}
