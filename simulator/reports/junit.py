@@ -1,6 +1,7 @@
 """A run as JUnit XML, the Jenkins / Surefire flavour CI servers read (pure function, no I/O).
 
-- ``<testsuites>`` holds the run's totals (read from the run summary, as every count here); one
+- ``<testsuites>`` holds the run's totals (read from the run summary, as every count here): name, tests,
+  failures, errors and time, the attributes the Jenkins / Ant JUnit schema allows there; one
   ``<testsuite>`` per suite of the run's snapshot (in snapshot order, also when none of its cases ran), with
   its counts (tests, failures, errors, skipped = unsure + user errors), time (the sum of its conversations'
   durations), the run's creation time, and ``<properties>``: run id, agent version, seed, status, note, suite
@@ -125,11 +126,12 @@ def _testcase(parent: ET.Element, record: RunRecord, stored: StoredResult) -> No
     out.text = _clean(_system_out(stored))
 
 
-def _counts(element: ET.Element, breakdown: Counts, seconds: float) -> None:
+def _counts(element: ET.Element, breakdown: Counts, seconds: float, *, skipped: bool = True) -> None:
     element.set("tests", str(breakdown.total))
     element.set("failures", str(breakdown.failed))
     element.set("errors", str(breakdown.error))
-    element.set("skipped", str(breakdown.unsure + breakdown.user_error))
+    if skipped:
+        element.set("skipped", str(breakdown.unsure + breakdown.user_error))
     element.set("time", _seconds(seconds))
 
 
@@ -155,8 +157,8 @@ def render_junit(record: RunRecord, results: Sequence[StoredResult]) -> str:
     timestamp = record.created.strftime("%Y-%m-%dT%H:%M:%S")
     root = ET.Element("testsuites", {"name": _clean(f"simulator run {record.id}")})
     summary = summary_of(record)
-    _counts(root, summary, summary.conversations_s)
-    root.set("timestamp", timestamp)
+    # The Jenkins / Ant schema allows neither skipped nor timestamp on <testsuites>: each <testsuite> has both.
+    _counts(root, summary, summary.conversations_s, skipped=False)
     suites = {suite.suite: suite for suite in summary.suites}
     indices = list(range(len(record.snapshot)))
     indices += sorted(set(suites) - set(indices))
