@@ -7,17 +7,36 @@ of the demo suite sends it nothing, while a traced runnable outside Simulator, u
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.graph import END, START, MessagesState, StateGraph
 
 import simulator
+from simulator.agents._tracing import engine_untraced
+from simulator.agents.langgraph_agent import LanggraphAdapter
+from simulator.models import LanggraphAgent
+from simulator.tools import ToolRouter
+from tests.agents.test_adapters import make_input, respond_once
 
 _ROOT = Path(__file__).resolve().parents[1]
+HERE = "tests.test_tracing"
+
+
+def _hello(state: MessagesState) -> dict[str, Any]:
+    return {"messages": [{"role": "assistant", "content": "hello"}]}
+
+
+_BUILDER = StateGraph(MessagesState)
+_BUILDER.add_node("hello", _hello)
+_BUILDER.add_edge(START, "hello")
+_BUILDER.add_edge("hello", END)
+GRAPH = _BUILDER.compile()  # the user's own LangGraph agent
 
 
 class _Capture(BaseHTTPRequestHandler):
@@ -95,24 +114,44 @@ def _runs_posted(seen: list[str]) -> list[str]:
     return [request for request in seen if "/runs" in request]
 
 
-def test_a_traced_runnable_outside_simulator_reaches_the_capture_server(langsmith_capture: list[str]) -> None:
-    """The control: under these settings a plain LangGraph graph is traced to the capture server."""
-    from simulator.engine._imports import load_graph
+async def _plain_graph() -> None:
+    await GRAPH.ainvoke({"messages": [{"role": "user", "content": "hi"}]})
 
-    load_graph()
-    from langgraph.graph import END, START, StateGraph
-    from typing_extensions import TypedDict
 
-    class State(TypedDict):
-        text: str
+async def _plain_graph_in_the_engine() -> None:
+    with engine_untraced():
+        await _plain_graph()
 
-    builder = StateGraph(State)
-    builder.add_node("echo", lambda state: {"text": state["text"] + "!"})
-    builder.add_edge(START, "echo")
-    builder.add_edge("echo", END)
-    assert builder.compile().invoke({"text": "hi"}) == {"text": "hi!"}
+
+async def _agent_under_test() -> None:
+    adapter = LanggraphAdapter(LanggraphAgent(type="langgraph", graph=f"{HERE}:GRAPH"))
+    reply = await respond_once(adapter, make_input(ToolRouter(declared=[], mode="test")))
+    assert reply.messages
+
+
+async def _agent_under_test_in_the_engine() -> None:
+    with engine_untraced():
+        await _agent_under_test()
+
+
+@pytest.mark.parametrize(
+    ("run", "traced"),
+    [
+        (_plain_graph, True),  # the control: the capture server does see a traced graph
+        (_plain_graph_in_the_engine, False),  # the engine's switch reaches what runs inside it...
+        (_agent_under_test, True),
+        (_agent_under_test_in_the_engine, True),  # ...but the user's agent keeps the user's settings
+    ],
+    ids=lambda value: getattr(value, "__name__", str(value)),
+)
+def test_only_the_engine_is_kept_from_langsmith(
+    run: Callable[[], Awaitable[None]], traced: bool, langsmith_capture: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under tracing settings a graph is traced, the user's agent too, except the engine's own graph."""
+    monkeypatch.chdir(_ROOT)  # where the agent's graph reference is imported from
+    asyncio.run(run())
     _flush()
-    assert _runs_posted(langsmith_capture), langsmith_capture
+    assert bool(_runs_posted(langsmith_capture)) is traced, langsmith_capture
 
 
 @pytest.mark.parametrize(
