@@ -47,6 +47,7 @@ from simulator.agents._graph_tools import (
     refuse,
     tool_guard,
 )
+from simulator.agents._tracing import users_tracing
 from simulator.agents.python_agent import import_ref
 from simulator.errors import AgentError
 from simulator.models import LanggraphAgent
@@ -143,6 +144,10 @@ class LanggraphAdapter:
 
     async def _invoke(self, state: dict[str, Any], config: dict[str, Any], run: _Run) -> Any:
         """Run the graph (its intercepted copy); note which node answered each tool call."""
+        with users_tracing():  # the engine's graph is never traced; the user's follows the user's settings
+            return await self._run(state, config, run)
+
+    async def _run(self, state: dict[str, Any], config: dict[str, Any], run: _Run) -> Any:
         graph = intercepted(self._graph)
         if not callable(getattr(graph, "astream", None)) or not isinstance(getattr(graph, "nodes", None), Mapping):
             return await graph.ainvoke(state, config=config)

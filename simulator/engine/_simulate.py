@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from simulator.agents._tracing import engine_untraced
 from simulator.engine._checkpoint import registered
 from simulator.engine._conversation import Conversation, ConversationSetup
 from simulator.engine._graph import State, applied, compiled_graph, step, turn_node
@@ -100,6 +101,15 @@ async def _run(
         if ended:
             return initial
     await graph_loaded()
+    # Ambient LangSmith settings would send the graph's runs (the conversation's text) off this machine.
+    with engine_untraced():
+        return await _through_graph(conversation, initial, config, checkpointer, fresh)
+
+
+async def _through_graph(
+    conversation: Conversation, initial: State, config: Any, checkpointer: Any, fresh: bool
+) -> State:
+    """The conversation's final state, the rest of it run through the graph."""
     graph = compiled_graph(checkpointer)
     if checkpointer is None:
         final: State = await graph.ainvoke(initial, config=config)
