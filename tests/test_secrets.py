@@ -372,7 +372,13 @@ def test_checkpoints_of_an_interrupted_conversation_hold_no_secret(
 CUT_KEY = "zq7AgentKey-5f1e9c3b7d"  # the HTTP agent's api_key_env
 CUT_HEADER = "zq8HeaderVal-2b4d6f8a0c"  # an HTTP agent header value
 CUT_MODEL_KEY = "zq9ModelKey-3e5a7c9b1d"  # the user role's api_key_env
-CUT_VARS = {"CUTTING_BACKEND": CUT_KEY, "CUTTING_HEADER": CUT_HEADER, "CUTTING_MODEL": CUT_MODEL_KEY}
+CUT_TOKEN = "zq6EnvToken-1c3e5a7b9d"  # a secret by its variable's name, unknown to the agent's client
+CUT_VARS = {
+    "CUTTING_BACKEND": CUT_KEY,
+    "CUTTING_HEADER": CUT_HEADER,
+    "CUTTING_MODEL": CUT_MODEL_KEY,
+    "CUTTING_SERVICE_TOKEN": CUT_TOKEN,
+}
 # Where the text was cut before redaction: an agent's error body after 300 characters, a provider's words
 # (``Error code: 401 - <body>``) after 500.
 _AGENT_CUT = 300
@@ -420,7 +426,7 @@ def _cut_project(root: Path, base: str) -> Path:
     return root
 
 
-@pytest.mark.parametrize("secret", [CUT_KEY, CUT_HEADER, CUT_MODEL_KEY])
+@pytest.mark.parametrize("secret", [CUT_KEY, CUT_HEADER, CUT_TOKEN, CUT_MODEL_KEY])
 @pytest.mark.parametrize("where", ["at our cut", "cut by the sender"])
 def test_no_piece_of_a_secret_is_left_where_an_error_text_is_cut(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, secret: str, where: str
