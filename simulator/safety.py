@@ -15,6 +15,11 @@ Two rules from DESIGN's "Safety" section, each in one function that every way ou
   - credentials in URLs: the ``user:password@`` part, and query parameters named like a secret
     (``?key=``, ``&access_token=``, ``api_key=``, ``sig=``...).
 
+  A text that ends with the first :data:`MIN_CUT_LENGTH` or more characters of a secret (before an optional
+  ``…`` or ``...``) ends with that secret cut by whoever shortened the text, so that end is redacted too.
+  :func:`redacted_and_shortened` is the one way to shorten a text that may hold a secret: it redacts first,
+  so a cut never leaves a piece of a secret the redactor no longer recognises.
+
   Values shorter than :data:`MIN_SECRET_LENGTH` are not secrets (a variable holding ``true`` must not blank
   out every "true"). :func:`redact_data` does the same to every string inside plain data and pydantic
   models, for stores that serialise objects (LangGraph checkpoints).
@@ -40,18 +45,22 @@ from typing import Any, Final, TypeVar
 from urllib.parse import unquote
 
 __all__ = [
+    "MIN_CUT_LENGTH",
     "MIN_SECRET_LENGTH",
     "contains_secret",
     "is_secret_name",
     "json_safe",
     "redact",
     "redact_data",
+    "redacted_and_shortened",
     "register_secret",
     "terminal_safe",
 ]
 
 #: Shorter values are never treated as secrets.
 MIN_SECRET_LENGTH: Final = 8
+#: A text ending with this many or more first characters of a secret ends with that secret, cut.
+MIN_CUT_LENGTH: Final = 6
 
 T = TypeVar("T")
 
@@ -217,12 +226,52 @@ def redact(text: str) -> str:
     Returns ``text`` itself (the same object) when there was nothing to replace.
     """
     result = text
-    for secret, label in _KNOWN.table():
+    table = _KNOWN.table()
+    for secret, label in table:
         if secret in result:
             result = result.replace(secret, label)
     if "://" in result:
         result = _redact_urls(result)
+    result = _redact_cut_end(result, table)
     return text if result == text else result
+
+
+_CUT_MARKS: Final = ("…", "...")
+_LABEL_START: Final = "[redacted:"
+
+
+def _redact_cut_end(text: str, table: tuple[tuple[str, str], ...]) -> str:
+    """``text`` with a secret cut at its end (``... sk-abc12`` or ``sk-abc12…``) redacted."""
+    end = len(text)
+    for mark in _CUT_MARKS:
+        if text.endswith(mark):
+            end -= len(mark)
+            break
+    # Longest secrets first (the table's order): the longest cut piece wins.
+    for secret, label in table:
+        # Only the last len(secret) - 1 characters can hold a proper prefix of it: a bounded look per secret.
+        start = text.find(secret[:MIN_CUT_LENGTH], max(0, end - len(secret) + 1), end)
+        while start != -1:
+            if secret.startswith(text[start:end]):
+                return f"{text[:start]}{label}{text[end:]}"
+            start = text.find(secret[:MIN_CUT_LENGTH], start + 1, end)
+    return text
+
+
+def redacted_and_shortened(text: str, limit: int, mark: str = "…") -> str:
+    """``text`` redacted (:func:`redact`), then cut to ``limit`` characters ending in ``mark`` when longer.
+
+    Redacting first means the cut can never leave a piece of a secret: a ``[redacted:NAME]`` label the cut
+    splits is dropped whole, never left half.
+    """
+    result = redact(text)
+    if len(result) <= limit:
+        return result
+    end = max(0, limit - len(mark))
+    label = result.rfind(_LABEL_START, 0, end + len(_LABEL_START) - 1)
+    if label != -1 and label < end and result.find("]", label) >= end:
+        end = label
+    return result[:end] + mark
 
 
 def contains_secret(data: str | bytes) -> bool:

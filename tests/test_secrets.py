@@ -25,7 +25,14 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator.cli import app
-from simulator.safety import contains_secret, is_secret_name, redact, redact_data, register_secret
+from simulator.safety import (
+    contains_secret,
+    is_secret_name,
+    redact,
+    redact_data,
+    redacted_and_shortened,
+    register_secret,
+)
 
 runner = CliRunner()
 
@@ -358,3 +365,129 @@ def test_checkpoints_of_an_interrupted_conversation_hold_no_secret(
     replies = [event.messages[0] for event in transcript.events if isinstance(event, AgentEvent)]
     assert replies[:2] == ["r0: your key is [redacted:OPENAI_API_KEY]", "r1: your key is [redacted:OPENAI_API_KEY]"]
     assert [step.status for step in transcript.steps] == ["complete"] * 3
+
+
+# --- a secret cut short is still a secret ------------------------------------------------------------------
+
+CUT_KEY = "zq7AgentKey-5f1e9c3b7d"  # the HTTP agent's api_key_env
+CUT_HEADER = "zq8HeaderVal-2b4d6f8a0c"  # an HTTP agent header value
+CUT_MODEL_KEY = "zq9ModelKey-3e5a7c9b1d"  # the user role's api_key_env
+CUT_TOKEN = "zq6EnvToken-1c3e5a7b9d"  # a secret by its variable's name, unknown to the agent's client
+CUT_VARS = {
+    "CUTTING_BACKEND": CUT_KEY,
+    "CUTTING_HEADER": CUT_HEADER,
+    "CUTTING_MODEL": CUT_MODEL_KEY,
+    "CUTTING_SERVICE_TOKEN": CUT_TOKEN,
+}
+# Where the text was cut before redaction: an agent's error body after 300 characters, a provider's words
+# (``Error code: 401 - <body>``) after 500.
+_AGENT_CUT = 300
+_PROVIDER_CUT = 500 - len("Error code: 401 - ")
+
+
+class _ErrorHandler(BaseHTTPRequestHandler):
+    body = ""  # set by the test: what every call gets back
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        data = self.body.encode()
+        self.send_response(400 if self.path.startswith("/agent/") else 401)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _cut_project(root: Path, base: str) -> Path:
+    (root / ".git").mkdir()
+    (root / "personas").mkdir()
+    (root / "personas" / "plain.yaml").write_text(
+        "name: plain\npersonality: Says what is needed.\nlanguage: en\n", encoding="utf-8"
+    )
+    suites = root / "suites"
+    suites.mkdir()
+    (suites / "agent.yaml").write_text(
+        f"type: http\nbase_url: {base}/agent\napi_key_env: CUTTING_BACKEND\n"
+        "headers_from_env: {X-Key: CUTTING_HEADER}\n",
+        encoding="utf-8",
+    )
+    (suites / "cut.yaml").write_text(
+        "name: cut\npersonas: [plain]\nmodels:\n"
+        f"  user: {{model: openai/stub-user, api_base: '{base}/model/v1', api_key_env: CUTTING_MODEL, "
+        "max_retries: 0}\n"
+        "cases:\n"
+        "  - kind: golden\n    name: agent_fails\n    turns:\n      - user: Hello\n"
+        "  - kind: scenario\n    name: user_fails\n    goal: Ask about the order.\n    max_turns: 1\n",
+        encoding="utf-8",
+    )
+    return root
+
+
+@pytest.mark.parametrize("secret", [CUT_KEY, CUT_HEADER, CUT_TOKEN, CUT_MODEL_KEY])
+@pytest.mark.parametrize("where", ["at our cut", "cut by the sender"])
+def test_no_piece_of_a_secret_is_left_where_an_error_text_is_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, secret: str, where: str
+) -> None:
+    limit = _PROVIDER_CUT if secret == CUT_MODEL_KEY else _AGENT_CUT
+    if where == "at our cut":  # the old cut would keep the first 8 characters of the secret
+        body = "E" * (limit - 8) + secret + " (the rest of the body)"
+    else:  # the sender shortened its own body in the middle of the secret
+        body = "the server said: something failed ... " + secret[:9]
+    handler = type("_Handler", (_ErrorHandler,), {"body": body})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        root = _cut_project(tmp_path, f"http://127.0.0.1:{httpd.server_address[1]}")
+        monkeypatch.chdir(root)
+        for name, value in CUT_VARS.items():
+            monkeypatch.setenv(name, value)
+        reports = root / "store" / "reports"
+        result = runner.invoke(
+            app,
+            ["run", "suites", "--db", str(root / "store" / "runs.db"), "--report-dir", str(reports), "--report", "md"],
+        )
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    output = result.stdout + result.stderr
+    assert result.exit_code == 1, output
+    assert list(reports.glob("*.md"))
+    piece = secret[:6].encode()  # every piece of 6 or more characters starts with it
+    assert piece not in output.encode()
+    files = sorted(str(path) for path in root.rglob("*") if path.is_file() and piece in path.read_bytes())
+    assert not files
+    # The body did reach the store (the cut drops a label it would split: the body then ends in the padding).
+    reached = b"EEEEEEEEEE" if where == "at our cut" else b"[redacted:"
+    assert any(reached in path.read_bytes() for path in root.rglob("*") if path.is_file())
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "shortened"),
+    [
+        ("short and clean", 20, "short and clean"),
+        ("0123456789 abcdefghij", 11, "0123456789…"),
+        # Redacted before the cut: no piece of the secret is left where the cut falls.
+        ("key zq1TableKey-0a9b8c7d6e and more", 12, "key [redacted:ZQ_TABLE_KEY]…"[:4] + "…"),
+        ("key zq1TableKey-0a9b8c7d6e and more", 40, "key [redacted:ZQ_TABLE_KEY] and more"),
+        ("key zq1TableKey-0a9b8c7d6e and more", 30, "key [redacted:ZQ_TABLE_KEY] a…"),
+        # A label the cut would split goes whole.
+        ("key zq1TableKey-0a9b8c7d6e and more", 20, "key …"),
+        ("key zq1TableKey-0a9b8c7d6e and more", 11, "key …"),
+        # A text that already ends with the start of a secret (6 characters or more, before "…" or "...").
+        ("the body ... zq1Tab", 100, "the body ... [redacted:ZQ_TABLE_KEY]"),
+        ("the body ... zq1TableKey-0a9…", 100, "the body ... [redacted:ZQ_TABLE_KEY]…"),
+        ("the body ... zq1TableK...", 100, "the body ... [redacted:ZQ_TABLE_KEY]..."),
+        # Shorter starts, and starts that are not at the end, are ordinary text.
+        ("the body ... zq1Ta", 100, "the body ... zq1Ta"),
+        ("zq1Tab is a word here", 100, "zq1Tab is a word here"),
+        ("the body ... xzq1Tablets", 100, "the body ... xzq1Tablets"),
+    ],
+)
+def test_redacted_and_shortened(monkeypatch: pytest.MonkeyPatch, text: str, limit: int, shortened: str) -> None:
+    monkeypatch.setenv("ZQ_TABLE_KEY", "zq1TableKey-0a9b8c7d6e")
+    assert redacted_and_shortened(text, limit) == shortened
+    assert len(shortened) <= limit

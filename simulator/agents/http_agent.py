@@ -58,7 +58,7 @@ from simulator.errors import AgentError
 from simulator.llm import RetryPolicy, retry_after_seconds
 from simulator.models import HttpAgent
 from simulator.models.transcript import ToolRound
-from simulator.safety import register_secret
+from simulator.safety import redacted_and_shortened, register_secret
 from simulator.taps import active_tape
 
 if TYPE_CHECKING:
@@ -346,7 +346,7 @@ class HttpAdapter:
         text = " ".join(text.split()) or "(empty body)"
         for secret in self._secrets:
             text = text.replace(secret, "***")
-        return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "…"
+        return redacted_and_shortened(text, _EXCERPT)
 
 
 def _from_env(variable: str, key: str) -> str:

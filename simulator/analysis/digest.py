@@ -87,6 +87,7 @@ from simulator.models.scores import Outcome, Score
 from simulator.models.states import State, score_state, step_state
 from simulator.models.summary import Counts
 from simulator.models.transcript import AgentEvent, ErrorEvent, InputEvent, Transcript, UserEvent
+from simulator.safety import redact, redacted_and_shortened
 
 __all__ = [
     "MAX_EXAMPLES",
@@ -163,7 +164,7 @@ def normalise_label(check: str) -> str:
 
 
 def _short(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return redacted_and_shortened(text, limit)
 
 
 # -- building -------------------------------------------------------------------------------------------------
@@ -216,7 +217,7 @@ def _state(score: Score, transcript: Transcript) -> State:
 
 
 def _error_label(message: str) -> str:
-    return _ids(message)[:_LABEL_LENGTH].rstrip() or "the run stopped with an error"
+    return redacted_and_shortened(_ids(message), _LABEL_LENGTH, mark="").rstrip() or "the run stopped with an error"
 
 
 def _score_cause(score: Score, state: State, transcript: Transcript) -> _Cause | None:
@@ -266,7 +267,12 @@ def _causes(stored: StoredResult) -> list[_Cause]:
                 return causes
     if result.reasons:
         return [
-            _Cause("reason", normalise_label(reason)[:_LABEL_LENGTH].rstrip(), "reason", reason)
+            _Cause(
+                "reason",
+                redacted_and_shortened(normalise_label(redact(reason)), _LABEL_LENGTH, mark="").rstrip(),
+                "reason",
+                reason,
+            )
             for reason in result.reasons
         ]
     return [_Cause("reason", "no reason recorded", stored.outcome, "")]

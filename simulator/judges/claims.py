@@ -42,6 +42,7 @@ from simulator.judges._claim_text import Sentence, sentences
 from simulator.judges._claim_tools import ToolEntry, ToolKind, Vocabulary, reported_forms, vocabulary
 from simulator.judges._inflect import fold
 from simulator.models.transcript import AgentEvent, ToolCallRecord
+from simulator.safety import redacted_and_shortened
 
 __all__ = ["ClaimFinding", "ClaimTool", "DescribedTool", "find_unsupported_claims"]
 
@@ -119,7 +120,7 @@ def find_unsupported_claims(replies: Sequence[AgentEvent], declared_tools: Decla
             findings.append(
                 ClaimFinding(
                     reply.turn,
-                    claims[0].text if claims else text[:80],
+                    claims[0].text if claims else redacted_and_shortened(text, 80, mark=""),
                     f"states results although its tool calls did not run ({statuses}) and does not say so",
                 )
             )

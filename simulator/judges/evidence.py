@@ -27,6 +27,7 @@ from typing import Literal
 
 from simulator.judges.claims import DeclaredTools, find_unsupported_claims
 from simulator.models.transcript import AgentEvent, ToolCallRecord, TranscriptEvent
+from simulator.safety import redacted_and_shortened
 
 __all__ = ["NOT_AGENT_TEXT", "NO_QUOTE", "Evidence", "Overruled", "overrule_pass", "quote_in"]
 
@@ -176,4 +177,4 @@ def _rests_on(quote: str, claim: str, text: str) -> bool:
 
 def _short(text: str, limit: int = 200) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return redacted_and_shortened(flat, limit)

@@ -74,6 +74,7 @@ from simulator.models.transcript import (
     Transcript,
     UserEvent,
 )
+from simulator.safety import redacted_and_shortened
 from simulator.user import RECORDING_ENDS
 
 __all__ = [
@@ -640,7 +641,7 @@ def unsourced_data(transcript: Transcript, scores: Sequence[Score]) -> list[str]
             if new:
                 unsourced.append(
                     f"turn {event.turn}: states {', '.join(new)}, which nothing before it gave, and no judge "
-                    f"checked the turn: “{event.text.strip()[:200]}”"
+                    f"checked the turn: “{redacted_and_shortened(event.text.strip(), 200, mark='')}”"
                 )
     return unsourced
 
@@ -667,7 +668,9 @@ def contradicted_calls(transcript: Transcript) -> list[str]:
         for call in event.tool_calls:
             problem = _contradiction(call, event.text, ids, dates)
             if problem is not None:
-                found.append(f"turn {event.turn}: {problem}: “{event.text.strip()[:200]}”")
+                found.append(
+                    f"turn {event.turn}: {problem}: “{redacted_and_shortened(event.text.strip(), 200, mark='')}”"
+                )
     return found
 
 

@@ -41,6 +41,7 @@ from functools import cache
 from typing import Any
 
 from simulator.models import KeywordTerm
+from simulator.safety import redact
 
 _SNOWBALL = {
     "ar": "arabic", "ca": "catalan", "cs": "czech", "da": "danish", "de": "german", "el": "greek",
@@ -273,4 +274,5 @@ def _excerpt(text: str, index: int, length: int, margin: int = 30) -> str:
     end = min(len(text), index + length + margin)
     prefix = "…" if start else ""
     suffix = "…" if end < len(text) else ""
-    return f"{prefix}{text[start:end]}{suffix}"
+    # The cut end may hold the start of a secret: redact sees it at the end of the excerpt.
+    return redact(f"{prefix}{text[start:end]}{suffix}")

@@ -74,6 +74,7 @@ from simulator.llm import LLMClient, Role, StructuredOutputError, UnrecordedRequ
 from simulator.models.case import ReferenceAnswerSpec
 from simulator.models.scores import FidelityFinding, Score, ScoreSource, ScoreVerdict
 from simulator.models.transcript import AgentEvent, TranscriptEvent, UserEvent
+from simulator.safety import redacted_and_shortened
 
 __all__ = [
     "PROMPT_PLACEHOLDERS",
@@ -819,4 +820,4 @@ def _number(value: float) -> str:
 
 def _short(text: str, limit: int = 80) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return redacted_and_shortened(flat, limit)

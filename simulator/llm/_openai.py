@@ -42,7 +42,7 @@ from pydantic import BaseModel
 
 from simulator.llm._retry import Failure, failure_detail, failure_for_status
 from simulator.llm._types import Completion, Role, ToolCallRequest, Usage
-from simulator.safety import register_secret
+from simulator.safety import redacted_and_shortened, register_secret
 
 if TYPE_CHECKING:
     import httpx
@@ -355,11 +355,15 @@ class OpenAIBackend:
         except ValueError as exc:
             raise MalformedReplyError(f"the reply is not JSON: {exc}") from exc
         if not isinstance(reply, dict) or not isinstance(reply.get("choices"), list):
-            raise MalformedReplyError(f"the reply is not a chat completion: {response.text[:200]}")
+            raise MalformedReplyError(
+                f"the reply is not a chat completion: {redacted_and_shortened(response.text, 200)}"
+            )
         try:
             return _to_completion(reply, model)
         except (AttributeError, TypeError, ValueError) as exc:  # a field of the wrong shape (a string for an object)
-            raise MalformedReplyError(f"the reply is not a chat completion ({exc}): {response.text[:200]}") from exc
+            raise MalformedReplyError(
+                f"the reply is not a chat completion ({exc}): {redacted_and_shortened(response.text, 200)}"
+            ) from exc
 
     def classify(self, exc: Exception) -> Failure | None:
         """This backend's failures as the client's failure kinds (the same ones litellm's map to)."""

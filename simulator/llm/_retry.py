@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, NamedTuple
 
-from simulator.safety import redact
+from simulator.safety import redact, redacted_and_shortened
 
 __all__ = [
     "NOT_HELD_OFF",
@@ -228,7 +228,7 @@ _DETAIL_LIMIT = 500
 def failure_detail(exc: BaseException) -> str:
     """The provider's words for a failure, cut to a length an error message can carry."""
     detail = str(exc).strip() or type(exc).__name__
-    return detail[:_DETAIL_LIMIT] + "…" if len(detail) > _DETAIL_LIMIT else detail
+    return redacted_and_shortened(detail, _DETAIL_LIMIT)
 
 
 def failure_for_status(status: int, exc: BaseException) -> Failure:

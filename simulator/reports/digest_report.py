@@ -10,6 +10,7 @@ from __future__ import annotations
 from simulator.models.digest import SUGGESTIONS_HEADING, Digest, FailureGroup
 from simulator.reports.markdown import escape as md_escape
 from simulator.reports.markdown import escape_lines as md_lines
+from simulator.safety import redacted_and_shortened
 
 __all__ = ["render_digest_markdown", "render_digest_text"]
 
@@ -22,7 +23,7 @@ def _flat(text: str) -> str:
 
 
 def _short(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return redacted_and_shortened(text, limit)
 
 
 def _summary(digest: Digest) -> str:

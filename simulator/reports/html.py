@@ -76,6 +76,7 @@ from simulator.reports.coverage_view import (
     step_text,
 )
 from simulator.reports.tabular import summary_of
+from simulator.safety import redacted_and_shortened
 
 __all__ = ["CONTENT_SECURITY_POLICY", "OPEN_LIMIT", "OUTCOME_ORDER", "render_html"]
 
@@ -168,7 +169,7 @@ def _json_text(value: JsonValue) -> str:
 
 def _shorten(text: str, limit: int) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return redacted_and_shortened(text, limit)
 
 
 # -- figures --------------------------------------------------------------------------------------------------

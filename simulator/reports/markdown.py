@@ -73,7 +73,7 @@ from simulator.reports.coverage_view import (
     step_text,
 )
 from simulator.reports.tabular import ROLES, ordered_results, suite_name, summary_of
-from simulator.safety import terminal_safe
+from simulator.safety import redacted_and_shortened, terminal_safe
 
 __all__ = ["escape", "escape_lines", "render_markdown"]
 
@@ -172,7 +172,7 @@ def _json(value: object) -> str:
 
 
 def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return redacted_and_shortened(text, limit)
 
 
 def _percent(value: float | None) -> str:

@@ -59,7 +59,7 @@ from simulator.models.summary import RunSummary
 from simulator.models.transcript import AgentEvent, Transcript, Usage, UserEvent
 from simulator.reports._states import step_name, steps_in_order
 from simulator.reports.coverage_view import CoverageMatrix, coverage_matrix, step_text
-from simulator.safety import terminal_safe
+from simulator.safety import redacted_and_shortened, terminal_safe
 
 __all__ = [
     "CASE_HEAD",
@@ -283,9 +283,7 @@ def _xlsx_cell(value: Cell) -> Cell:
     if not isinstance(value, str):
         return value
     text = neutralise(strip_xml_illegal(value))
-    if len(text) > _EXCEL_CELL_MAX:
-        text = text[: _EXCEL_CELL_MAX - 1] + "…"
-    return text
+    return redacted_and_shortened(text, _EXCEL_CELL_MAX)
 
 
 def _percent(value: float | None) -> Cell:

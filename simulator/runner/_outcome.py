@@ -12,6 +12,7 @@ from simulator.metrics import case_metrics, case_outcome
 from simulator.models.run import StoredResult
 from simulator.models.scores import CaseResult, FidelityFinding, Outcome, Score, TrustedOutcome
 from simulator.models.transcript import Transcript
+from simulator.safety import redacted_and_shortened
 
 __all__ = ["TRUST_MARK", "Rederived", "decide_outcome", "rederive", "rederived"]
 
@@ -84,7 +85,7 @@ class Rederived:
         persona = f" [{found.persona}]" if found.persona else ""
         first = " ".join(self.derived_reasons[0].split()) if self.derived_reasons else ""
         # One line per result however long the reason: an error lists up to ten of them.
-        why = f" (why: {first[:_WHY] + '…' if len(first) > _WHY else first})" if first else ""
+        why = f" (why: {redacted_and_shortened(first, _WHY + 1)})" if first else ""
         return (
             f"case {found.case!r}{persona} #{found.repeat + 1}: stored {self.stored}, but its transcript, scores "
             f"and fidelity findings decide {self.derived}{why}"
