@@ -1,4 +1,4 @@
-"""Model requests per conversation by role, and the wall time of scoring, on the issue-12 workload (6 user turns,
+"""Model requests per conversation by role, and the wall time of scoring, on bench/peers.py's workload (6 user turns,
 LLM user, agent, judge) through the real runner (``run_case`` + ``score_case``), with the fake provider.
 
 Three variants, each in its own subprocess so they import their own code:

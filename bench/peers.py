@@ -1,6 +1,6 @@
 """Simulator against a bare asyncio + openai SDK loop, side by side, in one process tree on one fake server.
 
-The workload (issue 12): N conversations x T user turns with an LLM user, an ``http`` agent and a judge, all
+The workload: N conversations x T user turns with an LLM user, an ``http`` agent and a judge, all
 answered by one local OpenAI-compatible fake server (``bench/_server.py``, its own process) after a fixed
 latency, at a given concurrency. Three systems run it, each in its own subprocess, one after the other:
 

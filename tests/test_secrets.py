@@ -1,4 +1,4 @@
-"""No secret the process knows appears in any stored, printed or exported text (issue 10, item 2).
+"""No secret the process knows appears in any stored, printed or exported text.
 
 Canaries stand in for every kind of secret: a provider key litellm reads from the environment
 (``OPENAI_API_KEY``), the variables named by ``api_key_env`` (of an HTTP agent and of the judge role) and by

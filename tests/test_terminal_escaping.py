@@ -1,4 +1,4 @@
-"""Untrusted text cannot drive the terminal (issue 10, item 6).
+"""Untrusted text cannot drive the terminal.
 
 Agent replies, case names (from YAML and from CSV cells), tags, notes, suite names and keys quoted in
 validation errors carry escape sequences: a window title (OSC ``ESC ] 0 ; ... BEL``), clear screen

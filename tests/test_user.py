@@ -502,7 +502,7 @@ def test_llm_user_sends_scripted_lines_verbatim_before_the_model_speaks() -> Non
 
 
 def test_the_simulated_user_never_sees_the_success_criteria() -> None:
-    """A user that knows the rubric steers the agent to it: the criteria go to the judge only (issue 9, item 7)."""
+    """A user that knows the rubric steers the agent to it: the criteria go to the judge only."""
     from simulator.agents import AgentInput, AgentReply
     from simulator.engine import ConversationSetup, simulate
     from simulator.judges import StepJudge

@@ -3,7 +3,7 @@
 Each user turn (user, agent, check) is one graph step, ``turn``, so a checkpointed conversation writes one
 checkpoint per turn.
 
-Simulation rules (DESIGN.md, kept exact here):
+Simulation rules (the product: kept exact here, and in docs and tests):
   * the simulated user works on the current step only; ``response_guide`` goes to the user, never the agent;
   * after each agent reply the current step's success criteria are checked (not before ``min_turns``);
     a met step is complete and is never reopened;

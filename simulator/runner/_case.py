@@ -1,8 +1,8 @@
 """Running cases: wiring a loaded suite's agent, simulated user, judge and tools into the engine.
 
-This is the first part of the runner (issue 5 adds the plan of cases x personas x repeats, concurrency per
-role, the run store and resume). It builds the collaborators one conversation needs, because the engine
-takes them ready-made and imports no judge, store or CLI.
+The rest of the runner plans cases x personas x repeats, bounds concurrency per role, stores results and
+resumes runs; this part builds the collaborators one conversation needs, because the engine takes them
+ready-made and imports no judge, store or CLI.
 """
 
 from __future__ import annotations

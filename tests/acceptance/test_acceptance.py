@@ -1,4 +1,4 @@
-"""Acceptance (issue 9): verdicts that hold on an agent nobody here wrote.
+"""Acceptance: verdicts that hold on an agent nobody here wrote.
 
 The agent under test is "Lieferservice", an OpenAI-compatible HTTP server with scripted behaviour
 (``_servers.py``: tool calls through the HTTP adapter, a live tool that returns a JSON string, unsupported claims
@@ -9,7 +9,7 @@ with ``simulator import csv``; all of them run through the real CLI, once in tes
 with every persona.
 
 :data:`TABLE` pins the verdict of every case: outcome, a text one of the case's reasons must contain, and the
-status of every step. It states the intended behaviour (DESIGN.md's four states and the rules of issue 9),
+status of every step. It states the intended behaviour (the four states and the simulation rules of the README),
 not whatever the code does today.
 """
 

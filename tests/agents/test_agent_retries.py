@@ -1,5 +1,5 @@
 """The agent under test gets the model roles' resilience: retries with jittered backoff on the http and litellm
-adapters, ``Retry-After`` honoured, and a request resent only when no reply came back (issue 10, item 4).
+adapters, ``Retry-After`` honoured, and a request resent only when no reply came back.
 
 The HTTP agent is the scripted aiohttp server of ``test_adapters``; the litellm agent runs on the fake provider.
 """

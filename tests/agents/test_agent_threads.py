@@ -1,5 +1,5 @@
 """Sync agent code runs in daemon threads: an agent stuck past its timeout ends its turn as ``error`` and keeps
-neither the event loop's shutdown nor the process from ending (issue 10, item 3). The whole-process check, with
+neither the event loop's shutdown nor the process from ending. The whole-process check, with
 the command line, is in ``tests/runs/test_stuck_agents.py``."""
 
 from __future__ import annotations

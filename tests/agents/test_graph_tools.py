@@ -1,4 +1,4 @@
-"""A LangGraph agent's own tools go through the tool router: test mode means no side effects (issue 10, item 1).
+"""A LangGraph agent's own tools go through the tool router: test mode means no side effects.
 
 The graphs below are real LangGraph graphs whose tools write a file when they run (the side-effect canary):
 in test mode the file must never be written, the call is answered by a fake or recorded ``not_executed``;

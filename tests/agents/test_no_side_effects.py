@@ -1,4 +1,4 @@
-"""Test mode means no side effects, for every adapter type (issue 10, item 1: the audit).
+"""Test mode means no side effects, for every adapter type (the audit).
 
 One tool, ``refund``, writes a file whenever it really runs (the side-effect canary): as the agent config's live
 ``function:`` for the python, http and litellm adapters, and as the graph's own ToolNode tool for the langgraph

@@ -1,5 +1,5 @@
 """What the everyday commands import, each in a fresh process: ``--help`` and ``validate`` pay for no model,
-graph or HTTP library, and ``--help`` not even for pydantic or the data models (issue 12: start-up).
+graph or HTTP library, and ``--help`` not even for pydantic or the data models.
 
 Not a timed test: it pins the import graph that the timings in ``bench/startup.py`` follow from.
 """

@@ -5,7 +5,7 @@ Rows: (does the simulated user end the conversation? × what the step's check sa
 
 The step under test has a natural-language criterion decided by the (fake) judge model; the step after it has
 a deterministic check the agent always meets, so "the conversation moves on" is visible as that step's
-``complete``. The user's "done" never decides a step: only checks and the judge do (issue 9, items 2 and 3).
+``complete``. The user's "done" never decides a step: only checks and the judge do.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""An agent's environment variable that is not set is found before anything runs or is stored (issue 10, item
-10: a missing HTTP-agent variable used to error every conversation of the run, one by one)."""
+"""An agent's environment variable that is not set is found before anything runs or is stored (a missing
+HTTP-agent variable used to error every conversation of the run, one by one)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Fault injection through the command line: a local OpenAI-compatible fault server (``_fault_server``) serves
 the agent under test (``http`` adapter), the simulated user and the judge (litellm), and ``simulator run`` runs
-against it in a subprocess (issue 10, "Must show").
+against it in a subprocess.
 
 * flaky: 30 % of the requests of every role get a transient fault (429 with ``Retry-After: 1``, 500, 503, a
   reset connection, a hang past the timeout); every one is retried, the run completes with no error, and a 429
@@ -265,7 +265,7 @@ def test_no_secret_appears_in_output_or_store(persistent: Run) -> None:
         texts[path.name] = path.read_bytes().decode("utf-8", errors="replace")
     for secret in (AGENT_KEY, TENANT):  # the HTTP agent's own key and header: its adapter scrubs them
         assert not [name for name, text in texts.items() if secret in text], secret
-    # THE 401-ECHO CANARY (issue 10, item 2): OPENAI_API_KEY is read by litellm itself (no api_key_env) and echoed
+    # THE 401-ECHO CANARY: OPENAI_API_KEY is read by litellm itself (no api_key_env) and echoed
     # by the user's and the judge's 401. Before the redactor (simulator.safety) it reached the store unscrubbed;
     # this is the one assertion here that depends on it.
     assert not [name for name, text in texts.items() if CANARY in text], "the OPENAI_API_KEY canary leaked"

@@ -1,4 +1,4 @@
-"""The driver's memory is flat in the number of conversations (issue 14): the plan is held in compact columns, not as
+"""The driver's memory is flat in the number of conversations: the plan is held in compact columns, not as
 a PlanItem object per conversation, it is read from the store one item at a time, and a run holds a PlanItem only
 for each conversation in flight. Structural properties, pinned by counting objects, never by timing or RSS."""
 

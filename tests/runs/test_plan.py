@@ -1,4 +1,4 @@
-"""The plan: golden cases once without a persona, and the notes printed before anything runs (issue 9, items 8, 10)."""
+"""The plan: golden cases once without a persona, and the notes printed before anything runs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shards (issue 14, part 1): `run --shard K/N` takes a stable part of the plan, the N parts are the whole plan
+"""Shards: `run --shard K/N` takes a stable part of the plan, the N parts are the whole plan
 exactly, and `runs merge` puts shards (runs in the store or export files) back together into the run the
 unsharded plan would have stored, refusing parts of other plans, duplicates and missing shards."""
 

@@ -1,5 +1,5 @@
 """An agent stuck past its timeout ends its case as ``error``, and the process still exits with its exit code
-(issue 10, item 3: the worker thread used to keep ``asyncio.run``, and so a CI job, waiting forever)."""
+(the worker thread used to keep ``asyncio.run``, and so a CI job, waiting forever)."""
 
 from __future__ import annotations
 
