@@ -1,6 +1,7 @@
 """What may leave the process: no secret it knows, no character that drives a terminal.
 
-Two rules from DESIGN's "Safety" section, each in one function that every way out goes through:
+Two rules of the "Safety" section of ``docs/architecture.md``, each in one function that every way out goes
+through:
 
 * :func:`redact` replaces every secret the process knows with ``[redacted:NAME]``, in any text that is
   stored (the run store, the request cache, conversation checkpoints), printed or exported. The secrets are
