@@ -23,7 +23,7 @@ from typing import Annotated
 import typer
 
 from simulator import __version__
-from simulator.cli import exchange, judge, lint, replay, reports, run, runs, suites
+from simulator.cli import exchange, judge, lint, plugins, replay, reports, run, runs, suites
 from simulator.cli._output import (
     EXIT_BELOW_BAR,
     EXIT_INCOMPLETE,
@@ -110,6 +110,7 @@ runs_app.command("compare", hidden=True)(reports.compare_command)
 app.command()(reports.digest)
 app.command()(replay.replay)
 app.command()(replay.rerun)
+app.command("plugins")(plugins.plugins_command)
 
 
 def main() -> None:

@@ -40,8 +40,9 @@ from simulator.models import (
     normalize_reference,
 )
 from simulator.models._base import Text
-from simulator.models.agent import json_type_matches
+from simulator.models.agent import BUILTIN_AGENT_TYPES, json_type_matches
 from simulator.models.case import ExpectationSpec
+from simulator.plugins import plugins
 
 YAML_SUFFIXES = (".yaml", ".yml")
 AGENT_FILE_NAMES = ("agent.yaml", "agent.yml")
@@ -271,6 +272,11 @@ class Loader:
         """Validate the agent file ``path`` already read as ``located`` and keep it (and where its keys are)."""
         path = path.resolve()
         agent = self._validate(path, located, "agent", _adapter("agent")) if located is not None else None
+        problem = _uninstalled_agent_type(agent)
+        if problem is not None and located is not None:
+            position = located.position(("type",))
+            self.errors.append(ConfigError(path, position.line, position.column, "type", problem))
+            agent = None
         self._agents[path] = agent
         if located is not None:
             self._agent_documents[path] = located
@@ -284,16 +290,7 @@ class Loader:
         """Import every piece of code ``agent`` names, looking in ``folders`` first, and record each reference
         that cannot be imported or is unusable at its key: ``base`` is where the agent is written in ``file``
         (``("agent",)`` inline in a suite, ``()`` in an agent file). Nothing is called."""
-        refs: list[tuple[DataPath, str, str]] = []
-        if agent.type == "python":
-            refs.append(((*base, "callable"), agent.callable, "agent"))
-        elif agent.type == "langgraph":
-            refs.append(((*base, "graph"), agent.graph, "graph"))
-        refs += [
-            ((*base, "tools", index, "function"), tool.function, "tool function")
-            for index, tool in enumerate(agent.tools)
-            if tool.function is not None
-        ]
+        refs = [((*base, *where), ref, what) for where, ref, what in agent.code_refs()]
         for where, ref, what in refs:
             message = _code_problem(ref, what, folders)
             if message is not None and not located.is_flagged(where):
@@ -469,6 +466,17 @@ class Loader:
         return self.load_agent(found), found
 
 
+def _uninstalled_agent_type(agent: AgentConfig | None) -> str | None:
+    """Why ``agent``'s type cannot be run here: a type that is neither built in nor an installed plugin's."""
+    if agent is None or agent.type in BUILTIN_AGENT_TYPES or agent.type in plugins("agents"):
+        return None
+    names = [*sorted(BUILTIN_AGENT_TYPES), *plugins("agents")]
+    return (
+        f"type must be one of {', '.join(names)} or an installed agent plugin, got {describe_value(agent.type)}"
+        f"{did_you_mean(agent.type, names)}"
+    )
+
+
 def _try(adapter: TypeAdapter[Any], value: Any) -> Any:
     try:
         return adapter.validate_python(value)
@@ -482,12 +490,15 @@ class _SuiteParts:
 
     agent: AgentConfig | str | None
     personas: list[str]
+    scorers: list[str]
     tool_fakes: list[tuple[int, ToolFake]]
     cases: list[tuple[int, GoldenCase | ScenarioCase | SimulationCase]]
 
     @classmethod
     def of(cls, suite: Suite) -> _SuiteParts:
-        return cls(suite.agent, suite.personas, list(enumerate(suite.tool_fakes)), list(enumerate(suite.cases)))
+        return cls(
+            suite.agent, suite.personas, suite.scorers, list(enumerate(suite.tool_fakes)), list(enumerate(suite.cases))
+        )
 
     @classmethod
     def salvage(cls, data: dict[str, Any], cases_key: str) -> _SuiteParts:
@@ -495,12 +506,14 @@ class _SuiteParts:
         raw_cases = data.get(cases_key)
         raw_fakes = data.get("tool_fakes")
         raw_personas = data.get("personas")
+        raw_scorers = data.get("scorers")
         return cls(
             # An inline agent with broken tool parameters is not salvaged, as one the models reject is not.
             agent=_try(_adapter("agent_or_path"), data["agent"])
             if data.get("agent") is not None and not tool_parameter_problems(data["agent"])
             else None,
             personas=[p for p in raw_personas if isinstance(p, str)] if isinstance(raw_personas, list) else [],
+            scorers=[p for p in raw_scorers if isinstance(p, str)] if isinstance(raw_scorers, list) else [],
             tool_fakes=[
                 (i, fake)
                 for i, raw in enumerate(raw_fakes if isinstance(raw_fakes, list) else [])
@@ -554,12 +567,18 @@ class _CrossCheck:
                 "no agent to test: add `agent:` to this file (a mapping, or the path of an agent file), "
                 "or put an agent.yaml beside it or in a folder above",
             )
+        inline = self.parts.agent if not isinstance(self.parts.agent, str) else None
+        problem = _uninstalled_agent_type(inline)
+        if problem is not None:
+            self.error(("agent", "type"), problem)
         self._personas(("personas",), self.parts.personas)
+        self._scorers(("scorers",), self.parts.scorers)
         self._tool_fakes(("tool_fakes",), self.parts.tool_fakes)
         self._unique_names()
         for index, case in self.parts.cases:
             base: DataPath = (self.cases_key, index)
             self._personas((*base, "personas"), case.personas)
+            self._scorers((*base, "scorers"), case.scorers)
             self._session_parameters(base, case.session_parameters)
             self._tool_fakes((*base, "tool_fakes"), list(enumerate(case.tool_fakes)))
             self._expectations(base, case)
@@ -596,6 +615,17 @@ class _CrossCheck:
                 hint = did_you_mean(name, self.personas)
                 folder = _display_path(str(self.personas_dir))
                 self.error((*base, index), f"unknown persona {name!r}{hint} (personas in {folder}: {known})")
+
+    def _scorers(self, base: DataPath, names: list[str]) -> None:
+        installed = plugins("scorers")
+        for index, name in enumerate(names):
+            if name not in installed:
+                known = ", ".join(sorted(installed)) or "none"
+                self.error(
+                    (*base, index),
+                    f"no scorer plugin named {name!r} is installed{did_you_mean(name, installed)} (installed: "
+                    f"{known}): install the package that provides it (simulator plugins lists what is installed)",
+                )
 
     def _session_parameters(self, base: DataPath, parameters: dict[str, Any]) -> None:
         for name, value in parameters.items():

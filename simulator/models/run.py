@@ -183,8 +183,9 @@ def resolved_models(suite: Suite, options: RunSettings | ModelOptions) -> ModelR
     if options.judge_model:
         update["judge"] = roles.judge.model_copy(update={"model": options.judge_model})
     agent = suite.agent
-    if agent is not None and not isinstance(agent, str) and agent.type == "litellm" and roles.agent.model is None:
-        update["agent"] = roles.agent.model_copy(update={"model": agent.model})
+    own_model = agent.own_model if agent is not None and not isinstance(agent, str) else None
+    if own_model is not None and roles.agent.model is None:
+        update["agent"] = roles.agent.model_copy(update={"model": own_model})
     return roles.model_copy(update=update) if update else roles
 
 

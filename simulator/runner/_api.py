@@ -458,25 +458,16 @@ async def run_async(
 def code_it_runs(record: RunRecord, live: bool) -> list[str]:
     """What running ``record``'s snapshot executes or reaches on this machine, one line each (shown before an
     imported run is resumed or repeated)."""
-    from simulator.models import HttpAgent, LanggraphAgent, LitellmAgent, PythonAgent
-
     lines: list[str] = []
     for snapshot in record.snapshot:
         suite = snapshot.suite
         where = f"suite '{printable(suite.name)}'"
         agent = suite.agent
-        if isinstance(agent, PythonAgent):
-            lines.append(f"python agent {agent.callable} ({where}): its module is imported and called")
-        elif isinstance(agent, LanggraphAgent):
-            lines.append(f"langgraph graph {agent.graph} ({where}): its module is imported and the graph run")
-        elif isinstance(agent, HttpAgent):
-            lines.append(f"http agent at {printable(agent.base_url)} ({where}): every conversation is sent there")
-        elif isinstance(agent, LitellmAgent):
-            lines.append(
-                f"litellm agent on model {printable(agent.model)} ({where}): conversations are sent to that model"
-            )
-        elif agent is not None:
+        if isinstance(agent, str):
             lines.append(f"agent file {printable(agent)} ({where})")
+        elif agent is not None:
+            what, effect = agent.reaches()
+            lines.append(f"{printable(what)} ({where}): {effect}")
         for tool in getattr(agent, "tools", None) or []:
             if tool.function is None:
                 continue
