@@ -10,6 +10,7 @@ for a place that cannot be written (a folder, no permission).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import secrets
@@ -93,8 +94,39 @@ def _sync_folder(folder: Path) -> None:
     except OSError:
         return
     try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):
+            os.fsync(descriptor)
     finally:
         os.close(descriptor)
+
+
+class Reserve:
+    """Room kept on a disk: a file of zeros beside a database, given back (deleted) when the database must write
+    its last words on a disk that filled up meanwhile, such as a run's final status after its results no longer
+    fit. The file is written out (not sparse), so the space is really taken while it is held."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def hold(self, size: int) -> None:
+        """Make the file at least ``size`` bytes; :class:`DiskError` (and no file) when the disk has not that room."""
+        try:
+            if self.path.exists() and self.path.stat().st_size >= size:
+                return
+            descriptor = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o666)
+            with os.fdopen(descriptor, "wb") as handle:
+                block = bytes(min(size, 1 << 16))
+                left = size
+                while left > 0:
+                    left -= handle.write(block[:left])
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            self.release()
+            error = write_error(self.path, exc)
+            raise (error if isinstance(error, DiskError) else DiskError(str(error))) from exc
+
+    def release(self) -> None:
+        """Give the room back (delete the file); nothing happens if it is not there or cannot be deleted."""
+        with contextlib.suppress(OSError):
+            self.path.unlink(missing_ok=True)
