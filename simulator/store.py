@@ -130,7 +130,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from simulator._files import Reserve
 from simulator._sqlite import BUSY_TIMEOUT_S, connect, disk_full
-from simulator.errors import StoreError, StoreInputError
+from simulator.errors import DiskError, StoreError, StoreInputError
 from simulator.models.run import (
     LEGACY_STATUSES,
     Plan,
@@ -797,9 +797,7 @@ class RunStore:
             record.replay_of,
         ))  # fmt: skip
         if record.status == "running":  # about to run: its room to end as failed is taken before it exists
-            self._reserve(record.id).hold(
-                _reserve_size(sum(len(value or "") for value in row if isinstance(value, str)))
-            )
+            self._hold(record.id, _reserve_size(sum(len(value) for value in row if isinstance(value, str))))
         try:
             with self._sql(f"store run {record.id}") as conn:
                 try:
@@ -973,7 +971,16 @@ class RunStore:
                 "+ coalesce(length(totals), 0) FROM runs WHERE id = ?",
                 (run_id,),
             ).fetchone()
-        self._reserve(run_id).hold(_reserve_size(int(found[0] or 0) if found is not None else 0))
+        self._hold(run_id, _reserve_size(int(found[0] or 0) if found is not None else 0))
+
+    def _hold(self, run_id: str, size: int) -> None:
+        try:
+            self._reserve(run_id).hold(size)
+        except DiskError as exc:
+            raise DiskError(
+                f"cannot run {run_id}: the disk of the run store {self.path} has not {size // 1024} KiB free "
+                f"({exc.__cause__ or exc}); free some space, or {_FIX}"
+            ) from exc
 
     def _fail_on_full_disk(self, conn: sqlite3.Connection, run_id: str) -> None:
         """The disk filled up as run ``run_id`` was to start or end: give back its room and mark it ``failed``
