@@ -85,7 +85,6 @@ def run_report_schema_text() -> str:
 if __name__ == "__main__":  # pragma: no cover - developer tool: python -m simulator.reports.json_export
     from pathlib import Path
 
-    from simulator._files import write_file
-
-    target = write_file(Path(__file__).resolve().parent.parent / "schemas" / SCHEMA_FILE, run_report_schema_text())
+    target = Path(__file__).resolve().parent.parent / "schemas" / SCHEMA_FILE
+    target.write_text(run_report_schema_text(), encoding="utf-8")
     print(f"wrote {target}")
