@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from simulator import _files
 from simulator._files import Reserve, write_file
 from simulator.errors import DiskError, InputError
 
@@ -36,7 +35,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(
     def fail(*args: object) -> None:
         raise OSError(code, os.strerror(code))
 
-    monkeypatch.setattr(_files.os, step, fail)
+    monkeypatch.setattr(os, step, fail)
     with pytest.raises(error) as raised:
         write_file(target, "new " * 1000)
     message = str(raised.value)
@@ -71,7 +70,7 @@ def test_a_reserve_that_does_not_fit_leaves_no_file(tmp_path: Path, monkeypatch:
     def fail(*args: object) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(_files.os, "fsync", fail)
+    monkeypatch.setattr(os, "fsync", fail)
     with pytest.raises(DiskError, match="No space left on device"):
         Reserve(tmp_path / "runs.db-reserve-x").hold(100_000)
     assert _left(tmp_path) == {}

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _on_small_disk(scenario: str, work: Path, size: str) -> dict[str, Any]:
     """Run ``scenario`` on a tmpfs of ``size`` under ``work``: mounted directly, else in a user namespace; skip
     (saying why) when neither may mount one here."""
-    ways = [[]] + ([["unshare", "-rm"]] if shutil.which("unshare") else [])
+    ways: list[list[str]] = [[]] + ([["unshare", "-rm"]] if shutil.which("unshare") else [])
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_OFFLINE_MODE": "true"}
     why = []
     for way in ways:
@@ -35,7 +35,8 @@ def _on_small_disk(scenario: str, work: Path, size: str) -> dict[str, Any]:
             why.append(f"{' '.join(way) or 'mount'}: {done.stderr.strip()[-200:]}")
             continue
         assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)
+        found: dict[str, Any] = json.loads(done.stdout)
+        return found
     pytest.skip(f"no small tmpfs can be mounted here ({'; '.join(why)})")
 
 
