@@ -11,6 +11,7 @@ to an exit code. Anything else that escapes is a bug in Simulator.
   ``ModelError``       a model provider failed (user, judge or litellm agent role)
   ``JudgeError``       a judge could not produce a valid verdict
   ``StoreError``       the run store could not be read or written
+  ``DiskError``        a file could not be written: its disk is full or failing
 """
 
 from __future__ import annotations
@@ -81,3 +82,8 @@ class StoreError(SimulatorError):
 class StoreInputError(StoreError, InputError):
     """The store was asked for something that is not there, or given a file that is not a store: the
     person's input to fix, not a failure of the run (exit 2, not 3)."""
+
+
+class DiskError(SimulatorError):
+    """A file could not be written because its disk is full, over quota or failing (``ENOSPC``, ``EDQUOT``,
+    ``EIO``); nothing partial was left under its name."""

@@ -19,7 +19,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -27,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from simulator.errors import InputError
+from simulator._files import write_file
+from simulator.errors import DiskError, InputError
 from simulator.loading import _limits
 from simulator.loading._json import json_position, parse_json
 from simulator.loading._schema import tool_parameter_problems
@@ -522,23 +522,14 @@ def _write_bytes(path: Path, data: bytes, *, force: bool) -> None:
     if path.exists() and not force:
         raise ExchangeError(exists)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not force:
-            with path.open("xb") as handle:  # "x": never replace a file that appeared meanwhile
-                handle.write(data)
-            return
-        handle_fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(handle_fd, "wb") as handle:
-                handle.write(data)
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-    except FileExistsError as exc:
+        # Whole or not at all (see simulator._files): a failed write leaves no file that a rerun would refuse.
+        write_file(path, data, replace=force)
+    except FileExistsError as exc:  # "x": a file that appeared meanwhile is never replaced without force
         raise ExchangeError(exists) from exc
-    except OSError as exc:
-        raise ExchangeError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    except DiskError:
+        raise
+    except InputError as exc:
+        raise ExchangeError(str(exc)) from exc
 
 
 # --- golden cases from conversations ----------------------------------------------------------------------

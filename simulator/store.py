@@ -128,8 +128,9 @@ from typing import Any, Final, get_args
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from simulator._sqlite import BUSY_TIMEOUT_S, connect
-from simulator.errors import StoreError, StoreInputError
+from simulator._files import Reserve
+from simulator._sqlite import BUSY_TIMEOUT_S, connect, disk_full
+from simulator.errors import DiskError, StoreError, StoreInputError
 from simulator.models.run import (
     LEGACY_STATUSES,
     Plan,
@@ -795,16 +796,24 @@ class RunStore:
             record.imported_from,
             record.replay_of,
         ))  # fmt: skip
-        with self._sql(f"store run {record.id}") as conn:
-            try:
-                conn.execute(
-                    f"INSERT INTO runs ({_RUN_COLUMNS}, imported_from, replay_of) VALUES ({', '.join('?' * len(row))})",
-                    row,
-                )
-            except sqlite3.IntegrityError as exc:
-                if "UNIQUE" in str(exc):
-                    raise StoreError(f"a run with id {record.id} already exists in {self.path}") from exc
-                raise
+        if record.status == "running":  # about to run: its room to end as failed is taken before it exists
+            self._hold(record.id, _reserve_size(sum(len(value) for value in row if isinstance(value, str))))
+        try:
+            with self._sql(f"store run {record.id}") as conn:
+                try:
+                    conn.execute(
+                        f"INSERT INTO runs ({_RUN_COLUMNS}, imported_from, replay_of) "
+                        f"VALUES ({', '.join('?' * len(row))})",
+                        row,
+                    )
+                except sqlite3.IntegrityError as exc:
+                    if "UNIQUE" in str(exc):
+                        raise StoreError(f"a run with id {record.id} already exists in {self.path}") from exc
+                    raise
+        except BaseException:
+            if record.status == "running":
+                self._reserve(record.id).release()
+            raise
 
     def get_run(self, ref: str) -> RunRecord:
         """The run ``ref`` names: a full id, a unique prefix of one, ``latest`` or ``latest~N`` (N before it)."""
@@ -903,6 +912,7 @@ class RunStore:
                 if conn.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount == 0:
                     raise StoreInputError(self._unknown(run_id))
                 conn.execute("COMMIT")
+                self._reserve(run_id).release()  # one a killed process left
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -918,6 +928,7 @@ class RunStore:
         whose owner is gone (see :meth:`Lease.alive`) is taken over.
         """
         self.require_writable(f"run {run_id}")
+        self._hold_reserve(run_id)
         now = datetime.now(UTC)
         lease = Lease(run_id, os.getpid() if pid is None else pid, host or HOST, secrets.token_hex(8), now, now)
         with self._sql(f"take the lease of run {run_id}") as conn:
@@ -935,11 +946,54 @@ class RunStore:
                 )
                 conn.execute("UPDATE runs SET status = 'running' WHERE id = ?", (run_id,))
                 conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if disk_full(exc):
+                    self._fail_on_full_disk(conn, run_id)
+                raise
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
         return lease
+
+    def _reserve(self, run_id: str) -> Reserve:
+        """The room kept beside the store while run ``run_id`` runs (see :class:`~simulator._files.Reserve`)."""
+        return Reserve(self.path.with_name(f"{self.path.name}-reserve-{re.sub(r'[^A-Za-z0-9._-]', '_', run_id)}"))
+
+    def _hold_reserve(self, run_id: str) -> None:
+        """Take the room that ending run ``run_id`` needs on a disk that fills up while it runs: twice its row
+        (an update rewrites the row's pages into the journal) and some for the lease and the journal's pages."""
+        with self._sql(f"read the size of run {run_id}") as conn:
+            found = conn.execute(
+                "SELECT length(snapshot) + length(plan) + length(settings) + length(versions) "
+                "+ coalesce(length(totals), 0) FROM runs WHERE id = ?",
+                (run_id,),
+            ).fetchone()
+        self._hold(run_id, _reserve_size(int(found[0] or 0) if found is not None else 0))
+
+    def _hold(self, run_id: str, size: int) -> None:
+        try:
+            self._reserve(run_id).hold(size)
+        except DiskError as exc:
+            raise DiskError(
+                f"cannot run {run_id}: the disk of the run store {self.path} has not {size // 1024} KiB free "
+                f"({exc.__cause__ or exc}); free some space, or {_FIX}"
+            ) from exc
+
+    def _fail_on_full_disk(self, conn: sqlite3.Connection, run_id: str) -> None:
+        """The disk filled up as run ``run_id`` was to start or end: give back its room and mark it ``failed``
+        (the status the README gives a run stopped by a store that cannot be written), its lease released."""
+        self._reserve(run_id).release()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
+            conn.execute("UPDATE runs SET status = 'failed' WHERE id = ?", (run_id,))
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
 
     def beat(self, lease: Lease) -> bool:
         """Renew the lease's heartbeat; False when the lease is no longer this owner's (it was taken over)."""
@@ -983,19 +1037,29 @@ class RunStore:
         """Give the lease back and set the run's final status (and totals, finishing time) in one transaction.
         False, and nothing changed, when the lease is no longer this owner's."""
         sets, values = _status_update(status, totals, finished)
+        reserve = self._reserve(lease.run_id)
         with self._sql(f"set the status of run {lease.run_id}") as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                gone = conn.execute(
-                    "DELETE FROM leases WHERE run_id = ? AND token = ?", (lease.run_id, lease.token)
-                ).rowcount
-                if gone:
-                    conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, lease.run_id))
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+            for last_try in (False, True):
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    gone = conn.execute(
+                        "DELETE FROM leases WHERE run_id = ? AND token = ?", (lease.run_id, lease.token)
+                    ).rowcount
+                    if gone:
+                        conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, lease.run_id))
+                    conn.execute("COMMIT")
+                    break
+                except sqlite3.Error as exc:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    if last_try or not disk_full(exc):
+                        raise
+                    reserve.release()  # the room kept for this very write: the status is stored once more
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+        reserve.release()
         return bool(gone)
 
     def owner(self, run_id: str) -> Lease | None:
@@ -1304,6 +1368,12 @@ class RunStore:
 
     def _unknown(self, run_id: str) -> str:
         return f"no run {run_id!r} in {self.path}"
+
+
+def _reserve_size(row_bytes: int) -> int:
+    """Bytes kept free to end a run whose row is ``row_bytes`` long: twice the row, and 128 KiB for the pages
+    around it (the lease, the journal's frame headers)."""
+    return 2 * row_bytes + 128 * 1024
 
 
 def _lease(run_id: str, columns: Sequence[Any]) -> Lease | None:

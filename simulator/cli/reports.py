@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from simulator._files import write_file
 from simulator.cli._choices import CompareFormat, DigestFormat, ReportFormatChoice
 from simulator.cli._models import (
     AgentApiBaseOption,
@@ -64,8 +65,7 @@ def report(
     if output is None:
         _print_document(data.decode("utf-8"), "json" if fmt is ReportFormatChoice.json else "text")
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_bytes(data)
+    write_file(output, data)
     out.print(f"wrote {output}", markup=False)
 
 
@@ -161,8 +161,7 @@ def compare_command(
     if output is None:
         _print_document(text, "json" if as_json else "text")
     else:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
+        write_file(output, text)
         out.print(f"wrote {output}", markup=False)
     if fail_on_regression and comparison.has_regressions:
         raise typer.Exit(EXIT_BELOW_BAR)

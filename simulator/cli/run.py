@@ -357,6 +357,7 @@ def _print_run_document(outcome: Any) -> None:
 
 def _write_reports(outcome: Any, formats: list[ReportFormat], directory: Path, talk: SafeConsole) -> None:
     """Write the run's reports (formats checked before the run) and say where, on ``talk``."""
+    from simulator._files import write_file
     from simulator.metrics import summarized
     from simulator.reports.formats import default_filename, render
 
@@ -364,8 +365,6 @@ def _write_reports(outcome: Any, formats: list[ReportFormat], directory: Path, t
     # read them), and the record's own summary is used when it is current (it is, after a run).
     results = outcome.results()
     record = summarized(outcome.record, results)
-    directory.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
-        path = directory / default_filename(record, fmt)
-        path.write_bytes(render(fmt, record, results))
+        path = write_file(directory / default_filename(record, fmt), render(fmt, record, results))
         talk.print(f"report: {path}", markup=False)

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from simulator._files import write_file
 from simulator.cli._choices import SchemaKind
 from simulator.cli._models import (
     AgentApiBaseOption,
@@ -113,8 +114,7 @@ def schema(
     if output is None:
         sys.stdout.write(text)
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
+    write_file(output, text)
     out.print(f"wrote {output}", markup=False)
 
 
@@ -222,6 +222,5 @@ def _import_suite_from(file: Path, output: Path, force: bool, read: Callable[[],
         err.print(f"{output} exists: choose another --output, or pass --force to overwrite it", markup=False)
         raise typer.Exit(EXIT_INVALID)
     data = read()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(dump_suite_yaml(data), encoding="utf-8")
+    write_file(output, dump_suite_yaml(data))
     out.print(f"wrote {output}: {_plural(len(data['cases']), 'golden case')}", markup=False)

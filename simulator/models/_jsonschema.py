@@ -97,7 +97,9 @@ def generate_schemas() -> dict[str, str]:
 if __name__ == "__main__":  # pragma: no cover - developer tool: python -m simulator.models._jsonschema
     from pathlib import Path
 
+    from simulator._files import write_file
+
     target = Path(__file__).resolve().parent.parent / "schemas"
     for name, text in generate_schemas().items():
-        (target / name).write_text(text, encoding="utf-8")
+        write_file(target / name, text)
         print(f"wrote {target / name}")

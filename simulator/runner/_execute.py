@@ -23,6 +23,7 @@ import asyncio
 import concurrent.futures
 import gc
 import itertools
+import sqlite3
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator import __version__
+from simulator._sqlite import disk_full
 from simulator.agents import prepare_agent
 from simulator.cassettes import Playback, cassette_of, encode
 from simulator.engine import forget, forget_threads, load_graph, open_checkpointer
@@ -277,6 +279,8 @@ async def execute(
         cancelled = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit)
         status: RunStatus = "interrupted" if cancelled else "failed"
         _finish(store, lease, status, previous + time.monotonic() - started, quiet=True)
+        if isinstance(exc, sqlite3.Error) and disk_full(exc):  # the checkpoints' file: the store's are StoreErrors
+            raise StoreError(f"cannot write the checkpoints {checkpoint_path(store.path)}: {exc}") from exc
         raise
     writer.shutdown(wait=True)
     complete = store.result_count(record.id) == total  # counted in SQL: no set of every key
