@@ -53,6 +53,12 @@ class SchemaKind(StrEnum):
     personas = "personas"
 
 
+class TraceChoice(StrEnum):
+    """Where a run's spans go (``RunSettings.trace``)."""
+
+    otlp = "otlp"
+
+
 class ExecutorChoice(StrEnum):
     """Where a run's conversations run (``RunSettings.executor``)."""
 
