@@ -26,6 +26,7 @@ class ExchangeFormat(StrEnum):
 
     json = "json"
     yaml = "yaml"
+    jsonl = "jsonl"  # one conversation a line, OpenAI chat messages with the verdicts beside them
 
 
 class CompareFormat(StrEnum):
