@@ -55,10 +55,11 @@ def _read(path: Path) -> list[dict[str, Any]]:
 
 def _check_openai_shape(messages: list[dict[str, Any]]) -> None:
     """Valid chat messages as the OpenAI API takes them, every tool message answering a call made before it."""
-    chat = pytest.importorskip("openai.types.chat")
+    pytest.importorskip("openai")  # installed with litellm; its message types are the shape's definition
+    from openai.types.chat import ChatCompletionMessageParam
     from pydantic import TypeAdapter
 
-    TypeAdapter(list[chat.ChatCompletionMessageParam]).validate_python(messages)
+    TypeAdapter(list[ChatCompletionMessageParam]).validate_python(messages)
     allowed = {
         "user": {"role", "content"},
         "assistant": {"role", "content", "tool_calls"},

@@ -237,5 +237,5 @@ def test_bad_trace_settings_are_refused_before_anything_is_stored(
 
 
 def test_the_api_refuses_an_unknown_trace_kind(demo: Path) -> None:
-    with pytest.raises(InputError, match="trace"):
+    with pytest.raises(InputError, match="trace: Input should be 'otlp'"):
         simulator.run("suites/demo/golden.yaml", db=demo / "runs.db", trace="zipkin")
