@@ -8,6 +8,8 @@ store: :func:`write_export` and :func:`import_into_store`.
 * :func:`export_run` / :func:`export_results`: a run with its results, or just results, as JSON or YAML
   text in a small envelope (``format``, ``version``) that :func:`import_run` / :func:`import_results` read back
   to equal models;
+* :func:`export_chat_jsonl`: a run's conversations as JSON Lines in the OpenAI chat-messages shape, one
+  conversation a line with its verdicts beside it, for other tools (fine-tuning sets, eval viewers);
 * :func:`write_export`: one file written as is, several as a zip with fixed timestamps, so that the same
   export gives the same bytes; an existing file is never overwritten unless asked;
 * :func:`golden_from_transcript` / :func:`golden_from_run`: the agent's actual replies, tool calls and
@@ -187,6 +189,37 @@ def export_results(results: Sequence[StoredResult], fmt: ExportFormat = "json") 
         "results": [result.model_dump(mode="json") for result in results],
     }
     return _text(data, fmt, [f"Simulator results: {len(results)} result(s)."])
+
+
+def export_chat_jsonl(results: Iterable[StoredResult]) -> str:
+    """Conversations as JSON Lines, one stored result a line: ``messages`` in the OpenAI chat-messages shape (the
+    user's messages and events as ``user``, the agent's as ``assistant`` with its ``tool_calls``, each tool's
+    answer as a ``tool`` message with the call's ``tool_call_id``), exactly as a chat agent saw the history, and
+    beside them the run id, case, persona, repeat, outcome with its reasons and each step's verdict."""
+    from simulator.agents._base import wire_messages
+    from simulator.agents._history import conversation_history
+
+    lines = []
+    for stored in results:
+        transcript = stored.result.transcript
+        line = {
+            "messages": wire_messages(conversation_history(transcript.events)),
+            "run_id": stored.run_id,
+            "key": stored.key,
+            "case": stored.case,
+            "kind": transcript.kind,
+            "persona": stored.persona,
+            "repeat": stored.repeat,
+            "outcome": stored.outcome,
+            "reasons": stored.result.reasons,
+            "steps": [
+                step.model_dump(mode="json", include={"index", "label", "status", "verdict", "rationale"})
+                for step in transcript.steps
+            ],
+            "stop_reason": transcript.stop_reason,
+        }
+        lines.append(json_safe(json.dumps(line, ensure_ascii=False)) + "\n")
+    return "".join(lines)
 
 
 def import_run(

@@ -26,6 +26,7 @@ class ExchangeFormat(StrEnum):
 
     json = "json"
     yaml = "yaml"
+    jsonl = "jsonl"  # one conversation a line, OpenAI chat messages with the verdicts beside them
 
 
 class CompareFormat(StrEnum):
@@ -51,6 +52,12 @@ class SchemaKind(StrEnum):
     agent = "agent"
     persona = "persona"
     personas = "personas"
+
+
+class TraceChoice(StrEnum):
+    """Where a run's spans go (``RunSettings.trace``)."""
+
+    otlp = "otlp"
 
 
 class ExecutorChoice(StrEnum):

@@ -22,14 +22,22 @@ from simulator.cli._output import (
 )
 from simulator.cli.suites import _import_suite_from
 
-FormatOption = Annotated[ExchangeFormat, typer.Option("--format", "-f", help="The export's format.")]
+FormatOption = Annotated[
+    ExchangeFormat,
+    typer.Option(
+        "--format",
+        "-f",
+        help="The export's format: json or yaml (read back by `simulator import`), or jsonl: one conversation a "
+        "line as OpenAI chat messages (tool calls and results included) with its outcome and step verdicts.",
+    ),
+]
 
 
 def _emit(text: str, output: Path | None, force: bool, fmt: str) -> None:
     from simulator.exchange import write_export
 
     if output is None:
-        _print_document(text, "json" if fmt == "json" else "text")
+        _print_document(text, "json" if fmt in ("json", "jsonl") else "text")
         return
     path = write_export({output.name: text}, output, force=force)
     out.print(f"wrote {path}", markup=False)
@@ -65,12 +73,16 @@ def export_run_command(
     force: Annotated[bool, typer.Option("--force", help="Overwrite the output file.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Export a stored run (record and results) to move it to another store."""
-    from simulator.exchange import export_run
+    """Export a stored run (record and results) to move it to another store, or its conversations as JSON Lines
+    for other tools (--format jsonl)."""
+    from simulator.exchange import export_chat_jsonl, export_run
 
     with _store(db) as store:
         record = store.get_run(run_ref)
-        text = export_run(record, store.results(record.id), "json" if fmt is ExchangeFormat.json else "yaml")
+        if fmt is ExchangeFormat.jsonl:
+            text = export_chat_jsonl(store.iter_results(record.id))
+        else:
+            text = export_run(record, store.results(record.id), "json" if fmt is ExchangeFormat.json else "yaml")
     _emit(text, output, force, fmt)
 
 
@@ -83,11 +95,14 @@ def export_results_command(
     db: DbOption = None,
 ) -> None:
     """Export the results of a stored run."""
-    from simulator.exchange import export_results
+    from simulator.exchange import export_chat_jsonl, export_results
 
     with _store(db) as store:
         record = store.get_run(run_ref)
-        text = export_results(store.results(record.id), "json" if fmt is ExchangeFormat.json else "yaml")
+        if fmt is ExchangeFormat.jsonl:
+            text = export_chat_jsonl(store.iter_results(record.id))
+        else:
+            text = export_results(store.results(record.id), "json" if fmt is ExchangeFormat.json else "yaml")
     _emit(text, output, force, fmt)
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from simulator.cli._choices import ExecutorChoice, ReportFormatChoice
+from simulator.cli._choices import ExecutorChoice, ReportFormatChoice, TraceChoice
 from simulator.cli._models import (
     AgentApiBaseOption,
     JudgeApiBaseOption,
@@ -207,6 +207,21 @@ def run(
             "the workers send the cassettes back with the results).",
         ),
     ] = False,
+    trace: Annotated[
+        TraceChoice | None,
+        typer.Option(
+            "--trace",
+            help="Send OpenTelemetry spans (GenAI conventions: run, conversations, turns, agent, model and tool "
+            "calls; redacted) to a collector over OTLP/HTTP: --trace-endpoint, else OTEL_EXPORTER_OTLP_ENDPOINT "
+            "(headers: OTEL_EXPORTER_OTLP_HEADERS). An unreachable collector gives one warning, never fails the run.",
+        ),
+    ] = None,
+    trace_endpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--trace-endpoint", metavar="URL", help="The collector for --trace otlp, e.g. http://localhost:4318."
+        ),
+    ] = None,
 ) -> None:
     """Run suites: cases x personas x repeats, concurrently; every result is stored as it finishes.
 
@@ -226,6 +241,7 @@ def run(
         concurrency=concurrency, fail_under=fail_under, fail_under_coverage=fail_under_coverage, seed=seed,
         cache=not no_cache, checkpoints=checkpoints, shard=shard, record=record, count_user_errors=count_user_errors,
         executor=executor.value, ray_address=ray_address, ray_workers=ray_workers,
+        trace=trace.value if trace is not None else None,
     )  # fmt: skip
 
     def started(event: Any) -> None:
@@ -250,7 +266,8 @@ def run(
 
     outcome = _run_with_progress(
         lambda on_event: _api().run_async(
-            planned, db=db, agent_version=agent_version, note=note, cache_size_mb=cache_size, on_event=on_event
+            planned, db=db, agent_version=agent_version, note=note, cache_size_mb=cache_size, on_event=on_event,
+            trace_endpoint=trace_endpoint,
         ),
         db=db, on_start=started, lines_to=talk,
     )  # fmt: skip

@@ -126,6 +126,12 @@ class RunSettings(DataModel):
         description="--ray-workers: worker processes running conversations on the cluster; none means 2 on a "
         "local cluster, one per CPU of a cluster connected to.",
     )
+    trace: Literal["otlp"] | None = Field(
+        default=None,
+        description="--trace otlp: spans of the run, its conversations, turns and model, agent and tool calls were "
+        "exported to an OpenTelemetry collector (OTLP/HTTP JSON, redacted); none: nothing was exported. The "
+        "collector's address and headers are not kept.",
+    )
 
 
 class ModelOptions(DataModel):

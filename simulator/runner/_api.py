@@ -42,6 +42,7 @@ from simulator.runner._case import (
     simulated_tools,
 )
 from simulator.runner._execute import Progress, check_live, execute, forget_checkpoints
+from simulator.runner._otlp import OtlpTarget, otlp_target
 from simulator.runner._plan import (
     build_plan,
     new_record,
@@ -405,6 +406,7 @@ async def _execute(
     cache_size_mb: int,
     on_event: EventHandler | None,
     estimate_s: float | None = None,
+    trace_to: OtlpTarget | None = None,
 ) -> RunOutcome:
     done = store.result_count(record.id)
     request_cache = _cache(store.path, record, cache, cache_size_mb)
@@ -415,8 +417,20 @@ async def _execute(
                 cache_path=request_cache.path if request_cache is not None else None,
             )
         )  # fmt: skip
-    finished = await execute(store, record, live=live, on_progress=on_event, cache=request_cache)
+    finished = await execute(
+        store, record, live=live, on_progress=on_event, cache=request_cache, trace_to=trace_to
+    )  # fmt: skip
     return RunOutcome(record=finished, store_path=store.path)
+
+
+def trace_target(settings: RunSettings, endpoint: str | None = None) -> OtlpTarget | None:
+    """Where a run with these settings sends its spans (``trace="otlp"``), or None when it is not traced; an
+    InputError for an endpoint given to a run that is not traced, or one that is not a collector's URL."""
+    if settings.trace is None:
+        if endpoint is not None:
+            raise InputError("--trace-endpoint only applies to a traced run: add --trace otlp, or leave it out")
+        return None
+    return otlp_target(endpoint)
 
 
 async def run_async(
@@ -428,18 +442,22 @@ async def run_async(
     note: str = "",
     cache_size_mb: int = 200,
     on_event: EventHandler | None = None,
+    trace_endpoint: str | None = None,
     **options: Any,
 ) -> RunOutcome:
     """Run suites (paths of suite files or folders, loaded suites, or a :class:`PlannedRun`): every case x
     persona x repeat, concurrently, each result stored the moment it is scored (``db``: the run store, default
     ``$SIMULATOR_DB`` or ``.simulator/runs.db``). Settings are a :class:`RunSettings` and/or its fields as
     keywords (``repeat=3``, ``persona="all"``, ``judge_model=...``, ``live=True`` to run real tool
-    functions, ``models={"judge": {"api_base": ...}}``). Returns the stored run. Cancelling it marks the run
+    functions, ``models={"judge": {"api_base": ...}}``, ``trace="otlp"`` to send OpenTelemetry spans of the run to
+    ``trace_endpoint`` or the collector the standard ``OTEL_EXPORTER_OTLP_*`` variables name). Returns the stored
+    run. Cancelling it marks the run
     ``interrupted`` (continue it with :func:`resume`) and re-raises. A number out of its range
     (:mod:`simulator.models.ranges`) is an InputError before anything is stored."""
     check_number("cache_size_mb", cache_size_mb)
     planned = suites if isinstance(suites, PlannedRun) else plan(suites, settings, **options)
     check_numbers(planned.settings.model_dump())  # a PlannedRun made by hand too
+    trace_to = trace_target(planned.settings, trace_endpoint)  # before anything is stored
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         record = new_record(
@@ -451,7 +469,7 @@ async def run_async(
         estimate = mean * len(planned.items) / planned.settings.concurrency if mean else None
         return await _execute(
             store, record, live=planned.settings.live, cache=planned.settings.cache, cache_size_mb=cache_size_mb,
-            on_event=on_event, estimate_s=estimate,
+            on_event=on_event, estimate_s=estimate, trace_to=trace_to,
         )  # fmt: skip
 
 
@@ -516,7 +534,8 @@ async def resume_async(
     process runs is refused (:class:`~simulator.store.RunBusyError`); a run started live continues only with
     ``live=True``; an imported run only with ``trust_imported=True``. A complete run is returned as it is.
     It runs on the executor it was started with (``executor``, ``ray_address`` and ``ray_workers`` as stored)
-    unless these say otherwise."""
+    unless these say otherwise. A traced run (``trace="otlp"``) goes on sending spans to the collector the
+    ``OTEL_EXPORTER_OTLP_*`` variables name (its address is not stored)."""
     check_numbers({"cache_size_mb": cache_size_mb, "ray_workers": ray_workers})
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
@@ -537,7 +556,7 @@ async def resume_async(
         record = _on_executor(record, executor, ray_address, ray_workers)
         return await _execute(
             store, record, live=live, cache=record.settings.cache and cache, cache_size_mb=cache_size_mb,
-            on_event=on_event,
+            on_event=on_event, trace_to=trace_target(record.settings),
         )  # fmt: skip
 
 
@@ -586,6 +605,7 @@ async def repeat_async(
         _trust(old, trust_imported, "repeating")
         _check_environment_of(old)
         settings = _model_options(user_model, judge_model, models).over(old.settings)
+        trace_to = trace_target(settings)  # before anything is stored
         record = new_record(
             store.new_run_id(), old.snapshot,
             settings.model_copy(update={"live": live, "cache": old.settings.cache and cache}), old.plan,
@@ -595,8 +615,9 @@ async def repeat_async(
         )  # fmt: skip
         store.create_run(record)
         return await _execute(
-            store, record, live=live, cache=record.settings.cache, cache_size_mb=cache_size_mb, on_event=on_event
-        )
+            store, record, live=live, cache=record.settings.cache, cache_size_mb=cache_size_mb, on_event=on_event,
+            trace_to=trace_to,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
