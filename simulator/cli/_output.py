@@ -177,7 +177,8 @@ RayAddressOption = Annotated[
     typer.Option(
         "--ray-address",
         help="With --executor ray: the Ray cluster to connect to (ray://HOST:10001, HOST:6379 or auto); without it "
-        "a local cluster is started.",
+        "Ray's RAY_ADDRESS, and without that a local cluster is started. Token auth: RAY_AUTH_MODE=token and "
+        "RAY_AUTH_TOKEN.",
     ),
 ]
 RayWorkersOption = Annotated[

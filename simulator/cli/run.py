@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -284,7 +285,10 @@ def _where(settings: Any) -> str:
     """Where the conversations run, when not in this process (the plan line)."""
     if settings.executor != "ray":
         return ""
-    return f", on Ray ({settings.ray_address or 'a local cluster'}, model limits held across its workers)"
+    # Ray's own RAY_ADDRESS names the cluster when --ray-address does not (simulator.runner._ray.named_cluster).
+    ambient = os.environ.get("RAY_ADDRESS", "").strip()
+    cluster = settings.ray_address or (f"RAY_ADDRESS={ambient}" if ambient else "a local cluster")
+    return f", on Ray ({cluster}, model limits held across its workers)"
 
 
 def report_format(choice: ReportFormatChoice) -> ReportFormat:

@@ -18,6 +18,7 @@ import asyncio
 import functools
 import random
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar, cast
@@ -228,10 +229,22 @@ def check_executor(settings: RunSettings) -> None:
             "--executor local). Ray has wheels for CPython on Linux x86_64/aarch64, macOS arm64 and Windows x86_64 "
             "(macOS x86_64 up to Python 3.13); elsewhere the extra installs nothing"
         )
-    if settings.ray_address:
-        from simulator.runner._ray import check_reachable
+    from simulator.runner._ray import check_reachable, named_cluster
 
-        check_reachable(settings.ray_address)  # before the run is stored: Ray would retry for minutes
+    named = named_cluster(settings)  # --ray-address, else Ray's own RAY_ADDRESS
+    if named is not None:
+        check_reachable(*named)  # before the run is stored: Ray would retry for minutes
+
+
+def _on_cluster(settings: RunSettings) -> AbstractContextManager[None]:
+    """The run's Ray cluster connected to (or a local one started) for the block, when it runs on Ray: entered
+    before the run is stored, so a cluster that refuses this process (an address where nobody answers, a token
+    it does not take) leaves no empty failed run behind."""
+    if settings.executor != "ray":
+        return nullcontext()
+    from simulator.runner._ray import cluster
+
+    return cluster(settings)
 
 
 def _role_settings(models: Mapping[Any, Any]) -> dict[Any, Any]:
@@ -458,8 +471,8 @@ async def run_async(
     planned = suites if isinstance(suites, PlannedRun) else plan(suites, settings, **options)
     check_numbers(planned.settings.model_dump())  # a PlannedRun made by hand too
     trace_to = trace_target(planned.settings, trace_endpoint)  # before anything is stored
-    store = RunStore(Path(db) if db is not None else default_db_path())
-    with store:
+    # The cluster first: the store's file is made when it opens, and a cluster that refuses must leave none.
+    with _on_cluster(planned.settings), RunStore(Path(db) if db is not None else default_db_path()) as store:
         record = new_record(
             store.new_run_id(), planned.snapshots, planned.settings, planned.items,
             agent_version=agent_version, note=note,
@@ -554,10 +567,11 @@ async def resume_async(
         _trust(record, trust_imported, "resuming")
         _check_environment_of(record)
         record = _on_executor(record, executor, ray_address, ray_workers)
-        return await _execute(
-            store, record, live=live, cache=record.settings.cache and cache, cache_size_mb=cache_size_mb,
-            on_event=on_event, trace_to=trace_target(record.settings),
-        )  # fmt: skip
+        with _on_cluster(record.settings):
+            return await _execute(
+                store, record, live=live, cache=record.settings.cache and cache, cache_size_mb=cache_size_mb,
+                on_event=on_event, trace_to=trace_target(record.settings),
+            )  # fmt: skip
 
 
 def _on_executor(
@@ -613,11 +627,12 @@ async def repeat_async(
             note=note if note is not None else f"repeat of {old.id}", repeat_of=old.id,
             imported_from=old.imported_from,
         )  # fmt: skip
-        store.create_run(record)
-        return await _execute(
-            store, record, live=live, cache=record.settings.cache, cache_size_mb=cache_size_mb, on_event=on_event,
-            trace_to=trace_to,
-        )  # fmt: skip
+        with _on_cluster(record.settings):
+            store.create_run(record)
+            return await _execute(
+                store, record, live=live, cache=record.settings.cache, cache_size_mb=cache_size_mb,
+                on_event=on_event, trace_to=trace_to,
+            )  # fmt: skip
 
 
 @dataclass(frozen=True)
