@@ -27,6 +27,7 @@ from simulator.cli._output import (
     _plural,
     _print_config_errors,
     _print_json,
+    _print_unreadable,
     _print_warnings,
     err,
     out,
@@ -171,11 +172,13 @@ def personas_list(
 
 def _persona_fidelity(run_ref: str, db: Path | None, *, as_json: bool) -> None:
     from simulator.metrics import persona_fidelity
-    from simulator.store import RunStore, default_db_path
+    from simulator.store import RunStore, Unreadable, default_db_path
 
     with RunStore(db or default_db_path()) as store:
         record = store.get_run(run_ref)
-        personas = persona_fidelity(stored.result for stored in store.iter_results(record.id))
+        skipped: list[Unreadable] = []
+        personas = persona_fidelity(stored.result for stored in store.iter_results(record.id, skipped=skipped))
+    _print_unreadable(skipped)
     if as_json:
         _print_json({"run": record.id, "personas": [p.model_dump(mode="json") for p in personas]})
         return
