@@ -33,6 +33,7 @@ from simulator.cli._output import (
     out,
 )
 from simulator.cli.lint import IgnoreOption, StrictOption, lint_models, run_lint
+from simulator.safety import one_line
 
 
 @_handles_errors
@@ -72,6 +73,7 @@ def validate(
             {
                 "valid": not report.errors,
                 "files": [str(path) for path in report.files],
+                "skipped": [{"file": str(item.path), "reason": item.why} for item in report.skipped],
                 "suites": len(report.suites),
                 "cases": counts,
                 "personas": len(report.personas),
@@ -86,12 +88,16 @@ def validate(
             raise typer.Exit(EXIT_INVALID)
         return
     _print_config_errors(report.errors)
+    for item in report.skipped:
+        err.print(f"skipped {one_line(str(item.path))}: {item.why}", markup=False)
     kinds = ", ".join(f"{kind} {n}" for kind, n in counts.items())
     summary = (
         f"Checked {_plural(len(report.files), 'file')}: {_plural(len(report.suites), 'suite')} with "
         f"{_plural(sum(counts.values()), 'case')} ({kinds}), {_plural(len(report.personas), 'persona')}, "
         f"{_plural(len(report.agents), 'agent file')}."
     )
+    if report.skipped:
+        summary += f" Skipped {_plural(len(report.skipped), 'YAML name')} that cannot be read as a file (listed)."
     out.print(summary, markup=False)
     if report.errors:
         bad_files = len({e.file for e in report.errors})

@@ -76,7 +76,7 @@ from simulator.reports.coverage_view import (
     step_text,
 )
 from simulator.reports.tabular import summary_of
-from simulator.safety import redacted_and_shortened
+from simulator.safety import redacted_and_shortened, terminal_safe
 
 __all__ = ["CONTENT_SECURITY_POLICY", "OPEN_LIMIT", "OUTCOME_ORDER", "render_html"]
 
@@ -145,13 +145,28 @@ _JS = _asset("report.js")
 
 
 def _e(value: object) -> str:
-    """Any value as HTML text or attribute content: ``&``, ``<``, ``>``, ``"`` and ``'`` escaped."""
-    return html.escape(str(value), quote=True)
+    """Any value as HTML text or attribute content: ``&``, ``<``, ``>``, ``"`` and ``'`` escaped, and control
+    characters and bidi marks and overrides written as visible escapes (``\\u202e``: nothing reorders the page,
+    as the terminal shows it)."""
+    return html.escape(terminal_safe(str(value)), quote=True)
+
+
+def _visible_data(value: object) -> object:
+    """``value`` with every string in it as :func:`_e` shows it: the filters' tags, personas and suites are the
+    texts the page shows, and match them."""
+    if isinstance(value, str):
+        return terminal_safe(value)
+    if isinstance(value, dict):
+        return {_visible_data(key): _visible_data(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_visible_data(item) for item in value]
+    return value
 
 
 def _script_json(value: object) -> str:
-    """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&`` in it at all."""
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&`` in it at all, and
+    its texts as the page shows them (:func:`_visible_data`)."""
+    text = json.dumps(_visible_data(value), ensure_ascii=False, sort_keys=True)
     for char, escaped in (
         ("&", "\\u0026"),
         ("<", "\\u003c"),
