@@ -7,7 +7,9 @@ forbids it to (``default-src 'none'``).
 
 Escaping. Everything that comes from the agent, the simulated user, the judge or the suite (case names,
 goals, tags, messages, tool arguments and results, reasons) passes through ``html.escape(..., quote=True)``
-before it reaches the page, in text and in attribute values alike. The client-side filters read their data
+before it reaches the page, in text and in attribute values alike, after its control characters and bidi marks
+and overrides are written as visible escapes (``\\u202e``, as the terminal shows them: nothing reorders the
+page). The client-side filters read their data
 from one ``<script type="application/json">`` block whose JSON has ``<``, ``>`` and ``&`` (and the line
 separators U+2028/U+2029) written as ``\\u003c``-style escapes, so no text can close the script element.
 Element ids are generated (``case-1``, ``case-1-step-2``), never taken from the data.
