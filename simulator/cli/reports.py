@@ -61,7 +61,8 @@ def report(
     with _store(db) as store:
         record = store.get_run(run_ref)
         results = store.results(record.id, skipped=skipped)
-        data = render(report_format(fmt), summarized(record, results), results)
+        left_out = [item.describe() for item in skipped]
+        data = render(report_format(fmt), summarized(record, results), results, left_out=left_out)
     _print_unreadable(skipped)
     if output is None and fmt is ReportFormatChoice.xlsx:
         output = Path(default_filename(record, "xlsx"))

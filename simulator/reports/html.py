@@ -165,6 +165,14 @@ def _visible_data(value: object) -> object:
     return value
 
 
+def _left_out(left_out: Sequence[str]) -> str:
+    if not left_out:
+        return ""
+    items = "".join(f"<li>{_e(text)}</li>" for text in left_out)
+    title = f"Left out: {len(left_out)} stored result(s) could not be read"
+    return f"<section class='left-out'><h2>{title}</h2><ul>{items}</ul></section>"
+
+
 def _script_json(value: object) -> str:
     """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&`` in it at all, and
     its texts as the page shows them (:func:`_visible_data`)."""
@@ -947,7 +955,7 @@ def _data(record: RunRecord, items: Sequence[_Item]) -> dict[str, JsonValue]:
     return {"run": record.id, "cases": cases}
 
 
-def render_html(record: RunRecord, results: list[StoredResult]) -> str:
+def render_html(record: RunRecord, results: list[StoredResult], *, left_out: Sequence[str] = ()) -> str:
     """The run as one self-contained HTML page (inline CSS and JS, no network at view time).
 
     The page holds the run header (suites, agent and its version, note, status, correctness, outcome counts,
@@ -955,7 +963,8 @@ def render_html(record: RunRecord, results: list[StoredResult]) -> str:
     flaky labels for cases that ran more than once, the run's coverage (percentage, persona x case matrix,
     step reach, gaps), the simulated user's fidelity per persona (when a model played the user), and every
     result, failures first (error, fail, user error, unsure, pass), with its goals, transcript (each user turn
-    followed by its fidelity findings, ⚑), scores and errors. All text from the run is HTML-escaped; see the
+    followed by its fidelity findings, ⚑), scores and errors; ``left_out`` (stored results that could not be
+    read, each with its fix) is listed under the header. All text from the run is HTML-escaped; see the
     module docstring for how. Pure: the same record and results always give the same page.
     """
     items = _items(record, results)
@@ -966,6 +975,7 @@ def render_html(record: RunRecord, results: list[StoredResult]) -> str:
     body = "".join(
         (
             _header(record),
+            _left_out(left_out),
             _totals(record),
             _metrics(summary_of(record).metrics),
             _repeats(items),

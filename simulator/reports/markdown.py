@@ -186,6 +186,13 @@ def _cost(value: float | None) -> str:
 # -- header -----------------------------------------------------------------------------------------------
 
 
+def _left_out(left_out: Sequence[str]) -> list[str]:
+    if not left_out:
+        return []
+    lines = [f"**Left out: {len(left_out)} stored result(s) could not be read.**", ""]
+    return [*lines, *(f"- {escape(text)}" for text in left_out), ""]
+
+
 def _header(record: RunRecord, breakdown: RunSummary) -> list[str]:
     settings = record.settings
     duration = breakdown.duration_s
@@ -585,13 +592,15 @@ def _case_lines(record: RunRecord, stored: StoredResult, stats: RepeatStats | No
     return lines
 
 
-def render_markdown(record: RunRecord, results: Sequence[StoredResult]) -> str:
-    """The run as a Markdown report: header, metrics, repeats, and every conversation goal by goal."""
+def render_markdown(record: RunRecord, results: Sequence[StoredResult], *, left_out: Sequence[str] = ()) -> str:
+    """The run as a Markdown report: header, metrics, repeats, and every conversation goal by goal; ``left_out``
+    (stored results that could not be read, each with its fix) listed under the header."""
     ordered = ordered_results(record, results)
     summary = summary_of(record)
     cases = summary.by_case()
     failures_first = sorted(ordered, key=lambda r: _OUTCOME_ORDER[r.outcome])  # stable: plan order within
-    lines = _header(record, summary) + _metrics(summary) + _repeats(record, summary) + _coverage(record, summary)
+    lines = _header(record, summary) + _left_out(left_out)
+    lines += _metrics(summary) + _repeats(record, summary) + _coverage(record, summary)
     lines += _fidelity(ordered)
     if failures_first:
         lines += _overview(record, failures_first)

@@ -164,3 +164,20 @@ def test_one_unreadable_run_does_not_hide_the_others_and_can_be_deleted(
     after = runner.invoke(app, ["runs", "list", "--db", str(db)])
     assert oldest not in after.stdout + after.stderr
     assert newest in after.stdout
+
+
+@pytest.mark.parametrize(("fmt", "heading"), [("md", "**Left out: 1 stored result(s)"), ("html", "<h2>Left out: 1")])
+def test_the_report_names_the_result_it_left_out(
+    two_runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str, heading: str
+) -> None:
+    db = _copy(two_runs, tmp_path, monkeypatch)
+    run_id = _damage(
+        db,
+        f"UPDATE results SET result = '{{broken' WHERE case_name = 'refund' "
+        f"AND run_id = (SELECT id FROM runs {NEWEST})",
+    )
+    result = runner.invoke(app, ["report", "latest", "-f", fmt, "--db", str(db)])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert heading in result.stdout
+    assert "(key 0:refund:-:0)" in result.stdout
+    assert f"runs delete {run_id}" in result.stdout
