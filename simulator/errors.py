@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from simulator._visible import one_line
+
 
 class SimulatorError(Exception):
     """Base of every error Simulator raises on purpose."""
@@ -42,8 +44,10 @@ class ConfigError(SimulatorError):
         super().__init__(self.render())
 
     def render(self) -> str:
-        """Format as ``FILE:LINE:COL: key.path: message``, the shape editors and CI logs recognise."""
-        return f"{self.file}:{self.line}:{self.column}: {self.key_path}: {self.message}"
+        """Format as ``FILE:LINE:COL: key.path: message``, the shape editors and CI logs recognise. The file
+        name and the key path are written on one line (a line break in them as ``\\n``), so a name cannot
+        forge another ``FILE:LINE:COL`` line."""
+        return f"{one_line(self.file)}:{self.line}:{self.column}: {one_line(self.key_path)}: {self.message}"
 
     def sort_key(self) -> tuple[str, int, int, str]:
         """Order errors by file, then position, then path."""

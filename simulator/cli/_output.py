@@ -156,6 +156,13 @@ def _print_warnings(warnings: list[Any]) -> None:
         err.print(f"warning: {warning}", markup=False, soft_wrap=True)
 
 
+def _print_unreadable(skipped: list[Any]) -> None:
+    """Name each stored run or result left out because it cannot be read (``simulator.store.Unreadable``),
+    with its fix, on stderr: what is shown is the rest."""
+    for item in skipped:
+        err.print(f"warning: left out: {item.describe()}", markup=False, soft_wrap=True)
+
+
 _STYLES = {
     "header": "bold",
     "user": "cyan",

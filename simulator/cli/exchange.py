@@ -15,6 +15,7 @@ from simulator.cli._output import (
     _handles_errors,
     _print_config_errors,
     _print_document,
+    _print_unreadable,
     _print_warnings,
     _store,
     err,
@@ -77,12 +78,15 @@ def export_run_command(
     for other tools (--format jsonl)."""
     from simulator.exchange import export_chat_jsonl, export_run
 
+    skipped: list[Any] = []
     with _store(db) as store:
         record = store.get_run(run_ref)
         if fmt is ExchangeFormat.jsonl:
-            text = export_chat_jsonl(store.iter_results(record.id))
+            text = export_chat_jsonl(store.iter_results(record.id, skipped=skipped))
         else:
-            text = export_run(record, store.results(record.id), "json" if fmt is ExchangeFormat.json else "yaml")
+            results = store.results(record.id, skipped=skipped)
+            text = export_run(record, results, "json" if fmt is ExchangeFormat.json else "yaml")
+    _print_unreadable(skipped)
     _emit(text, output, force, fmt)
 
 
@@ -97,12 +101,15 @@ def export_results_command(
     """Export the results of a stored run."""
     from simulator.exchange import export_chat_jsonl, export_results
 
+    skipped: list[Any] = []
     with _store(db) as store:
         record = store.get_run(run_ref)
         if fmt is ExchangeFormat.jsonl:
-            text = export_chat_jsonl(store.iter_results(record.id))
+            text = export_chat_jsonl(store.iter_results(record.id, skipped=skipped))
         else:
-            text = export_results(store.results(record.id), "json" if fmt is ExchangeFormat.json else "yaml")
+            results = store.results(record.id, skipped=skipped)
+            text = export_results(results, "json" if fmt is ExchangeFormat.json else "yaml")
+    _print_unreadable(skipped)
     _emit(text, output, force, fmt)
 
 
@@ -162,10 +169,13 @@ def golden_from_run_command(
     """Turn a real conversation of a stored run into a golden case (the agent's replies as expected messages)."""
     from simulator.exchange import golden_from_run, write_export
 
+    skipped: list[Any] = []
     with _store(db) as store:
         record = store.get_run(run_ref)
+        results = store.results(record.id, skipped=skipped)
+        _print_unreadable(skipped)
         text = golden_from_run(
-            record, store.results(record.id), case, persona=persona,
+            record, results, case, persona=persona,
             repeat=None if repeat is None else repeat - 1, include_tools=not no_tools,
         )  # fmt: skip
     path = write_export({output.name: text}, output, force=force)

@@ -30,6 +30,7 @@ from simulator.cli._output import (
     JsonOption,
     _handles_errors,
     _print_document,
+    _print_unreadable,
     _store,
     err,
     out,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from simulator.analysis.compare import Comparison
     from simulator.analysis.digest import Digest
     from simulator.models.run import ModelOptions
+    from simulator.store import Unreadable
 
 
 @_handles_errors
@@ -56,10 +58,13 @@ def report(
     from simulator.metrics import summarized
     from simulator.reports.formats import default_filename, render
 
+    skipped: list[Unreadable] = []
     with _store(db) as store:
         record = store.get_run(run_ref)
-        results = store.results(record.id)
-        data = render(report_format(fmt), summarized(record, results), results)
+        results = store.results(record.id, skipped=skipped)
+        left_out = [item.describe() for item in skipped]
+        data = render(report_format(fmt), summarized(record, results), results, left_out=left_out)
+    _print_unreadable(skipped)
     if output is None and fmt is ReportFormatChoice.xlsx:
         output = Path(default_filename(record, "xlsx"))
     if output is None:
@@ -88,10 +93,12 @@ def coverage(
     from simulator.reports.coverage_view import coverage_text
 
     check_number("fail_under_coverage", fail_under_coverage)
+    skipped: list[Unreadable] = []
     with _store(db) as store:
         record = store.get_run(run_ref)
         # Stored with the run's summary; computed here, a few results at a time, for a run stored without it.
-        record = summarized(record, store.iter_results(record.id))
+        record = summarized(record, store.iter_results(record.id, skipped=skipped))
+    _print_unreadable(skipped)
     found = record.totals.coverage if record.totals is not None else None
     assert found is not None, "summarized always gives a summary with coverage"
     if as_json:
@@ -109,9 +116,12 @@ def coverage(
 def _comparison(run_a: str, run_b: str, db: Path | None) -> Comparison:
     from simulator.analysis.compare import compare_runs
 
+    skipped: list[Unreadable] = []
     with _store(db) as store:
         a, b = store.get_run(run_a), store.get_run(run_b)
-        return compare_runs(a, store.results(a.id), b, store.results(b.id))
+        found = compare_runs(a, store.results(a.id, skipped=skipped), b, store.results(b.id, skipped=skipped))
+    _print_unreadable(skipped)
+    return found
 
 
 def _comparison_text(comparison: Comparison, fmt: CompareFormat) -> str:
@@ -175,9 +185,11 @@ def _digest_of(run_ref: str, given: ModelOptions, db: Path | None) -> Digest:
     from simulator.models import ModelRoles
     from simulator.models.run import resolved_models
 
+    skipped: list[Unreadable] = []
     with _store(db) as store:
         record = store.get_run(run_ref)
-        results = store.results(record.id)
+        results = store.results(record.id, skipped=skipped)
+    _print_unreadable(skipped)
     found = build_digest(results)
     suite = record.snapshot[0].suite if record.snapshot else None
     instructions = getattr(suite.agent, "instructions", None) if suite is not None else None

@@ -22,7 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from simulator.code_refs import CodeRefError, code_folders, resolve, resolve_callable
 from simulator.errors import ConfigError, ConfigErrors
 from simulator.kinds import kind_of
-from simulator.loading._limits import ReadProblem
+from simulator.loading._limits import ReadProblem, why_not_read
 from simulator.loading._limits import read_text as read_bounded_text
 from simulator.loading._schema import SchemaChecker, closest, describe_value, did_you_mean, tool_parameter_problems
 from simulator.loading._yaml import DataPath, Located, format_path, parse_yaml, read_text
@@ -43,6 +43,7 @@ from simulator.models._base import Text
 from simulator.models.agent import BUILTIN_AGENT_TYPES, json_type_matches
 from simulator.models.case import ExpectationSpec
 from simulator.plugins import plugins
+from simulator.safety import one_line
 
 YAML_SUFFIXES = (".yaml", ".yml")
 AGENT_FILE_NAMES = ("agent.yaml", "agent.yml")
@@ -89,11 +90,20 @@ class LoadedSuite:
         return code_folders(self.path, self.agent_path)
 
 
+@dataclass(frozen=True)
+class SkippedFile:
+    """A YAML name found in a folder that is not read, and why (a named pipe, a device, a broken link...)."""
+
+    path: Path
+    why: str
+
+
 @dataclass
 class ValidationReport:
-    """What ``validate`` found: the files read, what they hold, and every problem."""
+    """What ``validate`` found: the files read, what they hold, every problem, and the names not read."""
 
     files: list[Path] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
     suites: list[LoadedSuite] = field(default_factory=list)
     personas: dict[str, Persona] = field(default_factory=dict)
     agents: list[Path] = field(default_factory=list)
@@ -338,7 +348,7 @@ class Loader:
                             position.line,
                             position.column,
                             format_path(where),
-                            f"persona {persona.name!r} is already defined in {_display_path(str(first))}: "
+                            f"persona {persona.name!r} is already defined in {one_line(_display_path(str(first)))}: "
                             "persona names must be unique",
                         )
                     )
@@ -452,7 +462,7 @@ class Loader:
                         position.line,
                         position.column,
                         "agent",
-                        f"agent file {agent!r} not found (looked for {_display_path(str(target))}): "
+                        f"agent file {agent!r} not found (looked for {one_line(_display_path(str(target)))}): "
                         "fix the path, relative to this file",
                     )
                 )
@@ -613,7 +623,7 @@ class _CrossCheck:
             else:
                 known = ", ".join(sorted(self.personas)) or "none"
                 hint = did_you_mean(name, self.personas)
-                folder = _display_path(str(self.personas_dir))
+                folder = one_line(_display_path(str(self.personas_dir)))
                 self.error((*base, index), f"unknown persona {name!r}{hint} (personas in {folder}: {known})")
 
     def _scorers(self, base: DataPath, names: list[str]) -> None:
@@ -646,7 +656,7 @@ class _CrossCheck:
                     where,
                     f"session parameter {name!r} is not a variable declared by agent {self.agent.name!r}"
                     f"{did_you_mean(name, declared)} (declared: {names}); "
-                    f"declare it under `variables:` in {_display_path(str(self.agent_path))}",
+                    f"declare it under `variables:` in {one_line(_display_path(str(self.agent_path)))}",
                     key=True,
                 )
                 continue
@@ -781,20 +791,29 @@ def classify(path: Path, data: Any) -> str:
     return "unknown"
 
 
-def collect_yaml_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[ConfigError]]:
-    """YAML files named or found in the folders given (hidden folders skipped), each once, sorted."""
+def collect_yaml_files(
+    paths: Iterable[str | Path], skipped: list[SkippedFile] | None = None
+) -> tuple[list[Path], list[ConfigError]]:
+    """YAML files named or found in the folders given (hidden folders skipped), each once, sorted. A YAML name
+    in a folder that is not a file to read (a named pipe, a device, a broken link, a link loop) is added to
+    ``skipped`` with why, never read and never silently passed over."""
     files: list[Path] = []
     errors: list[ConfigError] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(
-                p
-                for p in path.rglob("*")
-                if p.suffix.lower() in YAML_SUFFIXES
-                and p.is_file()
-                and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
+            found = []
+            for p in sorted(path.rglob("*")):
+                if p.suffix.lower() not in YAML_SUFFIXES or any(
+                    part.startswith(".") for part in p.relative_to(path).parts
+                ):
+                    continue
+                why = why_not_read(p)
+                if why is not None:
+                    if skipped is not None:
+                        skipped.append(SkippedFile(p, why))
+                elif p.is_file():
+                    found.append(p)
             if not found:
                 errors.append(ConfigError(path, 1, 1, "(root)", "no .yaml or .yml files in this folder"))
             files.extend(found)
@@ -810,7 +829,7 @@ def validate_paths(paths: Iterable[str | Path]) -> ValidationReport:
     """Load every YAML file under ``paths`` as what it holds and collect all problems, never raising."""
     loader = Loader(check_code=True)
     report = ValidationReport()
-    files, errors = collect_yaml_files(paths)
+    files, errors = collect_yaml_files(paths, report.skipped)
     loader.errors.extend(errors)
     report.files = files
     for path in files:

@@ -8,10 +8,10 @@ does not need).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal, cast
+from typing import Final, Literal, cast
 
 from simulator.models.run import RunRecord, StoredResult
 
@@ -47,12 +47,22 @@ FORMATS: tuple[ReportFormat, ...] = tuple(REGISTRY)
 EXTENSIONS: dict[ReportFormat, str] = {name: spec.suffix for name, spec in REGISTRY.items()}
 
 
-def render(fmt: ReportFormat, record: RunRecord, results: list[StoredResult]) -> bytes:
-    """The report in ``fmt`` as bytes (UTF-8 for the text formats)."""
+#: The formats a person reads whole, which say in their header which stored results could not be read.
+_NAMES_LEFT_OUT: Final = ("md", "html")
+
+
+def render(fmt: ReportFormat, record: RunRecord, results: list[StoredResult], *, left_out: Sequence[str] = ()) -> bytes:
+    """The report in ``fmt`` as bytes (UTF-8 for the text formats). ``left_out`` describes the stored results
+    that could not be read (each with its fix): the Markdown and HTML reports list them under their header."""
     spec = REGISTRY.get(fmt)
     if spec is None:
         raise ValueError(f"unknown report format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    output = spec.load()(record, results)
+    renderer = spec.load()
+    output: str | bytes
+    if left_out and fmt in _NAMES_LEFT_OUT:
+        output = cast(Callable[..., str], renderer)(record, results, left_out=left_out)
+    else:
+        output = renderer(record, results)
     return output.encode("utf-8") if isinstance(output, str) else output
 
 

@@ -55,7 +55,7 @@ from simulator.runner._plan import (
     snapshot_of,
     unknown_case_filters,
 )
-from simulator.store import RunStore, default_db_path
+from simulator.store import RunStore, UnreadableRunError, default_db_path
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -708,10 +708,13 @@ async def simulate_async(
 def delete_run(run_ref: str, *, db: PathLike | None = None) -> str:
     """Delete a stored run, its results and its conversation checkpoints; returns its id."""
     with RunStore(Path(db) if db is not None else default_db_path()) as store:
-        record = store.get_run(run_ref)
-        store.delete_run(record.id)
-        forget_checkpoints(store.path, record.id)
-    return record.id
+        try:
+            run_id = store.get_run(run_ref).id
+        except UnreadableRunError as exc:  # a run that cannot be read can still be deleted
+            run_id = exc.run_id
+        store.delete_run(run_id)
+        forget_checkpoints(store.path, run_id)
+    return run_id
 
 
 def get_run(run_ref: str, *, db: PathLike | None = None) -> RunOutcome:
