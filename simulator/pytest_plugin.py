@@ -341,7 +341,7 @@ class SessionRun:
         self.fixture_runs: list[RunOutcome] = []
         # Under pytest-xdist: on a worker, what the controller gave it; on the controller, the session's one run.
         self.workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
-        self.xdist_run_id: str | None = (self.workerinput or {}).get("simulator_run_id")
+        self.xdist_run_id: str | None = (self.workerinput or {}).get("simulator_run_id")  # pytest_xdist.RUN_ID_KEY
         self.selection: PlannedRun | None = None
         self.plan_items: dict[str, PlanItem] = {}  # item nodeid -> its item in the selection's plan
         self.began = time.monotonic()
@@ -381,9 +381,9 @@ class SessionRun:
         """``item``'s conversation, run on this xdist worker into the session's one run (refused where xdist
         would run it on every worker)."""
         from simulator.errors import SimulatorError
-        from simulator.pytest_xdist import EACH_REFUSED, run_item
+        from simulator.pytest_xdist import DIST_KEY, EACH_REFUSED, run_item
 
-        if self.config.getoption("dist", None) == "each":
+        if self.workerinput.get(DIST_KEY) == "each":
             raise RunProblem(EACH_REFUSED)
         if self.xdist_run_id is None:
             raise RunProblem(
@@ -472,12 +472,13 @@ def simulator_run(pytestconfig: pytest.Config) -> Callable[..., RunOutcome]:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist's controller, starting a worker: the id of the session's one run, the same for every worker."""
-    from simulator.pytest_xdist import RUN_ID_KEY, choose_run_id
+    from simulator.pytest_xdist import DIST_KEY, RUN_ID_KEY, choose_run_id
 
     state = node.config.stash[_STATE]
     if state.xdist_run_id is None:
         state.xdist_run_id = choose_run_id()
     node.workerinput[RUN_ID_KEY] = state.xdist_run_id
+    node.workerinput[DIST_KEY] = node.config.getoption("dist", None)  # a worker's own option reads "no"
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

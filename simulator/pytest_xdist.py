@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from simulator.runner import PlannedRun
 
 RUN_ID_KEY = "simulator_run_id"  # in each worker's workerinput
+DIST_KEY = "simulator_dist"  # the controller's --dist, in each worker's workerinput
 EACH_REFUSED = (
     "pytest-xdist --dist each gives every item to every worker, so each conversation would run once per worker "
     "(and be paid for as often): run the suites with --dist load (the default of -n), or without -n"
