@@ -26,7 +26,7 @@ import dataclasses
 import glob
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -246,7 +246,9 @@ def _transcript_text(stored: StoredResult) -> str:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """A conversation's call takes its own duration: the first item runs the whole selection, the rest read."""
     report = yield
     if call.when == "call" and isinstance(item, SuiteCase) and item.duration_s is not None:
@@ -383,7 +385,7 @@ class SessionRun:
         from simulator.errors import SimulatorError
         from simulator.pytest_xdist import DIST_KEY, EACH_REFUSED, run_item
 
-        if self.workerinput.get(DIST_KEY) == "each":
+        if (self.workerinput or {}).get(DIST_KEY) == "each":
             raise RunProblem(EACH_REFUSED)
         if self.xdist_run_id is None:
             raise RunProblem(

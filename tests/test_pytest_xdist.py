@@ -72,7 +72,7 @@ def test_each_conversation_runs_once_into_one_stored_run_with_junit_properties(p
     assert [stored[name].outcome for name in CASES] == ["pass"] * 5 + ["fail"]
     assert f"simulator run {outcome.id} stored in {db}" in done.stdout
 
-    cases = {case.get("name"): case for case in ET.parse(junit).getroot().iter("testcase")}
+    cases = {case.get("name", ""): case for case in ET.parse(junit).getroot().iter("testcase")}
     assert sorted(cases) == sorted(f"{name}[#1]" for name in CASES)
     for name in CASES:
         case = cases[f"{name}[#1]"]
