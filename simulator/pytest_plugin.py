@@ -402,8 +402,11 @@ class SessionRun:
         if self.problem is not None:
             raise RunProblem(self.problem)
         assert self.selection is not None
+        planned = self.plan_items[item.nodeid]
+        if planned.key in self.results:  # asked again (a rerun plugin): the conversation ran once
+            return self.results[planned.key]
         try:
-            stored = run_item(self.db, self.xdist_run_id, self.selection, self.plan_items[item.nodeid])
+            stored = run_item(self.db, self.xdist_run_id, self.selection, planned)
         except SimulatorError as exc:
             raise RunProblem(f"the Simulator run could not run this conversation: {exc}") from None
         if stored is None:
@@ -411,6 +414,7 @@ class SessionRun:
                 f"no stored result for this conversation; run the rest of run {self.xdist_run_id} with: "
                 f"simulator runs resume {self.xdist_run_id}"
             )
+        self.results[planned.key] = stored
         return stored
 
     def _select(self, session: pytest.Session) -> tuple[PlannedRun, list[SuiteCase]]:

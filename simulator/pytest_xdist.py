@@ -70,7 +70,10 @@ def run_item(db: Path | None, run_id: str, selection: PlannedRun, item: PlanItem
 def merge_parts(db: Path | None, run_id: str, duration_s: float) -> RunOutcome | None:
     """Copy the results of ``run_id``'s part runs into it, remove the parts, and store its summary and status;
     None when no worker ran a conversation (the run was never stored)."""
-    with RunStore(db if db is not None else default_db_path()) as store:
+    path = db if db is not None else default_db_path()
+    if not path.exists():
+        return None  # no worker ran a conversation: a session of Python tests alone leaves no store behind
+    with RunStore(path) as store:
         try:
             record = store.get_run(run_id)
         except StoreInputError:
@@ -78,10 +81,11 @@ def merge_parts(db: Path | None, run_id: str, duration_s: float) -> RunOutcome |
         parts = [part for part in store.list_runs(limit=None) if part.note == part_note(run_id)]
         lease = store.acquire(run_id)
         try:
-            planned = set(record.plan.item_keys())
-            for part in parts:
+            left = set(record.plan.item_keys())
+            for part in reversed(parts):  # oldest first: a conversation run again (a rerun plugin) keeps its first
                 for stored in store.iter_results(part.id):
-                    if stored.key in planned:
+                    if stored.key in left:
+                        left.discard(stored.key)
                         store.save_result(stored.model_copy(update={"run_id": run_id}))
             totals = run_summary(store.iter_results(run_id), duration_s)
         except BaseException:
