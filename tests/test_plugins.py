@@ -88,6 +88,12 @@ def test_a_plugin_agent_is_run_and_a_plugin_scorer_decides(
     scores = {score["metric"]: score for score in result["result"]["scores"]}
     assert scores["keywords"]["verdict"] == "met"  # the echo agent really answered
     assert scores["polite"]["verdict"] == polite
+    # The plugin's report format, to stdout and as a file named with its own suffix.
+    text = _simulator(site, tmp_path, "report", "latest", "--db", "runs.db", "-f", "txt")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[1] == f"echoes | - | {outcome}"
+    again = _simulator(site, tmp_path, "run", str(suite), "--db", "runs.db", "--report", "txt", "--report-dir", "out")
+    assert [path.suffix for path in (tmp_path / "out").iterdir()] == [".txt"], again.stdout + again.stderr
 
 
 @pytest.mark.parametrize(

@@ -10,17 +10,6 @@ from __future__ import annotations
 from enum import StrEnum
 
 
-class ReportFormatChoice(StrEnum):
-    """A run report's format (``simulator.reports.formats.FORMATS``)."""
-
-    md = "md"
-    html = "html"
-    json = "json"
-    csv = "csv"
-    xlsx = "xlsx"
-    junit = "junit"
-
-
 class ExchangeFormat(StrEnum):
     """The format of an exported run or its results."""
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from simulator._files import write_file
-from simulator.cli._choices import CompareFormat, DigestFormat, ReportFormatChoice
+from simulator.cli._choices import CompareFormat, DigestFormat
 from simulator.cli._models import (
     AgentApiBaseOption,
     JudgeApiBaseOption,
@@ -35,7 +35,7 @@ from simulator.cli._output import (
     err,
     out,
 )
-from simulator.cli.run import report_format
+from simulator.cli.run import REPORT_FORMATS_HELP, report_format_given
 from simulator.errors import InputError
 
 if TYPE_CHECKING:
@@ -49,8 +49,11 @@ if TYPE_CHECKING:
 def report(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, a unique prefix, latest or latest~N.")],
     fmt: Annotated[
-        ReportFormatChoice, typer.Option("--format", "-f", help="The report's format.")
-    ] = ReportFormatChoice.md,
+        str,
+        typer.Option(
+            "--format", "-f", metavar="FORMAT", callback=report_format_given, help=f"The format: {REPORT_FORMATS_HELP}."
+        ),
+    ] = "md",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
     db: DbOption = None,
 ) -> None:
@@ -63,15 +66,25 @@ def report(
         record = store.get_run(run_ref)
         results = store.results(record.id, skipped=skipped)
         left_out = [item.describe() for item in skipped]
-        data = render(report_format(fmt), summarized(record, results), results, left_out=left_out)
+        data = render(fmt, summarized(record, results), results, left_out=left_out)
     _print_unreadable(skipped)
-    if output is None and fmt is ReportFormatChoice.xlsx:
-        output = Path(default_filename(record, "xlsx"))
+    if output is None and not _is_text(data):
+        output = Path(default_filename(record, fmt))
     if output is None:
-        _print_document(data.decode("utf-8"), "json" if fmt is ReportFormatChoice.json else "text")
+        _print_document(data.decode("utf-8"), "json" if fmt == "json" else "text")
         return
     write_file(output, data)
     out.print(f"wrote {output}", markup=False)
+
+
+def _is_text(data: bytes) -> bool:
+    """Whether a report can go to the terminal: UTF-8 text (an Excel workbook or a plugin's binary is written to
+    a file named after the run instead)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 @_handles_errors

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
-from simulator.cli._choices import ExecutorChoice, ReportFormatChoice, TraceChoice
+from simulator.cli._choices import ExecutorChoice, TraceChoice
 from simulator.cli._models import (
     AgentApiBaseOption,
     JudgeApiBaseOption,
@@ -35,9 +35,6 @@ from simulator.cli._output import (
     out,
 )
 from simulator.cli._progress import _cache_words, _exit_for, _print_run, _run_with_progress
-
-if TYPE_CHECKING:
-    from simulator.reports.formats import ReportFormat
 
 
 @_handles_errors
@@ -183,8 +180,13 @@ def run(
     ray_address: RayAddressOption = None,
     ray_workers: RayWorkersOption = None,
     report_formats: Annotated[
-        list[ReportFormatChoice] | None,
-        typer.Option("--report", help="Also write a report in this format (repeatable)."),
+        list[str] | None,
+        typer.Option(
+            "--report",
+            metavar="FORMAT",
+            callback=report_formats_given,
+            help=f"Also write a report in this format (repeatable): {REPORT_FORMATS_HELP}.",
+        ),
     ] = None,
     report_dir: Annotated[Path, typer.Option("--report-dir", help="Folder for --report files.")] = Path(
         ".simulator/reports"
@@ -234,7 +236,7 @@ def run(
     from simulator.runner import plan
 
     # Typer checked the formats before anything runs: not after an hour of it.
-    formats = [report_format(choice) for choice in report_formats or []]
+    formats = list(report_formats or [])
     talk = err if as_json else out  # with --json, stdout holds the document alone
     planned = plan(
         paths, persona=persona, repeat=repeat, tags=tag or [], cases=case or [], live=live, user_model=user_model,
@@ -291,9 +293,23 @@ def _where(settings: Any) -> str:
     return f", on Ray ({cluster}, model limits held across its workers)"
 
 
-def report_format(choice: ReportFormatChoice) -> ReportFormat:
-    """The report format a ``--report`` / ``--format`` choice names."""
-    return choice.value
+#: The report formats as ``--help`` lists them (the plugins' names are looked up only when a value is given).
+REPORT_FORMATS_HELP = "md, html, json, csv, xlsx, junit, or a report plugin's name (simulator plugins lists them)"
+
+
+def report_format_given(value: str) -> str:
+    """A ``--format`` value checked (built-in formats and installed report plugins), or a usage error naming them."""
+    from simulator.reports.formats import report_formats
+
+    if value not in report_formats():
+        choices = ", ".join(report_formats())
+        raise typer.BadParameter(f"{value!r} is not a report format: choose one of {choices}")
+    return value
+
+
+def report_formats_given(values: list[str] | None) -> list[str] | None:
+    """Every ``--report`` value checked like ``--format``'s."""
+    return [report_format_given(value) for value in values] if values else values
 
 
 def _run_head(outcome: Any) -> dict[str, Any]:
@@ -376,7 +392,7 @@ def _print_run_document(outcome: Any) -> None:
     _print_document("]\n}\n" if first else "\n  ]\n}\n", "json")
 
 
-def _write_reports(outcome: Any, formats: list[ReportFormat], directory: Path, talk: SafeConsole) -> None:
+def _write_reports(outcome: Any, formats: list[str], directory: Path, talk: SafeConsole) -> None:
     """Write the run's reports (formats checked before the run) and say where, on ``talk``."""
     from simulator._files import write_file
     from simulator.metrics import summarized

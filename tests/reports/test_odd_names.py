@@ -88,7 +88,7 @@ def _shown(fmt: str, name: str) -> str:
 @pytest.mark.parametrize("fmt", ["md", "html", "junit", "csv", "xlsx"])
 def test_odd_characters_are_shown_escaped_and_names_stay_distinct(fmt: str) -> None:
     record, results = _run()
-    data = render(fmt, record, results)  # type: ignore[arg-type]
+    data = render(fmt, record, results)
     text = _xlsx_text(data) if fmt == "xlsx" else data.decode("utf-8")
     raw = sorted({f"U+{ord(char):04X}" for char in RAW.findall(text)})
     assert not raw, f"raw characters in the {fmt} report: {raw}"
