@@ -65,6 +65,7 @@ def validate(
         return
 
     report = validate_paths(paths)
+    report.errors.extend(_model_errors(report.suites))
     counts = report.case_counts()
     if as_json:
         _print_json(
@@ -97,6 +98,24 @@ def validate(
         out.print(f"Found {_plural(len(report.errors), 'error')} in {_plural(bad_files, 'file')}.", markup=False)
         raise typer.Exit(EXIT_INVALID)
     out.print("All valid.", markup=False)
+
+
+def _model_errors(suites: list[Any]) -> list[Any]:
+    """The suites' model strings whose provider litellm does not know, each at its place (only when some suite
+    names one: the check reads litellm's provider list)."""
+    from simulator.errors import ConfigError
+    from simulator.llm import suite_model_problems
+    from simulator.loading import config_error_at
+
+    errors: list[ConfigError] = []
+    for loaded in suites:
+        for path, message in suite_model_problems(loaded.suite):
+            separate = loaded.agent_path is not None and loaded.agent_path != loaded.path
+            if path[0] == "agent" and separate:
+                errors.append(config_error_at(loaded.agent_path, path[1:], message))
+            else:
+                errors.append(config_error_at(loaded.path, path, message))
+    return errors
 
 
 @_handles_errors

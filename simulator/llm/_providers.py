@@ -15,8 +15,9 @@ from simulator.llm._fake import FAKE_PROVIDER
 from simulator.llm._litellm import provider_names
 from simulator.llm._openai import OPENAI_PREFIX, is_local_base, price_table
 from simulator.models.settings import ModelSettings
+from simulator.models.suite import Suite
 
-__all__ = ["is_local_base", "key_variables", "missing_key", "provider_problem"]
+__all__ = ["key_variables", "missing_key", "provider_problem", "suite_model_problems"]
 
 #: Prefixes Simulator answers itself, whatever litellm's list holds.
 _OWN_PROVIDERS = frozenset({FAKE_PROVIDER, OPENAI_PREFIX.rstrip("/")})
@@ -111,3 +112,20 @@ def missing_key(settings: ModelSettings, environ: Mapping[str, str]) -> str | No
     if not variables or any(environ.get(variable) for variable in variables):
         return None
     return variables[0]
+
+
+def suite_model_problems(suite: Suite) -> list[tuple[tuple[str, ...], str]]:
+    """Every model string a suite file writes whose provider is unknown (:func:`provider_problem`): the place
+    (``models.<role>.model``, or ``agent.model`` for a litellm agent) and the message naming the role."""
+    found: list[tuple[tuple[str, ...], str]] = []
+    for role in ("agent", "user", "judge"):
+        settings: ModelSettings = getattr(suite.models, role)
+        problem = provider_problem(settings.model, settings.backend) if settings.model else None
+        if problem is not None:  # a role written as a bare string is placed at the string
+            found.append((("models", role, "model"), f"{role} model {problem}"))
+    agent = suite.agent
+    if agent is not None and not isinstance(agent, str) and agent.type == "litellm":
+        problem = provider_problem(agent.model, suite.models.agent.backend)
+        if problem is not None:
+            found.append((("agent", "model"), f"agent model {problem}"))
+    return found
