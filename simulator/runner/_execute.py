@@ -36,8 +36,8 @@ from simulator import __version__
 from simulator.agents import prepare_agent
 from simulator.cassettes import Playback, cassette_of, encode
 from simulator.engine import forget, forget_threads, load_graph, open_checkpointer
-from simulator.errors import InputError, StoreError
-from simulator.llm import LLMClient, RequestCache, cache_scope, preload, replaying
+from simulator.errors import CredentialsError, InputError, StoreError
+from simulator.llm import LLMClient, RequestCache, cache_scope, noting_refusals, preload, replaying
 from simulator.loading import LoadedSuite
 from simulator.metrics import SummaryBuilder, case_metrics, run_summary
 from simulator.models import Case, Persona
@@ -103,6 +103,14 @@ def check_live(record: RunRecord, live: bool) -> None:
         )
 
 
+class _RunRefused(Exception):
+    """The first conversations of a run failed for want of a valid key: the run stops with this one message."""
+
+    def __init__(self, refusal: CredentialsError) -> None:
+        super().__init__(str(refusal))
+        self.refusal = refusal
+
+
 class LeaseLost(StoreError):
     """Another process took over the run's lease (this one looked dead to it): this one stops."""
 
@@ -157,17 +165,26 @@ async def execute(
     todo = items_left(store, record, positions=positions if summing is not None else None)
     previous = record.totals.duration_s if record.totals else 0.0
     started = time.monotonic()
+    # Whether a conversation has finished without a credentials failure. Until one has, a conversation that failed
+    # because no key was sent or the key was refused stops the run (see _RunRefused): every other one would fail
+    # the same way, one error each.
+    settled = False
 
     async def one(item: PlanItem, saver: Any, handover: Callable[[], Awaitable[None]] | None = None) -> None:
+        nonlocal settled
         playback = playbacks(item) if playbacks is not None else None
         with ExitStack() as scope:
             tape = scope.enter_context(recording()) if settings.record else None
+            refused = scope.enter_context(noting_refusals())
             if playback is not None:
                 scope.enter_context(replaying(playback))
             result, duration = await converse(
                 suites[item.suite], item, client(item.suite), base, checkpointer=saver,
                 thread_id=f"{record.id}:{item.key}", playback=playback, handover=handover,
             )  # fmt: skip
+        if refused and not settled:
+            raise _RunRefused(refused[0])  # not stored: resuming the run runs it again
+        settled = settled or not refused
         await save(item, result, duration, saver, tape)
 
     async def save(item: PlanItem, result: CaseResult, duration: float, saver: Any = None, tape: Any = None) -> None:
@@ -277,6 +294,12 @@ async def execute(
         cancelled = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit)
         status: RunStatus = "interrupted" if cancelled else "failed"
         _finish(store, lease, status, previous + time.monotonic() - started, quiet=True)
+        if isinstance(exc, _RunRefused):
+            left = total - store.result_count(record.id)
+            raise CredentialsError(
+                f"{exc.refusal} The run stopped there: {left} of {total} conversation(s) were not run (none is "
+                f"stored as an error). Fix the key, then continue the run with `simulator runs resume {record.id}`."
+            ) from exc.refusal
         raise
     writer.shutdown(wait=True)
     complete = store.result_count(record.id) == total  # counted in SQL: no set of every key
