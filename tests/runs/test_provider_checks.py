@@ -11,7 +11,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from typer.testing import CliRunner
@@ -54,10 +54,11 @@ TYPOS = [
 
 
 @pytest.mark.parametrize("command", ["validate", "run"])
-@pytest.mark.parametrize(("models", "place", "suggestion"), TYPOS, ids=["bare-string", "model-key"])
+@pytest.mark.parametrize("typo", TYPOS, ids=["bare-string", "model-key"])
 def test_a_typod_provider_is_exit_2_at_its_place_with_a_did_you_mean(
-    command: str, models: str, place: str, suggestion: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    command: str, typo: tuple[str, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    models, place, suggestion = typo
     _suite(tmp_path, models)
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, [command, "suite.yaml"] + (["--db", "runs.db"] if command == "run" else []))
@@ -100,13 +101,19 @@ def test_a_typod_provider_on_the_command_line_names_the_option_or_file(
 
 
 @pytest.mark.parametrize(
-    "model",
-    ["fake/anything", "openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest", "gpt-4o-mini", "ollama/llama3.1"],
+    ("known", "typo"),
+    [
+        ("fake/anything", "fak/anything"),
+        ("openai/gpt-4o-mini", "opeanai/gpt-4o-mini"),
+        ("anthropic/claude-3-5-haiku-latest", "anthropc/claude-3-5-haiku-latest"),
+        ("ollama/llama3.1", "olama/llama3.1"),
+    ],
 )
-def test_known_providers_fakes_and_bare_names_pass_the_provider_check(model: str, tmp_path: Path) -> None:
-    path = _suite(tmp_path, f"models:\n  judge: {{model: {model}, api_base: 'http://127.0.0.1:9/v1'}}\n")
-    planned = simulator.plan(path)
-    assert planned.items
+def test_litellms_providers_and_the_fake_pass_and_their_typos_do_not(known: str, typo: str, tmp_path: Path) -> None:
+    base = ", api_base: 'http://127.0.0.1:9/v1'"  # a local server: no key needed, nothing is asked in a plan
+    assert simulator.plan(_suite(tmp_path, f"models:\n  judge: {{model: {known}{base}}}\n")).items
+    with pytest.raises(ConfigErrors, match=f"unknown provider {typo.partition('/')[0]!r}; did you mean"):
+        simulator.plan(_suite(tmp_path, f"models:\n  judge: {{model: {typo}{base}}}\n"))
 
 
 def test_the_api_plan_names_the_keyword(tmp_path: Path) -> None:
@@ -141,12 +148,77 @@ def test_a_missing_key_is_exit_2_naming_the_variable_before_anything_is_stored(
 
 
 @pytest.mark.parametrize(
-    "base", ["http://127.0.0.1:8000/v1", "http://localhost:11434", "http://[::1]:8000/v1", "http://10.1.2.3/v1"]
+    ("settings", "environ", "missing"),
+    [
+        ({"model": "openai/m", "api_base": "http://127.0.0.1:8000/v1"}, {}, None),
+        ({"model": "anthropic/m", "api_base": "http://localhost:11434"}, {}, None),
+        ({"model": "openai/m", "api_base": "http://[::1]:8000/v1"}, {}, None),
+        ({"model": "openai/m", "api_base": "http://10.1.2.3/v1"}, {}, None),
+        ({"model": "openai/m", "api_base": "http://192.168.1.20:8080"}, {}, None),
+        ({"model": "openai/m", "api_base": "https://llm.example.com/v1"}, {}, "OPENAI_API_KEY"),
+        ({"model": "openai/m", "api_base": "http://127.0.0.1/v1", "api_key_env": "MINE"}, {}, "MINE"),
+        ({"model": "azure/d"}, {"AZURE_AD_TOKEN": "t"}, None),
+        ({"model": "anthropic/m", "backend": "openai"}, {"ANTHROPIC_API_KEY": "k"}, "OPENAI_API_KEY"),
+        ({"model": "bedrock/m"}, {}, None),  # AWS credentials come from elsewhere: not checked
+        ({"model": "fake/m"}, {}, None),
+    ],
 )
-@pytest.mark.parametrize("model", ["openai/served-model", "anthropic/claude-3-5-haiku-latest"])
-def test_a_model_on_a_local_api_base_needs_no_key(model: str, base: str, tmp_path: Path) -> None:
-    path = _suite(tmp_path, f"models:\n  judge: {{model: {model}, api_base: '{base}'}}\n")
-    assert simulator.plan(path).items
+def test_the_variable_a_role_needs(settings: dict[str, str], environ: dict[str, str], missing: str | None) -> None:
+    from simulator.llm import missing_key
+
+    assert missing_key(ModelSettings.model_validate(settings), environ) == missing
+
+
+class _Answering(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible server on 127.0.0.1 that wants no key: it answers and notes each Authorization."""
+
+    seen: ClassVar[list[str | None]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        _Answering.seen.append(self.headers.get("Authorization"))
+        body = json.dumps(
+            {
+                "id": "c", "object": "chat.completion", "created": 1, "model": "served-model",
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+        ).encode()  # fmt: skip
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("backend", ["auto", "litellm"])
+def test_a_model_on_a_local_api_base_is_asked_without_a_key(backend: str) -> None:
+    _Answering.seen = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answering)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        settings = ModelSettings(model="openai/served-model", api_base=base, backend=backend)  # type: ignore[arg-type]
+        client = LLMClient(ModelRoles(judge=settings), retry=RetryPolicy(sleep=_no_wait), environ={})
+
+        async def ask() -> str | None:
+            try:
+                return (await client.complete("judge", [{"role": "user", "content": "hi"}])).content
+            finally:
+                await client.aclose()
+
+        assert run(ask()) == "hello"
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert len(_Answering.seen) == 1
+    assert _Answering.seen[0] in (None, "Bearer no-key")  # litellm's OpenAI client sends something; nothing real
 
 
 def test_with_the_key_set_the_plan_goes_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -155,10 +227,6 @@ def test_with_the_key_set_the_plan_goes_ahead(tmp_path: Path, monkeypatch: pytes
         simulator.plan(path)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-only")
     assert simulator.plan(path).items
-
-
-def test_the_offline_demo_needs_no_key() -> None:
-    assert simulator.plan("suites/demo").items
 
 
 # -- (c, d) the provider's own variable; never retried -------------------------------------------------------------
