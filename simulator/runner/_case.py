@@ -91,7 +91,7 @@ def check_environment(suites: Sequence[LoadedSuite], environ: Mapping[str, str] 
             need(loaded, "agent.api_key_env", agent.api_key_env, "the HTTP agent's api_key_env")
             for header, variable in agent.headers_from_env.items():
                 need(loaded, f"agent.headers_from_env.{header}", variable, f"the HTTP agent's header {header}")
-    # The model roles' keys are not checked here: a run served wholly from the request cache needs none.
+    # The model roles' keys are checked by check_models.
     if errors:
         raise ConfigErrors(errors)
 
