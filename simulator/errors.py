@@ -9,6 +9,7 @@ to an exit code. Anything else that escapes is a bug in Simulator.
   ``InputError``       another unusable input: a file to import, an output that must not be overwritten
   ``AgentError``       the agent under test failed (down, timed out, raised)
   ``ModelError``       a model provider failed (user, judge or litellm agent role)
+    ``CredentialsError`` no key was sent, or the provider refused it: no retry and no other call can help
   ``JudgeError``       a judge could not produce a valid verdict
   ``StoreError``       the run store could not be read or written
   ``DiskError``        a file could not be written: its disk is full or failing
@@ -73,6 +74,11 @@ class AgentError(SimulatorError):
 
 class ModelError(SimulatorError):
     """A model provider call failed after its retries (rate limit, server error, timeout, bad output)."""
+
+
+class CredentialsError(ModelError):
+    """A model call had no key to send, or the provider refused the one sent (401, 403): never retried, and the
+    same for every call of the role until the key is fixed."""
 
 
 class JudgeError(SimulatorError):

@@ -477,8 +477,9 @@ def test_auth_error_is_not_retried_and_names_the_key_variable() -> None:
 
 
 def test_auth_error_without_key_variable_says_how_to_set_one() -> None:
+    # The fake provider has no key variable of its own: the hint names none (a real provider's names its own).
     script = FakeScript().enqueue("*", fake_auth_error())
-    with pytest.raises(ModelError, match=r"OPENAI_API_KEY.*models\.judge\.api_key_env"):
+    with pytest.raises(ModelError, match=r"the provider's key variable.*models\.judge\.api_key_env"):
         run(make_client(script).complete("judge", HELLO))
 
 
@@ -814,6 +815,8 @@ def test_both_backends_fail_alike(kind: str) -> None:
     fake_message, fake_waits = outcome(fake, fake_error)
 
     assert "DETAIL" in real_message
+    # The one intended difference: a real provider's key hint names its own variable, the fake has none.
+    real_message = real_message.replace("OPENAI_API_KEY", "the provider's key variable")
     assert real_message == fake_message
     assert real_waits == fake_waits
 

@@ -474,14 +474,25 @@ def test_a_reply_with_fields_of_the_wrong_shape_is_retried_like_a_server_error(s
     assert len(server.bodies) == 2
 
 
-def test_a_missing_key_is_an_authentication_error_before_any_request(
-    server: ModelServer, monkeypatch: pytest.MonkeyPatch
+def test_a_missing_key_for_a_remote_endpoint_fails_before_any_request_saying_nothing_was_sent(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    client = make_client(FakeScript(), judge=ModelSettings(model="openai/gpt-4o-mini", api_base=server.url))
-    with pytest.raises(ModelError, match=r"refused the credentials.*OPENAI_API_KEY"):
+    sleeps = Sleeps()
+    remote = ModelSettings(model="openai/gpt-4o-mini", api_base="https://models.example.com/v1")
+    client = make_client(FakeScript(), sleeps=sleeps, judge=remote)
+    with pytest.raises(ModelError, match=r"no key was sent.*Set OPENAI_API_KEY") as caught:
         call(client, client.complete("judge", HELLO))
-    assert server.bodies == []
+    assert "refused" not in str(caught.value)
+    assert sleeps.delays == []
+
+
+def test_a_local_endpoint_is_asked_without_a_key(server: ModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    client = make_client(FakeScript(), judge=ModelSettings(model="openai/gpt-4o-mini", api_base=server.url))
+    completion = call(client, client.complete("judge", HELLO))
+    assert completion.content == "hello there"
+    assert "Authorization" not in server.headers[0]
 
 
 def test_the_key_is_never_in_an_error(server: ModelServer) -> None:

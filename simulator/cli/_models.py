@@ -72,10 +72,27 @@ def _model_overrides(
 
         # Only what the file sets: it overrides the suite key by key.
         overrides = load_model_file(models_file, ModelRoles).model_dump(exclude_unset=True)
+        _check_providers(models_file, overrides)
     for role, base in (("judge", judge_api_base), ("user", user_api_base), ("agent", agent_api_base)):
         if base is not None:
             overrides.setdefault(role, {})["api_base"] = base
     return overrides
+
+
+def _check_providers(models_file: Path, overrides: dict[str, dict[str, Any]]) -> None:
+    """Each model the file names has a provider litellm knows, or a ConfigErrors at the model's line."""
+    from simulator.errors import ConfigErrors
+    from simulator.llm import provider_problem
+    from simulator.loading import config_error_at
+
+    errors = []
+    for role, values in overrides.items():
+        model = values.get("model")
+        problem = provider_problem(model, values.get("backend", "auto")) if model else None
+        if problem is not None:
+            errors.append(config_error_at(models_file, (role, "model"), f"{role} model {problem}"))
+    if errors:
+        raise ConfigErrors(errors)
 
 
 def model_options(

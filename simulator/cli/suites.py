@@ -68,6 +68,7 @@ def validate(
         return
 
     report = validate_paths(paths)
+    report.errors.extend(_model_errors(report.suites))
     counts = report.case_counts()
     if as_json:
         _print_json(
@@ -105,6 +106,37 @@ def validate(
         out.print(f"Found {_plural(len(report.errors), 'error')} in {_plural(bad_files, 'file')}.", markup=False)
         raise typer.Exit(EXIT_INVALID)
     out.print("All valid.", markup=False)
+
+
+def _model_errors(suites: list[Any]) -> list[Any]:
+    """The suites' model strings whose provider litellm does not know, each at its place."""
+    from simulator.errors import ConfigError
+
+    errors: list[ConfigError] = []
+    if not any(_names_a_provider(loaded) for loaded in suites):
+        return errors  # validate of fake or openai models stays clear of the model client's imports
+    from simulator.llm import suite_model_problems
+    from simulator.loading import config_error_at
+
+    for loaded in suites:
+        for path, message in suite_model_problems(loaded.suite):
+            separate = loaded.agent_path is not None and loaded.agent_path != loaded.path
+            if path[0] == "agent" and separate:
+                errors.append(config_error_at(loaded.agent_path, path[1:], message))
+            else:
+                errors.append(config_error_at(loaded.path, path, message))
+    return errors
+
+
+def _names_a_provider(loaded: Any) -> bool:
+    """Whether a suite writes a model whose provider prefix is neither Simulator's own (``fake``, ``openai``) nor
+    absent: only then is there something to look up in litellm's provider list."""
+    suite = loaded.suite
+    models = [getattr(suite.models, role).model for role in ("agent", "user", "judge")]
+    agent = loaded.agent
+    if agent is not None and agent.type == "litellm":
+        models.append(agent.model)
+    return any(model and "/" in model and model.partition("/")[0] not in ("fake", "openai") for model in models)
 
 
 @_handles_errors

@@ -10,6 +10,8 @@
   ``backend`` setting (``auto``, ``litellm``, ``openai``) overrides the choice;
 * :class:`RequestCache` (``_cache``): replies stored by request in SQLite, so re-runs are fast, free and
   reproducible;
+* :func:`provider_problem` and :func:`missing_key` (``_providers``): a role's provider prefix and key variable,
+  checked before a run starts;
 * :class:`RetryPolicy` and :func:`retry_after_seconds` (``_retry``): the backoff shared with the agent adapters;
   :class:`HoldOffs`: a ``Retry-After`` held for every call to the provider, kept by a :class:`CallLimiter`.
 """
@@ -22,6 +24,7 @@ from simulator.llm._client import (
     RecordedAnswers,
     UsageMeter,
     metering,
+    noting_refusals,
     preload,
     replaying,
     request_fingerprint,
@@ -43,6 +46,7 @@ from simulator.llm._fake import (
     fake_server_error,
     fake_timeout,
 )
+from simulator.llm._providers import key_variables, missing_key, provider_problem, suite_model_problems
 from simulator.llm._retry import RETRY_AFTER_CAP, HoldOff, HoldOffs, RetryPolicy, log_hold_off, retry_after_seconds
 from simulator.llm._types import Completion, Role, StructuredOutputError, ToolCallRequest, UnrecordedRequest, Usage
 
@@ -78,13 +82,18 @@ __all__ = [
     "fake_rate_limit",
     "fake_server_error",
     "fake_timeout",
+    "key_variables",
     "log_hold_off",
     "logging_calls",
     "metering",
+    "missing_key",
+    "noting_refusals",
     "preload",
+    "provider_problem",
     "replaying",
     "request_cache_key",
     "request_fingerprint",
     "request_record",
     "retry_after_seconds",
+    "suite_model_problems",
 ]

@@ -51,13 +51,14 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from simulator.errors import ModelError
+from simulator.errors import CredentialsError, ModelError
 from simulator.llm._backend import Backend
 from simulator.llm._cache import RequestCache, cache_salt, request_cache_key
 from simulator.llm._calls import ModelCall, log_call
 from simulator.llm._fake import FakeBackend, FakeScript, is_fake_model
 from simulator.llm._litellm import LitellmBackend, load_litellm
-from simulator.llm._openai import OPENAI_PREFIX, OpenAIBackend, load_openai
+from simulator.llm._openai import OPENAI_PREFIX, OpenAIBackend, is_local_base, load_openai
+from simulator.llm._providers import key_variables
 from simulator.llm._retry import Failure, HoldOff, HoldOffs, RetryPolicy, full_jitter, log_hold_off
 from simulator.llm._types import Completion, Role, StructuredOutputError, Usage
 from simulator.models.settings import ModelRoles, ModelSettings
@@ -71,6 +72,7 @@ __all__ = [
     "UsageMeter",
     "backend_name",
     "metering",
+    "noting_refusals",
     "preload",
     "replaying",
     "request_fingerprint",
@@ -205,6 +207,24 @@ def metering() -> Iterator[UsageMeter]:
         yield meter
     finally:
         _METER.reset(token)
+
+
+_REFUSALS: contextvars.ContextVar[list[CredentialsError] | None] = contextvars.ContextVar(
+    "simulator_refusals", default=None
+)
+
+
+@contextmanager
+def noting_refusals() -> Iterator[list[CredentialsError]]:
+    """The credential failures (:class:`~simulator.errors.CredentialsError`) of the model calls made in this block
+    and the tasks started from it, whether or not a caller caught them: a runner tells a conversation that failed
+    because no key was sent or the key was refused from one that failed otherwise."""
+    noted: list[CredentialsError] = []
+    token = _REFUSALS.set(noted)
+    try:
+        yield noted
+    finally:
+        _REFUSALS.reset(token)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -426,10 +446,13 @@ class LLMClient:
                 _taped(role, request, served)
                 return _logged(role, began, served), key
         api_key = self._api_key(role, settings, model)
-        if api_key is not None:
+        backend = self._backend(settings)
+        if api_key is None and backend is _LITELLM and self._keyless(settings, model):
+            # litellm's OpenAI and Azure clients refuse to start without a key, even for a server that wants none.
+            request["api_key"] = _NO_KEY
+        elif api_key is not None:
             request["api_key"] = api_key
 
-        backend = self._backend(settings)
         if retries is not None and retries < 0:
             raise ValueError("retries must not be negative")
         attempts = (settings.max_retries if retries is None else retries) + 1
@@ -461,6 +484,12 @@ class LLMClient:
                     raise  # not a provider failure: a bug, let it surface with its traceback
                 failure.detail = _scrub(failure.detail, api_key)
                 if not failure.retry:
+                    if failure.kind in _CREDENTIAL_KINDS:
+                        refused = CredentialsError(_fatal_message(role, model, settings, failure))
+                        noted = _REFUSALS.get()
+                        if noted is not None:
+                            noted.append(refused)
+                        raise refused from exc
                     raise ModelError(_fatal_message(role, model, settings, failure)) from exc
                 last, last_exc = failure, exc
                 if attempt < attempts:
@@ -614,6 +643,10 @@ class LLMClient:
         register_secret(settings.api_key_env, key)
         return key
 
+    def _keyless(self, settings: ModelSettings, model: str) -> bool:
+        """A model on a local ``api_base`` whose provider's key variables are all unset: it is asked without a key."""
+        return is_local_base(settings.api_base) and not any(self._environ.get(name) for name in key_variables(model))
+
     def _slot(self, role: Role, settings: ModelSettings, provider: str) -> AbstractAsyncContextManager[HoldOff]:
         if self._limiter is not None:
             return self._limiter.slot(role, settings.concurrency or 8, provider)
@@ -680,17 +713,35 @@ def _retry_hint(role: Role, failure: Failure) -> str:
     return f"Check that the provider (or {settings}.api_base) is up, or raise {retries}."
 
 
+#: What a server on a local ``api_base`` is sent as the key when none is set (it ignores it).
+_NO_KEY = "no-key"
+
+#: The failure kinds a key would fix; never retried (see :class:`~simulator.errors.CredentialsError`).
+_CREDENTIAL_KINDS = frozenset({"authentication", "missing credentials"})
+
+
+def _key_fix(role: Role, model: str, settings: ModelSettings, *, sent: bool) -> str:
+    """How to give ``role`` a key: the variable its settings name, else its provider's own."""
+    if settings.api_key_env:
+        if sent:
+            return f"Check that {settings.api_key_env} holds a valid key for this provider and model."
+        variable = settings.api_key_env
+        return f"Set {variable} (export {variable}=...), which models.{role.value}.api_key_env names."
+    names = ("OPENAI_API_KEY",) if backend_name(settings) == "openai" else key_variables(model)
+    variable = names[0] if names else "the provider's key variable"
+    action = f"Check that {variable} holds a valid key" if sent else f"Set {variable}"
+    return f"{action}, or name the variable that holds the key with models.{role.value}.api_key_env."
+
+
 def _fatal_message(role: Role, model: str, settings: ModelSettings, failure: Failure) -> str:
     where = f"{role.value} model {model!r}"
     if failure.kind == "authentication":
-        if settings.api_key_env:
-            fix = f"Check that {settings.api_key_env} holds a valid key for this provider and model."
-        else:
-            fix = (
-                "Set the provider's key variable (for example OPENAI_API_KEY), or name the variable that holds "
-                f"the key with models.{role.value}.api_key_env."
-            )
-        return f"{where}: the provider refused the credentials ({failure.detail}). {fix}"
+        return (
+            f"{where}: the provider refused the credentials ({failure.detail}). "
+            f"{_key_fix(role, model, settings, sent=True)}"
+        )
+    if failure.kind == "missing credentials":
+        return f"{where}: no key was sent ({failure.detail}). {_key_fix(role, model, settings, sent=False)}"
     if failure.kind == "not found":
         return (
             f"{where}: the provider does not know this model ({failure.detail}). Check models.{role.value} "

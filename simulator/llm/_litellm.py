@@ -16,9 +16,12 @@ Offline use
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
+import re
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simulator.llm._retry import Failure, failure_detail, failure_for_status
@@ -27,7 +30,7 @@ from simulator.llm._types import Completion, Role, ToolCallRequest, Usage
 if TYPE_CHECKING:
     from litellm.types.utils import ModelResponse
 
-__all__ = ["LitellmBackend", "load_litellm"]
+__all__ = ["LitellmBackend", "load_litellm", "provider_names"]
 
 # litellm installs a global "ignore" filter for this pydantic warning when it is imported, because its own
 # TypedDicts with ReadOnly items trigger it while pydantic builds schemas lazily (on the first request, not at
@@ -59,6 +62,43 @@ def load_litellm() -> None:
     litellm.suppress_debug_info = True
 
 
+# litellm's providers are the values of its LlmProviders enum (litellm/types/utils.py): read from the source file,
+# as the price list is read from its JSON, so that checking a model string never costs the seconds of the import.
+_PROVIDER_ENUM = re.compile(r"^class LlmProviders\(str, Enum\):\n((?:[ \t]+.*\n|[ \t]*\n)+)", re.MULTILINE)
+_PROVIDER_VALUE = re.compile(r"^[ \t]+[A-Z][A-Z0-9_]*[ \t]*=[ \t]*\"([^\"]+)\"", re.MULTILINE)
+# Fewer than this read from the file means its layout changed: litellm itself is asked instead.
+_PLAUSIBLE_PROVIDERS = 20
+
+
+@functools.cache
+def provider_names() -> frozenset[str]:
+    """The provider prefixes litellm routes (``openai``, ``anthropic``, ``azure`` ...); empty when litellm is not
+    installed. Read from litellm's source without importing it; imported only if that reading fails."""
+    try:
+        spec = importlib.util.find_spec("litellm")  # a top-level package: found, not imported
+    except (ImportError, ValueError):
+        return frozenset()
+    if spec is None:
+        return frozenset()
+    for folder in spec.submodule_search_locations or []:
+        try:
+            source = (Path(folder) / "types" / "utils.py").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        enum = _PROVIDER_ENUM.search(source)
+        names = frozenset(_PROVIDER_VALUE.findall(enum.group(1))) if enum else frozenset()
+        if len(names) >= _PLAUSIBLE_PROVIDERS:
+            return names
+    load_litellm()
+    import litellm
+
+    return frozenset(str(getattr(provider, "value", provider)) for provider in litellm.provider_list)
+
+
+# What the OpenAI and Azure SDKs (under litellm) say when no key was given, so nothing was sent.
+_MISSING_CREDENTIALS = re.compile(r"Missing credentials|api_key client option must be set", re.IGNORECASE)
+
+
 class LitellmBackend:
     """Sends requests with ``litellm.acompletion``; the client's retries replace litellm's and the SDK's own."""
 
@@ -78,7 +118,14 @@ class LitellmBackend:
 
     def classify(self, exc: Exception) -> Failure | None:
         """litellm's exception types as the client's failure kinds."""
-        from litellm.exceptions import APIConnectionError, Timeout
+        from litellm.exceptions import APIConnectionError, AuthenticationError, PermissionDeniedError, Timeout
+
+        # Before the status: litellm reports the SDK's refusal to start without a key ("Missing credentials", Azure's
+        # and OpenAI's) as a server error 500 or a connection error, which would be retried to no end.
+        if _MISSING_CREDENTIALS.search(str(exc)):
+            return Failure(retry=False, kind="missing credentials", detail=failure_detail(exc))
+        if isinstance(exc, AuthenticationError | PermissionDeniedError):
+            return Failure(retry=False, kind="authentication", detail=failure_detail(exc))
 
         # Timeouts and connection errors first: litellm.Timeout is a subclass of the connection error, and a
         # connection error carries status 500 without the server having answered.

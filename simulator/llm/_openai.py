@@ -30,6 +30,7 @@ import asyncio
 import atexit
 import functools
 import importlib.util
+import ipaddress
 import json
 import os
 import ssl
@@ -37,6 +38,7 @@ import threading
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
@@ -53,6 +55,7 @@ __all__ = [
     "MissingCredentialsError",
     "OpenAIBackend",
     "StatusError",
+    "is_local_base",
     "load_openai",
     "price_table",
     "strict_json_schema",
@@ -74,6 +77,24 @@ _PRICE_FILE = "model_prices_and_context_window_backup.json"
 # A request without a timeout of its own: the SDK's defaults (10 minutes, 5 s to connect).
 _DEFAULT_TIMEOUT = 600.0
 _CONNECT_TIMEOUT = 5.0
+
+
+_LOCAL_NAMES = frozenset({"localhost", "host.docker.internal"})
+
+
+def is_local_base(api_base: str | None) -> bool:
+    """True when ``api_base`` points at this machine or a private network (loopback, ``localhost``, 10/8,
+    172.16/12, 192.168/16, fc00::/7, link-local, a ``.local`` / ``.internal`` name): no key is needed there."""
+    if not api_base:
+        return False
+    host = urlsplit(api_base if "//" in api_base else f"//{api_base}").hostname or ""
+    if host in _LOCAL_NAMES or host.endswith((".localhost", ".local", ".internal")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
 
 
 class MissingCredentialsError(Exception):
@@ -370,7 +391,7 @@ class OpenAIBackend:
         import httpx
 
         if isinstance(exc, MissingCredentialsError):
-            return Failure(retry=False, kind="authentication", detail=failure_detail(exc))
+            return Failure(retry=False, kind="missing credentials", detail=failure_detail(exc))
         # The timeout first: it is a kind of transport error.
         if isinstance(exc, httpx.TimeoutException):
             return Failure(retry=True, kind="timeout", detail=failure_detail(exc) or "timed out")
@@ -400,11 +421,12 @@ class OpenAIBackend:
         from simulator._http import async_client
 
         key = str(api_key) if api_key else self._environ.get("OPENAI_API_KEY", "")
-        if not key:
+        local = is_local_base(str(api_base) if api_base else self._environ.get("OPENAI_BASE_URL"))
+        if not key and not local:  # a server on this machine or a private network is asked without a key
             raise MissingCredentialsError(
-                "no API key: set OPENAI_API_KEY or name the variable that holds the key with api_key_env"
+                "no API key was sent: set OPENAI_API_KEY or name the variable that holds the key with api_key_env"
             )
-        if not api_key:
+        if key and not api_key:
             register_secret("OPENAI_API_KEY", key)
         loop = asyncio.get_running_loop()
         entry = self._loops.get(loop)
@@ -419,11 +441,9 @@ class OpenAIBackend:
         pools = entry.clients.setdefault((base, key), [])
         least = min(pools, key=lambda pool: pool.in_flight, default=None)
         if least is None or least.in_flight >= POOL_REQUESTS:
-            headers = {
-                "Authorization": f"Bearer {key}",
-                "Content-Type": "application/json",
-                "Accept": "application/json",
-            }
+            headers = {"Content-Type": "application/json", "Accept": "application/json"}
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
             for variable, header in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
                 if self._environ.get(variable):
                     headers[header] = self._environ[variable]

@@ -35,6 +35,7 @@ from simulator.models.run import ModelOptions, PlanItem, RunRecord, RunSettings,
 from simulator.models.scores import CaseResult
 from simulator.runner._case import (
     check_environment,
+    check_models,
     check_simulated_tools,
     find_case,
     model_limits,
@@ -320,6 +321,7 @@ def plan(suites: Suites, settings: RunSettings | None = None, **options: Any) ->
         raise InputError("nothing to run: no case matches the --tag / --case filters")
     # Only the suites the filters leave in run their agents: a suite filtered out needs none of its variables.
     check_environment([loaded[index] for index in sorted({item.suite for item in items})])
+    check_models([loaded[index] for index in sorted({item.suite for item in items})], chosen)
     # Only the suites the filters leave in need a model for their simulated tools.
     check_simulated_tools([loaded[index] for index in sorted({item.suite for item in items})], chosen)
     snapshots = [snapshot_of(item, _path_as_given(item)) for item in loaded]
@@ -523,10 +525,13 @@ def _trust(record: RunRecord, trust_imported: bool, doing: str) -> None:
         )
 
 
-def _check_environment_of(record: RunRecord) -> None:
-    """The environment variables of the agents the run's plan runs (a suite its filters left out needs none)."""
+def _check_environment_of(record: RunRecord, settings: RunSettings | None = None) -> None:
+    """The environment variables of the agents the run's plan runs (a suite its filters left out needs none), and
+    the keys of the models it asks (``settings``, default the run's)."""
     planned = sorted({item.suite for item in record.plan})
-    check_environment([restore(record.snapshot[index]) for index in planned])
+    suites = [restore(record.snapshot[index]) for index in planned]
+    check_environment(suites)
+    check_models(suites, settings or record.settings)
 
 
 async def resume_async(
@@ -617,9 +622,9 @@ async def repeat_async(
         old = store.get_run(run_ref)
         store.check_free(old.id, "repeated")
         _trust(old, trust_imported, "repeating")
-        _check_environment_of(old)
         settings = _model_options(user_model, judge_model, models).over(old.settings)
         trace_to = trace_target(settings)  # before anything is stored
+        _check_environment_of(old, settings)
         record = new_record(
             store.new_run_id(), old.snapshot,
             settings.model_copy(update={"live": live, "cache": old.settings.cache and cache}), old.plan,
@@ -668,6 +673,7 @@ def plan_simulation(
         live=live, user_model=user_model, judge_model=judge_model, seed=seed, models=role_overrides(models or {})
     )
     check_simulated_tools([loaded], settings)
+    check_models([loaded], settings)
     chosen = [find_case(loaded, name) for name in cases] if cases else list(loaded.suite.cases)
     pairs = [(case, pick_persona(loaded, case, persona)) for case in chosen]
     notes = plan_notes([loaded], {(0, case.name) for case in chosen}, _has_judge(settings))

@@ -17,10 +17,10 @@ from simulator.agents import AgentAdapter, build_agent
 from simulator.agents._base import free_agent_threads
 from simulator.cassettes import Playback, recorded_agent, recorded_user
 from simulator.engine import ConversationSetup, simulate
-from simulator.errors import AgentError, ConfigError, ConfigErrors, SimulatorError
+from simulator.errors import AgentError, ConfigError, ConfigErrors, InputError, SimulatorError
 from simulator.judges import StepJudge, plugin_scorer
 from simulator.kinds import kind_of
-from simulator.llm import LLMClient, Role, metering
+from simulator.llm import LLMClient, Role, metering, missing_key, provider_problem, suite_model_problems
 from simulator.loading import LoadedSuite, config_error_at
 from simulator.loading._schema import did_you_mean
 from simulator.loading._yaml import DataPath
@@ -94,7 +94,7 @@ def check_environment(suites: Sequence[LoadedSuite], environ: Mapping[str, str] 
         for key, variable, what in agent.environment() if agent is not None else []:
             need(loaded, f"agent.{key}", variable, what)
         errors.extend(_unusable_plugins(loaded))
-    # The model roles' keys are not checked here: a run served wholly from the request cache needs none.
+    # The model roles' keys are checked by check_models.
     if errors:
         raise ConfigErrors(errors)
 
@@ -121,6 +121,70 @@ def _unusable_plugins(loaded: LoadedSuite) -> list[ConfigError]:
         except SimulatorError as exc:
             errors.append(config_error_at(file or loaded.path, where, str(exc)))
     return errors
+
+
+#: The option that sets a role's model in a command (and its keyword in the Python API), by role.
+_MODEL_OPTIONS = {"user": "--user-model (user_model=)", "judge": "--judge-model (judge_model=)"}
+
+
+def _model_place(loaded: LoadedSuite, path: tuple[str, ...], message: str) -> ConfigError:
+    """A problem with a model string the suite (or its separate agent file, for ``agent.model``) writes."""
+    separate = loaded.agent_path is not None and loaded.agent_path != loaded.path
+    if path[0] == "agent" and separate:
+        assert loaded.agent_path is not None
+        return config_error_at(loaded.agent_path, path[1:], message)
+    return config_error_at(loaded.path, path, message)
+
+
+def suite_model_errors(loaded: LoadedSuite) -> list[ConfigError]:
+    """The model strings of a suite whose provider litellm does not know, each at its place (``validate``)."""
+    return [_model_place(loaded, path, message) for path, message in suite_model_problems(loaded.suite)]
+
+
+def check_models(suites: Sequence[LoadedSuite], options: RunSettings, environ: Mapping[str, str] | None = None) -> None:
+    """Before anything runs or is stored: every role's model names a provider litellm knows (a did-you-mean
+    otherwise), and the key it needs is set (its ``api_key_env``, else the provider's standard variable; a fake
+    model or one on a local ``api_base`` needs none). A ConfigErrors at the suite's place, or an InputError naming
+    the option, that set the model; found once, not as an error in every conversation."""
+    env = os.environ if environ is None else environ
+    errors: list[ConfigError] = []
+    given: list[str] = []
+    for loaded in suites:
+        roles = model_roles(loaded, options)
+        agent = loaded.agent
+        for role in ROLES:
+            settings = getattr(roles, role)
+            if not settings.model or (role == "agent" and (agent is None or agent.own_model is None)):
+                continue  # only a litellm agent calls the agent role's model
+            problem = provider_problem(settings.model, settings.backend)
+            variable = None if problem else missing_key(settings, env)
+            if problem is None and variable is None:
+                continue
+            message = f"{role} model {problem}" if problem else _key_message(role, settings.model, variable or "")
+            option = _MODEL_OPTIONS.get(role) if getattr(options, f"{role}_model", None) else None
+            given_models = {str(name): values for name, values in (options.models or {}).items()}
+            if option is None and "model" in given_models.get(role, {}):
+                option = f"models.{role}.model given to the command (--models FILE, models=)"
+            if option is not None:
+                if f"{option}: {message}" not in given:
+                    given.append(f"{option}: {message}")
+            elif loaded.suite.models.model_dump(exclude_unset=True).get(role, {}).get("model"):
+                errors.append(_model_place(loaded, ("models", role, "model"), message))
+            elif role == "agent":
+                errors.append(_model_place(loaded, ("agent", "model"), message))
+            else:
+                errors.append(_model_place(loaded, ("models", role), message))
+    if given:  # an option's problem first, then the files' (an option is the likelier slip)
+        raise InputError("\n".join([*given, *(error.render() for error in sorted(errors, key=ConfigError.sort_key))]))
+    if errors:
+        raise ConfigErrors(errors)
+
+
+def _key_message(role: str, model: str, variable: str) -> str:
+    return (
+        f"{role} model {model!r} needs a key, and {variable} is not set: set it (export {variable}=...) before "
+        f"running, or name the variable that holds the key with models.{role}.api_key_env"
+    )
 
 
 def simulated_tools(loaded: LoadedSuite, options: RunSettings) -> list[str]:

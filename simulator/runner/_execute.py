@@ -39,8 +39,17 @@ from simulator._sqlite import disk_full
 from simulator.agents import prepare_agent
 from simulator.cassettes import Playback, cassette_of, encode
 from simulator.engine import forget, forget_threads, load_graph, open_checkpointer
-from simulator.errors import InputError, StoreError
-from simulator.llm import LLMClient, ModelCall, RequestCache, cache_scope, logging_calls, preload, replaying
+from simulator.errors import CredentialsError, InputError, StoreError
+from simulator.llm import (
+    LLMClient,
+    ModelCall,
+    RequestCache,
+    cache_scope,
+    logging_calls,
+    noting_refusals,
+    preload,
+    replaying,
+)
 from simulator.loading import LoadedSuite
 from simulator.metrics import SummaryBuilder, case_metrics, run_summary
 from simulator.models import Case, Persona
@@ -108,6 +117,14 @@ def check_live(record: RunRecord, live: bool) -> None:
         )
 
 
+class _RunRefused(Exception):
+    """The first conversations of a run failed for want of a valid key: the run stops with this one message."""
+
+    def __init__(self, refusal: CredentialsError) -> None:
+        super().__init__(str(refusal))
+        self.refusal = refusal
+
+
 class LeaseLost(StoreError):
     """Another process took over the run's lease (this one looked dead to it): this one stops."""
 
@@ -173,18 +190,27 @@ async def execute(
     todo = items_left(store, record, positions=positions if summing is not None else None)
     previous = record.totals.duration_s if record.totals else 0.0
     started = time.monotonic()
+    # Whether a conversation has finished without a credentials failure. Until one has, a conversation that failed
+    # because no key was sent or the key was refused stops the run (see _RunRefused): every other one would fail
+    # the same way, one error each.
+    settled = False
 
     async def one(item: PlanItem, saver: Any, handover: Callable[[], Awaitable[None]] | None = None) -> None:
+        nonlocal settled
         playback = playbacks(item) if playbacks is not None else None
         with ExitStack() as scope:
             tape = scope.enter_context(recording()) if settings.record else None
             calls = scope.enter_context(logging_calls()) if tracer is not None else None
+            refused = scope.enter_context(noting_refusals())
             if playback is not None:
                 scope.enter_context(replaying(playback))
             result, duration = await converse(
                 suites[item.suite], item, client(item.suite), base, checkpointer=saver,
                 thread_id=f"{record.id}:{item.key}", playback=playback, handover=handover,
             )  # fmt: skip
+        if refused and not settled:
+            raise _RunRefused(refused[0])  # not stored: resuming the run runs it again
+        settled = settled or not refused
         await save(item, result, duration, saver, tape, calls=calls)
 
     async def save(
@@ -310,6 +336,12 @@ async def execute(
                 await tracer.finish(status)
         if isinstance(exc, sqlite3.Error) and disk_full(exc):  # the checkpoints' file: the store's are StoreErrors
             raise StoreError(f"cannot write the checkpoints {checkpoint_path(store.path)}: {exc}") from exc
+        if isinstance(exc, _RunRefused):
+            left = total - store.result_count(record.id)
+            raise CredentialsError(
+                f"{exc.refusal} The run stopped there: {left} of {total} conversation(s) were not run (none is "
+                f"stored as an error). Fix the key, then continue the run with `simulator runs resume {record.id}`."
+            ) from exc.refusal
         raise
     writer.shutdown(wait=True)
     complete = store.result_count(record.id) == total  # counted in SQL: no set of every key

@@ -120,7 +120,8 @@ def test_a_suites_own_limit_wins_over_the_runs_concurrency(server: SlowUserModel
     assert server.most == 3
 
 
-def test_only_roles_with_a_model_are_limited_in_the_plan(tmp_path: Path) -> None:
+def test_only_roles_with_a_model_are_limited_in_the_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")  # a plan checks that the judge's key is set
     suite = _suite(tmp_path, "http://127.0.0.1:9/v1")
     options: dict[str, Any] = {"concurrency": 20, "seed": 1, "judge_model": "openai/judge"}
     # The judge's default is twice the run's: a conversation asks its judge questions at once.

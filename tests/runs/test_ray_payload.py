@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_every_suite_reads_back_in_a_worker(folder: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # The agents' keys only have to be set; nothing is called. The German acceptance suite has a tool fake with
     # `error` and no `result`: dumped with its defaults it read back as both, and every worker failed to start.
-    for name in ("SHOP_AGENT_API_KEY", "EVAL_SOURCE", "SHOP_TENANT_ID", "STUB_MODEL_KEY", "LIEFER_KEY"):
+    names = ("SHOP_AGENT_API_KEY", "EVAL_SOURCE", "SHOP_TENANT_ID", "STUB_MODEL_KEY", "LIEFER_KEY", "OPENAI_API_KEY")
+    for name in names:
         monkeypatch.setenv(name, "not-a-real-key")
     planned = simulator.plan([str(ROOT / folder)], user_model="fake/user")  # one example simulates a tool
     assert planned.snapshots
