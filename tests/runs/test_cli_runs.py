@@ -84,7 +84,7 @@ def test_an_unknown_report_format_is_refused_before_anything_runs(
     db = tmp_path / "runs.db"
     result = runner.invoke(app, ["run", "suite.yaml", "--db", str(db), "--report", "md", "--report", "pdf"])
     assert result.exit_code == EXIT_INVALID
-    assert "'pdf' is not one of 'md', 'html', 'json', 'csv', 'xlsx', 'junit'" in " ".join(
+    assert "'pdf' is not a report format: choose one of md, html, json, csv, xlsx, junit" in " ".join(
         result.stderr.replace("│", " ").split()
     )
     assert not db.exists()  # nothing ran, nothing was stored
