@@ -53,7 +53,7 @@ def report(
 ) -> None:
     """Write a stored run as a report: Markdown, self-contained HTML, JSON, CSV, Excel or JUnit XML."""
     from simulator.metrics import summarized
-    from simulator.reports.formats import default_filename, render
+    from simulator.reports.formats import default_filename, file_bytes, render
 
     with _store(db) as store:
         record = store.get_run(run_ref)
@@ -65,7 +65,7 @@ def report(
         _print_document(data.decode("utf-8"), "json" if fmt is ReportFormatChoice.json else "text")
         return
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_bytes(data)
+    output.write_bytes(file_bytes(report_format(fmt), data))
     out.print(f"wrote {output}", markup=False)
 
 

@@ -358,7 +358,7 @@ def _print_run_document(outcome: Any) -> None:
 def _write_reports(outcome: Any, formats: list[ReportFormat], directory: Path, talk: SafeConsole) -> None:
     """Write the run's reports (formats checked before the run) and say where, on ``talk``."""
     from simulator.metrics import summarized
-    from simulator.reports.formats import default_filename, render
+    from simulator.reports.formats import default_filename, file_bytes, render
 
     # Every format needs every row: the results are read once for all of them (the table printed before did not
     # read them), and the record's own summary is used when it is current (it is, after a run).
@@ -367,5 +367,5 @@ def _write_reports(outcome: Any, formats: list[ReportFormat], directory: Path, t
     directory.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
         path = directory / default_filename(record, fmt)
-        path.write_bytes(render(fmt, record, results))
+        path.write_bytes(file_bytes(fmt, render(fmt, record, results)))
         talk.print(f"report: {path}", markup=False)

@@ -3,6 +3,10 @@
 Formats are registered by name (:data:`REGISTRY`): each with the file suffix its reports are written with and
 where its renderer lives, imported on first use (the Excel writer pulls in openpyxl, which a Markdown report
 does not need).
+
+A CSV report written to a file starts with the UTF-8 byte order mark (:func:`file_bytes`): without it Excel, on
+Windows above all, reads the file in the local code page and garbles every non-ASCII character; spreadsheet
+programs, pandas, R and most CSV readers skip the mark. On stdout (piped into a program) it has none.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from typing import Literal, cast
 from simulator.models.run import RunRecord, StoredResult
 
 ReportFormat = Literal["md", "html", "json", "csv", "xlsx", "junit"]
+#: The UTF-8 byte order mark, which tells spreadsheet programs that a CSV file is UTF-8.
+UTF8_BOM = "\ufeff".encode()
 Renderer = Callable[[RunRecord, list[StoredResult]], str | bytes]
 
 
@@ -25,6 +31,8 @@ class FormatSpec:
 
     suffix: str
     renderer: str
+    #: What a file of this format starts with, before the report (see :func:`file_bytes`).
+    file_prefix: bytes = b""
 
     def load(self) -> Renderer:
         """The renderer function."""
@@ -38,7 +46,7 @@ REGISTRY: MappingProxyType[ReportFormat, FormatSpec] = MappingProxyType(
         "md": FormatSpec("md", "simulator.reports.markdown:render_markdown"),
         "html": FormatSpec("html", "simulator.reports.html:render_html"),
         "json": FormatSpec("json", "simulator.reports.json_export:render_json"),
-        "csv": FormatSpec("csv", "simulator.reports.tabular:render_csv"),
+        "csv": FormatSpec("csv", "simulator.reports.tabular:render_csv", file_prefix=UTF8_BOM),
         "xlsx": FormatSpec("xlsx", "simulator.reports.tabular:render_xlsx"),
         "junit": FormatSpec("xml", "simulator.reports.junit:render_junit"),
     }
@@ -54,6 +62,12 @@ def render(fmt: ReportFormat, record: RunRecord, results: list[StoredResult]) ->
         raise ValueError(f"unknown report format {fmt!r}: choose one of {', '.join(FORMATS)}")
     output = spec.load()(record, results)
     return output.encode("utf-8") if isinstance(output, str) else output
+
+
+def file_bytes(fmt: ReportFormat, data: bytes) -> bytes:
+    """A report rendered by :func:`render` as the bytes of its file: a CSV starts with the UTF-8 byte order mark,
+    so a spreadsheet opens it as UTF-8."""
+    return REGISTRY[fmt].file_prefix + data
 
 
 def default_filename(record: RunRecord, fmt: ReportFormat) -> str:
