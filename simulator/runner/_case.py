@@ -8,7 +8,7 @@ ready-made and imports no judge, store or CLI.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from simulator.agents import AgentAdapter, build_agent
@@ -96,12 +96,21 @@ def check_environment(suites: Sequence[LoadedSuite], environ: Mapping[str, str] 
         raise ConfigErrors(errors)
 
 
-def simulated_tools(loaded: LoadedSuite, options: RunSettings) -> list[str]:
+def simulated_tools(loaded: LoadedSuite, options: RunSettings, cases: Collection[str] | None = None) -> list[str]:
     """The agent's tools a model plays in this run: those that declare ``simulate``, in test mode only (live
-    mode runs the real tool, or says there is none)."""
+    mode runs the real tool, or says there is none), and that some of ``cases`` (names; every case of the suite
+    by default) gives no fake: a tool with a fake, the suite's or the case's, is never simulated."""
     if options.live or loaded.agent is None:
         return []
-    return [tool.name for tool in loaded.agent.tools if tool.simulate is not None]
+    faked_everywhere = {fake.tool for fake in loaded.suite.tool_fakes}
+    chosen = [case for case in loaded.suite.cases if cases is None or case.name in cases]
+    return [
+        tool.name
+        for tool in loaded.agent.tools
+        if tool.simulate is not None
+        and tool.name not in faked_everywhere
+        and any(all(fake.tool != tool.name for fake in case.tool_fakes) for case in chosen)
+    ]
 
 
 def tool_simulator(loaded: LoadedSuite, options: RunSettings, llm: LLMClient) -> ToolSimulator | None:
@@ -111,19 +120,22 @@ def tool_simulator(loaded: LoadedSuite, options: RunSettings, llm: LLMClient) ->
     return LLMToolSimulator(llm, Role.USER)
 
 
-def check_simulated_tools(suites: Sequence[LoadedSuite], options: RunSettings) -> None:
+def check_simulated_tools(
+    suites: Sequence[LoadedSuite], options: RunSettings, cases: Sequence[Collection[str]] | None = None
+) -> None:
     """A suite whose tools declare ``simulate`` has a model to play them (the user role's), or a ConfigErrors
-    at each such tool's ``simulate`` key: found before anything runs, not as an error in every conversation."""
+    at each such tool's ``simulate`` key: found before anything runs, not as an error in every conversation.
+    ``cases`` holds the names of the cases run of each suite (default: all of them)."""
     errors: list[ConfigError] = []
-    for loaded in suites:
-        names = simulated_tools(loaded, options)
+    for position, loaded in enumerate(suites):
+        names = simulated_tools(loaded, options, None if cases is None else cases[position])
         if not names or model_roles(loaded, options).user.model or loaded.agent is None:
             continue
         inline = loaded.agent_path is None or loaded.agent_path == loaded.path
         path = loaded.path if inline else loaded.agent_path
         assert path is not None
         for index, tool in enumerate(loaded.agent.tools):
-            if tool.simulate is None:
+            if tool.name not in names:
                 continue
             where: tuple[str | int, ...] = ("tools", index, "simulate")
             if inline:
