@@ -187,7 +187,8 @@ class SuiteView:
 
     @functools.cached_property
     def _suite_side(self) -> Knowledge:
-        """What the agent of every case knows: the suite's tool fakes and the agent's description."""
+        """What the agent of every case knows: the suite's tool fakes, the agent's description, and what its
+        simulated tools answer from (the model playing one is given the behaviour, else the description)."""
         knowledge = Knowledge()
         knowledge.add([[fake.result, fake.error] for fake in self.loaded.suite.tool_fakes])
         agent = self.loaded.agent
@@ -195,6 +196,7 @@ class SuiteView:
             knowledge.add(agent.description)
             knowledge.add(getattr(agent, "instructions", None))
             knowledge.add({name: v.default for name, v in agent.variables.items()})
+            knowledge.add([[tool.simulate.behaviour, tool.description] for tool in agent.tools if tool.simulate])
         return knowledge
 
     @functools.cached_property
@@ -592,7 +594,8 @@ def unknown_fact(view: SuiteView) -> Iterator[Hit]:
 
     The fact must appear in what the simulated user is told up to that step (goals, response guides, say
     lines, static utterances and event payloads of this and earlier steps; the persona) or in what the agent
-    can find without the user (session parameters, what tool fakes answer, its description or instructions).
+    can find without the user (session parameters, what tool fakes answer, its description or instructions,
+    the behaviour its simulated tools are played from).
     An agent does not make up an order number, an email or the value it passes to a tool: only a lucky guess
     meets the check, the case is unwinnable.
     """

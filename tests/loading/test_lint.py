@@ -562,6 +562,13 @@ def test_facts_found_in_a_text(text: str, expected: list[tuple[str, str]]) -> No
     assert [(fact.text, fact.kind) for fact in find_facts(text)] == expected
 
 
+def test_a_fact_in_a_simulated_tools_behaviour_is_known_to_the_agent() -> None:
+    # The example checks for the delivery date its simulated lookup_order's behaviour gives.
+    report = lint_paths([ROOT / "suites" / "examples" / "simulated_tools"])
+    assert report.errors == []
+    assert [f.render() for f in report.findings] == []
+
+
 def test_the_demo_suites_lint_clean() -> None:
     report = lint_paths([ROOT / "suites" / "demo", ROOT / "personas"])
     assert report.errors == []
