@@ -397,7 +397,12 @@ class Loader:
         if not isinstance(data, dict):
             return None
         parts = _SuiteParts.of(suite) if suite is not None else _SuiteParts.salvage(data, cases_key)
-        agent, agent_path = self._resolve_agent(path, located, parts.agent)
+        agent: AgentConfig | None = None
+        agent_path: Path | None = None
+        # An `agent:` with errors is what the suite tests: an agent.yaml nearby is another agent, and checking
+        # the cases' tools against it would report errors that are not there.
+        if parts.agent is not None or data.get("agent") is None:
+            agent, agent_path = self._resolve_agent(path, located, parts.agent)
         if self.check_code and agent is not None and agent_path is not None:
             self._check_suite_code(path, located, agent, agent_path)
         personas_dir = find_upwards(path.parent, PERSONAS_DIR, want_dir=True)
@@ -601,6 +606,8 @@ class _CrossCheck:
         for name, value in parameters.items():
             where = (*base, "session_parameters", name)
             if self.agent is None:
+                if self.located.data.get("agent") is not None and self.agent_path is None:
+                    continue  # the suite's own `agent:` has errors, which say why
                 source = "its agent file has errors" if self.agent_path else "no agent config was found"
                 self.error(
                     where,

@@ -1098,6 +1098,33 @@ INVALID: list[ParameterSet] = [
         ],
     ),
     entry(
+        # The suite's own agent has an error: the agent.yaml beside it (with other tools and no variables) is
+        # not the agent under test, so the cases are not checked against it.
+        "invalid-inline-agent-ignores-agent-yaml-beside-it",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                agent:
+                  type: python
+                  callable: bot.main:respond
+                  timeout: -5
+                  tools:
+                    - name: lookup_order
+                tool_fakes:
+                  - {tool: lookup_order, result: {}}
+                cases:
+                  - name: c1
+                    kind: golden
+                    session_parameters: {tier: gold}
+                    turns:
+                      - user: Hi
+                        expect: {tool_calls: [{name: lookup_order}]}
+            """),
+            "agent.yaml": AGENT,
+        },
+        [("suite.yaml", 5, 12, "agent.timeout", "must be more than 0, got -5")],
+    ),
+    entry(
         "yaml11-date-in-session-parameters",
         {
             "suite.yaml": y("""\
