@@ -1125,6 +1125,30 @@ INVALID: list[ParameterSet] = [
         [("suite.yaml", 5, 12, "agent.timeout", "must be more than 0, got -5")],
     ),
     entry(
+        # `yes` starts a sentence the brackets cut at its comma: the error says so, with the sentence whole.
+        "yaml11-boolean-starting-a-sentence-in-brackets",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Get the card blocked
+                    say: [yes, block it please]
+            """),
+        },
+        [
+            (
+                "suite.yaml",
+                6,
+                11,
+                "cases[0].say[0]",
+                'YAML 1.1 reads `yes` as the boolean true: write true for a boolean, or "yes" in quotes for text; '
+                'in [...] a comma separates items: for one sentence, write it whole in quotes: "yes, block it please"',
+            )
+        ],
+    ),
+    entry(
         "yaml11-date-in-session-parameters",
         {
             "suite.yaml": y("""\
