@@ -22,10 +22,10 @@ from simulator.cli import app
 from simulator.errors import ConfigErrors
 from simulator.llm import FakeScript, fake_bad_request
 from simulator.loading import validate_paths
-from simulator.runner._api import plan_simulation
 from simulator.models import ToolDeclaration, ToolFake
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ToolCallRecord
+from simulator.runner._api import plan_simulation
 from simulator.tools import ToolRouter
 from tests.factories import events_in
 

@@ -88,4 +88,3 @@ def test_a_csv_file_starts_with_the_byte_order_mark_excel_needs(stored_run: str,
     )  # fmt: skip
     (report,) = (tmp_path / "reports").glob("simulator-*.csv")
     assert report.read_bytes().startswith(b"\xef\xbb\xbfsuite,")
-
