@@ -58,6 +58,7 @@ from simulator.llm._litellm import LitellmBackend, load_litellm
 from simulator.llm._openai import OPENAI_PREFIX, OpenAIBackend, load_openai
 from simulator.llm._retry import Failure, HoldOff, HoldOffs, RetryPolicy, full_jitter, log_hold_off
 from simulator.llm._types import Completion, Role, StructuredOutputError, Usage
+from simulator.models.env_refs import UnsetVariable, expand
 from simulator.models.settings import ModelRoles, ModelSettings
 from simulator.safety import redact, register_secret
 from simulator.taps import active_tape
@@ -387,7 +388,10 @@ class LLMClient:
         if settings.max_tokens is not None:
             request["max_tokens"] = settings.max_tokens
         if settings.api_base is not None:
-            request["api_base"] = settings.api_base
+            try:
+                request["api_base"] = expand(settings.api_base, self._environ)
+            except UnsetVariable as exc:
+                raise ModelError(f"the {Role(role).value} role's api_base {exc}") from None
         if tools:
             request["tools"] = [dict(tool) for tool in tools]
         request.update(overrides)

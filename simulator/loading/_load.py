@@ -22,6 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from simulator.code_refs import CodeRefError, code_folders, resolve, resolve_callable
 from simulator.errors import ConfigError, ConfigErrors
 from simulator.kinds import kind_of
+from simulator.loading._env_check import env_problems
 from simulator.loading._limits import ReadProblem
 from simulator.loading._limits import read_text as read_bounded_text
 from simulator.loading._schema import SchemaChecker, closest, describe_value, did_you_mean, tool_parameter_problems
@@ -228,6 +229,8 @@ class Loader:
         except ValidationError as exc:
             failure = exc
         tool_problems = _tool_problems(kind, located.data)
+        if failure is None:
+            self._check_env(file, located, built)
         if failure is None and not tool_problems and not located.has_nulls:
             return built
         checked = SchemaChecker(kind).check(located, file) if kind is not None else []
@@ -256,6 +259,12 @@ class Loader:
                 self.errors.append(ConfigError(file, position.line, position.column, format_path(where), message))
             return None
         return None if tool_problems else built
+
+    def _check_env(self, file: str, located: Located, built: Any) -> None:
+        """Record each environment reference of ``built`` that cannot be filled in, at its key."""
+        for where, message in env_problems(built):
+            position = located.position(where)
+            self.errors.append(ConfigError(file, position.line, position.column, format_path(where), message))
 
     # -- agents ------------------------------------------------------------------------------------
 
@@ -388,7 +397,10 @@ class Loader:
             suite = None
             if hosted_file is not None:
                 suite = Suite(
-                    name=path.stem, description=f"hosted evals file {path.name}", cases=list(hosted_file.evals)
+                    name=path.stem,
+                    description=f"hosted evals file {path.name}",
+                    models=hosted_file.models,
+                    cases=list(hosted_file.evals),
                 )
             cases_key = "evals"
         else:

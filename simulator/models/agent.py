@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, JsonValue, model_validator
 
 from simulator.models._base import Identifier, ImportRef, PositiveSeconds, StrictModel, Text, located_error
+from simulator.models.env_refs import WithEnvReferences
 
 VariableType = Literal["string", "number", "integer", "boolean", "object", "array"]
 
@@ -171,8 +172,9 @@ class HttpAgent(_AgentBase):
     """An OpenAI-compatible chat-completions endpoint."""
 
     type: Literal["http"]
-    base_url: Annotated[str, Field(pattern=r"^https?://\S+$")] = Field(
-        description="Base URL, e.g. http://localhost:8000/v1"
+    base_url: Annotated[WithEnvReferences, Field(pattern=r"^(https?://|\$\{)\S+$")] = Field(
+        description="Base URL, e.g. http://localhost:8000/v1; ${VAR} and ${VAR:-default} are filled in from the "
+        "environment when the agent is called (e.g. http://127.0.0.1:${AGENT_PORT:-8000}/v1)."
     )
     model: str = Field(default="", description="Model name sent in the request.")
     api_key_env: str | None = Field(

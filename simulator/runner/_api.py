@@ -307,7 +307,7 @@ def plan(suites: Suites, settings: RunSettings | None = None, **options: Any) ->
     if not items:
         raise InputError("nothing to run: no case matches the --tag / --case filters")
     # Only the suites the filters leave in run their agents: a suite filtered out needs none of its variables.
-    check_environment([loaded[index] for index in sorted({item.suite for item in items})])
+    check_environment([loaded[index] for index in sorted({item.suite for item in items})], settings=chosen)
     # Only the suites and cases the filters leave in need a model for their simulated tools.
     kept: dict[int, set[str]] = {}
     for item in items:
@@ -509,7 +509,7 @@ def _trust(record: RunRecord, trust_imported: bool, doing: str) -> None:
 def _check_environment_of(record: RunRecord) -> None:
     """The environment variables of the agents the run's plan runs (a suite its filters left out needs none)."""
     planned = sorted({item.suite for item in record.plan})
-    check_environment([restore(record.snapshot[index]) for index in planned])
+    check_environment([restore(record.snapshot[index]) for index in planned], settings=record.settings)
 
 
 async def resume_async(
@@ -641,10 +641,10 @@ def plan_simulation(
     check_number("seed", seed)
 
     loaded = suite if isinstance(suite, LoadedSuite) else load_suite(suite)
-    check_environment([loaded])
     settings = RunSettings(
         live=live, user_model=user_model, judge_model=judge_model, seed=seed, models=role_overrides(models or {})
     )
+    check_environment([loaded], settings=settings)
     chosen = [find_case(loaded, name) for name in cases] if cases else list(loaded.suite.cases)
     check_simulated_tools([loaded], settings, [{case.name for case in chosen}])
     pairs = [(case, pick_persona(loaded, case, persona)) for case in chosen]

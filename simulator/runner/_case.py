@@ -20,8 +20,10 @@ from simulator.judges import StepJudge
 from simulator.kinds import kind_of
 from simulator.llm import LLMClient, Role, metering
 from simulator.loading import LoadedSuite, config_error_at
+from simulator.loading._env_check import env_problems
 from simulator.loading._schema import did_you_mean
 from simulator.models import Case, ModelRoles, Persona
+from simulator.models.env_refs import unset_variables
 from simulator.models.run import RunSettings, resolved_models
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
@@ -65,9 +67,13 @@ def model_limits(loaded: LoadedSuite, options: RunSettings) -> dict[str, int]:
     return limits
 
 
-def check_environment(suites: Sequence[LoadedSuite], environ: Mapping[str, str] | None = None) -> None:
-    """Every environment variable the agents under test name for a secret is set, or a ConfigErrors naming each
-    missing one with its file and key: found before anything runs or is stored, not once per conversation."""
+def check_environment(
+    suites: Sequence[LoadedSuite], environ: Mapping[str, str] | None = None, settings: RunSettings | None = None
+) -> None:
+    """Every environment variable the agents under test name for a secret is set, and every ``${VAR}`` an agent's
+    ``base_url`` or a model role's ``api_base`` needs (the suites' and ``settings.models``), or a ConfigErrors
+    naming each missing one with its file and key: found before anything runs or is stored, not once per
+    conversation. A run repeated or resumed is checked here, since its snapshots are not loaded again."""
     env = os.environ if environ is None else environ
     errors: list[ConfigError] = []
 
@@ -91,6 +97,25 @@ def check_environment(suites: Sequence[LoadedSuite], environ: Mapping[str, str] 
             need(loaded, "agent.api_key_env", agent.api_key_env, "the HTTP agent's api_key_env")
             for header, variable in agent.headers_from_env.items():
                 need(loaded, f"agent.headers_from_env.{header}", variable, f"the HTTP agent's header {header}")
+        for where, message in env_problems(loaded.suite, env):
+            in_agent_file = where[0] == "agent" and loaded.agent_path is not None and loaded.agent_path != loaded.path
+            file = loaded.agent_path if in_agent_file else loaded.path
+            assert file is not None
+            errors.append(config_error_at(file, where[1:] if in_agent_file else where, message))
+    for role, values in (settings.models if settings is not None else {}).items():
+        api_base = values.get("api_base")
+        missing = unset_variables(api_base, env) if isinstance(api_base, str) else []
+        if missing:
+            errors.append(
+                ConfigError(
+                    "models given to the run",
+                    1,
+                    1,
+                    f"{role}.api_base",
+                    f"{api_base!r} needs the environment variable {missing[0]}, which is not set: set it "
+                    f"(export {missing[0]}=...) or give a default: ${{{missing[0]}:-...}}",
+                )
+            )
     # The model roles' keys are not checked here: a run served wholly from the request cache needs none.
     if errors:
         raise ConfigErrors(errors)
