@@ -173,9 +173,8 @@ class HttpAgent(_AgentBase):
 
     type: Literal["http"]
     base_url: Annotated[WithEnvReferences, Field(pattern=r"^(https?://|\$\{)\S+$")] = Field(
-        description="Base URL, e.g. http://localhost:8000/v1; ${VAR} and ${VAR:-default} are filled in from the "
-        "environment when the agent is called (e.g. http://127.0.0.1:${AGENT_PORT:-8000}/v1)."
-    )
+        description="Base URL, e.g. http://localhost:8000/v1"
+    )  # ${VAR} / ${VAR:-default} are filled in when the agent is called (see simulator.models.env_refs)
     model: str = Field(default="", description="Model name sent in the request.")
     api_key_env: str | None = Field(
         default=None, description="Name of the environment variable that holds the API key (never the key itself)."
