@@ -22,7 +22,7 @@ from pydantic import AfterValidator
 
 from simulator.errors import InputError
 
-__all__ = ["UnsetVariable", "WithEnvReferences", "expand", "reference_problem", "unset_variables"]
+__all__ = ["UnsetVariable", "WithEnvReferences", "expand", "reference_problem", "unset_variables", "well_formed"]
 
 _OPENING = "${"
 _INSIDE = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?")
@@ -95,7 +95,9 @@ def expand(text: str, environ: Mapping[str, str] | None = None) -> str:
     return "".join(parts)
 
 
-def _well_formed(text: str) -> str:
+def well_formed(text: str) -> str:
+    """``text`` itself when its references are well formed; a ValueError saying what is wrong otherwise (a
+    pydantic validator)."""
     problem = reference_problem(text)
     if problem is not None:
         raise ValueError(problem)
@@ -104,4 +106,4 @@ def _well_formed(text: str) -> str:
 
 #: A string field that may hold ``${VAR}`` / ``${VAR:-default}`` references, checked for their form here; kept
 #: as written, filled in by :func:`expand` where it is used.
-WithEnvReferences = Annotated[str, AfterValidator(_well_formed)]
+WithEnvReferences = Annotated[str, AfterValidator(well_formed)]

@@ -2431,7 +2431,7 @@ INVALID: list[ParameterSet] = [
                   - goal: Book a table
         """)
         },
-        [("evals.yaml", 1, 1, "name", "unknown key 'name'; allowed keys: evals")],
+        [("evals.yaml", 1, 1, "name", "unknown key 'name'; allowed keys: models, evals")],
     ),
     entry(
         "hosted-missing-steps",
@@ -2494,7 +2494,15 @@ INVALID: list[ParameterSet] = [
             base_url: localhost:8000/v1
         """)
         },
-        [("agent.yaml", 2, 11, "base_url", "must be an http:// or https:// URL, got the text 'localhost:8000/v1'")],
+        [
+            (
+                "agent.yaml",
+                2,
+                11,
+                "base_url",
+                "must be an http:// or https:// URL (or start with ${VAR}), got the text 'localhost:8000/v1'",
+            )
+        ],
     ),
     entry(
         "agent-variable-type-misspelt",
