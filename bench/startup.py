@@ -1,6 +1,6 @@
 """Start-up of the console script: time to the first model request, and the imports of ``--help`` and ``validate``.
 
-Issue 12, goal 4: ``simulator run SUITE`` sends its first request at most 1 s after the command starts for an
+The goal: ``simulator run SUITE`` sends its first request at most 1 s after the command starts for an
 OpenAI-compatible model (``openai/...`` with ``api_base``), and ``simulator --help`` / ``simulator validate``
 spend under 0.3 s in imports. The machine is noisy (2 cores shared by several sessions: a wall time can triple
 within minutes), so every wall time comes with the CPU time it took, which load changes much less, and the first

@@ -58,3 +58,16 @@ def connect(
         connection.close()
         raise
     return connection
+
+
+# SQLite's primary result codes (the low byte of an extended code) of a disk that cannot take a write.
+_SQLITE_IOERR: Final = 10
+_SQLITE_FULL: Final = 13
+
+
+def disk_full(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` says the disk is full or failing (SQLITE_FULL, SQLITE_IOERR and its extended codes)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        return "disk is full" in str(exc) or "disk I/O error" in str(exc)
+    return code & 0xFF in (_SQLITE_IOERR, _SQLITE_FULL)

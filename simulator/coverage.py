@@ -11,9 +11,8 @@ When is an expectation *evaluated* in a conversation? When the conversation reac
 expectation only a judge model can decide (a success criterion, an expected message, a reference answer, an
 expectation in words), a judge model answered in that conversation (no check of it says *not judged*).
 
-Sits below :mod:`simulator.metrics` (which calls it) and imports only models and kinds. DESIGN's module table
-lists coverage under ``analysis/``; it lives here because the runner computes it when a run finishes, and the
-runner may not import ``analysis`` (a layer above it).
+Sits below :mod:`simulator.metrics` (which calls it) and imports only models and kinds: the runner computes it when
+a run finishes, and the runner may not import ``analysis`` (a layer above it).
 """
 
 from __future__ import annotations

@@ -11,12 +11,15 @@ to an exit code. Anything else that escapes is a bug in Simulator.
   ``ModelError``       a model provider failed (user, judge or litellm agent role)
   ``JudgeError``       a judge could not produce a valid verdict
   ``StoreError``       the run store could not be read or written
+  ``DiskError``        a file could not be written: its disk is full or failing
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+
+from simulator._visible import one_line
 
 
 class SimulatorError(Exception):
@@ -41,8 +44,10 @@ class ConfigError(SimulatorError):
         super().__init__(self.render())
 
     def render(self) -> str:
-        """Format as ``FILE:LINE:COL: key.path: message``, the shape editors and CI logs recognise."""
-        return f"{self.file}:{self.line}:{self.column}: {self.key_path}: {self.message}"
+        """Format as ``FILE:LINE:COL: key.path: message``, the shape editors and CI logs recognise. The file
+        name and the key path are written on one line (a line break in them as ``\\n``), so a name cannot
+        forge another ``FILE:LINE:COL`` line."""
+        return f"{one_line(self.file)}:{self.line}:{self.column}: {one_line(self.key_path)}: {self.message}"
 
     def sort_key(self) -> tuple[str, int, int, str]:
         """Order errors by file, then position, then path."""
@@ -81,3 +86,8 @@ class StoreError(SimulatorError):
 class StoreInputError(StoreError, InputError):
     """The store was asked for something that is not there, or given a file that is not a store: the
     person's input to fix, not a failure of the run (exit 2, not 3)."""
+
+
+class DiskError(SimulatorError):
+    """A file could not be written because its disk is full, over quota or failing (``ENOSPC``, ``EDQUOT``,
+    ``EIO``); nothing partial was left under its name."""

@@ -8,6 +8,8 @@ store: :func:`write_export` and :func:`import_into_store`.
 * :func:`export_run` / :func:`export_results`: a run with its results, or just results, as JSON or YAML
   text in a small envelope (``format``, ``version``) that :func:`import_run` / :func:`import_results` read back
   to equal models;
+* :func:`export_chat_jsonl`: a run's conversations as JSON Lines in the OpenAI chat-messages shape, one
+  conversation a line with its verdicts beside it, for other tools (fine-tuning sets, eval viewers);
 * :func:`write_export`: one file written as is, several as a zip with fixed timestamps, so that the same
   export gives the same bytes; an existing file is never overwritten unless asked;
 * :func:`golden_from_transcript` / :func:`golden_from_run`: the agent's actual replies, tool calls and
@@ -19,7 +21,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -27,7 +28,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from simulator.errors import InputError
+from simulator._files import write_file
+from simulator.errors import DiskError, InputError
 from simulator.loading import _limits
 from simulator.loading._json import json_position, parse_json
 from simulator.loading._schema import tool_parameter_problems
@@ -187,6 +189,37 @@ def export_results(results: Sequence[StoredResult], fmt: ExportFormat = "json") 
         "results": [result.model_dump(mode="json") for result in results],
     }
     return _text(data, fmt, [f"Simulator results: {len(results)} result(s)."])
+
+
+def export_chat_jsonl(results: Iterable[StoredResult]) -> str:
+    """Conversations as JSON Lines, one stored result a line: ``messages`` in the OpenAI chat-messages shape (the
+    user's messages and events as ``user``, the agent's as ``assistant`` with its ``tool_calls``, each tool's
+    answer as a ``tool`` message with the call's ``tool_call_id``), exactly as a chat agent saw the history, and
+    beside them the run id, case, persona, repeat, outcome with its reasons and each step's verdict."""
+    from simulator.agents._base import wire_messages
+    from simulator.agents._history import conversation_history
+
+    lines = []
+    for stored in results:
+        transcript = stored.result.transcript
+        line = {
+            "messages": wire_messages(conversation_history(transcript.events)),
+            "run_id": stored.run_id,
+            "key": stored.key,
+            "case": stored.case,
+            "kind": transcript.kind,
+            "persona": stored.persona,
+            "repeat": stored.repeat,
+            "outcome": stored.outcome,
+            "reasons": stored.result.reasons,
+            "steps": [
+                step.model_dump(mode="json", include={"index", "label", "status", "verdict", "rationale"})
+                for step in transcript.steps
+            ],
+            "stop_reason": transcript.stop_reason,
+        }
+        lines.append(json_safe(json.dumps(line, ensure_ascii=False)) + "\n")
+    return "".join(lines)
 
 
 def import_run(
@@ -522,23 +555,14 @@ def _write_bytes(path: Path, data: bytes, *, force: bool) -> None:
     if path.exists() and not force:
         raise ExchangeError(exists)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not force:
-            with path.open("xb") as handle:  # "x": never replace a file that appeared meanwhile
-                handle.write(data)
-            return
-        handle_fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(handle_fd, "wb") as handle:
-                handle.write(data)
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-    except FileExistsError as exc:
+        # Whole or not at all (see simulator._files): a failed write leaves no file that a rerun would refuse.
+        write_file(path, data, replace=force)
+    except FileExistsError as exc:  # "x": a file that appeared meanwhile is never replaced without force
         raise ExchangeError(exists) from exc
-    except OSError as exc:
-        raise ExchangeError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    except DiskError:
+        raise
+    except InputError as exc:
+        raise ExchangeError(str(exc)) from exc
 
 
 # --- golden cases from conversations ----------------------------------------------------------------------

@@ -11,7 +11,7 @@ case's class, so how a kind speaks, is checked, counted, labelled, scored and sh
 * :class:`SimulationKind`: ordered steps; the simulated user works on the current step only; a step not met
   within its turns stops the conversation (later steps are blocked by it).
 
-Imports only ``simulator.models`` (DESIGN: the ``kinds`` row), so every layer may use it.
+Imports only ``simulator.models`` (its row in the module table of ``docs/architecture.md``), so every layer may use it.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class ScriptedInput:
 
 @dataclass(frozen=True)
 class UserBrief:
-    """What the simulated user is told for the current step: never its success criteria (DESIGN)."""
+    """What the simulated user is told for the current step: never its success criteria."""
 
     goal: str | None
     response_guide: str | dict[str, JsonValue] | None
@@ -92,8 +92,9 @@ class Kind(ABC, Generic[C]):
 
     #: The case's ``kind:`` as written in YAML and stored on transcripts.
     name: ClassVar[str]
-    #: When a case of this kind passes (DESIGN's table), made exact by the required scores of the scorers that
-    #: apply to the kind (``simulator.judges.scorers``) and the rules below (:meth:`has_open_goal`).
+    #: When a case of this kind passes (the kinds table in ``docs/architecture.md``), made exact by the required
+    #: scores of the scorers that apply to the kind (``simulator.judges.scorers``) and the rules below
+    #: (:meth:`has_open_goal`).
     passes_when: ClassVar[str]
     #: Whether a simulated user plays a persona (a replay of fixed turns has none to play).
     plays_persona: ClassVar[bool] = True

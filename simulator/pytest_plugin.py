@@ -14,7 +14,10 @@ names some. YAML that holds no suite (agent files, personas) is never collected.
 
 The selected items (after ``-k``, ``-m``, ``--lf``) run together, concurrently, as ONE stored run, when the
 first of them runs; each item then reports its stored result: pass passes, fail and error fail with the
-goal-by-goal rationale and the last turns, unsure is skipped with its reason.
+goal-by-goal rationale and the last turns, unsure is skipped with its reason. Under pytest-xdist each worker runs
+the conversations of the items it is given, one at a time, into the same one stored run (see
+:mod:`simulator.pytest_xdist`). Each item's JUnit test case carries the run id, persona and outcome as properties
+(the transcript too for fail, error, unsure and user_error), and the conversation's own duration as its time.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from __future__ import annotations
 import dataclasses
 import glob
 import re
-from collections.abc import Callable, Iterable, Iterator
+import time
+from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -199,11 +203,19 @@ class SuiteCase(pytest.Item):
         super().__init__(**kwargs)
         self.plan_item = plan_item
         self.line = line
+        self.duration_s: float | None = None  # the conversation's own, once its result is read
 
     def runtest(self) -> None:
         """Run the session's selected items (on the first call), then report this item's stored result."""
         state = self.config.stash[_STATE]
         stored = state.result_of(self)
+        self.duration_s = stored.duration_s
+        run_id = state.run_id
+        self.user_properties.extend(
+            [("simulator_run", run_id), ("persona", stored.persona or ""), ("outcome", stored.outcome)]
+        )
+        if stored.outcome in ("fail", "error", "unsure", "user_error"):
+            self.user_properties.append(("transcript", _transcript_text(stored)))
         if stored.outcome == "unsure":
             # Reported at the case in its suite file, as a skip mark is, not at this line of the plugin.
             raise pytest.skip.Exception(_safe(_unsure_reason(stored)), _use_item_location=True)
@@ -212,8 +224,7 @@ class SuiteCase(pytest.Item):
             reasons = "; ".join(stored.result.reasons)
             raise pytest.skip.Exception(_safe(f"user_error: {reasons}"), _use_item_location=True)
         if stored.outcome in ("fail", "error"):
-            assert state.outcome is not None
-            raise CaseFailed(stored, state.report_command(state.outcome.id))
+            raise CaseFailed(stored, state.report_command(run_id))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
         """A failed case goal by goal, with the last turns; a run that could not run, in one line."""
@@ -226,6 +237,23 @@ class SuiteCase(pytest.Item):
     def reportinfo(self) -> tuple[Path, int, str]:
         """Where the item comes from: its suite file, the line naming its case (0-based), and its name."""
         return self.path, self.line, self.name
+
+
+def _transcript_text(stored: StoredResult) -> str:
+    from simulator.reports.transcript_text import transcript_lines
+
+    return _safe("\n".join(line.text for line in transcript_lines(stored.result.transcript, stored.result)))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A conversation's call takes its own duration: the first item runs the whole selection, the rest read."""
+    report = yield
+    if call.when == "call" and isinstance(item, SuiteCase) and item.duration_s is not None:
+        report.duration = item.duration_s
+    return report
 
 
 def _unsure_reason(stored: StoredResult) -> str:
@@ -309,9 +337,24 @@ class SessionRun:
         self.outcome: RunOutcome | None = None
         self.started: tuple[str, Path] | None = None
         self.problem: str | None = None
+        self.merge_problem: str | None = None  # the xdist controller's, putting the workers' results together
         self.results: dict[str, StoredResult] = {}
         self.keys: dict[str, str] = {}  # item nodeid -> key in the stored run
         self.fixture_runs: list[RunOutcome] = []
+        # Under pytest-xdist: on a worker, what the controller gave it; on the controller, the session's one run.
+        self.workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+        self.xdist_run_id: str | None = (self.workerinput or {}).get("simulator_run_id")  # pytest_xdist.RUN_ID_KEY
+        self.selection: PlannedRun | None = None
+        self.plan_items: dict[str, PlanItem] = {}  # item nodeid -> its item in the selection's plan
+        self.began = time.monotonic()
+
+    @property
+    def run_id(self) -> str:
+        """The id of the session's stored run (known once a conversation ran, or from the xdist controller)."""
+        if self.outcome is not None:
+            return self.outcome.id
+        assert self.xdist_run_id is not None
+        return self.xdist_run_id
 
     def collects(self, path: Path) -> bool:
         """Whether YAML at ``path`` is collected as a suite (see the module docstring)."""
@@ -319,7 +362,10 @@ class SessionRun:
         return self.everywhere or any(_within(resolved, root) for root in self.roots)
 
     def result_of(self, item: SuiteCase) -> StoredResult:
-        """The stored result of ``item``, running the session's selected items first if nothing ran yet."""
+        """The stored result of ``item``, running the session's selected items first if nothing ran yet (under
+        pytest-xdist: running ``item``'s conversation alone, on the worker xdist gave the item to)."""
+        if self.workerinput is not None:
+            return self._run_on_worker(item)
         if self.outcome is None and self.problem is None:
             self._run(item.session)
         if self.problem is not None:
@@ -333,10 +379,48 @@ class SessionRun:
             )
         return stored
 
-    def _run(self, session: pytest.Session) -> None:
-        """Run every selected item in one run: the plans of their files, narrowed to them, combined."""
+    def _run_on_worker(self, item: SuiteCase) -> StoredResult:
+        """``item``'s conversation, run on this xdist worker into the session's one run (refused where xdist
+        would run it on every worker)."""
         from simulator.errors import SimulatorError
-        from simulator.runner import RunStarted, combine, run
+        from simulator.pytest_xdist import DIST_KEY, EACH_REFUSED, run_item
+
+        if (self.workerinput or {}).get(DIST_KEY) == "each":
+            raise RunProblem(EACH_REFUSED)
+        if self.xdist_run_id is None:
+            raise RunProblem(
+                "this pytest-xdist worker was given no Simulator run id: its controller runs without the simulator "
+                "plugin; load it in the controller too (drop -p no:simulator), or run without -n"
+            )
+        if self.selection is None and self.problem is None:
+            try:
+                self.selection, order = self._select(item.session)
+            except SimulatorError as exc:
+                self.problem = f"the Simulator run could not run: {exc}"
+            else:
+                self.plan_items = dict(zip([case.nodeid for case in order], self.selection.items, strict=True))
+        if self.problem is not None:
+            raise RunProblem(self.problem)
+        assert self.selection is not None
+        planned = self.plan_items[item.nodeid]
+        if planned.key in self.results:  # asked again (a rerun plugin): the conversation ran once
+            return self.results[planned.key]
+        try:
+            stored = run_item(self.db, self.xdist_run_id, self.selection, planned)
+        except SimulatorError as exc:
+            raise RunProblem(f"the Simulator run could not run this conversation: {exc}") from None
+        if stored is None:
+            raise RunProblem(
+                f"no stored result for this conversation; run the rest of run {self.xdist_run_id} with: "
+                f"simulator runs resume {self.xdist_run_id}"
+            )
+        self.results[planned.key] = stored
+        return stored
+
+    def _select(self, session: pytest.Session) -> tuple[PlannedRun, list[SuiteCase]]:
+        """The session's selected items as one plan (the plans of their files, narrowed to them, combined), and
+        the items in the order of its plan items."""
+        from simulator.runner import combine
 
         selected: dict[SuiteFile, list[SuiteCase]] = {}
         for item in session.items:
@@ -348,13 +432,19 @@ class SessionRun:
             assert file.planned is not None
             plans.append(dataclasses.replace(file.planned, items=[item.plan_item for item in items]))
             order.extend(items)
+        return combine(plans), order
+
+    def _run(self, session: pytest.Session) -> None:
+        """Run every selected item in one run."""
+        from simulator.errors import SimulatorError
+        from simulator.runner import RunStarted, run
 
         def on_event(event: Any) -> None:
             if isinstance(event, RunStarted):
                 self.started = (event.record.id, event.store_path)
 
         try:
-            planned = combine(plans)
+            planned, order = self._select(session)
             self.keys = {item.nodeid: planned_item.key for item, planned_item in zip(order, planned.items, strict=True)}
             self.outcome = run(planned, db=self.db, note="pytest", on_event=on_event)
             self.results = {stored.key: stored for stored in self.outcome.results()}
@@ -385,6 +475,34 @@ def simulator_run(pytestconfig: pytest.Config) -> Callable[..., RunOutcome]:
     return pytestconfig.stash[_STATE].run_fixture
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller, starting a worker: the id of the session's one run, the same for every worker."""
+    from simulator.pytest_xdist import DIST_KEY, RUN_ID_KEY, choose_run_id
+
+    state = node.config.stash[_STATE]
+    if state.xdist_run_id is None:
+        state.xdist_run_id = choose_run_id()
+    node.workerinput[RUN_ID_KEY] = state.xdist_run_id
+    node.workerinput[DIST_KEY] = node.config.getoption("dist", None)  # a worker's own option reads "no"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """pytest-xdist's controller, its workers done: their conversations put together as the session's one run."""
+    from simulator.errors import SimulatorError
+    from simulator.pytest_xdist import merge_parts
+
+    state = session.config.stash.get(_STATE, None)
+    if state is None or state.workerinput is not None or state.xdist_run_id is None:
+        return
+    try:
+        state.outcome = merge_parts(state.db, state.xdist_run_id, time.monotonic() - state.began)
+    except SimulatorError as exc:
+        state.problem = (
+            f"the conversations of the pytest-xdist workers could not be stored as run {state.xdist_run_id}: {exc}"
+        )
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """Where the session's runs are stored, and the command that reports each."""
     state = config.stash.get(_STATE, None)
@@ -396,9 +514,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     elif state.started is not None:
         runs.append((*state.started, "interrupted"))
     runs.extend((outcome.id, outcome.store_path, outcome.record.status) for outcome in state.fixture_runs)
-    if not runs:
+    if not runs and state.merge_problem is None:
         return
     terminalreporter.section("simulator")
+    if state.merge_problem is not None:
+        terminalreporter.write_line(_safe(state.merge_problem))
     for run_id, store_path, status in runs:
         line = f"simulator run {run_id} stored in {store_path}; {state.report_command(run_id)}"
         if status != "completed":

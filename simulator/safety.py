@@ -1,6 +1,7 @@
 """What may leave the process: no secret it knows, no character that drives a terminal.
 
-Two rules from DESIGN's "Safety" section, each in one function that every way out goes through:
+Two rules of the "Safety" section of ``docs/architecture.md``, each in one function that every way out goes
+through:
 
 * :func:`redact` replaces every secret the process knows with ``[redacted:NAME]``, in any text that is
   stored (the run store, the request cache, conversation checkpoints), printed or exported. The secrets are
@@ -26,10 +27,12 @@ Two rules from DESIGN's "Safety" section, each in one function that every way ou
 
 * :func:`terminal_safe` writes every control character (C0 but tab and line feed, a carriage return that
   does not end a line, DEL, C1 including the single-byte CSI ``\\x9b``, hence ESC and every escape sequence),
-  every bidirectional override or isolate (U+202A-U+202E, U+2066-U+2069: "Trojan Source" reordering) and
-  every lone surrogate as a visible escape (``\\x1b``, ``\\u202e``), so text from an agent, a file or a user
-  cannot clear the screen, set the window title or reorder what a person reads. :func:`json_safe` does the
-  same to JSON text with JSON's own ``\\u`` escapes, which changes no value.
+  every bidirectional mark, override or isolate (U+200E/U+200F, U+061C, U+202A-U+202E, U+2066-U+2069:
+  "Trojan Source" reordering) and every lone surrogate as a visible escape (``\\x1b``, ``\\u202e``), so text
+  from an agent, a file or a user cannot clear the screen, set the window title or reorder what a person
+  reads (``simulator._visible``, the one helper every format uses). :func:`one_line` escapes line breaks
+  too, for names. :func:`json_safe` does the same to JSON text with JSON's own ``\\u`` escapes, which
+  changes no value.
 
 Standard library only: the store, the model client, the engine, the reports and the CLI all use it.
 """
@@ -44,12 +47,15 @@ from collections.abc import Mapping
 from typing import Any, Final, TypeVar
 from urllib.parse import unquote
 
+from simulator._visible import UNSAFE_CHARACTERS, one_line, terminal_safe
+
 __all__ = [
     "MIN_CUT_LENGTH",
     "MIN_SECRET_LENGTH",
     "contains_secret",
     "is_secret_name",
     "json_safe",
+    "one_line",
     "redact",
     "redact_data",
     "redacted_and_shortened",
@@ -310,26 +316,7 @@ def redact_data(value: T) -> T:
 
 # --- control characters ----------------------------------------------------------------------------------
 
-#: C0 controls but tab and line feed, DEL, C1 controls, bidi embeddings/overrides/isolates, lone surrogates.
-_UNSAFE_CHARACTERS: Final = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
-_TERMINAL_UNSAFE: Final = re.compile(f"[{_UNSAFE_CHARACTERS}]|\r(?!\n)")
-_JSON_UNSAFE: Final = re.compile(f"[{_UNSAFE_CHARACTERS}]")
-
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group(0))
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
-def terminal_safe(text: str) -> str:
-    """``text`` with every character that could drive a terminal or reorder text written as a visible
-    escape: ESC as ``\\x1b``, the C1 CSI as ``\\x9b``, U+202E as ``\\u202e``. Tab, line feed and CR LF stay.
-
-    Returns ``text`` itself when it is already safe, so it can be applied more than once.
-    """
-    if _TERMINAL_UNSAFE.search(text) is None:
-        return text
-    return _TERMINAL_UNSAFE.sub(_visible, text)
+_JSON_UNSAFE: Final = re.compile(f"[{UNSAFE_CHARACTERS}]")
 
 
 def _json_escape(match: re.Match[str]) -> str:

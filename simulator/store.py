@@ -128,8 +128,9 @@ from typing import Any, Final, get_args
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from simulator._sqlite import BUSY_TIMEOUT_S, connect
-from simulator.errors import StoreError, StoreInputError
+from simulator._files import Reserve
+from simulator._sqlite import BUSY_TIMEOUT_S, connect, disk_full
+from simulator.errors import DiskError, StoreError, StoreInputError
 from simulator.models.run import (
     LEGACY_STATUSES,
     Plan,
@@ -513,6 +514,29 @@ def _row(row: sqlite3.Row) -> ResultRow:
     )
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """A stored run or result that cannot be read (changed by hand, or written by another version of Simulator):
+    left out of what is shown, and named with its cause and the fix."""
+
+    run_id: str
+    #: What cannot be read, where, and why.
+    cause: str
+    fix: str
+
+    def describe(self) -> str:
+        """One line: what cannot be read, why, and what to do."""
+        return f"{self.cause}; {self.fix}"
+
+
+class UnreadableRunError(StoreError):
+    """The record of a stored run cannot be read; ``run_id`` names it, so it can still be deleted."""
+
+    def __init__(self, message: str, run_id: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
 class RunBusyError(StoreError):
     """The run is being run by another live process (its lease is held): it is not resumed, repeated or
     deleted under that process's feet."""
@@ -795,16 +819,24 @@ class RunStore:
             record.imported_from,
             record.replay_of,
         ))  # fmt: skip
-        with self._sql(f"store run {record.id}") as conn:
-            try:
-                conn.execute(
-                    f"INSERT INTO runs ({_RUN_COLUMNS}, imported_from, replay_of) VALUES ({', '.join('?' * len(row))})",
-                    row,
-                )
-            except sqlite3.IntegrityError as exc:
-                if "UNIQUE" in str(exc):
-                    raise StoreError(f"a run with id {record.id} already exists in {self.path}") from exc
-                raise
+        if record.status == "running":  # about to run: its room to end as failed is taken before it exists
+            self._hold(record.id, _reserve_size(sum(len(value) for value in row if isinstance(value, str))))
+        try:
+            with self._sql(f"store run {record.id}") as conn:
+                try:
+                    conn.execute(
+                        f"INSERT INTO runs ({_RUN_COLUMNS}, imported_from, replay_of) "
+                        f"VALUES ({', '.join('?' * len(row))})",
+                        row,
+                    )
+                except sqlite3.IntegrityError as exc:
+                    if "UNIQUE" in str(exc):
+                        raise StoreError(f"a run with id {record.id} already exists in {self.path}") from exc
+                    raise
+        except BaseException:
+            if record.status == "running":
+                self._reserve(record.id).release()
+            raise
 
     def get_run(self, ref: str) -> RunRecord:
         """The run ``ref`` names: a full id, a unique prefix of one, ``latest`` or ``latest~N`` (N before it)."""
@@ -851,13 +883,26 @@ class RunStore:
             raise StoreInputError(f"no run {ref!r}: no runs are stored in {self.path} yet")
         raise StoreInputError(f"no run {ref!r} in {self.path}; the most recent runs are: {', '.join(recent)}")
 
-    def list_runs(self, limit: int | None = 20) -> list[RunRecord]:
-        """Stored runs, newest first (``limit=None`` for all). Results are not read."""
+    def list_runs(self, limit: int | None = 20, *, skipped: list[Unreadable] | None = None) -> list[RunRecord]:
+        """Stored runs, newest first (``limit=None`` for all). Results are not read.
+
+        A run whose record cannot be read raises :class:`UnreadableRunError`, unless ``skipped`` is given: it is
+        then left out and described there, so one damaged run does not hide the others.
+        """
         if limit is not None and limit < 1:
             raise StoreError(f"cannot list {limit} runs: the limit must be at least 1")
         with self._sql("list runs") as conn:
             rows = conn.execute(f"{self._runs} {_NEWEST_FIRST} LIMIT ?", (-1 if limit is None else limit,)).fetchall()
-        return [self._record(row) for row in rows]
+        records = []
+        for row in rows:
+            try:
+                records.append(self._record(row))
+            except UnreadableRunError as exc:
+                if skipped is None:
+                    raise
+                fix = f"delete it with `simulator runs delete {exc.run_id}`"
+                skipped.append(Unreadable(exc.run_id, str(exc), fix))
+        return records
 
     def latest_completed(self, suite_hash: str) -> RunRecord | None:
         """The newest completed run of the suites with this hash, if any."""
@@ -903,6 +948,7 @@ class RunStore:
                 if conn.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount == 0:
                     raise StoreInputError(self._unknown(run_id))
                 conn.execute("COMMIT")
+                self._reserve(run_id).release()  # one a killed process left
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -918,6 +964,7 @@ class RunStore:
         whose owner is gone (see :meth:`Lease.alive`) is taken over.
         """
         self.require_writable(f"run {run_id}")
+        self._hold_reserve(run_id)
         now = datetime.now(UTC)
         lease = Lease(run_id, os.getpid() if pid is None else pid, host or HOST, secrets.token_hex(8), now, now)
         with self._sql(f"take the lease of run {run_id}") as conn:
@@ -935,11 +982,54 @@ class RunStore:
                 )
                 conn.execute("UPDATE runs SET status = 'running' WHERE id = ?", (run_id,))
                 conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if disk_full(exc):
+                    self._fail_on_full_disk(conn, run_id)
+                raise
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
         return lease
+
+    def _reserve(self, run_id: str) -> Reserve:
+        """The room kept beside the store while run ``run_id`` runs (see :class:`~simulator._files.Reserve`)."""
+        return Reserve(self.path.with_name(f"{self.path.name}-reserve-{re.sub(r'[^A-Za-z0-9._-]', '_', run_id)}"))
+
+    def _hold_reserve(self, run_id: str) -> None:
+        """Take the room that ending run ``run_id`` needs on a disk that fills up while it runs: twice its row
+        (an update rewrites the row's pages into the journal) and some for the lease and the journal's pages."""
+        with self._sql(f"read the size of run {run_id}") as conn:
+            found = conn.execute(
+                "SELECT length(snapshot) + length(plan) + length(settings) + length(versions) "
+                "+ coalesce(length(totals), 0) FROM runs WHERE id = ?",
+                (run_id,),
+            ).fetchone()
+        self._hold(run_id, _reserve_size(int(found[0] or 0) if found is not None else 0))
+
+    def _hold(self, run_id: str, size: int) -> None:
+        try:
+            self._reserve(run_id).hold(size)
+        except DiskError as exc:
+            raise DiskError(
+                f"cannot run {run_id}: the disk of the run store {self.path} has not {size // 1024} KiB free "
+                f"({exc.__cause__ or exc}); free some space, or {_FIX}"
+            ) from exc
+
+    def _fail_on_full_disk(self, conn: sqlite3.Connection, run_id: str) -> None:
+        """The disk filled up as run ``run_id`` was to start or end: give back its room and mark it ``failed``
+        (the status the README gives a run stopped by a store that cannot be written), its lease released."""
+        self._reserve(run_id).release()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
+            conn.execute("UPDATE runs SET status = 'failed' WHERE id = ?", (run_id,))
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
 
     def beat(self, lease: Lease) -> bool:
         """Renew the lease's heartbeat; False when the lease is no longer this owner's (it was taken over)."""
@@ -983,19 +1073,29 @@ class RunStore:
         """Give the lease back and set the run's final status (and totals, finishing time) in one transaction.
         False, and nothing changed, when the lease is no longer this owner's."""
         sets, values = _status_update(status, totals, finished)
+        reserve = self._reserve(lease.run_id)
         with self._sql(f"set the status of run {lease.run_id}") as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                gone = conn.execute(
-                    "DELETE FROM leases WHERE run_id = ? AND token = ?", (lease.run_id, lease.token)
-                ).rowcount
-                if gone:
-                    conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, lease.run_id))
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+            for last_try in (False, True):
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    gone = conn.execute(
+                        "DELETE FROM leases WHERE run_id = ? AND token = ?", (lease.run_id, lease.token)
+                    ).rowcount
+                    if gone:
+                        conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, lease.run_id))
+                    conn.execute("COMMIT")
+                    break
+                except sqlite3.Error as exc:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    if last_try or not disk_full(exc):
+                        raise
+                    reserve.release()  # the room kept for this very write: the status is stored once more
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+        reserve.release()
         return bool(gone)
 
     def owner(self, run_id: str) -> Lease | None:
@@ -1088,18 +1188,37 @@ class RunStore:
         with self._sql(f"read the cassettes of run {run_id}") as conn:
             return {str(row[0]) for row in conn.execute('SELECT "key" FROM cassettes WHERE run_id = ?', (run_id,))}
 
-    def results(self, run_id: str) -> list[StoredResult]:
-        """The stored results of a run, in plan order (results whose key is not in the plan last)."""
-        return list(self.iter_results(run_id))
+    def results(self, run_id: str, *, skipped: list[Unreadable] | None = None) -> list[StoredResult]:
+        """The stored results of a run, in plan order (results whose key is not in the plan last); for
+        ``skipped`` see :meth:`iter_results`."""
+        return list(self.iter_results(run_id, skipped=skipped))
 
-    def iter_results(self, run_id: str, *, batch: int = 64) -> Iterator[StoredResult]:
+    def iter_results(
+        self, run_id: str, *, batch: int = 64, skipped: list[Unreadable] | None = None
+    ) -> Iterator[StoredResult]:
         """The stored results of a run one by one, in the order of :meth:`results`: at most ``batch`` results
-        are read at a time, so a run of any size can be summed up in flat memory."""
+        are read at a time, so a run of any size can be summed up in flat memory.
+
+        A result that cannot be read raises :class:`StoreError`, unless ``skipped`` is given: it is then left
+        out and described there, so one damaged row does not hide the rest of the run.
+        """
         for chunk in self._ordered_ids(run_id, batch):
             by_id = self._by_ids(run_id, chunk, _RESULT_COLUMNS)
             for result_id in chunk:
                 if result_id in by_id:  # else deleted with its run meanwhile
-                    yield self._result(by_id[result_id])
+                    found = self._readable(by_id[result_id], skipped)
+                    if found is not None:
+                        yield found
+
+    def _readable(self, row: sqlite3.Row, skipped: list[Unreadable] | None) -> StoredResult | None:
+        """The result of ``row``; None, described in ``skipped``, when it cannot be read and ``skipped`` is given."""
+        try:
+            return self._result(row)
+        except StoreError as exc:
+            if skipped is None:
+                raise
+            skipped.append(_unreadable_result(row, str(exc)))
+            return None
 
     def _ordered_ids(self, run_id: str, batch: int) -> Iterator[list[int]]:
         """The ids of the run's results in plan order, at most ``batch`` at a time (results whose key is not in
@@ -1148,7 +1267,8 @@ class RunStore:
         """What a table row of each result holds (:class:`ResultRow`), in the order of :meth:`results`, read
         ``batch`` at a time; only the reasons are taken out of a result's JSON (by SQLite), so this is cheap
         for a run of any size."""
-        columns = f"{_ROW_COLUMNS}, json_extract(result, '$.reasons') AS reasons"
+        # json_valid first: a result whose JSON was damaged still has its row, without reasons.
+        columns = f"{_ROW_COLUMNS}, CASE WHEN json_valid(result) THEN json_extract(result, '$.reasons') END AS reasons"
         for chunk in self._ordered_ids(run_id, batch):
             by_id = self._by_ids(run_id, chunk, columns)
             for result_id in chunk:
@@ -1167,10 +1287,12 @@ class RunStore:
         """How many results of the run are stored."""
         return sum(self.outcome_counts(run_id).values())
 
-    def first_results(self, run_id: str, outcomes: Sequence[str], limit: int) -> list[StoredResult]:
+    def first_results(
+        self, run_id: str, outcomes: Sequence[str], limit: int, *, skipped: list[Unreadable] | None = None
+    ) -> list[StoredResult]:
         """At most ``limit`` results of the run with one of ``outcomes``, in the terminal table's order: errors,
         failures, unsure, passes, then by case, persona and repeat. SQLite picks them (over the small columns):
-        only the results returned are read whole."""
+        only the results returned are read whole. For ``skipped`` see :meth:`iter_results`."""
         if limit <= 0 or not outcomes:
             return []
         with self._sql(f"read the results of run {run_id}") as conn:
@@ -1185,7 +1307,8 @@ class RunStore:
         if not ids:
             return []
         by_id = self._by_ids(run_id, ids, _RESULT_COLUMNS)
-        return [self._result(by_id[result_id]) for result_id in ids if result_id in by_id]
+        found = (self._readable(by_id[result_id], skipped) for result_id in ids if result_id in by_id)
+        return [result for result in found if result is not None]
 
     def count_mentioning(self, run_id: str, text: str) -> int:
         """How many results of the run have ``text`` in one of their reasons, a score's reason or a step's
@@ -1193,7 +1316,7 @@ class RunStore:
         # instr over the raw JSON first: a cheap filter, exact when the text is the same inside a JSON string.
         prefilter = "instr(result, ?) > 0 AND " if json.dumps(text, ensure_ascii=False)[1:-1] == text else ""
         query = (
-            f"SELECT COUNT(*) FROM results AS r WHERE run_id = ? AND {prefilter}("
+            f"SELECT COUNT(*) FROM results AS r WHERE run_id = ? AND json_valid(r.result) AND {prefilter}("
             "EXISTS (SELECT 1 FROM json_each(r.result, '$.reasons') WHERE instr(value, ?) > 0) OR "
             "EXISTS (SELECT 1 FROM json_each(r.result, '$.scores') "
             "WHERE instr(json_extract(value, '$.reason'), ?) > 0) OR "
@@ -1266,13 +1389,13 @@ class RunStore:
         try:
             record = RunRecord.model_validate_json(text)
         except ValidationError as exc:
-            raise StoreError(self._damaged(f"run {row['id']}", exc)) from exc
+            raise UnreadableRunError(self._damaged(f"run {row['id']}", exc), str(row["id"])) from exc
         try:
             # Read apart, one item at a time, into the plan's compact form: parsed with the rest of the run, the
             # whole list would be objects at once (about 1 KB a conversation).
             plan = Plan.from_json(row["plan"])
         except ValueError as exc:
-            raise StoreError(self._damaged(f"the plan of run {row['id']}", exc)) from exc
+            raise UnreadableRunError(self._damaged(f"the plan of run {row['id']}", exc), str(row["id"])) from exc
         return record.model_copy(update={"plan": plan})
 
     def _result(self, row: sqlite3.Row) -> StoredResult:
@@ -1293,7 +1416,7 @@ class RunStore:
         try:
             return StoredResult.model_validate_json(text)
         except ValidationError as exc:
-            raise StoreError(self._damaged(f"result {row['key']} of run {row['run_id']}", exc)) from exc
+            raise StoreError(self._damaged(f"{_result_name(row)} of run {row['run_id']}", exc)) from exc
 
     def _damaged(self, what: str, exc: ValueError) -> str:
         problem = _first_problem(exc) if isinstance(exc, ValidationError) else str(exc)
@@ -1304,6 +1427,28 @@ class RunStore:
 
     def _unknown(self, run_id: str) -> str:
         return f"no run {run_id!r} in {self.path}"
+
+
+def _reserve_size(row_bytes: int) -> int:
+    """Bytes kept free to end a run whose row is ``row_bytes`` long: twice the row, and 128 KiB for the pages
+    around it (the lease, the journal's frame headers)."""
+    return 2 * row_bytes + 128 * 1024
+
+
+def _result_name(row: sqlite3.Row) -> str:
+    """A stored result as a person knows it: its case, persona and repeat (and its key, which is unique)."""
+    persona = "" if row["persona"] is None else f" [{row['persona']}]"
+    return f"the result of case {str(row['case_name'])!r}{persona} #{row['repeat']} (key {row['key']})"
+
+
+def _unreadable_result(row: sqlite3.Row, cause: str) -> Unreadable:
+    """A result row that cannot be read, with the fix: the run's other results are still read."""
+    run_id = str(row["run_id"])
+    fix = (
+        f"run that case again (`simulator simulate SUITE --case {str(row['case_name'])!r}`, or the whole run as a "
+        f"new one with `simulator runs repeat {run_id}`), or delete the run with `simulator runs delete {run_id}`"
+    )
+    return Unreadable(run_id, cause, fix)
 
 
 def _lease(run_id: str, columns: Sequence[Any]) -> Lease | None:

@@ -87,7 +87,7 @@ def test_a_simulation_works_step_by_step() -> None:
     assert (kind.max_turns(case, 0), kind.min_turns(case, 0)) == (4, 2)
     assert (kind.max_turns(case, 1), kind.min_turns(case, 1)) == (1, 1)
     assert kind.step_label(case, 2) == "event: timeout"
-    # The user never sees the success criteria (DESIGN); the check does.
+    # The user never sees the success criteria; the check does.
     assert "the agent asks" not in str(kind.user_brief(case, 0))
     assert kind.criteria(case, 0).criteria == "the agent asks"
     assert kind.stop_when_decided(case, 0, met=True) is None

@@ -1,4 +1,5 @@
-"""Import layers of DESIGN's module table that the code must keep, checked on the source (AST), not by importing.
+"""Import layers of the module table in ``docs/architecture.md`` that the code must keep, checked on the source
+(AST), not by importing.
 
 The table as a whole is checked by import-linter (``lint-imports``, contracts in pyproject.toml). Here: what
 reports/ may import, as an allow-list (a contract can only forbid what it names), and that every module of the

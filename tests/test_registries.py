@@ -8,16 +8,21 @@ import pytest
 
 from simulator.agents import agent_type, agent_types
 from simulator.models import AgentConfig
+from simulator.models.agent import BUILTIN_AGENT_TYPES
 from simulator.reports.formats import EXTENSIONS, FORMATS, REGISTRY, ReportFormat
 
 
 def _config_types() -> set[str]:
     union = typing.get_args(AgentConfig)[0]
-    return {typing.get_args(member.model_fields["type"].annotation)[0] for member in typing.get_args(union)}
+    members = [typing.get_args(member)[0] for member in typing.get_args(union)]
+    literal = [typing.get_args(model.model_fields["type"].annotation) for model in members]
+    return {values[0] for values in literal if values}
 
 
 def test_every_agent_type_of_the_config_has_exactly_one_adapter() -> None:
-    assert set(agent_types()) == _config_types() == {"python", "http", "litellm", "langgraph"}
+    assert (
+        set(agent_types()) == _config_types() == set(BUILTIN_AGENT_TYPES) == {"python", "http", "litellm", "langgraph"}
+    )
 
 
 def test_an_agent_type_is_registered_once() -> None:

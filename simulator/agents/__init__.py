@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from simulator.agents._base import (
     AgentAdapter,
@@ -19,6 +19,7 @@ from simulator.agents._base import (
 from simulator.agents._history import BuiltTurns, conversation_history, turn_messages
 from simulator.errors import AgentError
 from simulator.models import AgentConfig
+from simulator.plugins import PluginError, load_plugin, plugins
 
 if TYPE_CHECKING:
     from simulator.llm import LLMClient
@@ -32,6 +33,7 @@ __all__ = [
     "AgentReply",
     "BuiltTurns",
     "Message",
+    "agent_factory",
     "agent_type",
     "agent_types",
     "build_agent",
@@ -55,32 +57,54 @@ class AgentFactory(Protocol):
 
 
 _AGENT_TYPES: dict[str, AgentFactory] = {}
-#: The modules that register the built-in agent types, imported on first use (not every command needs them).
-_BUILTIN_MODULES = (
-    "simulator.agents.python_agent",
-    "simulator.agents.http_agent",
-    "simulator.agents.litellm_agent",
-    "simulator.agents.langgraph_agent",
-)
+_PREPARE: dict[str, Callable[[], None]] = {}
+#: The module that registers each built-in agent type, imported when that type is first used.
+_BUILTIN_MODULES = {
+    "python": "simulator.agents.python_agent",
+    "http": "simulator.agents.http_agent",
+    "litellm": "simulator.agents.litellm_agent",
+    "langgraph": "simulator.agents.langgraph_agent",
+}
 
 
-def agent_type(name: str) -> Callable[[F], F]:
-    """Register the decorated factory as the adapter for agent configs with ``type: name`` (once per name)."""
+def agent_type(name: str, *, prepare: Callable[[], None] | None = None) -> Callable[[F], F]:
+    """Register the decorated factory as the adapter for agent configs with ``type: name`` (once per name);
+    ``prepare`` starts, without waiting, what the adapter will need (called once before a run's conversations)."""
 
     def register(factory: F) -> F:
         if name in _AGENT_TYPES:
             raise ValueError(f"an adapter for agent type {name!r} is already registered")
         _AGENT_TYPES[name] = factory
+        if prepare is not None:
+            _PREPARE[name] = prepare
         return factory
 
     return register
 
 
 def agent_types() -> dict[str, AgentFactory]:
-    """Every registered agent type and its factory."""
-    for module in _BUILTIN_MODULES:
+    """Every built-in agent type and its factory (an installed plugin's: :func:`agent_factory`)."""
+    for module in _BUILTIN_MODULES.values():
         importlib.import_module(module)
     return dict(_AGENT_TYPES)
+
+
+def agent_factory(name: str) -> AgentFactory:
+    """The factory of agent type ``name``: built in, else the installed plugin of that name (imported now)."""
+    module = _BUILTIN_MODULES.get(name)
+    if module is not None:
+        importlib.import_module(module)
+        return _AGENT_TYPES[name]
+    if name not in plugins("agents"):
+        known = ", ".join([*_BUILTIN_MODULES, *plugins("agents")])
+        raise AgentError(f"unknown agent type {name!r}: the types here are {known} (is its plugin installed?)")
+    factory = load_plugin("agents", name)
+    if not callable(factory):
+        raise PluginError(
+            f"the agent plugin {plugins('agents')[name].describe()} is not a factory: it must be a callable "
+            "taking (config, *, llm, code_folders) and returning an adapter"
+        )
+    return cast(AgentFactory, factory)
 
 
 def build_agent(
@@ -91,17 +115,14 @@ def build_agent(
     ``code_folders`` (the suite's and the agent file's folders) are where a python agent's ``callable`` or a
     graph's module is looked for first.
     """
-    factory = agent_types().get(config.type)
-    if factory is None:  # pragma: no cover - the config's discriminator makes this unreachable
-        raise AgentError(f"unknown agent type {config.type!r}")
-    return factory(config, llm=llm, code_folders=code_folders)
+    return agent_factory(config.type)(config, llm=llm, code_folders=code_folders)
 
 
 def prepare_agent(config: AgentConfig) -> None:
     """Start loading what ``config``'s adapter will need, without waiting for it: a run calls this before its
-    conversations start. An ``http`` agent's HTTP client library is imported in a thread meanwhile, so that the first
-    request to the agent does not import it on the event loop (~0.1 s, every conversation waiting)."""
-    if config.type == "http":
-        from simulator.agents.http_agent import import_client_meanwhile
-
-        import_client_meanwhile()
+    conversations start (an ``http`` agent imports its HTTP client library in a thread meanwhile, so that the first
+    request to the agent does not import it on the event loop: ~0.1 s, every conversation waiting)."""
+    agent_factory(config.type)
+    prepare = _PREPARE.get(config.type)
+    if prepare is not None:
+        prepare()

@@ -140,7 +140,7 @@ def _text(raw: bytes, charset: str | None) -> str:
         return raw.decode("utf-8", errors="replace")
 
 
-@agent_type("http")
+@agent_type("http", prepare=import_client_meanwhile)
 def _http(config: HttpAgent, *, llm: LLMClient | None = None, code_folders: Sequence[Path] = ()) -> HttpAdapter:
     # The same waits between retries as the model roles (a test's client may make them instant).
     return HttpAdapter(config, retry=llm.retry_policy if llm is not None else None)

@@ -152,7 +152,7 @@ async def judge_check(
         if not judge.has_model:
             raise JudgeError("judge-check needs a judge model: pass --judge-model MODEL (any litellm model)")
         agent = loaded.agent
-        instructions = agent.instructions if agent is not None and agent.type == "litellm" else None
+        instructions = agent.judge_instructions if agent is not None else None
         declared = agent.tools if agent is not None else []
         name = item.transcript
         replies = {reply.turn: reply for reply in transcript.agent_events()}

@@ -9,8 +9,9 @@ that asks a model, and ``_progress`` the progress bar and signal handling of a r
 the app from them.
 
 Exit codes: 0 success, 1 results below the bar (``--fail-under``), 2 invalid input, 3 the run could not
-complete (or another process is running it), 70 an internal error (a bug in Simulator), 130 interrupted by
-Ctrl-C, 143 stopped by SIGTERM (both leave an ``interrupted`` run that ``runs resume`` continues).
+complete (or another process is running it, or a file could not be written on a full or failing disk), 70 an
+internal error (a bug in Simulator), 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (both leave an
+``interrupted`` run that ``runs resume`` continues).
 
 Heavy libraries (litellm takes seconds to import, langgraph too) are imported inside the commands that need
 them, so ``--help``, ``validate``, ``schema`` and ``personas`` stay fast.
@@ -23,7 +24,7 @@ from typing import Annotated
 import typer
 
 from simulator import __version__
-from simulator.cli import exchange, judge, lint, replay, reports, run, runs, suites
+from simulator.cli import exchange, judge, lint, plugins, replay, reports, run, runs, suites
 from simulator.cli._output import (
     EXIT_BELOW_BAR,
     EXIT_INCOMPLETE,
@@ -110,6 +111,7 @@ runs_app.command("compare", hidden=True)(reports.compare_command)
 app.command()(reports.digest)
 app.command()(replay.replay)
 app.command()(replay.rerun)
+app.command("plugins")(plugins.plugins_command)
 
 
 def main() -> None:

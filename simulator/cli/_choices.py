@@ -10,22 +10,12 @@ from __future__ import annotations
 from enum import StrEnum
 
 
-class ReportFormatChoice(StrEnum):
-    """A run report's format (``simulator.reports.formats.FORMATS``)."""
-
-    md = "md"
-    html = "html"
-    json = "json"
-    csv = "csv"
-    xlsx = "xlsx"
-    junit = "junit"
-
-
 class ExchangeFormat(StrEnum):
     """The format of an exported run or its results."""
 
     json = "json"
     yaml = "yaml"
+    jsonl = "jsonl"  # one conversation a line, OpenAI chat messages with the verdicts beside them
 
 
 class CompareFormat(StrEnum):
@@ -51,6 +41,12 @@ class SchemaKind(StrEnum):
     agent = "agent"
     persona = "persona"
     personas = "personas"
+
+
+class TraceChoice(StrEnum):
+    """Where a run's spans go (``RunSettings.trace``)."""
+
+    otlp = "otlp"
 
 
 class ExecutorChoice(StrEnum):

@@ -15,6 +15,7 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 
+from simulator._files import disk_trouble
 from simulator.errors import ConfigError, ConfigErrors, InputError, SimulatorError
 from simulator.safety import json_safe, redact, terminal_safe
 
@@ -110,23 +111,34 @@ def _handles_errors(command: F) -> F:
         except SimulatorError as exc:
             err.print(f"error: {exc}", markup=False)
             raise typer.Exit(EXIT_INCOMPLETE) from None
+        except OSError as exc:
+            if not disk_trouble(exc):
+                raise _internal_error(exc) from None
+            # A write that bypassed simulator._files: still one line naming the file and the cause.
+            err.print(f"error: cannot write {exc.filename or 'a file'}: {exc.strerror or exc}", markup=False)
+            raise typer.Exit(EXIT_INCOMPLETE) from None
         except KeyboardInterrupt:
             err.print("interrupted", markup=False)
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except (typer.Exit, typer.Abort):
             raise
         except Exception as exc:
-            if os.environ.get("SIMULATOR_DEBUG"):
-                raise
-            err.print(
-                f"internal error: {type(exc).__name__}: {exc}\n"
-                "This is a bug in Simulator, not in your files. Run again with SIMULATOR_DEBUG=1 to see the "
-                "traceback, and please report it.",
-                markup=False,
-            )
-            raise typer.Exit(EXIT_INTERNAL) from None
+            raise _internal_error(exc) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _internal_error(exc: Exception) -> BaseException:
+    """Say that ``exc`` is a bug in Simulator and return the exit to raise (``exc`` itself with SIMULATOR_DEBUG)."""
+    if os.environ.get("SIMULATOR_DEBUG"):
+        return exc
+    err.print(
+        f"internal error: {type(exc).__name__}: {exc}\n"
+        "This is a bug in Simulator, not in your files. Run again with SIMULATOR_DEBUG=1 to see the "
+        "traceback, and please report it.",
+        markup=False,
+    )
+    return typer.Exit(EXIT_INTERNAL)
 
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document (nothing else on stdout).")]
@@ -142,6 +154,13 @@ def _plural(count: int, word: str) -> str:
 def _print_warnings(warnings: list[Any]) -> None:
     for warning in warnings:
         err.print(f"warning: {warning}", markup=False, soft_wrap=True)
+
+
+def _print_unreadable(skipped: list[Any]) -> None:
+    """Name each stored run or result left out because it cannot be read (``simulator.store.Unreadable``),
+    with its fix, on stderr: what is shown is the rest."""
+    for item in skipped:
+        err.print(f"warning: left out: {item.describe()}", markup=False, soft_wrap=True)
 
 
 _STYLES = {
@@ -165,7 +184,8 @@ RayAddressOption = Annotated[
     typer.Option(
         "--ray-address",
         help="With --executor ray: the Ray cluster to connect to (ray://HOST:10001, HOST:6379 or auto); without it "
-        "a local cluster is started.",
+        "Ray's RAY_ADDRESS, and without that a local cluster is started. Token auth: RAY_AUTH_MODE=token and "
+        "RAY_AUTH_TOKEN.",
     ),
 ]
 RayWorkersOption = Annotated[

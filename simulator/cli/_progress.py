@@ -16,6 +16,7 @@ from simulator.cli._output import (
     EXIT_OK,
     EXIT_TERMINATED,
     SafeConsole,
+    _print_unreadable,
     err,
     out,
 )
@@ -173,18 +174,20 @@ def _store_command(store: Any, command: str, run_id: str) -> str:
     return shlex.join(words)
 
 
-def _current(store: Any, record: Any) -> Any:
+def _current(store: Any, record: Any, skipped: list[Any]) -> Any:
     """``record`` with a current summary: its own, else one computed streaming over the stored results (a run
-    stored by an older version, or still running), keeping the record's duration."""
+    stored by an older version, or still running), keeping the record's duration; results that cannot be read
+    are left out and described in ``skipped``."""
     if record.totals is not None and record.totals.current and record.totals.coverage is not None:
         return record
     from simulator.metrics import run_summary, summarized
 
+    results = store.iter_results(record.id, skipped=skipped)
     if record.totals is not None and record.totals.current:
-        return summarized(record, store.iter_results(record.id))  # only the coverage is missing: computed alone
+        return summarized(record, results)  # only the coverage is missing: computed alone
     duration = record.totals.duration_s if record.totals is not None else 0.0
     # iter_results reads in plan order, a few at a time: the summary never holds the run's results at once.
-    return record.model_copy(update={"totals": run_summary(store.iter_results(record.id), duration, record)})
+    return record.model_copy(update={"totals": run_summary(results, duration, record)})
 
 
 def _print_run_record(store: Any, record: Any, *, verbose: bool = False) -> None:
@@ -207,7 +210,8 @@ def _print_run_record(store: Any, record: Any, *, verbose: bool = False) -> None
     )
     from simulator.reports.transcript_text import NO_JUDGE_ADVICE
 
-    record = _current(store, record)
+    skipped: list[Any] = []
+    record = _current(store, record, skipped)
     for line in run_header(record):
         out.print(line, markup=False)
     owner = store.owner(record.id) if record.status == "running" else None
@@ -215,8 +219,8 @@ def _print_run_record(store: Any, record: Any, *, verbose: bool = False) -> None
         out.print(f"Running now: {owner.describe()}.", markup=False)
     counts = store.outcome_counts(record.id)
     failing_limit, others_limit = rows_shown(counts)
-    failing = store.first_results(record.id, FAILING, failing_limit)
-    shown = failing + store.first_results(record.id, OTHERS, others_limit)
+    failing = store.first_results(record.id, FAILING, failing_limit, skipped=skipped)
+    shown = failing + store.first_results(record.id, OTHERS, others_limit, skipped=skipped)
     table = Table(title_justify="left")
     for column in CASE_COLUMNS:
         table.add_column(column, overflow="fold")
@@ -235,6 +239,8 @@ def _print_run_record(store: Any, record: Any, *, verbose: bool = False) -> None
     advice = None if verbose else judge_advice_for(store.count_mentioning(record.id, NO_JUDGE_ADVICE))
     if advice:
         out.print(advice, markup=False)
+    # Once each: the summary and the table may both have met the same row.
+    _print_unreadable(list({item.cause: item for item in skipped}.values()))
 
 
 def _exit_for(outcome: Any, fail_under: float | None, fail_under_coverage: float | None = None) -> None:

@@ -15,6 +15,7 @@ from simulator.cli._output import (
     _handles_errors,
     _print_config_errors,
     _print_document,
+    _print_unreadable,
     _print_warnings,
     _store,
     err,
@@ -22,14 +23,22 @@ from simulator.cli._output import (
 )
 from simulator.cli.suites import _import_suite_from
 
-FormatOption = Annotated[ExchangeFormat, typer.Option("--format", "-f", help="The export's format.")]
+FormatOption = Annotated[
+    ExchangeFormat,
+    typer.Option(
+        "--format",
+        "-f",
+        help="The export's format: json or yaml (read back by `simulator import`), or jsonl: one conversation a "
+        "line as OpenAI chat messages (tool calls and results included) with its outcome and step verdicts.",
+    ),
+]
 
 
 def _emit(text: str, output: Path | None, force: bool, fmt: str) -> None:
     from simulator.exchange import write_export
 
     if output is None:
-        _print_document(text, "json" if fmt == "json" else "text")
+        _print_document(text, "json" if fmt in ("json", "jsonl") else "text")
         return
     path = write_export({output.name: text}, output, force=force)
     out.print(f"wrote {path}", markup=False)
@@ -65,12 +74,19 @@ def export_run_command(
     force: Annotated[bool, typer.Option("--force", help="Overwrite the output file.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Export a stored run (record and results) to move it to another store."""
-    from simulator.exchange import export_run
+    """Export a stored run (record and results) to move it to another store, or its conversations as JSON Lines
+    for other tools (--format jsonl)."""
+    from simulator.exchange import export_chat_jsonl, export_run
 
+    skipped: list[Any] = []
     with _store(db) as store:
         record = store.get_run(run_ref)
-        text = export_run(record, store.results(record.id), "json" if fmt is ExchangeFormat.json else "yaml")
+        if fmt is ExchangeFormat.jsonl:
+            text = export_chat_jsonl(store.iter_results(record.id, skipped=skipped))
+        else:
+            results = store.results(record.id, skipped=skipped)
+            text = export_run(record, results, "json" if fmt is ExchangeFormat.json else "yaml")
+    _print_unreadable(skipped)
     _emit(text, output, force, fmt)
 
 
@@ -83,11 +99,17 @@ def export_results_command(
     db: DbOption = None,
 ) -> None:
     """Export the results of a stored run."""
-    from simulator.exchange import export_results
+    from simulator.exchange import export_chat_jsonl, export_results
 
+    skipped: list[Any] = []
     with _store(db) as store:
         record = store.get_run(run_ref)
-        text = export_results(store.results(record.id), "json" if fmt is ExchangeFormat.json else "yaml")
+        if fmt is ExchangeFormat.jsonl:
+            text = export_chat_jsonl(store.iter_results(record.id, skipped=skipped))
+        else:
+            results = store.results(record.id, skipped=skipped)
+            text = export_results(results, "json" if fmt is ExchangeFormat.json else "yaml")
+    _print_unreadable(skipped)
     _emit(text, output, force, fmt)
 
 
@@ -147,10 +169,13 @@ def golden_from_run_command(
     """Turn a real conversation of a stored run into a golden case (the agent's replies as expected messages)."""
     from simulator.exchange import golden_from_run, write_export
 
+    skipped: list[Any] = []
     with _store(db) as store:
         record = store.get_run(run_ref)
+        results = store.results(record.id, skipped=skipped)
+        _print_unreadable(skipped)
         text = golden_from_run(
-            record, store.results(record.id), case, persona=persona,
+            record, results, case, persona=persona,
             repeat=None if repeat is None else repeat - 1, include_tools=not no_tools,
         )  # fmt: skip
     path = write_export({output.name: text}, output, force=force)

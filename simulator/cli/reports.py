@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from simulator.cli._choices import CompareFormat, DigestFormat, ReportFormatChoice
+from simulator._files import write_file
+from simulator.cli._choices import CompareFormat, DigestFormat
 from simulator.cli._models import (
     AgentApiBaseOption,
     JudgeApiBaseOption,
@@ -29,25 +30,30 @@ from simulator.cli._output import (
     JsonOption,
     _handles_errors,
     _print_document,
+    _print_unreadable,
     _store,
     err,
     out,
 )
-from simulator.cli.run import report_format
+from simulator.cli.run import REPORT_FORMATS_HELP, report_format_given
 from simulator.errors import InputError
 
 if TYPE_CHECKING:
     from simulator.analysis.compare import Comparison
     from simulator.analysis.digest import Digest
     from simulator.models.run import ModelOptions
+    from simulator.store import Unreadable
 
 
 @_handles_errors
 def report(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id, a unique prefix, latest or latest~N.")],
     fmt: Annotated[
-        ReportFormatChoice, typer.Option("--format", "-f", help="The report's format.")
-    ] = ReportFormatChoice.md,
+        str,
+        typer.Option(
+            "--format", "-f", metavar="FORMAT", callback=report_format_given, help=f"The format: {REPORT_FORMATS_HELP}."
+        ),
+    ] = "md",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
     db: DbOption = None,
 ) -> None:
@@ -55,18 +61,30 @@ def report(
     from simulator.metrics import summarized
     from simulator.reports.formats import default_filename, file_bytes, render
 
+    skipped: list[Unreadable] = []
     with _store(db) as store:
         record = store.get_run(run_ref)
-        results = store.results(record.id)
-        data = render(report_format(fmt), summarized(record, results), results)
-    if output is None and fmt is ReportFormatChoice.xlsx:
-        output = Path(default_filename(record, "xlsx"))
+        results = store.results(record.id, skipped=skipped)
+        left_out = [item.describe() for item in skipped]
+        data = render(fmt, summarized(record, results), results, left_out=left_out)
+    _print_unreadable(skipped)
+    if output is None and not _is_text(data):
+        output = Path(default_filename(record, fmt))
     if output is None:
-        _print_document(data.decode("utf-8"), "json" if fmt is ReportFormatChoice.json else "text")
+        _print_document(data.decode("utf-8"), "json" if fmt == "json" else "text")
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_bytes(file_bytes(report_format(fmt), data))
+    write_file(output, file_bytes(fmt, data))
     out.print(f"wrote {output}", markup=False)
+
+
+def _is_text(data: bytes) -> bool:
+    """Whether a report can go to the terminal: UTF-8 text (an Excel workbook or a plugin's binary is written to
+    a file named after the run instead)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 @_handles_errors
@@ -88,10 +106,12 @@ def coverage(
     from simulator.reports.coverage_view import coverage_text
 
     check_number("fail_under_coverage", fail_under_coverage)
+    skipped: list[Unreadable] = []
     with _store(db) as store:
         record = store.get_run(run_ref)
         # Stored with the run's summary; computed here, a few results at a time, for a run stored without it.
-        record = summarized(record, store.iter_results(record.id))
+        record = summarized(record, store.iter_results(record.id, skipped=skipped))
+    _print_unreadable(skipped)
     found = record.totals.coverage if record.totals is not None else None
     assert found is not None, "summarized always gives a summary with coverage"
     if as_json:
@@ -109,9 +129,12 @@ def coverage(
 def _comparison(run_a: str, run_b: str, db: Path | None) -> Comparison:
     from simulator.analysis.compare import compare_runs
 
+    skipped: list[Unreadable] = []
     with _store(db) as store:
         a, b = store.get_run(run_a), store.get_run(run_b)
-        return compare_runs(a, store.results(a.id), b, store.results(b.id))
+        found = compare_runs(a, store.results(a.id, skipped=skipped), b, store.results(b.id, skipped=skipped))
+    _print_unreadable(skipped)
+    return found
 
 
 def _comparison_text(comparison: Comparison, fmt: CompareFormat) -> str:
@@ -161,8 +184,7 @@ def compare_command(
     if output is None:
         _print_document(text, "json" if as_json else "text")
     else:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
+        write_file(output, text)
         out.print(f"wrote {output}", markup=False)
     if fail_on_regression and comparison.has_regressions:
         raise typer.Exit(EXIT_BELOW_BAR)
@@ -176,9 +198,11 @@ def _digest_of(run_ref: str, given: ModelOptions, db: Path | None) -> Digest:
     from simulator.models import ModelRoles
     from simulator.models.run import resolved_models
 
+    skipped: list[Unreadable] = []
     with _store(db) as store:
         record = store.get_run(run_ref)
-        results = store.results(record.id)
+        results = store.results(record.id, skipped=skipped)
+    _print_unreadable(skipped)
     found = build_digest(results)
     suite = record.snapshot[0].suite if record.snapshot else None
     instructions = getattr(suite.agent, "instructions", None) if suite is not None else None

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
-from simulator.cli._choices import ExecutorChoice, ReportFormatChoice
+from simulator.cli._choices import ExecutorChoice, TraceChoice
 from simulator.cli._models import (
     AgentApiBaseOption,
     JudgeApiBaseOption,
@@ -34,9 +35,6 @@ from simulator.cli._output import (
     out,
 )
 from simulator.cli._progress import _cache_words, _exit_for, _print_run, _run_with_progress
-
-if TYPE_CHECKING:
-    from simulator.reports.formats import ReportFormat
 
 
 @_handles_errors
@@ -182,8 +180,13 @@ def run(
     ray_address: RayAddressOption = None,
     ray_workers: RayWorkersOption = None,
     report_formats: Annotated[
-        list[ReportFormatChoice] | None,
-        typer.Option("--report", help="Also write a report in this format (repeatable)."),
+        list[str] | None,
+        typer.Option(
+            "--report",
+            metavar="FORMAT",
+            callback=report_formats_given,
+            help=f"Also write a report in this format (repeatable): {REPORT_FORMATS_HELP}.",
+        ),
     ] = None,
     report_dir: Annotated[Path, typer.Option("--report-dir", help="Folder for --report files.")] = Path(
         ".simulator/reports"
@@ -207,6 +210,21 @@ def run(
             "the workers send the cassettes back with the results).",
         ),
     ] = False,
+    trace: Annotated[
+        TraceChoice | None,
+        typer.Option(
+            "--trace",
+            help="Send OpenTelemetry spans (GenAI conventions: run, conversations, turns, agent, model and tool "
+            "calls; redacted) to a collector over OTLP/HTTP: --trace-endpoint, else OTEL_EXPORTER_OTLP_ENDPOINT "
+            "(headers: OTEL_EXPORTER_OTLP_HEADERS). An unreachable collector gives one warning, never fails the run.",
+        ),
+    ] = None,
+    trace_endpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--trace-endpoint", metavar="URL", help="The collector for --trace otlp, e.g. http://localhost:4318."
+        ),
+    ] = None,
 ) -> None:
     """Run suites: cases x personas x repeats, concurrently; every result is stored as it finishes.
 
@@ -218,7 +236,7 @@ def run(
     from simulator.runner import plan
 
     # Typer checked the formats before anything runs: not after an hour of it.
-    formats = [report_format(choice) for choice in report_formats or []]
+    formats = list(report_formats or [])
     talk = err if as_json else out  # with --json, stdout holds the document alone
     planned = plan(
         paths, persona=persona, repeat=repeat, tags=tag or [], cases=case or [], live=live, user_model=user_model,
@@ -226,6 +244,7 @@ def run(
         concurrency=concurrency, fail_under=fail_under, fail_under_coverage=fail_under_coverage, seed=seed,
         cache=not no_cache, checkpoints=checkpoints, shard=shard, record=record, count_user_errors=count_user_errors,
         executor=executor.value, ray_address=ray_address, ray_workers=ray_workers,
+        trace=trace.value if trace is not None else None,
     )  # fmt: skip
 
     def started(event: Any) -> None:
@@ -250,7 +269,8 @@ def run(
 
     outcome = _run_with_progress(
         lambda on_event: _api().run_async(
-            planned, db=db, agent_version=agent_version, note=note, cache_size_mb=cache_size, on_event=on_event
+            planned, db=db, agent_version=agent_version, note=note, cache_size_mb=cache_size, on_event=on_event,
+            trace_endpoint=trace_endpoint,
         ),
         db=db, on_start=started, lines_to=talk,
     )  # fmt: skip
@@ -267,12 +287,29 @@ def _where(settings: Any) -> str:
     """Where the conversations run, when not in this process (the plan line)."""
     if settings.executor != "ray":
         return ""
-    return f", on Ray ({settings.ray_address or 'a local cluster'}, model limits held across its workers)"
+    # Ray's own RAY_ADDRESS names the cluster when --ray-address does not (simulator.runner._ray.named_cluster).
+    ambient = os.environ.get("RAY_ADDRESS", "").strip()
+    cluster = settings.ray_address or (f"RAY_ADDRESS={ambient}" if ambient else "a local cluster")
+    return f", on Ray ({cluster}, model limits held across its workers)"
 
 
-def report_format(choice: ReportFormatChoice) -> ReportFormat:
-    """The report format a ``--report`` / ``--format`` choice names."""
-    return choice.value
+#: The report formats as ``--help`` lists them (the plugins' names are looked up only when a value is given).
+REPORT_FORMATS_HELP = "md, html, json, csv, xlsx, junit, or a report plugin's name (simulator plugins lists them)"
+
+
+def report_format_given(value: str) -> str:
+    """A ``--format`` value checked (built-in formats and installed report plugins), or a usage error naming them."""
+    from simulator.reports.formats import report_formats
+
+    if value not in report_formats():
+        choices = ", ".join(report_formats())
+        raise typer.BadParameter(f"{value!r} is not a report format: choose one of {choices}")
+    return value
+
+
+def report_formats_given(values: list[str] | None) -> list[str] | None:
+    """Every ``--report`` value checked like ``--format``'s."""
+    return [report_format_given(value) for value in values] if values else values
 
 
 def _run_head(outcome: Any) -> dict[str, Any]:
@@ -355,8 +392,9 @@ def _print_run_document(outcome: Any) -> None:
     _print_document("]\n}\n" if first else "\n  ]\n}\n", "json")
 
 
-def _write_reports(outcome: Any, formats: list[ReportFormat], directory: Path, talk: SafeConsole) -> None:
+def _write_reports(outcome: Any, formats: list[str], directory: Path, talk: SafeConsole) -> None:
     """Write the run's reports (formats checked before the run) and say where, on ``talk``."""
+    from simulator._files import write_file
     from simulator.metrics import summarized
     from simulator.reports.formats import default_filename, file_bytes, render
 
@@ -364,8 +402,6 @@ def _write_reports(outcome: Any, formats: list[ReportFormat], directory: Path, t
     # read them), and the record's own summary is used when it is current (it is, after a run).
     results = outcome.results()
     record = summarized(outcome.record, results)
-    directory.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
-        path = directory / default_filename(record, fmt)
-        path.write_bytes(file_bytes(fmt, render(fmt, record, results)))
+        path = write_file(directory / default_filename(record, fmt), file_bytes(fmt, render(fmt, record, results)))
         talk.print(f"report: {path}", markup=False)

@@ -30,6 +30,7 @@ from simulator.cli._output import (
     _api,
     _handles_errors,
     _print_json,
+    _print_unreadable,
     _store,
     err,
     out,
@@ -44,8 +45,10 @@ def runs_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List stored runs, newest first."""
+    skipped: list[Any] = []
     with _store(db) as store:
-        records = store.list_runs(limit=limit)
+        records = store.list_runs(limit=limit, skipped=skipped)
+    _print_unreadable(skipped)
     if as_json:
         payload = [
             {"id": r.id, "created": r.created.isoformat(), "status": r.status, "agent_version": r.agent_version,
@@ -68,6 +71,8 @@ def runs_list(
             r.id, f"{r.created:%Y-%m-%d %H:%M}", r.status, ", ".join(s.suite.name for s in r.snapshot),
             r.agent_version or "", correctness, counts, r.note,
         )  # fmt: skip
+    for bad in skipped:  # in the table too, where the run would be (its columns are what cannot be read)
+        table.add_row(bad.run_id, "-", "unreadable", "-", "", "-", "-", "see the warning above")
     out.print(table)
 
 
@@ -80,6 +85,7 @@ def runs_show(
 ) -> None:
     """Show a run: header, one row per conversation (failures first, each with its first reason whole; -v:
     every reason), totals."""
+    skipped: list[Any] = []
     with _store(db) as store:
         record = store.get_run(run_ref)
         if as_json:
@@ -94,8 +100,9 @@ def runs_show(
                     "started": owner.started.isoformat(),
                     "heartbeat": owner.heartbeat.isoformat(),
                 },
-                "results": [r.model_dump(mode="json") for r in store.results(record.id)],
+                "results": [r.model_dump(mode="json") for r in store.results(record.id, skipped=skipped)],
             }
+            _print_unreadable(skipped)
             _print_json(payload)
             return
         _print_run_record(store, record, verbose=verbose)
@@ -120,13 +127,20 @@ def runs_delete(
     db: DbOption = None,
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
 ) -> None:
-    """Delete a run and its results."""
+    """Delete a run and its results (a run whose record cannot be read too)."""
+    from simulator.store import UnreadableRunError
+
     with _store(db) as store:
-        record = store.get_run(run_ref)
-        if not yes and not typer.confirm(f"Delete run {record.id} and its {len(record.plan)} planned results?"):
+        try:
+            record = store.get_run(run_ref)
+        except UnreadableRunError as exc:
+            run_id, question = exc.run_id, f"Run {exc.run_id} cannot be read. Delete it and its results?"
+        else:
+            run_id, question = record.id, f"Delete run {record.id} and its {len(record.plan)} planned results?"
+        if not yes and not typer.confirm(question):
             raise typer.Exit(EXIT_OK)
-    _api().delete_run(record.id, db=db)
-    out.print(f"deleted {record.id}", markup=False)
+    _api().delete_run(run_id, db=db)
+    out.print(f"deleted {run_id}", markup=False)
 
 
 def _confirm_imported(record: Any, yes: bool, live: bool, doing: str) -> None:

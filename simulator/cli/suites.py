@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from simulator._files import write_file
 from simulator.cli._choices import SchemaKind
 from simulator.cli._models import (
     AgentApiBaseOption,
@@ -27,11 +28,13 @@ from simulator.cli._output import (
     _plural,
     _print_config_errors,
     _print_json,
+    _print_unreadable,
     _print_warnings,
     err,
     out,
 )
 from simulator.cli.lint import IgnoreOption, StrictOption, lint_models, run_lint
+from simulator.safety import one_line
 
 
 @_handles_errors
@@ -71,6 +74,7 @@ def validate(
             {
                 "valid": not report.errors,
                 "files": [str(path) for path in report.files],
+                "skipped": [{"file": str(item.path), "reason": item.why} for item in report.skipped],
                 "suites": len(report.suites),
                 "cases": counts,
                 "personas": len(report.personas),
@@ -85,12 +89,16 @@ def validate(
             raise typer.Exit(EXIT_INVALID)
         return
     _print_config_errors(report.errors)
+    for item in report.skipped:
+        err.print(f"skipped {one_line(str(item.path))}: {item.why}", markup=False)
     kinds = ", ".join(f"{kind} {n}" for kind, n in counts.items())
     summary = (
         f"Checked {_plural(len(report.files), 'file')}: {_plural(len(report.suites), 'suite')} with "
         f"{_plural(sum(counts.values()), 'case')} ({kinds}), {_plural(len(report.personas), 'persona')}, "
         f"{_plural(len(report.agents), 'agent file')}."
     )
+    if report.skipped:
+        summary += f" Skipped {_plural(len(report.skipped), 'YAML name')} that cannot be read as a file (listed)."
     out.print(summary, markup=False)
     if report.errors:
         bad_files = len({e.file for e in report.errors})
@@ -113,8 +121,7 @@ def schema(
     if output is None:
         sys.stdout.write(text)
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
+    write_file(output, text)
     out.print(f"wrote {output}", markup=False)
 
 
@@ -171,11 +178,13 @@ def personas_list(
 
 def _persona_fidelity(run_ref: str, db: Path | None, *, as_json: bool) -> None:
     from simulator.metrics import persona_fidelity
-    from simulator.store import RunStore, default_db_path
+    from simulator.store import RunStore, Unreadable, default_db_path
 
     with RunStore(db or default_db_path()) as store:
         record = store.get_run(run_ref)
-        personas = persona_fidelity(stored.result for stored in store.iter_results(record.id))
+        skipped: list[Unreadable] = []
+        personas = persona_fidelity(stored.result for stored in store.iter_results(record.id, skipped=skipped))
+    _print_unreadable(skipped)
     if as_json:
         _print_json({"run": record.id, "personas": [p.model_dump(mode="json") for p in personas]})
         return
@@ -222,6 +231,5 @@ def _import_suite_from(file: Path, output: Path, force: bool, read: Callable[[],
         err.print(f"{output} exists: choose another --output, or pass --force to overwrite it", markup=False)
         raise typer.Exit(EXIT_INVALID)
     data = read()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(dump_suite_yaml(data), encoding="utf-8")
+    write_file(output, dump_suite_yaml(data))
     out.print(f"wrote {output}: {_plural(len(data['cases']), 'golden case')}", markup=False)

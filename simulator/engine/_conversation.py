@@ -20,7 +20,7 @@ from simulator.models.transcript import AgentEvent, StepVerdict, TranscriptEvent
 from simulator.tools import ToolHandle, ToolMode, ToolRouter, ToolSimulator
 from simulator.user import SimulatedUser
 
-#: The whole conversation is capped at this many user turns (DESIGN: simulation rules).
+#: The whole conversation is capped at this many user turns (a simulation rule: ``docs/architecture.md``).
 TURN_CAP = 100
 
 

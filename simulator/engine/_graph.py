@@ -590,7 +590,7 @@ def _waiting_for_approval(state: State) -> str:
     return ", ".join(names) or "a tool call"
 
 
-#: DESIGN's four states, as the engine applies them to the step a conversation is in. Each row:
+#: The four states (``docs/architecture.md``), as the engine applies them to the step a conversation is in. Each row:
 #: (what the checks said, how the conversation got there) -> (the step's status, what happens next).
 #: ``tests/engine/test_truth_table.py`` pins every row, with the case outcome the scorer gives.
 STEP_RULES: tuple[tuple[str, str, str, str], ...] = (

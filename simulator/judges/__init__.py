@@ -5,6 +5,7 @@ from simulator.judges._registry import (
     Scorer,
     ScoringInput,
     gather_in_order,
+    plugin_scorer,
     registered_scorers,
     scorer,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "find_term",
     "gather_in_order",
     "normalize",
+    "plugin_scorer",
     "registered_scorers",
     "render_conversation",
     "scorer",

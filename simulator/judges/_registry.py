@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import JsonValue
@@ -21,6 +22,7 @@ from simulator.judges.checks import ConversationView
 from simulator.models import Case, GoldenTurn, Thresholds
 from simulator.models.scores import Score
 from simulator.models.transcript import AgentEvent, Transcript
+from simulator.plugins import PluginError, load_plugin, plugins
 
 if TYPE_CHECKING:
     from simulator.judges.llm_judges import LLMJudge
@@ -33,6 +35,7 @@ __all__ = [
     "ScoringInput",
     "TurnInput",
     "gather_in_order",
+    "plugin_scorer",
     "registered_scorers",
     "scorer",
 ]
@@ -157,6 +160,37 @@ def scorer(
         return function
 
     return register
+
+
+@cache
+def plugin_scorer(name: str) -> RegisteredScorer:
+    """The scorer of the installed plugin ``name`` (entry point ``simulator.scorers``): an async function taking a
+    :class:`ScoringInput` and returning a list of :class:`~simulator.models.scores.Score`. It scores every kind of
+    case it is named for. What it raises or returns that is not a list of scores becomes one required score with
+    verdict ``error`` (the case is an error naming the plugin, never the agent's failure)."""
+    function = load_plugin("scorers", name)
+    if not callable(function):
+        raise PluginError(
+            f"the scorer plugin {plugins('scorers')[name].describe()} is not a function: it must be an async "
+            "function taking a ScoringInput and returning a list of Score"
+        )
+
+    async def guarded(target: ScoringInput) -> list[Score]:
+        try:
+            scores = await function(target)
+        except Exception as error:  # the plugin's own failure: an error of the tool, not the agent
+            return [_plugin_failed(name, f"raised {type(error).__name__}: {error}")]
+        if not isinstance(scores, list) or not all(isinstance(score, Score) for score in scores):
+            return [_plugin_failed(name, f"returned {type(scores).__name__}, not a list of Score")]
+        return scores
+
+    return RegisteredScorer(name, guarded, ALL_KINDS, "case", ())
+
+
+def _plugin_failed(name: str, what: str) -> Score:
+    return Score(
+        metric=name, check=f"scorer plugin {name}", source="engine", verdict="error", reason=f"the plugin {what}"
+    )
 
 
 def registered_scorers(*, scope: ScorerScope | None = None, kind: str | None = None) -> list[RegisteredScorer]:

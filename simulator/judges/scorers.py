@@ -476,7 +476,7 @@ def _known_from_start(transcript: Transcript, instructions: str | None) -> str:
     return "\n".join(lines)
 
 
-#: A step's status as the verdict of its goal-achievement score (DESIGN's four states): a step that is unsure
+#: A step's status as the verdict of its goal-achievement score (the four states): a step that is unsure
 #: or was never reached (the conversation stopped for approval, or ended) is not the agent's failure.
 _STEP_VERDICT: dict[str, ScoreVerdict] = {
     "complete": "met",

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from simulator.judges._registry import ScoringInput, gather_in_order, registered_scorers
+from simulator.judges._registry import ScoringInput, gather_in_order, plugin_scorer, registered_scorers
 from simulator.judges.llm_judges import LLMJudge
 from simulator.judges.scorers import hallucination_context
 from simulator.kinds import kind_of
@@ -53,6 +53,8 @@ class ScoringContext:
     judging: JudgingSettings = field(default_factory=JudgingSettings)
     #: The persona the simulated user played (its brief for the batched ``invented_fact`` question).
     persona: Persona | None = None
+    #: The suite's scorers from installed plugins (a case may name more).
+    plugin_scorers: Sequence[str] = ()
 
 
 async def score_transcript(case: Case, transcript: Transcript, context: ScoringContext, judge: LLMJudge) -> list[Score]:
@@ -75,6 +77,8 @@ class _Scorer:
 
     async def run(self) -> list[Score]:
         entries = registered_scorers(scope="case", kind=self.target.case.kind)
+        named = dict.fromkeys([*self.target.context.plugin_scorers, *self.target.case.scorers])
+        entries += [plugin_scorer(name) for name in named]
         # The scorers ask the judge independent questions: all at once, stored in registration order.
         results = await gather_in_order(entry.run(self.target) for entry in entries)
         return [score for scores in results for score in scores]

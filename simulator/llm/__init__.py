@@ -15,6 +15,7 @@
 """
 
 from simulator.llm._cache import RequestCache, cache_scope, request_cache_key
+from simulator.llm._calls import ModelCall, logging_calls
 from simulator.llm._client import (
     CallLimiter,
     LLMClient,
@@ -58,6 +59,7 @@ __all__ = [
     "HoldOff",
     "HoldOffs",
     "LLMClient",
+    "ModelCall",
     "RecordedAnswers",
     "RequestCache",
     "RetryPolicy",
@@ -77,6 +79,7 @@ __all__ = [
     "fake_server_error",
     "fake_timeout",
     "log_hold_off",
+    "logging_calls",
     "metering",
     "preload",
     "replaying",

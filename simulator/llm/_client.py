@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 import re
+import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
@@ -53,6 +54,7 @@ from pydantic import BaseModel, ValidationError
 from simulator.errors import ModelError
 from simulator.llm._backend import Backend
 from simulator.llm._cache import RequestCache, cache_salt, request_cache_key
+from simulator.llm._calls import ModelCall, log_call
 from simulator.llm._fake import FakeBackend, FakeScript, is_fake_model
 from simulator.llm._litellm import LitellmBackend, load_litellm
 from simulator.llm._openai import OPENAI_PREFIX, OpenAIBackend, load_openai
@@ -268,6 +270,17 @@ def _taped(role: Role, request: Mapping[str, Any], completion: Completion) -> No
     )
 
 
+def _logged(role: Role, began: int, completion: Completion) -> Completion:
+    """``completion``, logged for tracing (:mod:`simulator.llm._calls`) when the conversation is traced."""
+    log_call(
+        ModelCall(
+            role=role.value, model=completion.model, started_ns=began, ended_ns=time.time_ns(),
+            usage=completion.usage, cached=completion.cached, finish_reason=completion.finish_reason,
+        )
+    )  # fmt: skip
+    return completion
+
+
 class LLMClient:
     """Calls models for the agent, user and judge roles: ``fake/...`` models through the in-process fake backend,
     ``openai/...`` models straight to their endpoint and every other model through litellm (see :func:`backend_name`).
@@ -373,6 +386,7 @@ class LLMClient:
         retries: int | None = None,
     ) -> tuple[Completion, str | None]:
         """:meth:`complete`, also returning the request's cache key (``None`` when the role is not cached)."""
+        began = time.time_ns()
         settings = self.settings(role)
         model = self._model(role, settings)
         bad = _RESERVED.intersection(overrides)
@@ -401,7 +415,7 @@ class LLMClient:
             record = request_record(request)
             recorded = answers.answer(role, record, request_fingerprint(record))
             if recorded is not None:
-                return self._serve_hit(role, recorded), None
+                return _logged(role, began, self._serve_hit(role, recorded)), None
 
         cache = self._cache_for(role)
         key = None
@@ -414,7 +428,7 @@ class LLMClient:
                 # Looked up before the API key is read: a run served wholly from the cache needs no secrets.
                 served = self._serve_hit(role, hit)
                 _taped(role, request, served)
-                return served, key
+                return _logged(role, began, served), key
         api_key = self._api_key(role, settings, model)
         if api_key is not None:
             request["api_key"] = api_key
@@ -461,7 +475,7 @@ class LLMClient:
             _taped(role, request, completion)
             if cache is not None and key is not None and write_cache:
                 cache.put(key, completion)
-            return completion, key
+            return _logged(role, began, completion), key
         assert last is not None
         raise ModelError(
             f"{role.value} model {model!r} failed after {attempts} attempt{'s' if attempts != 1 else ''}; "

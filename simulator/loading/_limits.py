@@ -9,6 +9,7 @@ to the same depth, size and number limits, and every refusal is worded the same 
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -110,6 +111,23 @@ _KINDS: Final = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
+
+
+def why_not_read(path: Path) -> str | None:
+    """Why ``path``, found in a folder, is not read as a file (a named pipe, a device, a broken symbolic link,
+    a link loop); None for a regular file or a folder. Nothing is opened: a named pipe cannot block."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop: it never reaches a file"
+        if path.is_symlink():
+            return f"a broken symbolic link: its target {os.readlink(path)!r} does not exist"
+        return f"it cannot be read ({exc.strerror or exc})"
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = next((name for test, name in _KINDS if test(mode)), "something else")
+    return f"not a regular file but {kind}"
 
 
 def read_bytes(path: Path, advice: str) -> bytes:

@@ -23,7 +23,7 @@ from simulator.code_refs import CodeRefError, code_folders, resolve, resolve_cal
 from simulator.errors import ConfigError, ConfigErrors
 from simulator.kinds import kind_of
 from simulator.loading._env_check import env_problems
-from simulator.loading._limits import ReadProblem
+from simulator.loading._limits import ReadProblem, why_not_read
 from simulator.loading._limits import read_text as read_bounded_text
 from simulator.loading._schema import SchemaChecker, closest, describe_value, did_you_mean, tool_parameter_problems
 from simulator.loading._yaml import DataPath, Located, format_path, parse_yaml, read_text
@@ -41,8 +41,10 @@ from simulator.models import (
     normalize_reference,
 )
 from simulator.models._base import Text
-from simulator.models.agent import json_type_matches
+from simulator.models.agent import BUILTIN_AGENT_TYPES, json_type_matches
 from simulator.models.case import ExpectationSpec
+from simulator.plugins import plugins
+from simulator.safety import one_line
 
 YAML_SUFFIXES = (".yaml", ".yml")
 AGENT_FILE_NAMES = ("agent.yaml", "agent.yml")
@@ -89,11 +91,20 @@ class LoadedSuite:
         return code_folders(self.path, self.agent_path)
 
 
+@dataclass(frozen=True)
+class SkippedFile:
+    """A YAML name found in a folder that is not read, and why (a named pipe, a device, a broken link...)."""
+
+    path: Path
+    why: str
+
+
 @dataclass
 class ValidationReport:
-    """What ``validate`` found: the files read, what they hold, and every problem."""
+    """What ``validate`` found: the files read, what they hold, every problem, and the names not read."""
 
     files: list[Path] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
     suites: list[LoadedSuite] = field(default_factory=list)
     personas: dict[str, Persona] = field(default_factory=dict)
     agents: list[Path] = field(default_factory=list)
@@ -280,6 +291,11 @@ class Loader:
         """Validate the agent file ``path`` already read as ``located`` and keep it (and where its keys are)."""
         path = path.resolve()
         agent = self._validate(path, located, "agent", _adapter("agent")) if located is not None else None
+        problem = _uninstalled_agent_type(agent)
+        if problem is not None and located is not None:
+            position = located.position(("type",))
+            self.errors.append(ConfigError(path, position.line, position.column, "type", problem))
+            agent = None
         self._agents[path] = agent
         if located is not None:
             self._agent_documents[path] = located
@@ -293,16 +309,7 @@ class Loader:
         """Import every piece of code ``agent`` names, looking in ``folders`` first, and record each reference
         that cannot be imported or is unusable at its key: ``base`` is where the agent is written in ``file``
         (``("agent",)`` inline in a suite, ``()`` in an agent file). Nothing is called."""
-        refs: list[tuple[DataPath, str, str]] = []
-        if agent.type == "python":
-            refs.append(((*base, "callable"), agent.callable, "agent"))
-        elif agent.type == "langgraph":
-            refs.append(((*base, "graph"), agent.graph, "graph"))
-        refs += [
-            ((*base, "tools", index, "function"), tool.function, "tool function")
-            for index, tool in enumerate(agent.tools)
-            if tool.function is not None
-        ]
+        refs = [((*base, *where), ref, what) for where, ref, what in agent.code_refs()]
         for where, ref, what in refs:
             message = _code_problem(ref, what, folders)
             if message is not None and not located.is_flagged(where):
@@ -350,7 +357,7 @@ class Loader:
                             position.line,
                             position.column,
                             format_path(where),
-                            f"persona {persona.name!r} is already defined in {_display_path(str(first))}: "
+                            f"persona {persona.name!r} is already defined in {one_line(_display_path(str(first)))}: "
                             "persona names must be unique",
                         )
                     )
@@ -472,7 +479,7 @@ class Loader:
                         position.line,
                         position.column,
                         "agent",
-                        f"agent file {agent!r} not found (looked for {_display_path(str(target))}): "
+                        f"agent file {agent!r} not found (looked for {one_line(_display_path(str(target)))}): "
                         "fix the path, relative to this file",
                     )
                 )
@@ -484,6 +491,17 @@ class Loader:
         if found is None:
             return None, None
         return self.load_agent(found), found
+
+
+def _uninstalled_agent_type(agent: AgentConfig | None) -> str | None:
+    """Why ``agent``'s type cannot be run here: a type that is neither built in nor an installed plugin's."""
+    if agent is None or agent.type in BUILTIN_AGENT_TYPES or agent.type in plugins("agents"):
+        return None
+    names = [*sorted(BUILTIN_AGENT_TYPES), *plugins("agents")]
+    return (
+        f"type must be one of {', '.join(names)} or an installed agent plugin, got {describe_value(agent.type)}"
+        f"{did_you_mean(agent.type, names)}"
+    )
 
 
 def _try(adapter: TypeAdapter[Any], value: Any) -> Any:
@@ -499,12 +517,15 @@ class _SuiteParts:
 
     agent: AgentConfig | str | None
     personas: list[str]
+    scorers: list[str]
     tool_fakes: list[tuple[int, ToolFake]]
     cases: list[tuple[int, GoldenCase | ScenarioCase | SimulationCase]]
 
     @classmethod
     def of(cls, suite: Suite) -> _SuiteParts:
-        return cls(suite.agent, suite.personas, list(enumerate(suite.tool_fakes)), list(enumerate(suite.cases)))
+        return cls(
+            suite.agent, suite.personas, suite.scorers, list(enumerate(suite.tool_fakes)), list(enumerate(suite.cases))
+        )
 
     @classmethod
     def salvage(cls, data: dict[str, Any], cases_key: str) -> _SuiteParts:
@@ -512,12 +533,14 @@ class _SuiteParts:
         raw_cases = data.get(cases_key)
         raw_fakes = data.get("tool_fakes")
         raw_personas = data.get("personas")
+        raw_scorers = data.get("scorers")
         return cls(
             # An inline agent with broken tool parameters is not salvaged, as one the models reject is not.
             agent=_try(_adapter("agent_or_path"), data["agent"])
             if data.get("agent") is not None and not tool_parameter_problems(data["agent"])
             else None,
             personas=[p for p in raw_personas if isinstance(p, str)] if isinstance(raw_personas, list) else [],
+            scorers=[p for p in raw_scorers if isinstance(p, str)] if isinstance(raw_scorers, list) else [],
             tool_fakes=[
                 (i, fake)
                 for i, raw in enumerate(raw_fakes if isinstance(raw_fakes, list) else [])
@@ -571,12 +594,18 @@ class _CrossCheck:
                 "no agent to test: add `agent:` to this file (a mapping, or the path of an agent file), "
                 "or put an agent.yaml beside it or in a folder above",
             )
+        inline = self.parts.agent if not isinstance(self.parts.agent, str) else None
+        problem = _uninstalled_agent_type(inline)
+        if problem is not None:
+            self.error(("agent", "type"), problem)
         self._personas(("personas",), self.parts.personas)
+        self._scorers(("scorers",), self.parts.scorers)
         self._tool_fakes(("tool_fakes",), self.parts.tool_fakes)
         self._unique_names()
         for index, case in self.parts.cases:
             base: DataPath = (self.cases_key, index)
             self._personas((*base, "personas"), case.personas)
+            self._scorers((*base, "scorers"), case.scorers)
             self._session_parameters(base, case.session_parameters)
             self._tool_fakes((*base, "tool_fakes"), list(enumerate(case.tool_fakes)))
             self._expectations(base, case)
@@ -611,8 +640,19 @@ class _CrossCheck:
             else:
                 known = ", ".join(sorted(self.personas)) or "none"
                 hint = did_you_mean(name, self.personas)
-                folder = _display_path(str(self.personas_dir))
+                folder = one_line(_display_path(str(self.personas_dir)))
                 self.error((*base, index), f"unknown persona {name!r}{hint} (personas in {folder}: {known})")
+
+    def _scorers(self, base: DataPath, names: list[str]) -> None:
+        installed = plugins("scorers")
+        for index, name in enumerate(names):
+            if name not in installed:
+                known = ", ".join(sorted(installed)) or "none"
+                self.error(
+                    (*base, index),
+                    f"no scorer plugin named {name!r} is installed{did_you_mean(name, installed)} (installed: "
+                    f"{known}): install the package that provides it (simulator plugins lists what is installed)",
+                )
 
     def _session_parameters(self, base: DataPath, parameters: dict[str, Any]) -> None:
         for name, value in parameters.items():
@@ -635,7 +675,7 @@ class _CrossCheck:
                     where,
                     f"session parameter {name!r} is not a variable declared by agent {self.agent.name!r}"
                     f"{did_you_mean(name, declared)} (declared: {names}); "
-                    f"declare it under `variables:` in {_display_path(str(self.agent_path))}",
+                    f"declare it under `variables:` in {one_line(_display_path(str(self.agent_path)))}",
                     key=True,
                 )
                 continue
@@ -770,20 +810,29 @@ def classify(path: Path, data: Any) -> str:
     return "unknown"
 
 
-def collect_yaml_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[ConfigError]]:
-    """YAML files named or found in the folders given (hidden folders skipped), each once, sorted."""
+def collect_yaml_files(
+    paths: Iterable[str | Path], skipped: list[SkippedFile] | None = None
+) -> tuple[list[Path], list[ConfigError]]:
+    """YAML files named or found in the folders given (hidden folders skipped), each once, sorted. A YAML name
+    in a folder that is not a file to read (a named pipe, a device, a broken link, a link loop) is added to
+    ``skipped`` with why, never read and never silently passed over."""
     files: list[Path] = []
     errors: list[ConfigError] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(
-                p
-                for p in path.rglob("*")
-                if p.suffix.lower() in YAML_SUFFIXES
-                and p.is_file()
-                and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
+            found = []
+            for p in sorted(path.rglob("*")):
+                if p.suffix.lower() not in YAML_SUFFIXES or any(
+                    part.startswith(".") for part in p.relative_to(path).parts
+                ):
+                    continue
+                why = why_not_read(p)
+                if why is not None:
+                    if skipped is not None:
+                        skipped.append(SkippedFile(p, why))
+                elif p.is_file():
+                    found.append(p)
             if not found:
                 errors.append(ConfigError(path, 1, 1, "(root)", "no .yaml or .yml files in this folder"))
             files.extend(found)
@@ -799,7 +848,7 @@ def validate_paths(paths: Iterable[str | Path]) -> ValidationReport:
     """Load every YAML file under ``paths`` as what it holds and collect all problems, never raising."""
     loader = Loader(check_code=True)
     report = ValidationReport()
-    files, errors = collect_yaml_files(paths)
+    files, errors = collect_yaml_files(paths, report.skipped)
     loader.errors.extend(errors)
     report.files = files
     for path in files:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from simulator.errors import ConfigError
 from simulator.loading import _limits
 from simulator.loading._yaml import DataPath, Located, format_path
+from simulator.plugins import GROUPS, plugins
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
@@ -241,12 +242,23 @@ class SchemaChecker:
                 yield path, f"missing key {prop!r}: one of {choices}{_infer_kind(prop, instance)}", False
                 return
             value = instance[prop]
-            if value not in mapping:
-                hint = did_you_mean(value, mapping) if isinstance(value, str) else ""
-                yield (*path, prop), f"{prop} must be one of {choices}, got {describe_value(value)}{hint}", False
+            # A branch that does not fix the discriminator takes every other value (an agent plugin's type).
+            other = [
+                i for i, b in enumerate(branches) if "const" not in self._resolve(b).get("properties", {}).get(prop, {})
+            ]
+            group = schema.get("x-plugin-group")
+            installed = list(plugins(group)) if group in GROUPS else []
+            if value not in mapping and not (other and value in installed):
+                names = [*mapping, *installed]
+                hint = did_you_mean(value, names) if isinstance(value, str) else ""
+                expected = f"{', '.join(names)} or an installed {str(group)[:-1]} plugin" if group else choices
+                yield (*path, prop), f"{prop} must be one of {expected}, got {describe_value(value)}{hint}", False
                 return
-            target = mapping[value]
-            chosen = next(i for i, b in enumerate(branches) if b.get("$ref") == target)
+            chosen = (
+                next(i for i, b in enumerate(branches) if b.get("$ref") == mapping[value])
+                if value in mapping
+                else other[0]
+            )
         else:
             kind = _json_type(instance)
             matching = [i for i, b in enumerate(branches) if _accepts(self._types(b), kind)]

@@ -49,6 +49,7 @@ from simulator.models import (
     normalize_reference,
 )
 from simulator.models.case import KeywordChecks, KeywordTerm, TurnExpectation
+from simulator.safety import one_line
 
 __all__ = [
     "RULES",
@@ -89,9 +90,11 @@ class Finding:
     source: Literal["rule", "model"] = "rule"
 
     def render(self) -> str:
-        """``FILE:LINE:COL: severity rule: message``, the shape editors and CI logs recognise."""
+        """``FILE:LINE:COL: severity rule: message``, the shape editors and CI logs recognise (the file name and
+        key path on one line: a line break in them cannot forge another finding)."""
         label = f"{self.rule} (model suggestion)" if self.source == "model" else self.rule
-        return f"{self.file}:{self.line}:{self.column}: {self.severity} {label}: {self.key_path}: {self.message}"
+        where = f"{one_line(self.file)}:{self.line}:{self.column}"
+        return f"{where}: {self.severity} {label}: {one_line(self.key_path)}: {self.message}"
 
     def as_dict(self) -> dict[str, Any]:
         """The finding as plain JSON data."""

@@ -42,6 +42,27 @@ def _published_form(body: dict[str, Any], title: str, schema_id: str) -> dict[st
     return {"$schema": SCHEMA_DIALECT, "$id": schema_id, "title": title, **body}
 
 
+def _with_agent_discriminator(node: Any) -> Any:
+    """Name the agent union's discriminator, which pydantic leaves out for a callable one: editors and the loader's
+    error messages pick the branch by ``type``; a ``type`` that is not built in is the plugin branch."""
+    from simulator.models.agent import BUILTIN_AGENT_TYPES
+
+    if isinstance(node, list):
+        return [_with_agent_discriminator(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _with_agent_discriminator(value) for key, value in node.items()}
+    branches = node.get("oneOf")
+    refs = [branch.get("$ref", "") for branch in branches] if isinstance(branches, list) else []
+    if refs and all(ref.endswith("Agent") for ref in refs) and "discriminator" not in node:
+        mapping = {
+            kind: ref for kind in sorted(BUILTIN_AGENT_TYPES) for ref in refs if ref.lower().endswith(f"/{kind}agent")
+        }
+        node["discriminator"] = {"propertyName": "type", "mapping": mapping}
+        node["x-plugin-group"] = "agents"  # the loader accepts the type of an installed agent plugin too
+    return node
+
+
 def _published() -> dict[str, dict[str, Any]]:
     from pydantic import TypeAdapter
 
@@ -53,13 +74,14 @@ def _published() -> dict[str, dict[str, Any]]:
     evals = authoring_schema(HostedEvalsFile, "Simulator hosted-format evals file", "urn:simulator:schema:evals")
     # In the hosted format every entry is a simulation case, so `kind` is implied.
     evals["$defs"]["SimulationCase"]["required"].remove("kind")
-    return {
+    published = {
         "suite": authoring_schema(Suite, "Simulator suite", "urn:simulator:schema:suite"),
         "evals": evals,
         "agent": _published_form(agent_body, "Simulator agent under test", "urn:simulator:schema:agent"),
         "persona": authoring_schema(Persona, "Simulator persona", "urn:simulator:schema:persona"),
         "personas": authoring_schema(PersonaFile, "Simulator persona collection", "urn:simulator:schema:personas"),
     }
+    return {name: _with_agent_discriminator(schema) for name, schema in published.items()}
 
 
 def generate_schemas() -> dict[str, str]:
@@ -75,7 +97,9 @@ def generate_schemas() -> dict[str, str]:
 if __name__ == "__main__":  # pragma: no cover - developer tool: python -m simulator.models._jsonschema
     from pathlib import Path
 
+    from simulator._files import write_file
+
     target = Path(__file__).resolve().parent.parent / "schemas"
     for name, text in generate_schemas().items():
-        (target / name).write_text(text, encoding="utf-8")
+        write_file(target / name, text)
         print(f"wrote {target / name}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, JsonValue, model_validator
+from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, JsonValue, Tag, model_validator
 
 from simulator.models._base import Identifier, ImportRef, PositiveSeconds, StrictModel, Text, located_error
 from simulator.models.env_refs import well_formed
@@ -150,6 +150,32 @@ class _AgentBase(StrictModel):
         "agents, is retried (see retries).",
     )
 
+    def code_refs(self) -> list[tuple[tuple[str | int, ...], str, str]]:
+        """Every piece of code the config names: (key path inside the agent, ``module:attribute``, what it is)."""
+        return [
+            (("tools", index, "function"), tool.function, "tool function")
+            for index, tool in enumerate(self.tools)
+            if tool.function is not None
+        ]
+
+    def reaches(self) -> tuple[str, str]:
+        """What running a conversation with this agent executes or contacts: the agent, and what happens to it."""
+        raise NotImplementedError  # pragma: no cover - every agent type says it
+
+    def environment(self) -> list[tuple[str, str, str]]:
+        """The environment variables the agent needs: (its key in the config, the variable, what it is for)."""
+        return []
+
+    @property
+    def judge_instructions(self) -> str | None:
+        """The agent's own instructions, when Simulator holds them (the judge may check replies against them)."""
+        return None
+
+    @property
+    def own_model(self) -> str | None:
+        """The model the agent runs on, when Simulator itself calls it (the agent role's default model)."""
+        return None
+
     @model_validator(mode="after")
     def _unique_tools(self) -> _AgentBase:
         seen: set[str] = set()
@@ -166,6 +192,14 @@ class PythonAgent(_AgentBase):
     type: Literal["python"]
     callable: ImportRef = Field(description="module:callable of the agent function or class.")
     options: dict[str, JsonValue] = Field(default_factory=dict, description="Passed to the agent as keyword options.")
+
+    def code_refs(self) -> list[tuple[tuple[str | int, ...], str, str]]:
+        """The agent's callable, then its tools' functions."""
+        return [(("callable",), self.callable, "agent"), *super().code_refs()]
+
+    def reaches(self) -> tuple[str, str]:
+        """Its module is imported and called."""
+        return f"python agent {self.callable}", "its module is imported and called"
 
 
 class HttpAgent(_AgentBase):
@@ -192,6 +226,18 @@ class HttpAgent(_AgentBase):
         "that arrived (a 2xx, even a malformed one) is never sent again, nor is a 4xx.",
     )
 
+    def environment(self) -> list[tuple[str, str, str]]:
+        """Its API key's variable and each header's."""
+        needed = [("api_key_env", self.api_key_env, "the HTTP agent's api_key_env")] if self.api_key_env else []
+        return needed + [
+            (f"headers_from_env.{header}", variable, f"the HTTP agent's header {header}")
+            for header, variable in self.headers_from_env.items()
+        ]
+
+    def reaches(self) -> tuple[str, str]:
+        """Every conversation is sent to its URL."""
+        return f"http agent at {self.base_url}", "every conversation is sent there"
+
 
 class LitellmAgent(_AgentBase):
     """An agent defined by instructions, a model and tools, run by Simulator itself."""
@@ -210,6 +256,20 @@ class LitellmAgent(_AgentBase):
         "Unset: models.agent.max_retries (default 3).",
     )
 
+    def reaches(self) -> tuple[str, str]:
+        """Conversations are sent to its model."""
+        return f"litellm agent on model {self.model}", "conversations are sent to that model"
+
+    @property
+    def judge_instructions(self) -> str | None:
+        """Its instructions: Simulator holds them."""
+        return self.instructions
+
+    @property
+    def own_model(self) -> str | None:
+        """Its model: Simulator calls it."""
+        return self.model
+
 
 class LanggraphAgent(_AgentBase):
     """A compiled LangGraph graph with a messages state."""
@@ -218,8 +278,49 @@ class LanggraphAgent(_AgentBase):
     graph: ImportRef = Field(description="module:attribute of the compiled graph.")
     messages_key: str = Field(default="messages", description="State key that holds the messages.")
 
+    def code_refs(self) -> list[tuple[tuple[str | int, ...], str, str]]:
+        """The graph, then its tools' functions."""
+        return [(("graph",), self.graph, "graph"), *super().code_refs()]
+
+    def reaches(self) -> tuple[str, str]:
+        """Its module is imported and the graph run."""
+        return f"langgraph graph {self.graph}", "its module is imported and the graph run"
+
+
+#: The agent types Simulator ships; any other ``type:`` names an agent plugin (an installed package's entry point).
+BUILTIN_AGENT_TYPES = ("python", "http", "litellm", "langgraph")
+
+
+class PluginAgent(_AgentBase):
+    """An agent type added by an installed package (entry point ``simulator.agents``); its ``options`` are its own."""
+
+    type: Annotated[
+        str,
+        Field(
+            pattern=r"^[a-z][a-z0-9_.-]*$",
+            json_schema_extra={"not": {"enum": list(BUILTIN_AGENT_TYPES)}},
+            description="The name the plugin is installed under (simulator plugins lists them).",
+        ),
+    ]
+    options: dict[str, JsonValue] = Field(default_factory=dict, description="Passed to the plugin's factory as is.")
+
+    def reaches(self) -> tuple[str, str]:
+        """The plugin's code is imported and called."""
+        return f"agent plugin {self.type}", "the installed package's code is imported and called"
+
+
+def _agent_tag(value: Any) -> str | None:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    if not isinstance(kind, str):
+        return None
+    return kind if kind in BUILTIN_AGENT_TYPES else "plugin"
+
 
 AgentConfig = Annotated[
-    PythonAgent | HttpAgent | LitellmAgent | LanggraphAgent,
-    Field(discriminator="type"),
+    Annotated[PythonAgent, Tag("python")]
+    | Annotated[HttpAgent, Tag("http")]
+    | Annotated[LitellmAgent, Tag("litellm")]
+    | Annotated[LanggraphAgent, Tag("langgraph")]
+    | Annotated[PluginAgent, Tag("plugin")],
+    Discriminator(_agent_tag),
 ]

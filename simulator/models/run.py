@@ -126,6 +126,12 @@ class RunSettings(DataModel):
         description="--ray-workers: worker processes running conversations on the cluster; none means 2 on a "
         "local cluster, one per CPU of a cluster connected to.",
     )
+    trace: Literal["otlp"] | None = Field(
+        default=None,
+        description="--trace otlp: spans of the run, its conversations, turns and model, agent and tool calls were "
+        "exported to an OpenTelemetry collector (OTLP/HTTP JSON, redacted); none: nothing was exported. The "
+        "collector's address and headers are not kept.",
+    )
 
 
 class ModelOptions(DataModel):
@@ -183,8 +189,9 @@ def resolved_models(suite: Suite, options: RunSettings | ModelOptions) -> ModelR
     if options.judge_model:
         update["judge"] = roles.judge.model_copy(update={"model": options.judge_model})
     agent = suite.agent
-    if agent is not None and not isinstance(agent, str) and agent.type == "litellm" and roles.agent.model is None:
-        update["agent"] = roles.agent.model_copy(update={"model": agent.model})
+    own_model = agent.own_model if agent is not None and not isinstance(agent, str) else None
+    if own_model is not None and roles.agent.model is None:
+        update["agent"] = roles.agent.model_copy(update={"model": own_model})
     return roles.model_copy(update=update) if update else roles
 
 

@@ -1,4 +1,4 @@
-"""The four states of DESIGN's table as data: what state a check, a step or a case outcome is in. Pure.
+"""The four states (``docs/architecture.md``) as data: what state a check, a step or a case outcome is in. Pure.
 
 ``met`` (✓), ``not_met`` (✗), ``unsure`` (?), ``not_reached`` (⊘), and outside the four ``error`` (!) and ``n/a``
 (–). A score whose verdict is ``not_met`` or ``n/a`` but whose reason says it was *not judged* (no judge
@@ -15,7 +15,7 @@ from simulator.models.transcript import StepStatus
 
 __all__ = ["State", "not_judged", "score_state", "step_state", "verdict_state"]
 
-#: A check's state: the four of DESIGN's table, and the two outside it.
+#: A check's state: the four of the table, and the two outside it.
 State = Literal["met", "not_met", "unsure", "not_reached", "error", "n/a"]
 
 _STEP_STATE: dict[StepStatus, State] = {

@@ -32,6 +32,11 @@ class Suite(StrictModel):
         description="How the judge model is asked (batch: one request per turn or not).",
     )
     personas: list[Slug] = Field(default_factory=list, description="Personas for cases that name none.")
+    scorers: list[Slug] = Field(
+        default_factory=list,
+        description="Scorers of installed plugins (entry point simulator.scorers) that score every case of the suite.",
+        exclude_if=lambda names: not names,  # left out of snapshots unused: a suite hashes as it did before
+    )
     repeats: int = Field(default=1, ge=1, le=1000, description="Runs of each case.")
     seed: int | None = Field(default=None, description="Seed for persona choice and scripted-user perturbations.")
     tool_fakes: list[ToolFake] = Field(default_factory=list, description="Canned tool results for every case.")

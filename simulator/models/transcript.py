@@ -19,7 +19,7 @@ from simulator.models._base import DataModel
 #: in test mode a model played a tool that declares ``simulate`` (the tool itself never ran).
 ToolStatus = Literal["executed", "faked", "simulated", "not_executed", "failed", "needs_approval"]
 Verdict = Literal["met", "not_met", "unsure"]
-#: How a step ended (DESIGN's four states): ``complete`` (met ✓), ``incomplete`` (not met ✗: the agent failed it),
+#: How a step ended (the four states): ``complete`` (met ✓), ``incomplete`` (not met ✗: the agent failed it),
 #: ``unsure`` (? no judge model, or the judge said unsure, up to its max turns: the conversation moved on),
 #: ``blocked`` (⊘ an earlier step was not met), ``not_reached`` (⊘ the conversation ended first: an error, a
 #: stop for approval, the turn cap). ``not_attempted`` is the older name of ``not_reached``, kept so stored runs load.

@@ -1,4 +1,4 @@
-"""The four states of DESIGN's table, one symbol each, shared by every view (terminal, md, html, csv/xlsx,
+"""The four states (``docs/architecture.md``), one symbol each, shared by every view (terminal, md, html, csv/xlsx,
 junit, digest, compare), so a step, a check or a golden turn reads the same wherever it is shown:
 
 ====  =====================================  =====================================================

@@ -12,12 +12,13 @@ programs, pandas, R and most CSV readers skip the mark. On stdout (piped into a 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal, cast
+from typing import Final, Literal, cast
 
 from simulator.models.run import RunRecord, StoredResult
+from simulator.plugins import PluginError, load_plugin, plugins
 
 ReportFormat = Literal["md", "html", "json", "csv", "xlsx", "junit"]
 #: The UTF-8 byte order mark, which tells spreadsheet programs that a CSV file is UTF-8.
@@ -55,21 +56,52 @@ FORMATS: tuple[ReportFormat, ...] = tuple(REGISTRY)
 EXTENSIONS: dict[ReportFormat, str] = {name: spec.suffix for name, spec in REGISTRY.items()}
 
 
-def render(fmt: ReportFormat, record: RunRecord, results: list[StoredResult]) -> bytes:
-    """The report in ``fmt`` as bytes (UTF-8 for the text formats)."""
-    spec = REGISTRY.get(fmt)
-    if spec is None:
-        raise ValueError(f"unknown report format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    output = spec.load()(record, results)
+#: The formats a person reads whole, which say in their header which stored results could not be read.
+_NAMES_LEFT_OUT: Final = ("md", "html")
+
+
+def report_formats() -> tuple[str, ...]:
+    """Every report format a command accepts: the built-in ones, then those installed report plugins add."""
+    return (*FORMATS, *(name for name in plugins("reports") if name not in REGISTRY))
+
+
+def format_spec(fmt: str) -> FormatSpec:
+    """The format ``fmt``: built in, else the installed report plugin of that name (its renderer imported now to
+    read its file suffix: the renderer's ``suffix`` attribute, else the format's name)."""
+    spec = REGISTRY.get(cast(ReportFormat, fmt))
+    if spec is not None:
+        return spec
+    if fmt not in plugins("reports"):
+        raise ValueError(f"unknown report format {fmt!r}: choose one of {', '.join(report_formats())}")
+    renderer = load_plugin("reports", fmt)
+    if not callable(renderer):
+        raise PluginError(
+            f"the report plugin {plugins('reports')[fmt].describe()} is not a renderer: it must be a function "
+            "taking (record, results) and returning text or bytes"
+        )
+    return FormatSpec(str(getattr(renderer, "suffix", fmt)), plugins("reports")[fmt].value)
+
+
+def render(fmt: str, record: RunRecord, results: list[StoredResult], *, left_out: Sequence[str] = ()) -> bytes:
+    """The report in ``fmt`` as bytes (UTF-8 for the text formats). ``left_out`` describes the stored results
+    that could not be read (each with its fix): the Markdown and HTML reports list them under their header."""
+    renderer = format_spec(fmt).load()
+    output: str | bytes
+    if left_out and fmt in _NAMES_LEFT_OUT:
+        output = cast(Callable[..., str], renderer)(record, results, left_out=left_out)
+    else:
+        output = renderer(record, results)
+    if not isinstance(output, str | bytes):
+        raise PluginError(f"the report format {fmt!r} returned {type(output).__name__}, not text or bytes")
     return output.encode("utf-8") if isinstance(output, str) else output
 
 
-def file_bytes(fmt: ReportFormat, data: bytes) -> bytes:
+def file_bytes(fmt: str, data: bytes) -> bytes:
     """A report rendered by :func:`render` as the bytes of its file: a CSV starts with the UTF-8 byte order mark,
     so a spreadsheet opens it as UTF-8."""
-    return REGISTRY[fmt].file_prefix + data
+    return format_spec(fmt).file_prefix + data
 
 
-def default_filename(record: RunRecord, fmt: ReportFormat) -> str:
+def default_filename(record: RunRecord, fmt: str) -> str:
     """``simulator-<run id>.<suffix>``."""
-    return f"simulator-{record.id}.{REGISTRY[fmt].suffix}"
+    return f"simulator-{record.id}.{format_spec(fmt).suffix}"

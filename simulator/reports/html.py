@@ -7,7 +7,9 @@ forbids it to (``default-src 'none'``).
 
 Escaping. Everything that comes from the agent, the simulated user, the judge or the suite (case names,
 goals, tags, messages, tool arguments and results, reasons) passes through ``html.escape(..., quote=True)``
-before it reaches the page, in text and in attribute values alike. The client-side filters read their data
+before it reaches the page, in text and in attribute values alike, after its control characters and bidi marks
+and overrides are written as visible escapes (``\\u202e``, as the terminal shows them: nothing reorders the
+page). The client-side filters read their data
 from one ``<script type="application/json">`` block whose JSON has ``<``, ``>`` and ``&`` (and the line
 separators U+2028/U+2029) written as ``\\u003c``-style escapes, so no text can close the script element.
 Element ids are generated (``case-1``, ``case-1-step-2``), never taken from the data.
@@ -76,7 +78,7 @@ from simulator.reports.coverage_view import (
     step_text,
 )
 from simulator.reports.tabular import summary_of
-from simulator.safety import redacted_and_shortened
+from simulator.safety import redacted_and_shortened, terminal_safe
 
 __all__ = ["CONTENT_SECURITY_POLICY", "OPEN_LIMIT", "OUTCOME_ORDER", "render_html"]
 
@@ -145,13 +147,36 @@ _JS = _asset("report.js")
 
 
 def _e(value: object) -> str:
-    """Any value as HTML text or attribute content: ``&``, ``<``, ``>``, ``"`` and ``'`` escaped."""
-    return html.escape(str(value), quote=True)
+    """Any value as HTML text or attribute content: ``&``, ``<``, ``>``, ``"`` and ``'`` escaped, and control
+    characters and bidi marks and overrides written as visible escapes (``\\u202e``: nothing reorders the page,
+    as the terminal shows it)."""
+    return html.escape(terminal_safe(str(value)), quote=True)
+
+
+def _visible_data(value: object) -> object:
+    """``value`` with every string in it as :func:`_e` shows it: the filters' tags, personas and suites are the
+    texts the page shows, and match them."""
+    if isinstance(value, str):
+        return terminal_safe(value)
+    if isinstance(value, dict):
+        return {_visible_data(key): _visible_data(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_visible_data(item) for item in value]
+    return value
+
+
+def _left_out(left_out: Sequence[str]) -> str:
+    if not left_out:
+        return ""
+    items = "".join(f"<li>{_e(text)}</li>" for text in left_out)
+    title = f"Left out: {len(left_out)} stored result(s) could not be read"
+    return f"<section class='left-out'><h2>{title}</h2><ul>{items}</ul></section>"
 
 
 def _script_json(value: object) -> str:
-    """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&`` in it at all."""
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&`` in it at all, and
+    its texts as the page shows them (:func:`_visible_data`)."""
+    text = json.dumps(_visible_data(value), ensure_ascii=False, sort_keys=True)
     for char, escaped in (
         ("&", "\\u0026"),
         ("<", "\\u003c"),
@@ -930,7 +955,7 @@ def _data(record: RunRecord, items: Sequence[_Item]) -> dict[str, JsonValue]:
     return {"run": record.id, "cases": cases}
 
 
-def render_html(record: RunRecord, results: list[StoredResult]) -> str:
+def render_html(record: RunRecord, results: list[StoredResult], *, left_out: Sequence[str] = ()) -> str:
     """The run as one self-contained HTML page (inline CSS and JS, no network at view time).
 
     The page holds the run header (suites, agent and its version, note, status, correctness, outcome counts,
@@ -938,7 +963,8 @@ def render_html(record: RunRecord, results: list[StoredResult]) -> str:
     flaky labels for cases that ran more than once, the run's coverage (percentage, persona x case matrix,
     step reach, gaps), the simulated user's fidelity per persona (when a model played the user), and every
     result, failures first (error, fail, user error, unsure, pass), with its goals, transcript (each user turn
-    followed by its fidelity findings, ⚑), scores and errors. All text from the run is HTML-escaped; see the
+    followed by its fidelity findings, ⚑), scores and errors; ``left_out`` (stored results that could not be
+    read, each with its fix) is listed under the header. All text from the run is HTML-escaped; see the
     module docstring for how. Pure: the same record and results always give the same page.
     """
     items = _items(record, results)
@@ -949,6 +975,7 @@ def render_html(record: RunRecord, results: list[StoredResult]) -> str:
     body = "".join(
         (
             _header(record),
+            _left_out(left_out),
             _totals(record),
             _metrics(summary_of(record).metrics),
             _repeats(items),

@@ -24,9 +24,9 @@
 - Every test case carries the transcript and its scores as text in ``<system-out>``.
 
 The XML is built with :mod:`xml.etree.ElementTree`, which escapes markup (so ``<script>`` or ``]]>`` in agent
-text stays text); characters XML 1.0 does not allow (most control characters) are removed first, and C1
-controls and bidi overrides are written as visible escapes (``\\x9b``, ``\\u202e``), so a report shown in a
-terminal cannot drive it.
+text stays text); control characters (the ones XML 1.0 does not allow among them) and bidi marks and overrides
+are written as visible escapes (``\\x01``, ``\\x9b``, ``\\u202e``), so a report shown in a terminal or a CI
+page cannot drive or reorder it, and two case names that differ by such a character stay distinct.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ __all__ = ["render_junit", "testcase_name"]
 
 
 def _clean(text: str) -> str:
-    return terminal_safe(strip_xml_illegal(text))
+    # Escaped, not removed: two names that differ by a control character stay two names.
+    return strip_xml_illegal(terminal_safe(text))
 
 
 def _seconds(value: float) -> str:

@@ -81,7 +81,6 @@ __all__ = ["escape", "escape_lines", "render_markdown"]
 #: mentions and issue references.
 _ALWAYS = frozenset("\\`*_[]|~$@#")
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _ORDERED_ITEM = re.compile(r"^(\d{1,9})([.)])")
 _BARE_LINK = re.compile(r"(?i)\b(www)\.|(:)//")
 _OUTCOME_ORDER = {"error": 0, "fail": 1, "user_error": 2, "unsure": 3, "pass": 4}
@@ -118,8 +117,9 @@ def _escape_line(line: str, *, at_start: bool) -> str:
 def escape_lines(text: str, *, first_at_start: bool = True) -> list[str]:
     """Untrusted text as Markdown that shows it literally, one string per line of the text.
 
-    C0 control characters are dropped, C1 ones and bidi overrides written as visible escapes
-    (:func:`simulator.safety.terminal_safe`: a report shown in a terminal cannot drive it); ``&``, ``<`` and
+    Control characters and bidi marks and overrides are written as visible escapes
+    (:func:`simulator.safety.terminal_safe`: a report shown in a terminal cannot drive it, nor reorder text, and
+    two names that differ by such a character stay distinct); ``&``, ``<`` and
     ``>`` become entities (no HTML gets through);
     ``\\ ` * _ [ ] | ~ $ @ #`` are backslash-escaped everywhere; ``www.`` and ``://`` are escaped so bare
     URLs do not become links; lines lose their surrounding spaces (no indented code blocks, no hard breaks).
@@ -127,7 +127,7 @@ def escape_lines(text: str, *, first_at_start: bool = True) -> list[str]:
     list items, setext headings or rules): every line but the first, and the first unless ``first_at_start``
     is false (when the caller puts it after other text on the same line).
     """
-    lines = terminal_safe(_CONTROL.sub("", text)).splitlines()
+    lines = terminal_safe(text).splitlines()
     return [_escape_line(line, at_start=first_at_start or index > 0) for index, line in enumerate(lines)]
 
 
@@ -184,6 +184,13 @@ def _cost(value: float | None) -> str:
 
 
 # -- header -----------------------------------------------------------------------------------------------
+
+
+def _left_out(left_out: Sequence[str]) -> list[str]:
+    if not left_out:
+        return []
+    lines = [f"**Left out: {len(left_out)} stored result(s) could not be read.**", ""]
+    return [*lines, *(f"- {escape(text)}" for text in left_out), ""]
 
 
 def _header(record: RunRecord, breakdown: RunSummary) -> list[str]:
@@ -585,13 +592,15 @@ def _case_lines(record: RunRecord, stored: StoredResult, stats: RepeatStats | No
     return lines
 
 
-def render_markdown(record: RunRecord, results: Sequence[StoredResult]) -> str:
-    """The run as a Markdown report: header, metrics, repeats, and every conversation goal by goal."""
+def render_markdown(record: RunRecord, results: Sequence[StoredResult], *, left_out: Sequence[str] = ()) -> str:
+    """The run as a Markdown report: header, metrics, repeats, and every conversation goal by goal; ``left_out``
+    (stored results that could not be read, each with its fix) listed under the header."""
     ordered = ordered_results(record, results)
     summary = summary_of(record)
     cases = summary.by_case()
     failures_first = sorted(ordered, key=lambda r: _OUTCOME_ORDER[r.outcome])  # stable: plan order within
-    lines = _header(record, summary) + _metrics(summary) + _repeats(record, summary) + _coverage(record, summary)
+    lines = _header(record, summary) + _left_out(left_out)
+    lines += _metrics(summary) + _repeats(record, summary) + _coverage(record, summary)
     lines += _fidelity(ordered)
     if failures_first:
         lines += _overview(record, failures_first)

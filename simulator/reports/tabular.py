@@ -165,7 +165,8 @@ def summary_of(record: RunRecord) -> RunSummary:
 
 
 def strip_xml_illegal(text: str) -> str:
-    """``text`` without the characters XML 1.0 forbids (most C0 controls, lone surrogates, U+FFFE/U+FFFF)."""
+    """``text`` without the characters XML 1.0 forbids (most C0 controls, lone surrogates, U+FFFE/U+FFFF): a
+    last guard, for text that :func:`simulator.safety.terminal_safe` has already written as visible escapes."""
     return _XML_ILLEGAL.sub("", text)
 
 
@@ -264,7 +265,7 @@ def _csv_cell(value: Cell) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
-        return neutralise(terminal_safe(strip_xml_illegal(value)))
+        return neutralise(strip_xml_illegal(terminal_safe(value)))
     return str(value)
 
 
@@ -286,7 +287,8 @@ def _xlsx_cell(value: Cell) -> Cell:
     # (see _fill_sheet).
     if not isinstance(value, str):
         return value
-    return redacted_and_shortened(strip_xml_illegal(value), _EXCEL_CELL_MAX)
+    # Escaped, not removed (what Excel cannot hold included): distinct texts stay distinct, and nothing reorders.
+    return redacted_and_shortened(strip_xml_illegal(terminal_safe(value)), _EXCEL_CELL_MAX)
 
 
 def _percent(value: float | None) -> Cell:

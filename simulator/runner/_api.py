@@ -18,6 +18,7 @@ import asyncio
 import functools
 import random
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar, cast
@@ -42,6 +43,7 @@ from simulator.runner._case import (
     simulated_tools,
 )
 from simulator.runner._execute import Progress, check_live, execute, forget_checkpoints
+from simulator.runner._otlp import OtlpTarget, otlp_target
 from simulator.runner._plan import (
     build_plan,
     new_record,
@@ -53,7 +55,7 @@ from simulator.runner._plan import (
     snapshot_of,
     unknown_case_filters,
 )
-from simulator.store import RunStore, default_db_path
+from simulator.store import RunStore, UnreadableRunError, default_db_path
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -229,10 +231,22 @@ def check_executor(settings: RunSettings) -> None:
             "--executor local). Ray has wheels for CPython on Linux x86_64/aarch64, macOS arm64 and Windows x86_64 "
             "(macOS x86_64 up to Python 3.13); elsewhere the extra installs nothing"
         )
-    if settings.ray_address:
-        from simulator.runner._ray import check_reachable
+    from simulator.runner._ray import check_reachable, named_cluster
 
-        check_reachable(settings.ray_address)  # before the run is stored: Ray would retry for minutes
+    named = named_cluster(settings)  # --ray-address, else Ray's own RAY_ADDRESS
+    if named is not None:
+        check_reachable(*named)  # before the run is stored: Ray would retry for minutes
+
+
+def _on_cluster(settings: RunSettings) -> AbstractContextManager[None]:
+    """The run's Ray cluster connected to (or a local one started) for the block, when it runs on Ray: entered
+    before the run is stored, so a cluster that refuses this process (an address where nobody answers, a token
+    it does not take) leaves no empty failed run behind."""
+    if settings.executor != "ray":
+        return nullcontext()
+    from simulator.runner._ray import cluster
+
+    return cluster(settings)
 
 
 def _role_settings(models: Mapping[Any, Any]) -> dict[Any, Any]:
@@ -410,6 +424,7 @@ async def _execute(
     cache_size_mb: int,
     on_event: EventHandler | None,
     estimate_s: float | None = None,
+    trace_to: OtlpTarget | None = None,
 ) -> RunOutcome:
     done = store.result_count(record.id)
     request_cache = _cache(store.path, record, cache, cache_size_mb)
@@ -420,8 +435,20 @@ async def _execute(
                 cache_path=request_cache.path if request_cache is not None else None,
             )
         )  # fmt: skip
-    finished = await execute(store, record, live=live, on_progress=on_event, cache=request_cache)
+    finished = await execute(
+        store, record, live=live, on_progress=on_event, cache=request_cache, trace_to=trace_to
+    )  # fmt: skip
     return RunOutcome(record=finished, store_path=store.path)
+
+
+def trace_target(settings: RunSettings, endpoint: str | None = None) -> OtlpTarget | None:
+    """Where a run with these settings sends its spans (``trace="otlp"``), or None when it is not traced; an
+    InputError for an endpoint given to a run that is not traced, or one that is not a collector's URL."""
+    if settings.trace is None:
+        if endpoint is not None:
+            raise InputError("--trace-endpoint only applies to a traced run: add --trace otlp, or leave it out")
+        return None
+    return otlp_target(endpoint)
 
 
 async def run_async(
@@ -433,20 +460,24 @@ async def run_async(
     note: str = "",
     cache_size_mb: int = 200,
     on_event: EventHandler | None = None,
+    trace_endpoint: str | None = None,
     **options: Any,
 ) -> RunOutcome:
     """Run suites (paths of suite files or folders, loaded suites, or a :class:`PlannedRun`): every case x
     persona x repeat, concurrently, each result stored the moment it is scored (``db``: the run store, default
     ``$SIMULATOR_DB`` or ``.simulator/runs.db``). Settings are a :class:`RunSettings` and/or its fields as
     keywords (``repeat=3``, ``persona="all"``, ``judge_model=...``, ``live=True`` to run real tool
-    functions, ``models={"judge": {"api_base": ...}}``). Returns the stored run. Cancelling it marks the run
+    functions, ``models={"judge": {"api_base": ...}}``, ``trace="otlp"`` to send OpenTelemetry spans of the run to
+    ``trace_endpoint`` or the collector the standard ``OTEL_EXPORTER_OTLP_*`` variables name). Returns the stored
+    run. Cancelling it marks the run
     ``interrupted`` (continue it with :func:`resume`) and re-raises. A number out of its range
     (:mod:`simulator.models.ranges`) is an InputError before anything is stored."""
     check_number("cache_size_mb", cache_size_mb)
     planned = suites if isinstance(suites, PlannedRun) else plan(suites, settings, **options)
     check_numbers(planned.settings.model_dump())  # a PlannedRun made by hand too
-    store = RunStore(Path(db) if db is not None else default_db_path())
-    with store:
+    trace_to = trace_target(planned.settings, trace_endpoint)  # before anything is stored
+    # The cluster first: the store's file is made when it opens, and a cluster that refuses must leave none.
+    with _on_cluster(planned.settings), RunStore(Path(db) if db is not None else default_db_path()) as store:
         record = new_record(
             store.new_run_id(), planned.snapshots, planned.settings, planned.items,
             agent_version=agent_version, note=note,
@@ -456,32 +487,23 @@ async def run_async(
         estimate = mean * len(planned.items) / planned.settings.concurrency if mean else None
         return await _execute(
             store, record, live=planned.settings.live, cache=planned.settings.cache, cache_size_mb=cache_size_mb,
-            on_event=on_event, estimate_s=estimate,
+            on_event=on_event, estimate_s=estimate, trace_to=trace_to,
         )  # fmt: skip
 
 
 def code_it_runs(record: RunRecord, live: bool) -> list[str]:
     """What running ``record``'s snapshot executes or reaches on this machine, one line each (shown before an
     imported run is resumed or repeated)."""
-    from simulator.models import HttpAgent, LanggraphAgent, LitellmAgent, PythonAgent
-
     lines: list[str] = []
     for snapshot in record.snapshot:
         suite = snapshot.suite
         where = f"suite '{printable(suite.name)}'"
         agent = suite.agent
-        if isinstance(agent, PythonAgent):
-            lines.append(f"python agent {agent.callable} ({where}): its module is imported and called")
-        elif isinstance(agent, LanggraphAgent):
-            lines.append(f"langgraph graph {agent.graph} ({where}): its module is imported and the graph run")
-        elif isinstance(agent, HttpAgent):
-            lines.append(f"http agent at {printable(agent.base_url)} ({where}): every conversation is sent there")
-        elif isinstance(agent, LitellmAgent):
-            lines.append(
-                f"litellm agent on model {printable(agent.model)} ({where}): conversations are sent to that model"
-            )
-        elif agent is not None:
+        if isinstance(agent, str):
             lines.append(f"agent file {printable(agent)} ({where})")
+        elif agent is not None:
+            what, effect = agent.reaches()
+            lines.append(f"{printable(what)} ({where}): {effect}")
         for tool in getattr(agent, "tools", None) or []:
             if tool.function is None:
                 continue
@@ -530,7 +552,8 @@ async def resume_async(
     process runs is refused (:class:`~simulator.store.RunBusyError`); a run started live continues only with
     ``live=True``; an imported run only with ``trust_imported=True``. A complete run is returned as it is.
     It runs on the executor it was started with (``executor``, ``ray_address`` and ``ray_workers`` as stored)
-    unless these say otherwise."""
+    unless these say otherwise. A traced run (``trace="otlp"``) goes on sending spans to the collector the
+    ``OTEL_EXPORTER_OTLP_*`` variables name (its address is not stored)."""
     check_numbers({"cache_size_mb": cache_size_mb, "ray_workers": ray_workers})
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
@@ -549,10 +572,11 @@ async def resume_async(
         _trust(record, trust_imported, "resuming")
         _check_environment_of(record)
         record = _on_executor(record, executor, ray_address, ray_workers)
-        return await _execute(
-            store, record, live=live, cache=record.settings.cache and cache, cache_size_mb=cache_size_mb,
-            on_event=on_event,
-        )  # fmt: skip
+        with _on_cluster(record.settings):
+            return await _execute(
+                store, record, live=live, cache=record.settings.cache and cache, cache_size_mb=cache_size_mb,
+                on_event=on_event, trace_to=trace_target(record.settings),
+            )  # fmt: skip
 
 
 def _on_executor(
@@ -600,6 +624,7 @@ async def repeat_async(
         _trust(old, trust_imported, "repeating")
         _check_environment_of(old)
         settings = _model_options(user_model, judge_model, models).over(old.settings)
+        trace_to = trace_target(settings)  # before anything is stored
         record = new_record(
             store.new_run_id(), old.snapshot,
             settings.model_copy(update={"live": live, "cache": old.settings.cache and cache}), old.plan,
@@ -607,10 +632,12 @@ async def repeat_async(
             note=note if note is not None else f"repeat of {old.id}", repeat_of=old.id,
             imported_from=old.imported_from,
         )  # fmt: skip
-        store.create_run(record)
-        return await _execute(
-            store, record, live=live, cache=record.settings.cache, cache_size_mb=cache_size_mb, on_event=on_event
-        )
+        with _on_cluster(record.settings):
+            store.create_run(record)
+            return await _execute(
+                store, record, live=live, cache=record.settings.cache, cache_size_mb=cache_size_mb,
+                on_event=on_event, trace_to=trace_to,
+            )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -686,10 +713,13 @@ async def simulate_async(
 def delete_run(run_ref: str, *, db: PathLike | None = None) -> str:
     """Delete a stored run, its results and its conversation checkpoints; returns its id."""
     with RunStore(Path(db) if db is not None else default_db_path()) as store:
-        record = store.get_run(run_ref)
-        store.delete_run(record.id)
-        forget_checkpoints(store.path, record.id)
-    return record.id
+        try:
+            run_id = store.get_run(run_ref).id
+        except UnreadableRunError as exc:  # a run that cannot be read can still be deleted
+            run_id = exc.run_id
+        store.delete_run(run_id)
+        forget_checkpoints(store.path, run_id)
+    return run_id
 
 
 def get_run(run_ref: str, *, db: PathLike | None = None) -> RunOutcome:

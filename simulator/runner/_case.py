@@ -8,21 +8,25 @@ ready-made and imports no judge, store or CLI.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 from simulator.agents import AgentAdapter, build_agent
 from simulator.agents._base import free_agent_threads
 from simulator.cassettes import Playback, recorded_agent, recorded_user
 from simulator.engine import ConversationSetup, simulate
-from simulator.errors import AgentError, ConfigError, ConfigErrors
-from simulator.judges import StepJudge
+from simulator.errors import AgentError, ConfigError, ConfigErrors, SimulatorError
+from simulator.judges import StepJudge, plugin_scorer
 from simulator.kinds import kind_of
 from simulator.llm import LLMClient, Role, metering
 from simulator.loading import LoadedSuite, config_error_at
 from simulator.loading._env_check import env_problems
 from simulator.loading._schema import did_you_mean
+from simulator.loading._yaml import DataPath
 from simulator.models import Case, ModelRoles, Persona
+from simulator.models.agent import BUILTIN_AGENT_TYPES
 from simulator.models.env_refs import unset_variables
 from simulator.models.run import RunSettings, resolved_models
 from simulator.models.scores import CaseResult
@@ -93,10 +97,9 @@ def check_environment(
 
     for loaded in suites:
         agent = loaded.agent
-        if agent is not None and agent.type == "http":
-            need(loaded, "agent.api_key_env", agent.api_key_env, "the HTTP agent's api_key_env")
-            for header, variable in agent.headers_from_env.items():
-                need(loaded, f"agent.headers_from_env.{header}", variable, f"the HTTP agent's header {header}")
+        for key, variable, what in agent.environment() if agent is not None else []:
+            need(loaded, f"agent.{key}", variable, what)
+        errors.extend(_unusable_plugins(loaded))
         for where, message in env_problems(loaded.suite, env):
             in_agent_file = where[0] == "agent" and loaded.agent_path is not None and loaded.agent_path != loaded.path
             file = loaded.agent_path if in_agent_file else loaded.path
@@ -119,6 +122,30 @@ def check_environment(
     # The model roles' keys are not checked here: a run served wholly from the request cache needs none.
     if errors:
         raise ConfigErrors(errors)
+
+
+def _unusable_plugins(loaded: LoadedSuite) -> list[ConfigError]:
+    """The plugins ``loaded`` names that cannot be imported: found before the first conversation, at their key."""
+    from simulator.agents import agent_factory
+
+    named: list[tuple[Path | None, DataPath, Callable[[], object]]] = []
+    agent = loaded.agent
+    if agent is not None and agent.type not in BUILTIN_AGENT_TYPES:
+        in_file = loaded.agent_path not in (None, loaded.path)
+        where: DataPath = ("type",) if in_file else ("agent", "type")
+        named.append((loaded.agent_path if in_file else loaded.path, where, partial(agent_factory, agent.type)))
+    for index, name in enumerate(loaded.suite.scorers):
+        named.append((loaded.path, ("scorers", index), partial(plugin_scorer, name)))
+    for number, case in enumerate(loaded.suite.cases):
+        for index, name in enumerate(case.scorers):
+            named.append((loaded.path, ("cases", number, "scorers", index), partial(plugin_scorer, name)))
+    errors: list[ConfigError] = []
+    for file, where, load in named:
+        try:
+            load()
+        except SimulatorError as exc:
+            errors.append(config_error_at(file or loaded.path, where, str(exc)))
+    return errors
 
 
 def simulated_tools(loaded: LoadedSuite, options: RunSettings, cases: Collection[str] | None = None) -> list[str]:
@@ -342,11 +369,12 @@ async def score_case(
     context = ScoringContext(
         thresholds=loaded.suite.thresholds,
         language=loaded.suite.language,
-        instructions=agent.instructions if agent is not None and agent.type == "litellm" else None,
+        instructions=agent.judge_instructions if agent is not None else None,
         declared_tools=[tool.name for tool in agent.tools] if agent is not None else [],
         tool_descriptions={tool.name: tool.description for tool in agent.tools} if agent is not None else {},
         tool_kinds={tool.name: tool.kind for tool in agent.tools if tool.kind} if agent is not None else {},
         judging=loaded.suite.judging,
+        plugin_scorers=tuple(loaded.suite.scorers),
         persona=persona,
     )
     with metering() as meter:

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import gc
 import itertools
+import sqlite3
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -33,11 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from simulator import __version__
+from simulator._sqlite import disk_full
 from simulator.agents import prepare_agent
 from simulator.cassettes import Playback, cassette_of, encode
 from simulator.engine import forget, forget_threads, load_graph, open_checkpointer
 from simulator.errors import InputError, StoreError
-from simulator.llm import LLMClient, RequestCache, cache_scope, preload, replaying
+from simulator.llm import LLMClient, ModelCall, RequestCache, cache_scope, logging_calls, preload, replaying
 from simulator.loading import LoadedSuite
 from simulator.metrics import SummaryBuilder, case_metrics, run_summary
 from simulator.models import Case, Persona
@@ -45,7 +48,9 @@ from simulator.models.run import PlanItem, RunRecord, RunSettings, RunStatus, St
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
 from simulator.runner._case import find_case, model_roles, run_case, score_case
+from simulator.runner._otlp import OtlpExporter, OtlpTarget, RunTracer
 from simulator.runner._plan import restore
+from simulator.runner._spans import AgentInfo
 from simulator.store import Lease, RunStore
 from simulator.taps import recording
 
@@ -117,13 +122,16 @@ async def execute(
     cache: RequestCache | None = None,
     checkpoints: bool | None = None,
     playbacks: Callable[[PlanItem], Playback] | None = None,
+    trace_to: OtlpTarget | None = None,
 ) -> RunRecord:
     """Run what is left of ``record``'s plan and return the record as stored afterwards.
 
     ``live``: whether the caller's command said ``--live``; it must match the run's recorded tool mode
     (:func:`check_live`). ``clients`` may give a model client per suite index (tests pass ones with the
     offline fake provider). ``playbacks`` gives each item's cassette playback (``replay``, ``rerun``). With the
-    run's ``record`` setting, each conversation's exchanges are stored as its cassette beside its result. The
+    run's ``record`` setting, each conversation's exchanges are stored as its cassette beside its result.
+    ``trace_to``: the collector the spans of each stored conversation and of the run are sent to (see
+    :mod:`simulator.runner._otlp`); it never changes what runs or how it ends. The
     run's lease is taken first: :class:`~simulator.store.RunBusyError` if another
     live process runs it. Cancellation (Ctrl-C, SIGTERM) stops the conversations in flight, marks the run
     ``interrupted`` and re-raises; any other error marks it ``failed`` and re-raises.
@@ -133,6 +141,14 @@ async def execute(
     settings = record.settings
     base = settings.model_copy(update={"live": live})  # what this command says, never what the run stored
     models = dict(clients or {})
+
+    def agent_info(index: int) -> AgentInfo:
+        agent = suites[index].suite.agent
+        return AgentInfo(
+            name=str(getattr(agent, "name", None) or "agent"), model=model_roles(suites[index], base).agent.model
+        )
+
+    tracer = RunTracer(record, OtlpExporter(trace_to), agent_info) if trace_to is not None else None
 
     def client(index: int) -> LLMClient:
         if index not in models:
@@ -162,23 +178,34 @@ async def execute(
         playback = playbacks(item) if playbacks is not None else None
         with ExitStack() as scope:
             tape = scope.enter_context(recording()) if settings.record else None
+            calls = scope.enter_context(logging_calls()) if tracer is not None else None
             if playback is not None:
                 scope.enter_context(replaying(playback))
             result, duration = await converse(
                 suites[item.suite], item, client(item.suite), base, checkpointer=saver,
                 thread_id=f"{record.id}:{item.key}", playback=playback, handover=handover,
             )  # fmt: skip
-        await save(item, result, duration, saver, tape)
+        await save(item, result, duration, saver, tape, calls=calls)
 
-    async def save(item: PlanItem, result: CaseResult, duration: float, saver: Any = None, tape: Any = None) -> None:
+    async def save(
+        item: PlanItem,
+        result: CaseResult,
+        duration: float,
+        saver: Any = None,
+        tape: Any = None,
+        *,
+        calls: list[ModelCall] | None = None,
+    ) -> None:
         """Store one finished conversation (from this process or a Ray worker), its cassette when recorded, and
-        report it."""
+        report it (and trace it, when the run is traced)."""
         nonlocal finished
         stored = stored_result(record.id, item, result, duration)
         # In the store's writer thread: a write that waits for the file lock must not stall the event loop.
         await loop.run_in_executor(writer, store.save_result, stored)
         if summing is not None:
             summing.add(stored, positions.pop(item.key))
+        if tracer is not None:
+            tracer.conversation(stored, calls)
         if tape is not None:
             cassette = cassette_of(
                 tape, run_id=record.id, key=item.key, case=item.case, persona=item.persona,
@@ -277,6 +304,12 @@ async def execute(
         cancelled = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit)
         status: RunStatus = "interrupted" if cancelled else "failed"
         _finish(store, lease, status, previous + time.monotonic() - started, quiet=True)
+        if tracer is not None:
+            # What was stored is sent; a second Ctrl-C while it is stops that too, and the first one goes on.
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await tracer.finish(status)
+        if isinstance(exc, sqlite3.Error) and disk_full(exc):  # the checkpoints' file: the store's are StoreErrors
+            raise StoreError(f"cannot write the checkpoints {checkpoint_path(store.path)}: {exc}") from exc
         raise
     writer.shutdown(wait=True)
     complete = store.result_count(record.id) == total  # counted in SQL: no set of every key
@@ -284,6 +317,8 @@ async def execute(
         store, lease, "completed" if complete else "failed", previous + time.monotonic() - started,
         finished=datetime.now(UTC) if complete else None, summing=summing,
     )  # fmt: skip
+    if tracer is not None:
+        await tracer.finish("completed" if complete else "failed")
     return store.get_run(record.id)
 
 

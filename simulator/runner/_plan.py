@@ -167,6 +167,7 @@ HOW_IT_RUNS: Final = frozenset(
         "plan_hash",
         "executor",
         "ray_address",
+        "trace",
         "ray_workers",
     }
 )

@@ -23,9 +23,13 @@ The only importer of ray (the optional extra ``simulator[ray]``), imported when 
 * cancelling the driver (Ctrl-C, SIGTERM) kills the workers and the limiter; :func:`execute` then marks the run
   ``interrupted`` and ``resume`` continues it, on Ray again unless told otherwise.
 
-Without ``ray_address`` a local cluster is started (``ray.init`` with ``ray_workers`` CPUs, on the loopback
-address only) and shut down at the end; with one, the driver connects and leaves the cluster running. The
-cluster's nodes need Simulator and the agent's code at the same paths as the driver.
+The cluster is named by ``ray_address`` or, without it, by Ray's own ``RAY_ADDRESS`` variable; when neither
+names one a local cluster is started (``ray.init`` with ``ray_workers`` CPUs, on the loopback address only) and
+shut down at the end; a named one is connected to and left running. The connection is made before the run is
+stored (:func:`cluster`), so a cluster that refuses stores nothing. Ray's token authentication is Ray's own:
+``RAY_AUTH_MODE``, ``RAY_AUTH_TOKEN`` and ``RAY_AUTH_TOKEN_PATH`` reach ``ray.init`` as they are, and a refused
+token is told apart from an address where nobody answers. The cluster's nodes need Simulator and the agent's
+code at the same paths as the driver.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ import socket
 import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Iterator
-from contextlib import asynccontextmanager, nullcontext
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -71,8 +75,18 @@ class Save(Protocol):
         ...
 
 
+def named_cluster(settings: RunSettings) -> tuple[str, str] | None:
+    """The cluster a Ray run connects to and how the user named it (``--ray-address X`` or ``RAY_ADDRESS=X``, for
+    messages), or None when a local cluster is started. ``--ray-address`` wins over ``RAY_ADDRESS``, which is
+    read here as ``ray.init`` reads it."""
+    if settings.ray_address:
+        return settings.ray_address, f"--ray-address {settings.ray_address}"
+    address = os.environ.get("RAY_ADDRESS", "").strip()
+    return (address, f"RAY_ADDRESS={address}") if address else None
+
+
 def _ray(address: str | None) -> Any:
-    """The ray module, with a cluster to run on: connected to ``address``, else a local one started."""
+    """The ray module, for a run on the cluster at ``address``, else on a local one started."""
     if address is None:
         # A local cluster listens on the loopback address only: nothing outside this machine reaches it (read
         # when ray is first imported).
@@ -86,23 +100,43 @@ def _ray(address: str | None) -> Any:
     return ray
 
 
+@contextmanager
+def cluster(settings: RunSettings) -> Iterator[None]:
+    """The run's cluster for the block: connected to, or a local one started (and shut down after it). Entered
+    before the run is stored, so a cluster that refuses, or cannot be started, leaves nothing in the store."""
+    named = named_cluster(settings)
+    ray = _ray(named[0] if named else None)
+    started = _start(ray, settings)
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
+
+
 def _start(ray: Any, settings: RunSettings) -> bool:
     """Connect to the run's cluster, or start a local one; True when this call started it (it stops it)."""
     if ray.is_initialized():
-        return False  # the caller's cluster (a test session, a notebook): used as it is and left running
+        return False  # the caller's cluster (a test session, a notebook, :func:`cluster`): used as it is
     common = {"log_to_driver": False, "configure_logging": False, "include_dashboard": False}
+    named = named_cluster(settings)
     # ray.init replaces the SIGTERM handler with one that exits at once: the caller's (the command line's, which
     # cancels the run so it is stored as interrupted) is put back.
     on_sigterm = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
     try:
-        if settings.ray_address:
-            check_reachable(settings.ray_address)
+        if named is not None:
+            address, said = named
+            check_reachable(address, said)
+            _check_token(ray, address, said)
             try:
-                ray.init(address=settings.ray_address, **common)
+                # No num_cpus: a cluster that exists has its own (ray.init refuses it when connecting).
+                ray.init(address=address, **common)
             except ConnectionError as exc:
+                if _auth_refused(ray, exc):
+                    raise InputError(token_refused(said)) from None
                 raise InputError(
-                    f"--ray-address {settings.ray_address}: no Ray cluster answers there ({exc}); start one "
-                    "(ray start --head) or leave out --ray-address to run on a local cluster"
+                    f"{said}: no Ray cluster answers there ({exc}); start one (ray start --head) or leave out "
+                    f"{'--ray-address' if settings.ray_address else 'RAY_ADDRESS'} to run on a local cluster"
                 ) from None
         else:
             ray.init(num_cpus=settings.ray_workers or LOCAL_WORKERS, **common)
@@ -112,19 +146,65 @@ def _start(ray: Any, settings: RunSettings) -> bool:
     return True
 
 
-def check_reachable(address: str) -> None:
+def check_reachable(address: str, said: str | None = None) -> None:
     """An InputError at once when nothing listens at ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``): Ray itself
-    keeps retrying for minutes. ``auto`` (the cluster this machine belongs to) is left to Ray."""
+    keeps retrying for minutes. ``auto`` (the cluster this machine belongs to) is left to Ray. ``said`` is how
+    the user named the address (``--ray-address X`` by default)."""
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
         return
+    said = said or f"--ray-address {address}"
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT).close()
     except OSError as exc:
         raise InputError(
-            f"--ray-address {address}: nothing answers there ({exc.strerror or exc}); start the cluster "
-            "(ray start --head) or fix the address, or leave out --ray-address to run on a local cluster"
+            f"{said}: nothing answers there ({exc.strerror or exc}); start the cluster (ray start --head) or fix "
+            "the address, or leave it out to run on a local cluster"
         ) from None
+
+
+def _check_token(ray: Any, address: str, said: str) -> None:
+    """An InputError at once when the cluster's GCS at ``address`` (``HOST:PORT``) refuses this process's token:
+    ray.init retries a refused connection for ~20 s, a warning line each time, and then says only that it
+    failed. One request tells; anything but a refusal is left to ray.init to report."""
+    refused = getattr(ray.exceptions, "AuthenticationError", None)
+    client = getattr(getattr(ray, "_raylet", None), "GcsClient", None)
+    if address.startswith("ray://") or address == "auto" or refused is None or client is None:
+        return
+    try:
+        client(address=address, cluster_id=None)
+    except refused:
+        raise InputError(token_refused(said)) from None
+    except Exception:  # not a refusal: ray.init says what it is
+        return
+
+
+def _auth_refused(ray: Any, exc: BaseException) -> bool:
+    """Whether ray.init failed because the cluster refused this process's token (Ray puts the refusal in the
+    traceback text of the error its ConnectionError comes from)."""
+    refused = getattr(ray.exceptions, "AuthenticationError", ())
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, refused) or "AuthenticationError" in str(seen) or "InvalidAuthToken" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def token_refused(said: str) -> str:
+    """What to do when a cluster refused this process's token: the Ray variable to set, never the token."""
+    if os.environ.get("RAY_AUTH_MODE", "").strip().lower() != "token":
+        fix = (
+            "set RAY_AUTH_MODE=token and give the cluster's token in RAY_AUTH_TOKEN (or the path of a file holding "
+            "it in RAY_AUTH_TOKEN_PATH; Ray also reads ~/.ray/auth_token)"
+        )
+    else:
+        given = next((name for name in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH") if os.environ.get(name)), None)
+        fix = (
+            f"the token this process gives ({'from ' + given if given else 'from ~/.ray/auth_token'}) is not the "
+            "cluster's: set RAY_AUTH_TOKEN to the one `ray get-auth-token` prints on the cluster's head node"
+        )
+    return f"{said}: the Ray cluster there refused this process (it requires Ray token authentication): {fix}"
 
 
 def worker_count(ray: Any, settings: RunSettings) -> int:
@@ -275,7 +355,8 @@ class ConversationWorker:
 
 async def run_on_ray(record: RunRecord, base: RunSettings, items: Iterator[PlanItem], save: Save) -> None:
     """Run ``items`` of ``record`` on the run's Ray cluster, calling ``save`` for each result as it arrives."""
-    ray = _ray(base.ray_address)
+    named = named_cluster(base)
+    ray = _ray(named[0] if named else None)
     started = _start(ray, base)
     workers: dict[str, Any] = {}
     limits: Any = None

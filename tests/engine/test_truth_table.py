@@ -1,4 +1,5 @@
-"""DESIGN's four states as one truth table, through the real engine, step judge, scorer and case outcome.
+"""The four states (``docs/architecture.md``) as one truth table, through the real engine, step judge, scorer and
+case outcome.
 
 Rows: (does the simulated user end the conversation? × what the step's check says × is min_turns reached?)
 -> (the step's status, the next step's status, the case outcome, words the first reason must hold).

@@ -94,8 +94,8 @@ CANNOT_TELL = (
     "agent.yaml, and a persona file lies in a personas/ folder"
 )
 SUITE_KEYS = (
-    "name, description, language, agent, models, thresholds, judging, personas, repeats, seed, tool_fakes, metadata, "
-    "judge_prompts, cases"
+    "name, description, language, agent, models, thresholds, judging, personas, scorers, repeats, seed, tool_fakes, "
+    "metadata, judge_prompts, cases"
 )
 ALIAS_BOMB = (
     "aliases expand to more values than the 100,000-value limit (an alias bomb?): write the repeated parts out or "
@@ -197,7 +197,7 @@ INVALID: list[ParameterSet] = [
                 5,
                 5,
                 "cases[0].goal",
-                "unknown key 'goal'; allowed keys: name, description, tags, personas, session_parameters, "
+                "unknown key 'goal'; allowed keys: name, description, tags, personas, scorers, session_parameters, "
                 "expectations, tool_fakes, repeats, thresholds, kind, steps, initiator",
             )
         ],
@@ -2459,7 +2459,8 @@ INVALID: list[ParameterSet] = [
                 1,
                 7,
                 "type",
-                "type must be one of http, langgraph, litellm, python, got the text 'pyhton'; did you mean 'python'?",
+                "type must be one of http, langgraph, litellm, python or an installed agent plugin, got the text "
+                "'pyhton'; did you mean 'python'?",
             )
         ],
     ),

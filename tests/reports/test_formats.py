@@ -810,8 +810,8 @@ def test_escape_lines_at_the_start_of_a_line(line: str, expected: str) -> None:
     assert escape_lines("first\n" + line, first_at_start=False) == ["first", expected]
 
 
-def test_escape_lines_keeps_lines_and_drops_control_characters() -> None:
-    assert escape_lines("one\r\ntwo\x00\x1b\n\n> three") == ["one", "two", "", "&gt; three"]
+def test_escape_lines_keeps_lines_and_shows_control_characters_escaped() -> None:
+    assert escape_lines("one\r\ntwo\x00\x1b\n\n> three") == ["one", "two\\\\x00\\\\x1b", "", "&gt; three"]
 
 
 # -- JSON -----------------------------------------------------------------------------------------------
@@ -1246,7 +1246,7 @@ def test_junit_is_valid_and_escaped(run: tuple[RunRecord, list[StoredResult]]) -
     assert (skipped.get("message") or "").startswith("unsure: goal: Reach a human")
     error = cases["outage #1"].find("error")
     assert error is not None
-    assert error.get("message") == "HTTP 503 from agent: body ]]> <oops> &  done"
+    assert error.get("message") == "HTTP 503 from agent\\x00\\x07: body ]]> <oops> & \\ufffe done"
     system_out = cases["refund [angry-customer] #1"].find("system-out")
     assert system_out is not None
     assert "[not_executed]" in (system_out.text or "")

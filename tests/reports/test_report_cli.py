@@ -65,7 +65,7 @@ def test_excel_is_written_to_a_file(stored_run: str, tmp_path: Path) -> None:
 def test_unknown_format_is_exit_2(stored_run: str) -> None:
     result = runner.invoke(app, ["report", "latest", "-f", "pdf", "--db", stored_run])
     assert result.exit_code == EXIT_INVALID
-    assert "'pdf' is not one of 'md', 'html', 'json', 'csv', 'xlsx', 'junit'" in " ".join(
+    assert "'pdf' is not a report format: choose one of md, html, json, csv, xlsx, junit" in " ".join(
         result.stderr.replace("│", " ").split()
     )
 

@@ -1,4 +1,4 @@
-"""The four states of DESIGN's table look the same in every run view: ✓ met, ✗ not met, ? unsure or not
+"""The four states look the same in every run view: ✓ met, ✗ not met, ? unsure or not
 judged, ⊘ blocked or not reached (``simulator/reports/_states.py``).
 
 One small run holds every step status (complete, incomplete, unsure, blocked, not_reached and the older
