@@ -17,8 +17,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "simulator"
 
 #: What a module under simulator/reports/ may import from simulator: the data models, its own modules,
 #: simulator.safety (escaping text for a terminal, and JSON that is safe to embed) and simulator.kinds (how each
-#: kind of case is labelled and shown; it imports only models).
-REPORTS_MAY_IMPORT = ("simulator.models", "simulator.reports", "simulator.safety", "simulator.kinds")
+#: kind of case is labelled and shown; it imports only models), and simulator.plugins (report formats that
+#: installed packages add; it imports only the errors).
+REPORTS_MAY_IMPORT = (
+    "simulator.models",
+    "simulator.reports",
+    "simulator.safety",
+    "simulator.kinds",
+    "simulator.plugins",
+)
 
 
 def _module_name(path: Path) -> str:

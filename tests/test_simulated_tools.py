@@ -25,6 +25,7 @@ from simulator.loading import validate_paths
 from simulator.models import ToolDeclaration, ToolFake
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ToolCallRecord
+from simulator.runner._api import plan_simulation
 from simulator.tools import ToolRouter
 from tests.factories import events_in
 
@@ -403,3 +404,55 @@ def test_a_conversation_resumed_after_a_crash_keeps_its_simulated_calls_in_the_c
 
     # The resumed process asks about turn 3 with the calls of turns 1 and 2, made before the crash.
     assert asyncio.run(crash_then_resume()).earlier == [[1, 2]]
+
+
+TWO_CASES = """\
+name: orders
+agent:
+  type: python
+  callable: simulator.demo.shop:respond
+  tools:
+    - name: lookup_order
+      description: Fetch an order.
+      simulate: {{behaviour: ORD-10042 is shipped with UPS}}
+{suite_fakes}
+cases:
+  - name: first
+    kind: golden
+    turns: [{{user: Where is my order ORD-10042?}}]
+{first_fakes}
+  - name: second
+    kind: golden
+    turns: [{{user: Where is my order ORD-10042?}}]
+{second_fakes}
+"""
+SUITE_FAKE = "tool_fakes: [{tool: lookup_order, result: {status: shipped}}]"
+CASE_FAKE = "    tool_fakes: [{tool: lookup_order, result: {status: shipped}}]"
+
+
+@pytest.mark.parametrize(
+    ("fakes", "cases"),
+    [
+        ({"suite_fakes": SUITE_FAKE}, ()),
+        ({"first_fakes": CASE_FAKE, "second_fakes": CASE_FAKE}, ()),
+        ({"first_fakes": CASE_FAKE}, ("first",)),
+    ],
+    ids=["suite fake", "a fake in every case", "a fake in the only case run"],
+)
+def test_a_tool_faked_in_every_conversation_is_not_called_simulated(
+    tmp_path: Path, fakes: dict[str, str], cases: tuple[str, ...]
+) -> None:
+    (tmp_path / ".git").mkdir()
+    suite = tmp_path / "orders.yaml"
+    text = TWO_CASES.format(**{"suite_fakes": "", "first_fakes": "", "second_fakes": "", **fakes})
+    suite.write_text(text, encoding="utf-8")
+    assert simulator.plan(suite, cases=list(cases), user_model="fake/tools").simulated_tools == []
+    for plan in (
+        plan_simulation(suite, cases=list(cases), user_model="fake/tools"),
+        plan_simulation(suite, cases=list(cases)),
+    ):
+        assert not any("simulated by" in note for note in plan.notes)
+    # No model is needed to play it.
+    assert simulator.plan(suite, cases=list(cases)).simulated_tools == []
+    if cases == ("first",):  # the other case has no fake: the tool is simulated there
+        assert simulator.plan(suite, cases=["second"], user_model="fake/tools").simulated_tools == ["lookup_order"]

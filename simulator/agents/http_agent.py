@@ -57,6 +57,7 @@ from simulator.agents._chat import (
 from simulator.errors import AgentError
 from simulator.llm import RetryPolicy, retry_after_seconds
 from simulator.models import HttpAgent
+from simulator.models.env_refs import UnsetVariable, expand
 from simulator.models.transcript import ToolRound
 from simulator.safety import redacted_and_shortened, register_secret
 from simulator.taps import active_tape
@@ -151,7 +152,11 @@ class HttpAdapter:
     def __init__(self, config: HttpAgent, *, retry: RetryPolicy | None = None) -> None:
         self.config = config
         self._retry = retry or RetryPolicy()
-        self.url = f"{config.base_url.rstrip('/')}/chat/completions"
+        try:
+            base_url = expand(config.base_url)
+        except UnsetVariable as exc:
+            raise AgentError(f"the HTTP agent's base_url {exc}") from None
+        self.url = f"{base_url.rstrip('/')}/chat/completions"
         headers = {
             header: _from_env(variable, f"headers_from_env.{header}")
             for header, variable in config.headers_from_env.items()

@@ -59,7 +59,7 @@ def report(
 ) -> None:
     """Write a stored run as a report: Markdown, self-contained HTML, JSON, CSV, Excel or JUnit XML."""
     from simulator.metrics import summarized
-    from simulator.reports.formats import default_filename, render
+    from simulator.reports.formats import default_filename, file_bytes, render
 
     skipped: list[Unreadable] = []
     with _store(db) as store:
@@ -73,7 +73,7 @@ def report(
     if output is None:
         _print_document(data.decode("utf-8"), "json" if fmt == "json" else "text")
         return
-    write_file(output, data)
+    write_file(output, file_bytes(fmt, data))
     out.print(f"wrote {output}", markup=False)
 
 

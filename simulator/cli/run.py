@@ -396,12 +396,12 @@ def _write_reports(outcome: Any, formats: list[str], directory: Path, talk: Safe
     """Write the run's reports (formats checked before the run) and say where, on ``talk``."""
     from simulator._files import write_file
     from simulator.metrics import summarized
-    from simulator.reports.formats import default_filename, render
+    from simulator.reports.formats import default_filename, file_bytes, render
 
     # Every format needs every row: the results are read once for all of them (the table printed before did not
     # read them), and the record's own summary is used when it is current (it is, after a run).
     results = outcome.results()
     record = summarized(outcome.record, results)
     for fmt in formats:
-        path = write_file(directory / default_filename(record, fmt), render(fmt, record, results))
+        path = write_file(directory / default_filename(record, fmt), file_bytes(fmt, render(fmt, record, results)))
         talk.print(f"report: {path}", markup=False)

@@ -61,6 +61,7 @@ from simulator.llm._openai import OPENAI_PREFIX, OpenAIBackend, is_local_base, l
 from simulator.llm._providers import key_variables
 from simulator.llm._retry import Failure, HoldOff, HoldOffs, RetryPolicy, full_jitter, log_hold_off
 from simulator.llm._types import Completion, Role, StructuredOutputError, Usage
+from simulator.models.env_refs import UnsetVariable, expand
 from simulator.models.settings import ModelRoles, ModelSettings
 from simulator.safety import redact, register_secret
 from simulator.taps import active_tape
@@ -421,7 +422,10 @@ class LLMClient:
         if settings.max_tokens is not None:
             request["max_tokens"] = settings.max_tokens
         if settings.api_base is not None:
-            request["api_base"] = settings.api_base
+            try:
+                request["api_base"] = expand(settings.api_base, self._environ)
+            except UnsetVariable as exc:
+                raise ModelError(f"the {Role(role).value} role's api_base {exc}") from None
         if tools:
             request["tools"] = [dict(tool) for tool in tools]
         request.update(overrides)
@@ -645,7 +649,8 @@ class LLMClient:
 
     def _keyless(self, settings: ModelSettings, model: str) -> bool:
         """A model on a local ``api_base`` whose provider's key variables are all unset: it is asked without a key."""
-        return is_local_base(settings.api_base) and not any(self._environ.get(name) for name in key_variables(model))
+        api_base = expand(settings.api_base, self._environ) if settings.api_base else None
+        return is_local_base(api_base) and not any(self._environ.get(name) for name in key_variables(model))
 
     def _slot(self, role: Role, settings: ModelSettings, provider: str) -> AbstractAsyncContextManager[HoldOff]:
         if self._limiter is not None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from simulator.llm._fake import FAKE_PROVIDER
 from simulator.llm._litellm import provider_names
 from simulator.llm._openai import OPENAI_PREFIX, is_local_base, price_table
+from simulator.models.env_refs import UnsetVariable, expand
 from simulator.models.settings import ModelSettings
 from simulator.models.suite import Suite
 
@@ -105,13 +106,24 @@ def missing_key(settings: ModelSettings, environ: Mapping[str, str]) -> str | No
         return None
     if settings.api_key_env:
         return None if environ.get(settings.api_key_env) else settings.api_key_env
-    if is_local_base(settings.api_base):
+    if is_local_base(_filled_in(settings.api_base, environ)):
         return None
     # The openai backend reads OPENAI_API_KEY whatever the model's name.
     variables = ("OPENAI_API_KEY",) if _backend(settings) == "openai" else key_variables(model)
     if not variables or any(environ.get(variable) for variable in variables):
         return None
     return variables[0]
+
+
+def _filled_in(api_base: str | None, environ: Mapping[str, str]) -> str | None:
+    """``api_base`` with its ``${VAR}`` references filled in (as the request will be sent), or as written when one
+    is not set (that is reported on its own, at its place)."""
+    if api_base is None:
+        return None
+    try:
+        return expand(api_base, environ)
+    except UnsetVariable:
+        return api_base
 
 
 def suite_model_problems(suite: Suite) -> list[tuple[tuple[str, ...], str]]:

@@ -22,6 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from simulator.code_refs import CodeRefError, code_folders, resolve, resolve_callable
 from simulator.errors import ConfigError, ConfigErrors
 from simulator.kinds import kind_of
+from simulator.loading._env_check import env_problems
 from simulator.loading._limits import ReadProblem, why_not_read
 from simulator.loading._limits import read_text as read_bounded_text
 from simulator.loading._schema import SchemaChecker, closest, describe_value, did_you_mean, tool_parameter_problems
@@ -239,6 +240,8 @@ class Loader:
         except ValidationError as exc:
             failure = exc
         tool_problems = _tool_problems(kind, located.data)
+        if failure is None:
+            self._check_env(file, located, built)
         if failure is None and not tool_problems and not located.has_nulls:
             return built
         checked = SchemaChecker(kind).check(located, file) if kind is not None else []
@@ -267,6 +270,12 @@ class Loader:
                 self.errors.append(ConfigError(file, position.line, position.column, format_path(where), message))
             return None
         return None if tool_problems else built
+
+    def _check_env(self, file: str, located: Located, built: Any) -> None:
+        """Record each environment reference of ``built`` that cannot be filled in, at its key."""
+        for where, message in env_problems(built):
+            position = located.position(where)
+            self.errors.append(ConfigError(file, position.line, position.column, format_path(where), message))
 
     # -- agents ------------------------------------------------------------------------------------
 
@@ -395,7 +404,10 @@ class Loader:
             suite = None
             if hosted_file is not None:
                 suite = Suite(
-                    name=path.stem, description=f"hosted evals file {path.name}", cases=list(hosted_file.evals)
+                    name=path.stem,
+                    description=f"hosted evals file {path.name}",
+                    models=hosted_file.models,
+                    cases=list(hosted_file.evals),
                 )
             cases_key = "evals"
         else:
@@ -404,7 +416,12 @@ class Loader:
         if not isinstance(data, dict):
             return None
         parts = _SuiteParts.of(suite) if suite is not None else _SuiteParts.salvage(data, cases_key)
-        agent, agent_path = self._resolve_agent(path, located, parts.agent)
+        agent: AgentConfig | None = None
+        agent_path: Path | None = None
+        # An `agent:` with errors is what the suite tests: an agent.yaml nearby is another agent, and checking
+        # the cases' tools against it would report errors that are not there.
+        if parts.agent is not None or data.get("agent") is None:
+            agent, agent_path = self._resolve_agent(path, located, parts.agent)
         if self.check_code and agent is not None and agent_path is not None:
             self._check_suite_code(path, located, agent, agent_path)
         personas_dir = find_upwards(path.parent, PERSONAS_DIR, want_dir=True)
@@ -641,6 +658,8 @@ class _CrossCheck:
         for name, value in parameters.items():
             where = (*base, "session_parameters", name)
             if self.agent is None:
+                if self.located.data.get("agent") is not None and self.agent_path is None:
+                    continue  # the suite's own `agent:` has errors, which say why
                 source = "its agent file has errors" if self.agent_path else "no agent config was found"
                 self.error(
                     where,

@@ -91,6 +91,22 @@ class Located:
         target = key_node if key and complete and key_node is not None else node
         return Position(target.start_mark.line + 1, target.start_mark.column + 1)
 
+    def node(self, path: DataPath) -> Node | None:
+        """The YAML node the value at ``path`` was read from (how it is written: its style, its marks), or None
+        when ``path`` is not written in the file."""
+        node: Node = self.root
+        for part in path:
+            if isinstance(node, MappingNode) and isinstance(part, str):
+                found = self._find_key(node, part)
+                if found is None:
+                    return None
+                node = found[1]
+            elif isinstance(node, SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+                node = node.value[part]
+            else:
+                return None
+        return node
+
     def is_flagged(self, path: DataPath) -> bool:
         """Whether the YAML layer already reported ``path`` or a value that contains it."""
         return bool(self.flagged) and any(path[:length] in self.flagged for length in range(len(path) + 1))
@@ -336,6 +352,8 @@ class _Builder:
         self._seen: set[int] = set()
         self._stack: set[int] = set()
         self._expanded = 0
+        #: For the scalar about to be built: the list it is an item of, and its index there.
+        self._item_of: tuple[SequenceNode, int] | None = None
 
     def _error(self, node: Node, path: DataPath, message: str) -> None:
         if self.aborted:
@@ -374,7 +392,12 @@ class _Builder:
         try:
             if isinstance(node, SequenceNode):
                 self._check_tag(node, path, _TAG + "seq")
-                return [self.build(item, (*path, i), aliased=aliased) for i, item in enumerate(node.value)]
+                items = []
+                for i, item in enumerate(node.value):
+                    self._item_of = (node, i)
+                    items.append(self.build(item, (*path, i), aliased=aliased))
+                self._item_of = None
+                return items
             assert isinstance(node, MappingNode)
             self._check_tag(node, path, _TAG + "map")
             return self._mapping(node, path, aliased)
@@ -456,6 +479,7 @@ class _Builder:
     def _scalar(self, node: ScalarNode, path: DataPath) -> Any:
         tag = node.tag
         raw = node.value
+        item_of, self._item_of = self._item_of, None
         if tag == _TAG + "str":
             if _lone_surrogate(raw):
                 self._error(node, path, _limits.lone_surrogate())
@@ -466,11 +490,18 @@ class _Builder:
         if tag == _TAG + "bool":
             flag: bool = _constructor.construct_yaml_bool(node)
             if raw.lower() not in _TRUTHY_OK:
+                # Worked out only here: a list of 100,000 words must not be joined 100,000 times.
+                sentence = _cut_sentence(*item_of) if item_of else None
+                comma = (
+                    f'; in [...] a comma separates items: for one sentence, write it whole in quotes: "{sentence}"'
+                    if sentence
+                    else ""
+                )
                 self._error(
                     node,
                     path,
                     f"YAML 1.1 reads `{raw}` as the boolean {str(flag).lower()}: write {str(flag).lower()} for a "
-                    f'boolean, or "{raw}" in quotes for text',
+                    f'boolean, or "{raw}" in quotes for text{comma}',
                 )
             return flag
         if tag == _TAG + "int":
@@ -506,6 +537,25 @@ class _Builder:
             return raw
         self._error(node, path, f"tag {_short_tag(tag)} is not allowed: Simulator reads plain YAML data only")
         return raw
+
+
+def _cut_sentence(sequence: SequenceNode, index: int) -> str | None:
+    """The words of a ``[...]`` list from its ``index``-th item on, joined by the commas that split them, when
+    that item and the next are unquoted and the next is text: ``[yes, block it please]`` reads as one sentence
+    cut in two (``[yes, no]`` does not)."""
+    following = sequence.value[index + 1 : index + 2]
+    if not sequence.flow_style or not following or following[0].tag != _TAG + "str":
+        return None
+    words: list[str] = []
+    for item in sequence.value[index : index + _SENTENCE_WORDS]:
+        if not isinstance(item, ScalarNode) or item.style:
+            break
+        words.append(item.value)
+    return ", ".join(words) if len(words) > 1 else None
+
+
+#: The most items of a ``[...]`` list read as one sentence (a longer one is a list).
+_SENTENCE_WORDS = 8
 
 
 def _lone_surrogate(text: str) -> bool:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import JsonValue
+from yaml.nodes import ScalarNode, SequenceNode
 
 from simulator.errors import ConfigError, InputError
 from simulator.kinds import kind_of
@@ -190,7 +191,8 @@ class SuiteView:
 
     @functools.cached_property
     def _suite_side(self) -> Knowledge:
-        """What the agent of every case knows: the suite's tool fakes and the agent's description."""
+        """What the agent of every case knows: the suite's tool fakes, the agent's description, and what its
+        simulated tools answer from (the model playing one is given the behaviour, else the description)."""
         knowledge = Knowledge()
         knowledge.add([[fake.result, fake.error] for fake in self.loaded.suite.tool_fakes])
         agent = self.loaded.agent
@@ -198,6 +200,7 @@ class SuiteView:
             knowledge.add(agent.description)
             knowledge.add(getattr(agent, "instructions", None))
             knowledge.add({name: v.default for name, v in agent.variables.items()})
+            knowledge.add([[tool.simulate.behaviour, tool.description] for tool in agent.tools if tool.simulate])
         return knowledge
 
     @functools.cached_property
@@ -595,7 +598,8 @@ def unknown_fact(view: SuiteView) -> Iterator[Hit]:
 
     The fact must appear in what the simulated user is told up to that step (goals, response guides, say
     lines, static utterances and event payloads of this and earlier steps; the persona) or in what the agent
-    can find without the user (session parameters, what tool fakes answer, its description or instructions).
+    can find without the user (session parameters, what tool fakes answer, its description or instructions,
+    the behaviour its simulated tools are played from).
     An agent does not make up an order number, an email or the value it passes to a tool: only a lucky guess
     meets the check, the case is unwinnable.
     """
@@ -787,6 +791,46 @@ def say_beyond_max_turns(view: SuiteView) -> Iterator[Hit]:
                     + f": {_line_range(max_turns + 1, lines)} never said",
                     f"set max_turns to at least {lines}, or drop the lines that are not needed",
                 )
+
+
+@rule("say-split-by-comma", "warning")
+def say_split_by_comma(view: SuiteView) -> Iterator[Hit]:
+    """A ``say`` list written in brackets whose commas cut a sentence into lines.
+
+    In ``[...]`` a comma separates items: ``say: ["Yes", block it please]`` is two lines, said in two turns, not
+    one sentence. Found when an unquoted line of words in lower case follows a one-word line ("yes", "sure",
+    "hello"), as the rest of its sentence; lines each in quotes are taken as meant.
+    """
+    for base, case in view.cases():
+        places: list[DataPath] = []
+        if isinstance(case, SimulationCase):
+            places += [(*base, "steps", i, "say") for i, step in enumerate(case.steps) if len(step.say) > 1]
+        elif isinstance(case, ScenarioCase) and len(case.say) > 1:
+            places.append((*base, "say"))
+        for where in places:
+            node = view.located.node(where)
+            if not isinstance(node, SequenceNode) or not node.flow_style:
+                continue
+            items = [item for item in node.value if isinstance(item, ScalarNode)]
+            cut = next((i for i in range(1, len(items)) if _continues(items[i - 1].value, items[i])), None)
+            if cut is None:
+                continue
+            lines = [item.value for item in items]
+            meant = [*lines[: cut - 1], f"{lines[cut - 1]}, {lines[cut]}", *lines[cut + 1 :]]
+            yield Hit(
+                where,
+                f"say is {len(lines)} lines ({', '.join(_quoted(line) for line in lines)}), said one per turn: "
+                "in [...] a comma separates the lines",
+                f"if one sentence was meant, write it whole in quotes: say: [{', '.join(map(json.dumps, meant))}]; "
+                "if these are separate lines, put each in quotes",
+            )
+
+
+def _continues(before: str, item: ScalarNode) -> bool:
+    """Whether the unquoted ``item`` reads as the rest of a sentence that ``before`` (one word, such as "yes",
+    "sure" or "hello") starts: words in lower case."""
+    words = before.strip().split()
+    return not item.style and item.value[:1].islower() and " " in item.value.strip() and len(words) == 1
 
 
 def _line_range(first: int, last: int) -> str:

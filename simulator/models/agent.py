@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Discriminator, Field, JsonValue, Tag, model_validator
+from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, JsonValue, Tag, model_validator
 
 from simulator.models._base import Identifier, ImportRef, PositiveSeconds, StrictModel, Text, located_error
+from simulator.models.env_refs import well_formed
 
 VariableType = Literal["string", "number", "integer", "boolean", "object", "array"]
 
@@ -205,7 +206,8 @@ class HttpAgent(_AgentBase):
     """An OpenAI-compatible chat-completions endpoint."""
 
     type: Literal["http"]
-    base_url: Annotated[str, Field(pattern=r"^https?://\S+$")] = Field(
+    # ${VAR} / ${VAR:-default} are filled in when the agent is called (see simulator.models.env_refs).
+    base_url: Annotated[str, Field(pattern=r"^(https?://|\$\{)\S+$"), AfterValidator(well_formed)] = Field(
         description="Base URL, e.g. http://localhost:8000/v1"
     )
     model: str = Field(default="", description="Model name sent in the request.")

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field
 
 from simulator.models._base import PositiveSeconds, StrictModel
+from simulator.models.env_refs import WithEnvReferences
 
 
 class ModelSettings(StrictModel):
@@ -28,7 +29,11 @@ class ModelSettings(StrictModel):
         description="Calls of this role in flight at once; unset means the run's concurrency (--concurrency), "
         "so each conversation in flight can have a call of this role in flight.",
     )
-    api_base: str | None = Field(default=None, description="Base URL for self-hosted or proxy endpoints.")
+    api_base: WithEnvReferences | None = Field(
+        default=None,
+        description="Base URL for self-hosted or proxy endpoints; ${VAR} and ${VAR:-default} are filled in from the "
+        "environment when the model is called (the stored run keeps them as written).",
+    )
     api_key_env: str | None = Field(
         default=None, description="Environment variable that holds the API key (keys never go in YAML)."
     )

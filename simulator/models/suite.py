@@ -50,6 +50,8 @@ class Suite(StrictModel):
 
 
 class HostedEvalsFile(StrictModel):
-    """The hosted agent builders' evaluation format: a root ``evals:`` list of simulation cases."""
+    """The hosted agent builders' evaluation format: a root ``evals:`` list of simulation cases, and the model
+    per role as a suite sets it (``models:``)."""
 
+    models: ModelRoles = Field(default_factory=ModelRoles)
     evals: list[SimulationCase] = Field(min_length=1)

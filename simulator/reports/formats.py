@@ -3,6 +3,10 @@
 Formats are registered by name (:data:`REGISTRY`): each with the file suffix its reports are written with and
 where its renderer lives, imported on first use (the Excel writer pulls in openpyxl, which a Markdown report
 does not need).
+
+A CSV report written to a file starts with the UTF-8 byte order mark (:func:`file_bytes`): without it Excel, on
+Windows above all, reads the file in the local code page and garbles every non-ASCII character; spreadsheet
+programs, pandas, R and most CSV readers skip the mark. On stdout (piped into a program) it has none.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from simulator.models.run import RunRecord, StoredResult
 from simulator.plugins import PluginError, load_plugin, plugins
 
 ReportFormat = Literal["md", "html", "json", "csv", "xlsx", "junit"]
+#: The UTF-8 byte order mark, which tells spreadsheet programs that a CSV file is UTF-8.
+UTF8_BOM = "\ufeff".encode()
 Renderer = Callable[[RunRecord, list[StoredResult]], str | bytes]
 
 
@@ -26,6 +32,8 @@ class FormatSpec:
 
     suffix: str
     renderer: str
+    #: What a file of this format starts with, before the report (see :func:`file_bytes`).
+    file_prefix: bytes = b""
 
     def load(self) -> Renderer:
         """The renderer function."""
@@ -39,7 +47,7 @@ REGISTRY: MappingProxyType[ReportFormat, FormatSpec] = MappingProxyType(
         "md": FormatSpec("md", "simulator.reports.markdown:render_markdown"),
         "html": FormatSpec("html", "simulator.reports.html:render_html"),
         "json": FormatSpec("json", "simulator.reports.json_export:render_json"),
-        "csv": FormatSpec("csv", "simulator.reports.tabular:render_csv"),
+        "csv": FormatSpec("csv", "simulator.reports.tabular:render_csv", file_prefix=UTF8_BOM),
         "xlsx": FormatSpec("xlsx", "simulator.reports.tabular:render_xlsx"),
         "junit": FormatSpec("xml", "simulator.reports.junit:render_junit"),
     }
@@ -86,6 +94,12 @@ def render(fmt: str, record: RunRecord, results: list[StoredResult], *, left_out
     if not isinstance(output, str | bytes):
         raise PluginError(f"the report format {fmt!r} returned {type(output).__name__}, not text or bytes")
     return output.encode("utf-8") if isinstance(output, str) else output
+
+
+def file_bytes(fmt: str, data: bytes) -> bytes:
+    """A report rendered by :func:`render` as the bytes of its file: a CSV starts with the UTF-8 byte order mark,
+    so a spreadsheet opens it as UTF-8."""
+    return format_spec(fmt).file_prefix + data
 
 
 def default_filename(record: RunRecord, fmt: str) -> str:

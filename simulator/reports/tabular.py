@@ -26,9 +26,11 @@ Both formats hold one row per conversation (case x persona x repeat), in plan or
   instead of a request; ``cached_cost_usd``: what those answers cost when they were first asked (their would-be
   cost, not part of ``cost_usd``), empty when unknown.
 
-Every text cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (also after leading
-spaces) is prefixed with a single quote, as OWASP recommends against CSV/formula injection: agent text is
-untrusted, and a spreadsheet must show it, never evaluate it (:func:`neutralise`). Numbers are written as
+Agent text is untrusted, and a spreadsheet must show it, never evaluate it. In CSV, every text cell that starts
+with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (also after leading spaces) is prefixed with a single
+quote, as OWASP recommends against CSV/formula injection (:func:`neutralise`). In the workbook such a cell holds
+the text as it is, stored as a string (never a formula) and marked with Excel's quote prefix, so it shows no
+quote and stays text when edited. Numbers are written as
 numbers and are never negative. Control characters other than tab, line feed and carriage return are removed
 from text cells in both formats (Excel's file format cannot hold them; many CSV readers choke on them).
 
@@ -281,11 +283,12 @@ def render_csv(record: RunRecord, results: Sequence[StoredResult]) -> str:
 
 
 def _xlsx_cell(value: Cell) -> Cell:
+    # Not neutralised with a quote, which Excel would show: a text cell is stored as a string, never a formula
+    # (see _fill_sheet).
     if not isinstance(value, str):
         return value
     # Escaped, not removed (what Excel cannot hold included): distinct texts stay distinct, and nothing reorders.
-    text = neutralise(strip_xml_illegal(terminal_safe(value)))
-    return redacted_and_shortened(text, _EXCEL_CELL_MAX)
+    return redacted_and_shortened(strip_xml_illegal(terminal_safe(value)), _EXCEL_CELL_MAX)
 
 
 def _percent(value: float | None) -> Cell:
@@ -421,7 +424,7 @@ def _fill_sheet(
     bold_rows: Sequence[int] = (),
     bold_first_column: bool = False,
 ) -> None:
-    """Write ``header`` and ``rows`` to ``sheet``: text cells neutralised and never formulas, widths from the
+    """Write ``header`` and ``rows`` to ``sheet``: text cells are strings, never formulas, widths from the
     longest line of each column, long-text columns wrapped; a table also gets a frozen header and a filter."""
     from openpyxl.styles import Alignment, Font
     from openpyxl.utils import get_column_letter
@@ -433,6 +436,10 @@ def _fill_sheet(
         for cell in row:
             if isinstance(cell.value, str):
                 cell.data_type = "s"  # never a formula, whatever the text
+                # Excel's own mark for text typed with a leading quote: the cell shows the text as it is, and
+                # stays text when someone edits it.
+                if neutralise(cell.value) != cell.value:
+                    cell.quotePrefix = True
     widths: dict[int, int] = {}
     for values in all_rows:
         for column, value in enumerate(values, start=1):

@@ -111,12 +111,14 @@ class PlannedRun:
     @property
     def simulated_tools(self) -> list[str]:
         """The tools a model plays in this run (they declare ``simulate``; test mode only), each name once."""
-        planned = {item.suite for item in self.items}
+        planned: dict[int, set[str]] = {}
+        for item in self.items:
+            planned.setdefault(item.suite, set()).add(item.case)
         names = [
             name
             for index, loaded in enumerate(self.suites)
             if index in planned
-            for name in simulated_tools(loaded, self.settings)
+            for name in simulated_tools(loaded, self.settings, planned[index])
         ]
         return list(dict.fromkeys(names))
 
@@ -320,10 +322,13 @@ def plan(suites: Suites, settings: RunSettings | None = None, **options: Any) ->
     if not items:
         raise InputError("nothing to run: no case matches the --tag / --case filters")
     # Only the suites the filters leave in run their agents: a suite filtered out needs none of its variables.
-    check_environment([loaded[index] for index in sorted({item.suite for item in items})])
+    check_environment([loaded[index] for index in sorted({item.suite for item in items})], settings=chosen)
     check_models([loaded[index] for index in sorted({item.suite for item in items})], chosen)
-    # Only the suites the filters leave in need a model for their simulated tools.
-    check_simulated_tools([loaded[index] for index in sorted({item.suite for item in items})], chosen)
+    # Only the suites and cases the filters leave in need a model for their simulated tools.
+    kept: dict[int, set[str]] = {}
+    for item in items:
+        kept.setdefault(item.suite, set()).add(item.case)
+    check_simulated_tools([loaded[index] for index in sorted(kept)], chosen, [kept[index] for index in sorted(kept)])
     snapshots = [snapshot_of(item, _path_as_given(item)) for item in loaded]
     whole = plan_hash(snapshots, chosen, items)
     chosen = chosen.model_copy(update={"plan_hash": whole})
@@ -530,7 +535,7 @@ def _check_environment_of(record: RunRecord, settings: RunSettings | None = None
     the keys of the models it asks (``settings``, default the run's)."""
     planned = sorted({item.suite for item in record.plan})
     suites = [restore(record.snapshot[index]) for index in planned]
-    check_environment(suites)
+    check_environment(suites, settings=record.settings)
     check_models(suites, settings or record.settings)
 
 
@@ -668,16 +673,16 @@ def plan_simulation(
     check_number("seed", seed)
 
     loaded = suite if isinstance(suite, LoadedSuite) else load_suite(suite)
-    check_environment([loaded])
     settings = RunSettings(
         live=live, user_model=user_model, judge_model=judge_model, seed=seed, models=role_overrides(models or {})
     )
-    check_simulated_tools([loaded], settings)
+    check_environment([loaded], settings=settings)
     check_models([loaded], settings)
     chosen = [find_case(loaded, name) for name in cases] if cases else list(loaded.suite.cases)
+    check_simulated_tools([loaded], settings, [{case.name for case in chosen}])
     pairs = [(case, pick_persona(loaded, case, persona)) for case in chosen]
     notes = plan_notes([loaded], {(0, case.name) for case in chosen}, _has_judge(settings))
-    simulated = simulated_tools(loaded, settings)
+    simulated = simulated_tools(loaded, settings, {case.name for case in chosen})
     if simulated:
         notes.append(_simulated_tools_note(simulated))
     return SimulationPlan(

@@ -8,7 +8,7 @@ ready-made and imports no judge, store or CLI.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,10 +22,12 @@ from simulator.judges import StepJudge, plugin_scorer
 from simulator.kinds import kind_of
 from simulator.llm import LLMClient, Role, metering, missing_key, provider_problem, suite_model_problems
 from simulator.loading import LoadedSuite, config_error_at
+from simulator.loading._env_check import env_problems
 from simulator.loading._schema import did_you_mean
 from simulator.loading._yaml import DataPath
 from simulator.models import Case, ModelRoles, Persona
 from simulator.models.agent import BUILTIN_AGENT_TYPES
+from simulator.models.env_refs import unset_variables
 from simulator.models.run import RunSettings, resolved_models
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
@@ -69,9 +71,13 @@ def model_limits(loaded: LoadedSuite, options: RunSettings) -> dict[str, int]:
     return limits
 
 
-def check_environment(suites: Sequence[LoadedSuite], environ: Mapping[str, str] | None = None) -> None:
-    """Every environment variable the agents under test name for a secret is set, or a ConfigErrors naming each
-    missing one with its file and key: found before anything runs or is stored, not once per conversation."""
+def check_environment(
+    suites: Sequence[LoadedSuite], environ: Mapping[str, str] | None = None, settings: RunSettings | None = None
+) -> None:
+    """Every environment variable the agents under test name for a secret is set, and every ``${VAR}`` an agent's
+    ``base_url`` or a model role's ``api_base`` needs (the suites' and ``settings.models``), or a ConfigErrors
+    naming each missing one with its file and key: found before anything runs or is stored, not once per
+    conversation. A run repeated or resumed is checked here, since its snapshots are not loaded again."""
     env = os.environ if environ is None else environ
     errors: list[ConfigError] = []
 
@@ -94,6 +100,25 @@ def check_environment(suites: Sequence[LoadedSuite], environ: Mapping[str, str] 
         for key, variable, what in agent.environment() if agent is not None else []:
             need(loaded, f"agent.{key}", variable, what)
         errors.extend(_unusable_plugins(loaded))
+        for where, message in env_problems(loaded.suite, env):
+            in_agent_file = where[0] == "agent" and loaded.agent_path is not None and loaded.agent_path != loaded.path
+            file = loaded.agent_path if in_agent_file else loaded.path
+            assert file is not None
+            errors.append(config_error_at(file, where[1:] if in_agent_file else where, message))
+    for role, values in (settings.models if settings is not None else {}).items():
+        api_base = values.get("api_base")
+        missing = unset_variables(api_base, env) if isinstance(api_base, str) else []
+        if missing:
+            errors.append(
+                ConfigError(
+                    "models given to the run",
+                    1,
+                    1,
+                    f"{role}.api_base",
+                    f"{api_base!r} needs the environment variable {missing[0]}, which is not set: set it "
+                    f"(export {missing[0]}=...) or give a default: ${{{missing[0]}:-...}}",
+                )
+            )
     # The model roles' keys are checked by check_models.
     if errors:
         raise ConfigErrors(errors)
@@ -187,12 +212,21 @@ def _key_message(role: str, model: str, variable: str) -> str:
     )
 
 
-def simulated_tools(loaded: LoadedSuite, options: RunSettings) -> list[str]:
+def simulated_tools(loaded: LoadedSuite, options: RunSettings, cases: Collection[str] | None = None) -> list[str]:
     """The agent's tools a model plays in this run: those that declare ``simulate``, in test mode only (live
-    mode runs the real tool, or says there is none)."""
+    mode runs the real tool, or says there is none), and that some of ``cases`` (names; every case of the suite
+    by default) gives no fake: a tool with a fake, the suite's or the case's, is never simulated."""
     if options.live or loaded.agent is None:
         return []
-    return [tool.name for tool in loaded.agent.tools if tool.simulate is not None]
+    faked_everywhere = {fake.tool for fake in loaded.suite.tool_fakes}
+    chosen = [case for case in loaded.suite.cases if cases is None or case.name in cases]
+    return [
+        tool.name
+        for tool in loaded.agent.tools
+        if tool.simulate is not None
+        and tool.name not in faked_everywhere
+        and any(all(fake.tool != tool.name for fake in case.tool_fakes) for case in chosen)
+    ]
 
 
 def tool_simulator(loaded: LoadedSuite, options: RunSettings, llm: LLMClient) -> ToolSimulator | None:
@@ -202,19 +236,22 @@ def tool_simulator(loaded: LoadedSuite, options: RunSettings, llm: LLMClient) ->
     return LLMToolSimulator(llm, Role.USER)
 
 
-def check_simulated_tools(suites: Sequence[LoadedSuite], options: RunSettings) -> None:
+def check_simulated_tools(
+    suites: Sequence[LoadedSuite], options: RunSettings, cases: Sequence[Collection[str]] | None = None
+) -> None:
     """A suite whose tools declare ``simulate`` has a model to play them (the user role's), or a ConfigErrors
-    at each such tool's ``simulate`` key: found before anything runs, not as an error in every conversation."""
+    at each such tool's ``simulate`` key: found before anything runs, not as an error in every conversation.
+    ``cases`` holds the names of the cases run of each suite (default: all of them)."""
     errors: list[ConfigError] = []
-    for loaded in suites:
-        names = simulated_tools(loaded, options)
+    for position, loaded in enumerate(suites):
+        names = simulated_tools(loaded, options, None if cases is None else cases[position])
         if not names or model_roles(loaded, options).user.model or loaded.agent is None:
             continue
         inline = loaded.agent_path is None or loaded.agent_path == loaded.path
         path = loaded.path if inline else loaded.agent_path
         assert path is not None
         for index, tool in enumerate(loaded.agent.tools):
-            if tool.simulate is None:
+            if tool.name not in names:
                 continue
             where: tuple[str | int, ...] = ("tools", index, "simulate")
             if inline:

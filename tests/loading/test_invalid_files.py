@@ -1098,6 +1098,57 @@ INVALID: list[ParameterSet] = [
         ],
     ),
     entry(
+        # The suite's own agent has an error: the agent.yaml beside it (with other tools and no variables) is
+        # not the agent under test, so the cases are not checked against it.
+        "invalid-inline-agent-ignores-agent-yaml-beside-it",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                agent:
+                  type: python
+                  callable: bot.main:respond
+                  timeout: -5
+                  tools:
+                    - name: lookup_order
+                tool_fakes:
+                  - {tool: lookup_order, result: {}}
+                cases:
+                  - name: c1
+                    kind: golden
+                    session_parameters: {tier: gold}
+                    turns:
+                      - user: Hi
+                        expect: {tool_calls: [{name: lookup_order}]}
+            """),
+            "agent.yaml": AGENT,
+        },
+        [("suite.yaml", 5, 12, "agent.timeout", "must be more than 0, got -5")],
+    ),
+    entry(
+        # `yes` starts a sentence the brackets cut at its comma: the error says so, with the sentence whole.
+        "yaml11-boolean-starting-a-sentence-in-brackets",
+        {
+            "suite.yaml": y("""\
+                name: demo
+                cases:
+                  - name: c1
+                    kind: scenario
+                    goal: Get the card blocked
+                    say: [yes, block it please]
+            """),
+        },
+        [
+            (
+                "suite.yaml",
+                6,
+                11,
+                "cases[0].say[0]",
+                'YAML 1.1 reads `yes` as the boolean true: write true for a boolean, or "yes" in quotes for text; '
+                'in [...] a comma separates items: for one sentence, write it whole in quotes: "yes, block it please"',
+            )
+        ],
+    ),
+    entry(
         "yaml11-date-in-session-parameters",
         {
             "suite.yaml": y("""\
@@ -2380,7 +2431,7 @@ INVALID: list[ParameterSet] = [
                   - goal: Book a table
         """)
         },
-        [("evals.yaml", 1, 1, "name", "unknown key 'name'; allowed keys: evals")],
+        [("evals.yaml", 1, 1, "name", "unknown key 'name'; allowed keys: models, evals")],
     ),
     entry(
         "hosted-missing-steps",
@@ -2444,7 +2495,15 @@ INVALID: list[ParameterSet] = [
             base_url: localhost:8000/v1
         """)
         },
-        [("agent.yaml", 2, 11, "base_url", "must be an http:// or https:// URL, got the text 'localhost:8000/v1'")],
+        [
+            (
+                "agent.yaml",
+                2,
+                11,
+                "base_url",
+                "must be an http:// or https:// URL (or start with ${VAR}), got the text 'localhost:8000/v1'",
+            )
+        ],
     ),
     entry(
         "agent-variable-type-misspelt",

@@ -355,6 +355,44 @@ FLAWED = [
     ),
     pytest.param(
         """\
+        name: t
+        cases:
+          - name: block
+            kind: scenario
+            goal: Get your stolen card blocked.
+            say: [My card was stolen, "yes", block it please]
+            max_turns: 3
+            checks:
+              - must_contain: [blocked]
+          - name: steps
+            kind: simulation
+            steps:
+              - goal: Get your stolen card blocked.
+                say: [sure, go ahead]
+                checks:
+                  - must_contain: [blocked]
+              - goal: Ask for a new card.
+                say: ["Thanks", "send a new one"]
+                checks:
+                  - must_contain: [new card]
+              - goal: Ask when it arrives.
+                say: [one, two]
+                checks:
+                  - must_contain: [days]
+              - goal: Leave.
+                say:
+                  - ok
+                  - see you
+                checks:
+                  - must_contain: [bye]
+        """,
+        # A list in brackets whose unquoted line is words in lower case: one sentence cut at its commas. Lines
+        # each in quotes, single words, and a list written one line per item are meant.
+        [("say-split-by-comma", "warning", 6, 5), ("say-split-by-comma", "warning", 14, 9)],
+        id="say-sentence-cut-by-commas",
+    ),
+    pytest.param(
+        """\
         evals:
           - name: billing
             steps:
@@ -515,6 +553,20 @@ def test_duplicate_findings_name_both_cases(tmp_path: Path) -> None:
     assert "case 'first' (line 3)" in finding.message
 
 
+def test_a_sentence_cut_by_commas_is_named_with_the_line_meant(tmp_path: Path) -> None:
+    (finding,) = _findings(
+        tmp_path,
+        _suite_of(next(param for param in FLAWED if param.id == "say-sentence-cut-by-commas")),
+    )[:1]
+    assert finding.message == (
+        "say is 3 lines ('My card was stolen', 'yes', 'block it please'), said one per turn: in [...] a comma "
+        "separates the lines"
+    )
+    assert finding.fix.startswith(
+        'if one sentence was meant, write it whole in quotes: say: ["My card was stolen", "yes, block it please"]'
+    )
+
+
 def test_every_rule_has_an_id_severity_and_docstring() -> None:
     assert list(RULES) == [
         "unknown-fact",
@@ -523,6 +575,7 @@ def test_every_rule_has_an_id_severity_and_docstring() -> None:
         "two-goals",
         "vague-criteria",
         "say-beyond-max-turns",
+        "say-split-by-comma",
         "unreachable-step",
         "contradicting-checks",
         "undeclared-tool",
@@ -560,6 +613,13 @@ def test_ignored_rules_are_skipped_and_unknown_ones_refused(tmp_path: Path) -> N
 )
 def test_facts_found_in_a_text(text: str, expected: list[tuple[str, str]]) -> None:
     assert [(fact.text, fact.kind) for fact in find_facts(text)] == expected
+
+
+def test_a_fact_in_a_simulated_tools_behaviour_is_known_to_the_agent() -> None:
+    # The example checks for the delivery date its simulated lookup_order's behaviour gives.
+    report = lint_paths([ROOT / "suites" / "examples" / "simulated_tools"])
+    assert report.errors == []
+    assert [f.render() for f in report.findings] == []
 
 
 def test_the_demo_suites_lint_clean() -> None:

@@ -995,9 +995,14 @@ def test_xlsx_read_back(run: tuple[RunRecord, list[StoredResult]]) -> None:
     assert cases.auto_filter.ref == f"A1:W{len(results) + 1}"
     assert cases.column_dimensions["I"].width >= 20  # the prompt column is wide
     by_case = {f"{row[1]}#{row[4]}": dict(zip(header, row, strict=True)) for row in body}
-    assert by_case["refund#1"]["final_output"] == "'" + FORMULA
-    assert by_case["faq#2"]["final_output"] == "'" + AT_FORMULA
-    assert by_case["escalate#1"]["prompt"] == "'+1 555 0100 is my number, get me a human"
+    # The workbook shows formula-like text as it is (no visible quote): a string cell with Excel's quote prefix.
+    assert by_case["refund#1"]["final_output"] == FORMULA
+    assert by_case["faq#2"]["final_output"] == AT_FORMULA
+    assert by_case["escalate#1"]["prompt"] == "+1 555 0100 is my number, get me a human"
+    row_number = 2 + next(i for i, row in enumerate(body) if f"{row[1]}#{row[4]}" == "refund#1")
+    final = cases.cell(row=row_number, column=header.index("final_output") + 1)
+    assert (final.value, final.data_type, final.quotePrefix) == (FORMULA, "s", True)
+    assert not cases["A1"].quotePrefix  # plain text keeps the default style
     assert by_case["refund#1"]["repeat"] == 1
     assert by_case["refund#1"]["duration_s"] == 6.5
     assert by_case["refund#1"]["agent_tokens"] == 490
@@ -1007,8 +1012,8 @@ def test_xlsx_read_back(run: tuple[RunRecord, list[StoredResult]]) -> None:
         for row in sheet.iter_rows():
             for cell in row:
                 assert cell.data_type != "f", (sheet.title, cell.coordinate, cell.value)
-                if isinstance(cell.value, str):
-                    assert not cell.value.startswith(DANGEROUS_START), (sheet.title, cell.coordinate, cell.value)
+                if isinstance(cell.value, str) and cell.value.lstrip(" ").startswith(DANGEROUS_START):
+                    assert cell.quotePrefix, (sheet.title, cell.coordinate, cell.value)
 
     steps = book["Steps"]
     step_rows = list(steps.iter_rows(values_only=True))

@@ -68,3 +68,23 @@ def test_unknown_format_is_exit_2(stored_run: str) -> None:
     assert "'pdf' is not a report format: choose one of md, html, json, csv, xlsx, junit" in " ".join(
         result.stderr.replace("│", " ").split()
     )
+
+
+def test_a_csv_file_starts_with_the_byte_order_mark_excel_needs(stored_run: str, tmp_path: Path) -> None:
+    target = tmp_path / "run.csv"
+    result = runner.invoke(app, ["report", "latest", "-f", "csv", "-o", str(target), "--db", stored_run])
+    assert result.exit_code == 0, result.stderr
+    written = target.read_bytes()
+    assert written.startswith(b"\xef\xbb\xbfsuite,")
+    # Without the mark the same text: stdout (read by programs) has none.
+    stdout = runner.invoke(app, ["report", "latest", "-f", "csv", "--db", stored_run]).stdout_bytes
+    assert stdout.startswith(b"suite,")
+    assert written.removeprefix(b"\xef\xbb\xbf") == stdout
+    # `run --report csv` writes its file the same way.
+    result = runner.invoke(
+        app,
+        ["run", "suites/demo/scenarios.yaml", "--db", stored_run, "--seed", "3", "--report", "csv",
+         "--report-dir", str(tmp_path / "reports")],
+    )  # fmt: skip
+    (report,) = (tmp_path / "reports").glob("simulator-*.csv")
+    assert report.read_bytes().startswith(b"\xef\xbb\xbfsuite,")
