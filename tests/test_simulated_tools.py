@@ -25,7 +25,7 @@ from simulator.loading import validate_paths
 from simulator.models import ToolDeclaration, ToolFake
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ToolCallRecord
-from simulator.runner._api import plan_simulation
+from simulator.runner import plan_simulation
 from simulator.tools import ToolRouter
 from tests.factories import events_in
 

@@ -1,5 +1,9 @@
-"""The runner, home of the public run API (``_api``: run, resume, repeat, simulate): plans cases x personas x
-repeats, runs them concurrently, scores and stores each as it finishes.
+"""The runner, home of the public run API: plans cases x personas x repeats, runs them concurrently, scores and
+stores each as it finishes.
+
+``_api`` holds the calls (plan, run, resume, repeat, simulate, get and delete a run) and ``_replay`` the ones that
+play a recorded run back (replay, rerun); ``_types`` what they take and give back (the events, the plan, the
+stored run); ``_settings`` checks their options; ``_trust`` says what an imported run would execute here.
 
 ``_case`` wires one conversation (agent, simulated user, judge, tools) into the engine and scores it;
 ``_outcome`` decides a case's outcome from its evidence (when it is scored, and again for a result that comes
@@ -11,32 +15,23 @@ instead, results stored here as they arrive.
 """
 
 from simulator.runner._api import (
-    PlannedRun,
-    RunEvent,
-    RunOutcome,
-    RunStarted,
+    ResumeCheck,
     SimulationPlan,
-    code_it_runs,
+    check_repeat,
+    check_resume,
     combine,
     delete_run,
     get_run,
     plan,
     plan_simulation,
-    printable,
     repeat,
     repeat_async,
-    replay,
-    replay_async,
-    rerun,
-    rerun_async,
     resume,
     resume_async,
-    role_overrides,
     run,
     run_async,
     simulate,
     simulate_async,
-    yaml_kind,
 )
 from simulator.runner._case import (
     check_environment,
@@ -49,17 +44,24 @@ from simulator.runner._case import (
 )
 from simulator.runner._execute import Progress
 from simulator.runner._outcome import TRUST_MARK, Rederived, decide_outcome, rederive, rederived
+from simulator.runner._replay import replay, replay_async, rerun, rerun_async
+from simulator.runner._settings import role_overrides
+from simulator.runner._trust import code_it_runs, printable
+from simulator.runner._types import PlannedRun, RunEvent, RunOutcome, RunStarted
 
 __all__ = [
     "TRUST_MARK",
     "PlannedRun",
     "Progress",
     "Rederived",
+    "ResumeCheck",
     "RunEvent",
     "RunOutcome",
     "RunStarted",
     "SimulationPlan",
     "check_environment",
+    "check_repeat",
+    "check_resume",
     "code_it_runs",
     "combine",
     "decide_outcome",
@@ -89,5 +91,4 @@ __all__ = [
     "score_case",
     "simulate",
     "simulate_async",
-    "yaml_kind",
 ]
