@@ -47,7 +47,6 @@ from simulator.runner._plan import (
     snapshot_of,
     unknown_case_filters,
 )
-from simulator.runner._replay import replay_async, rerun_async
 from simulator.runner._settings import (
     checked_settings,
     model_options,
@@ -512,5 +511,3 @@ run = blocking(run_async)
 resume = blocking(resume_async)
 repeat = blocking(repeat_async)
 simulate = blocking(simulate_async)
-replay = blocking(replay_async)
-rerun = blocking(rerun_async)

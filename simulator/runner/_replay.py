@@ -23,7 +23,7 @@ from simulator.runner._plan import (
 )
 from simulator.runner._settings import model_options
 from simulator.runner._trust import check_trust
-from simulator.runner._types import EventHandler, PathLike, RunOutcome, RunStarted
+from simulator.runner._types import EventHandler, PathLike, RunOutcome, RunStarted, blocking
 from simulator.store import RunStore, default_db_path
 
 SuiteSource = Literal["disk", "snapshot"]
@@ -195,3 +195,7 @@ async def rerun_async(
             live=live, on_event=on_event,
             make=lambda cassette: Playback(cassette, source.id, mode="rerun", compare=compare, live_judge=True),
         )  # fmt: skip
+
+
+replay = blocking(replay_async)
+rerun = blocking(rerun_async)

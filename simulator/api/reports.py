@@ -1,0 +1,203 @@
+"""Documents made of stored runs: a run's report in any format (built-in or a plugin's), the overview the
+command line prints after a run, and comparisons, digests and coverage as text, Markdown, HTML or JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from simulator.api._store import PathLike, open_store
+
+if TYPE_CHECKING:
+    from simulator.analysis.compare import Comparison
+    from simulator.analysis.digest import Digest
+    from simulator.models.run import RunRecord, StoredResult
+    from simulator.runner import RunOutcome
+    from simulator.store import Lease, RunStore, Unreadable
+
+
+def report_formats() -> tuple[str, ...]:
+    """The report formats: the built-in ones (md, html, json, csv, xlsx, junit) and the installed plugins'."""
+    from simulator.reports.formats import report_formats as formats
+
+    return formats()
+
+
+@dataclass(frozen=True)
+class Report:
+    """A stored run's report: its bytes, the format, and the file name it is written to by default."""
+
+    data: bytes
+    fmt: str
+    filename: str
+
+    @property
+    def text(self) -> str | None:
+        """The report as text, or None for a binary one (an Excel workbook, a plugin's)."""
+        try:
+            return self.data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+    def write(self, path: PathLike | None = None) -> Path:
+        """Write the report to ``path`` (default: its file name in the current folder); returns the path."""
+        from simulator._files import write_file
+        from simulator.reports.formats import file_bytes
+
+        return write_file(Path(path) if path is not None else Path(self.filename), file_bytes(self.fmt, self.data))
+
+
+def _report(fmt: str, record: RunRecord, results: list[StoredResult], left_out: Sequence[str] = ()) -> Report:
+    from simulator.metrics import summarized
+    from simulator.reports.formats import default_filename, render
+
+    summary = summarized(record, results)
+    return Report(render(fmt, summary, results, left_out=left_out), fmt, default_filename(summary, fmt))
+
+
+def run_report(
+    run_ref: str, fmt: str = "md", *, db: PathLike | None = None, skipped: list[Unreadable] | None = None
+) -> Report:
+    """A stored run's report in ``fmt`` (see :func:`report_formats`); results that cannot be read are left out,
+    said in the report, and added to ``skipped``."""
+    collected: list[Unreadable] = []
+    with open_store(db) as store:
+        record = store.get_run(run_ref)
+        results = store.results(record.id, skipped=collected)
+    if skipped is not None:
+        skipped.extend(collected)
+    return _report(fmt, record, results, [item.describe() for item in collected])
+
+
+def write_reports(outcome: RunOutcome, formats: Sequence[str], directory: PathLike) -> list[Path]:
+    """Write a run's reports, one file per format, into ``directory``; returns the paths. The results are read
+    once for every format."""
+    results = outcome.results()
+    written: list[Path] = []
+    for fmt in formats:  # one report in memory at a time
+        report = _report(fmt, outcome.record, results)
+        written.append(report.write(Path(directory) / report.filename))
+    return written
+
+
+@dataclass(frozen=True)
+class RunOverview:
+    """What the command line shows of a run: the record with a current summary, the process running it now,
+    its outcome counts, the rows shown (every failure up to a limit, then unsure, then a few passes; a small run
+    whole), how many results say no judge model was set, and where it is stored."""
+
+    record: RunRecord
+    owner: Lease | None
+    counts: dict[str, int]
+    failing: list[StoredResult]
+    shown: list[StoredResult]
+    not_judged: int
+    store_path: Path
+    skipped: list[Unreadable] = field(default_factory=list)
+
+
+def run_overview(run_ref: str, *, db: PathLike | None = None) -> RunOverview:
+    """The overview of a stored run (:class:`RunOverview`), reading only the rows it shows; results that cannot
+    be read are in its ``skipped`` (each once)."""
+    from simulator.reports.run_text import FAILING, OTHERS, rows_shown
+    from simulator.reports.transcript_text import NO_JUDGE_ADVICE
+
+    skipped: list[Unreadable] = []
+    with open_store(db) as store:
+        record = _current(store, store.get_run(run_ref), skipped)
+        owner = store.owner(record.id) if record.status == "running" else None
+        counts = store.outcome_counts(record.id)
+        failing_limit, others_limit = rows_shown(counts)
+        failing = store.first_results(record.id, FAILING, failing_limit, skipped=skipped)
+        shown = failing + store.first_results(record.id, OTHERS, others_limit, skipped=skipped)
+        mentions = store.count_mentioning(record.id, NO_JUDGE_ADVICE)
+        # Once each: the summary and the rows may both have met the same result.
+        once = list({item.cause: item for item in skipped}.values())
+        return RunOverview(record, owner, counts, failing, shown, mentions, store.path, once)
+
+
+def _current(store: RunStore, record: RunRecord, skipped: list[Unreadable]) -> RunRecord:
+    """``record`` with a current summary: its own, else one computed streaming over the stored results (a run
+    stored by an older version, or still running), keeping the record's duration."""
+    if record.totals is not None and record.totals.current and record.totals.coverage is not None:
+        return record
+    from simulator.metrics import run_summary, summarized
+
+    results = store.iter_results(record.id, skipped=skipped)
+    if record.totals is not None and record.totals.current:
+        return summarized(record, results)  # only the coverage is missing: computed alone
+    duration = record.totals.duration_s if record.totals is not None else 0.0
+    # iter_results reads in plan order, a few at a time: the summary never holds the run's results at once.
+    return record.model_copy(update={"totals": run_summary(results, duration, record)})
+
+
+@dataclass(frozen=True)
+class OverviewText:
+    """A run overview as text: lines before the table, the table's columns and rows (each row's outcome in
+    column 4), and lines after it."""
+
+    header: list[str]
+    columns: Sequence[str]
+    rows: list[list[str]]
+    footer: list[str]
+
+
+def render_overview(overview: RunOverview, *, verbose: bool = False) -> OverviewText:
+    """The overview as text: header, one row per result shown, what was left out with the command that reports
+    the whole run, repeat and totals lines, coverage; by default each reason whole and the "no judge model"
+    advice once at the end, with ``verbose`` every reason of every row."""
+    from simulator.api.runs import run_command
+    from simulator.reports.coverage_view import coverage_summary_lines
+    from simulator.reports.run_text import (
+        CASE_COLUMNS,
+        case_rows,
+        judge_advice_for,
+        more_lines,
+        repeat_lines,
+        run_header,
+        totals_lines,
+    )
+
+    record = overview.record
+    header = list(run_header(record))
+    if overview.owner is not None:
+        header.append(f"Running now: {overview.owner.describe()}.")
+    report = run_command("report", record.id, overview.store_path)
+    footer = [*more_lines(overview.counts, len(overview.failing), len(overview.shown), report)]
+    footer += [*repeat_lines(record), *totals_lines(record)]
+    if record.totals is not None and record.totals.coverage is not None:
+        command = run_command("coverage", record.id, overview.store_path)
+        footer += coverage_summary_lines(record, record.totals.coverage, command)
+    advice = None if verbose else judge_advice_for(overview.not_judged)
+    if advice:
+        footer.append(advice)
+    rows = [list(row) for row in case_rows(overview.shown, verbose=verbose)]
+    return OverviewText(header, CASE_COLUMNS, rows, footer)
+
+
+def render_comparison(comparison: Comparison, fmt: Literal["text", "md", "html", "json"] = "text") -> str:
+    """A comparison of two runs (:func:`simulator.compare_runs`) as a document."""
+    if fmt == "json":
+        return comparison.model_dump_json(indent=2) + "\n"
+    if fmt == "md":
+        from simulator.reports.compare_report import render_compare_markdown
+
+        return render_compare_markdown(comparison)
+    if fmt == "html":
+        from simulator.reports.compare_report import render_compare_html
+
+        return render_compare_html(comparison)
+    from simulator.reports.compare_text import render_comparison_text
+
+    return "\n".join(render_comparison_text(comparison)) + "\n"
+
+
+def render_digest(digest: Digest, fmt: Literal["text", "md", "json"] = "text") -> str:
+    """A digest of a run's failures (:func:`simulator.digest_run`) as a document."""
+    if fmt == "json":
+        return digest.model_dump_json(indent=2) + "\n"
+    from simulator.reports.digest_report import render_digest_markdown, render_digest_text
+
+    return render_digest_markdown(digest) if fmt == "md" else "\n".join(render_digest_text(digest)) + "\n"
