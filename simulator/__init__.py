@@ -29,6 +29,9 @@ from simulator.errors import (
 )
 
 if _typing.TYPE_CHECKING:
+    from simulator.analysis.compare import Comparison
+    from simulator.analysis.digest import Digest
+    from simulator.analysis.judge_check import JudgeCheckReport
     from simulator.api.analysis import (
         RunCoverageReport,
         compare_runs,
@@ -50,6 +53,7 @@ if _typing.TYPE_CHECKING:
         import_run,
         write_export,
     )
+    from simulator.api.plugins import installed_plugins, plugin_groups
     from simulator.api.reports import (
         OverviewText,
         Report,
@@ -95,6 +99,7 @@ if _typing.TYPE_CHECKING:
         Step,
         Suite,
     )
+    from simulator.models.coverage import RunCoverage
     from simulator.models.run import (
         ModelOptions,
         PlanItem,
@@ -133,6 +138,7 @@ if _typing.TYPE_CHECKING:
         simulate,
         simulate_async,
     )
+    from simulator.store import Unreadable
 
 __version__ = "0.1.0"
 
@@ -177,6 +183,13 @@ _LAZY = {
     "MergedRun": "simulator.merge",
     "merge_runs": "simulator.merge",
     "render_report": "simulator.reports.formats:render",
+    "Comparison": "simulator.analysis.compare",
+    "Digest": "simulator.analysis.digest",
+    "Unreadable": "simulator.store",
+    "RunCoverage": "simulator.models.coverage",
+    "JudgeCheckReport": "simulator.analysis.judge_check",
+    "installed_plugins": "simulator.api.plugins",
+    "plugin_groups": "simulator.api.plugins",
     "RunResults": "simulator.api.runs",
     "count_results": "simulator.api.runs",
     "find_run": "simulator.api.runs",
@@ -254,12 +267,15 @@ __all__ = [
     "AgentError",
     "Case",
     "CaseResult",
+    "Comparison",
     "ConfigError",
     "ConfigErrors",
+    "Digest",
     "GoldenCase",
     "ImportedRun",
     "ImportedSuite",
     "InputError",
+    "JudgeCheckReport",
     "JudgeError",
     "Linted",
     "LoadedSuite",
@@ -274,6 +290,7 @@ __all__ = [
     "Progress",
     "Report",
     "ResumeCheck",
+    "RunCoverage",
     "RunCoverageReport",
     "RunOutcome",
     "RunOverview",
@@ -289,6 +306,7 @@ __all__ = [
     "StoreError",
     "StoredResult",
     "Suite",
+    "Unreadable",
     "ValidationReport",
     "__version__",
     "check_repeat",
@@ -308,6 +326,7 @@ __all__ = [
     "golden_from_run",
     "import_csv",
     "import_run",
+    "installed_plugins",
     "iter_result_rows",
     "json_schema",
     "judge_check",
@@ -323,6 +342,7 @@ __all__ = [
     "persona_fidelity",
     "plan",
     "plan_simulation",
+    "plugin_groups",
     "printable",
     "read_model_file",
     "read_run",

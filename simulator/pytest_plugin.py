@@ -33,8 +33,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from simulator.models.run import PlanItem, StoredResult
-    from simulator.runner import PlannedRun, RunOutcome
+    from simulator import PlanItem, PlannedRun, RunOutcome, StoredResult
 
 YAML_SUFFIXES = (".yaml", ".yml")
 SUITE_KINDS = ("suite", "evals", "unreadable")
@@ -77,7 +76,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Check the options, decide where YAML is collected from, and keep the session's run state."""
-    from simulator.errors import InputError
+    from simulator import InputError
     from simulator.models.ranges import check_number
 
     for keyword in ("repeat", "concurrency", "seed"):
@@ -131,7 +130,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile 
     state = parent.config.stash[_STATE]
     if not state.collects(file_path):
         return None
-    from simulator.runner import yaml_kind
+    from simulator import yaml_kind
 
     if yaml_kind(file_path) not in SUITE_KINDS:
         return None  # an agent file or personas: the suites beside them use them
@@ -145,7 +144,7 @@ class SuiteFile(pytest.File):
 
     def collect(self) -> Iterator[SuiteCase]:
         """One item per planned conversation; an invalid suite raises its located errors (see repr_failure)."""
-        from simulator.runner import plan
+        from simulator import plan
 
         state = self.config.stash[_STATE]
         self.planned = plan(self.path, **state.options)
@@ -173,7 +172,7 @@ class SuiteFile(pytest.File):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
         """A suite's own problems as ``file:line:col: key: message`` lines, without a traceback."""
-        from simulator.errors import ConfigErrors, SimulatorError
+        from simulator import ConfigErrors, SimulatorError
 
         error = excinfo.value
         if isinstance(error, ConfigErrors):
@@ -382,7 +381,7 @@ class SessionRun:
     def _run_on_worker(self, item: SuiteCase) -> StoredResult:
         """``item``'s conversation, run on this xdist worker into the session's one run (refused where xdist
         would run it on every worker)."""
-        from simulator.errors import SimulatorError
+        from simulator import SimulatorError
         from simulator.pytest_xdist import DIST_KEY, EACH_REFUSED, run_item
 
         if (self.workerinput or {}).get(DIST_KEY) == "each":
@@ -420,7 +419,7 @@ class SessionRun:
     def _select(self, session: pytest.Session) -> tuple[PlannedRun, list[SuiteCase]]:
         """The session's selected items as one plan (the plans of their files, narrowed to them, combined), and
         the items in the order of its plan items."""
-        from simulator.runner import combine
+        from simulator import combine
 
         selected: dict[SuiteFile, list[SuiteCase]] = {}
         for item in session.items:
@@ -436,8 +435,7 @@ class SessionRun:
 
     def _run(self, session: pytest.Session) -> None:
         """Run every selected item in one run."""
-        from simulator.errors import SimulatorError
-        from simulator.runner import RunStarted, run
+        from simulator import RunStarted, SimulatorError, run
 
         def on_event(event: Any) -> None:
             if isinstance(event, RunStarted):
@@ -457,7 +455,7 @@ class SessionRun:
 
     def run_fixture(self, suites: Any, **options: Any) -> RunOutcome:
         """What the ``simulator_run`` fixture does: a run with the session's options as defaults."""
-        from simulator.runner import run
+        from simulator import run
 
         outcome = run(suites, db=self.db, **{**self.options, **options})
         self.fixture_runs.append(outcome)
@@ -489,7 +487,7 @@ def pytest_configure_node(node: Any) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """pytest-xdist's controller, its workers done: their conversations put together as the session's one run."""
-    from simulator.errors import SimulatorError
+    from simulator import SimulatorError
     from simulator.pytest_xdist import merge_parts
 
     state = session.config.stash.get(_STATE, None)

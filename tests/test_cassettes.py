@@ -441,9 +441,9 @@ def test_errors_name_the_run_the_case_and_how_to_record(demo: Path) -> None:
     with pytest.raises(InputError, match="no recorded conversation with persona 'nobody'"):
         simulator.replay(recorded.id, db=db, persona="nobody")
     with pytest.raises(InputError, match="--compare must be exact or normalized"):
-        simulator.rerun(recorded.id, GOLDEN_CASE, db=db, compare="fuzzy")  # type: ignore[arg-type]
+        simulator.rerun(recorded.id, GOLDEN_CASE, db=db, compare="fuzzy")
     with pytest.raises(InputError, match="--suite-from must be disk or snapshot"):
-        simulator.replay(recorded.id, db=db, suite_from="cloud")  # type: ignore[arg-type]
+        simulator.replay(recorded.id, db=db, suite_from="cloud")
 
 
 def test_a_suite_file_gone_from_disk_says_to_replay_from_the_snapshot(demo: Path) -> None:

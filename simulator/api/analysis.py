@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from simulator.models.summary import PersonaFidelity
     from simulator.store import Unreadable
 
-ModelSettings = Mapping[str, Mapping[str, Any]]
+ModelSettings = Mapping[Any, Mapping[str, Any]]
 
 
 def compare_runs(
@@ -96,6 +96,12 @@ class RunCoverageReport:
 
     record: RunRecord
     coverage: RunCoverage
+    fail_under: float | None = None
+
+    @property
+    def below(self) -> bool:
+        """Whether the coverage is below the ``fail_under`` bar asked for (a run with nothing to cover: 0%)."""
+        return self.fail_under is not None and (self.coverage.percent or 0.0) < self.fail_under
 
     def text(self) -> str:
         """The coverage as ``simulator coverage`` prints it: the percentage, the persona x case matrix, steps
@@ -106,20 +112,27 @@ class RunCoverageReport:
 
 
 def run_coverage(
-    run_ref: str, *, db: PathLike | None = None, skipped: list[Unreadable] | None = None
+    run_ref: str,
+    *,
+    fail_under: float | None = None,
+    db: PathLike | None = None,
+    skipped: list[Unreadable] | None = None,
 ) -> RunCoverageReport:
     """What a stored run exercised of what its suites declare. The percentage is the mean of: cases x personas
     run / planned, steps reached at least once / steps, declared tools called / declared, expectations evaluated
     at least once / written. Stored with the run's summary; computed here, a few results at a time, for a run
-    stored without it."""
+    stored without it. ``fail_under`` (a percentage, 0-100, checked first) is the bar its ``below`` compares with."""
     from simulator.metrics import summarized
+    from simulator.models.ranges import check_number
+
+    check_number("fail_under_coverage", fail_under)
 
     with open_store(db) as store:
         record = store.get_run(run_ref)
         record = summarized(record, store.iter_results(record.id, skipped=skipped))
     found = record.totals.coverage if record.totals is not None else None
     assert found is not None, "summarized always gives a summary with coverage"
-    return RunCoverageReport(record, found)
+    return RunCoverageReport(record, found, fail_under)
 
 
 def persona_fidelity(

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from simulator.models import Persona
 
 PathLike = str | Path
-ModelSettings = Mapping[str, Mapping[str, Any]]
+ModelSettings = Mapping[Any, Mapping[str, Any]]
 
 
 def validate(paths: Sequence[PathLike]) -> ValidationReport:

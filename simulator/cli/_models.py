@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
+import simulator
+
 if TYPE_CHECKING:
-    from simulator.models.run import ModelOptions, ModelRole
+    from simulator import ModelOptions
+
+ModelRole = Literal["agent", "user", "judge"]
 
 __all__ = [
     "AgentApiBaseOption",
@@ -67,32 +71,11 @@ def _model_overrides(
     ``--*-api-base`` options (which win over the file)."""
     overrides: dict[str, dict[str, Any]] = {}
     if models_file is not None:
-        from simulator.loading import load_model_file
-        from simulator.models import ModelRoles
-
-        # Only what the file sets: it overrides the suite key by key.
-        overrides = load_model_file(models_file, ModelRoles).model_dump(exclude_unset=True)
-        _check_providers(models_file, overrides)
+        overrides = simulator.read_model_file(models_file)  # only what it sets: it overrides key by key
     for role, base in (("judge", judge_api_base), ("user", user_api_base), ("agent", agent_api_base)):
         if base is not None:
             overrides.setdefault(role, {})["api_base"] = base
     return overrides
-
-
-def _check_providers(models_file: Path, overrides: dict[str, dict[str, Any]]) -> None:
-    """Each model the file names has a provider litellm knows, or a ConfigErrors at the model's line."""
-    from simulator.errors import ConfigErrors
-    from simulator.llm import provider_problem
-    from simulator.loading import config_error_at
-
-    errors = []
-    for role, values in overrides.items():
-        model = values.get("model")
-        problem = provider_problem(model, values.get("backend", "auto")) if model else None
-        if problem is not None:
-            errors.append(config_error_at(models_file, (role, "model"), f"{role} model {problem}"))
-    if errors:
-        raise ConfigErrors(errors)
 
 
 def model_options(
@@ -105,10 +88,10 @@ def model_options(
     agent_api_base: str | None,
 ) -> ModelOptions:
     """The model options of a command line, the file read and checked (a bad file is an error naming its place)."""
-    from simulator.models.run import ModelOptions
-
     overrides = _model_overrides(models_file, judge_api_base, user_api_base, agent_api_base)
-    return ModelOptions.model_validate({"user_model": user_model, "judge_model": judge_model, "models": overrides})
+    return simulator.ModelOptions.model_validate(
+        {"user_model": user_model, "judge_model": judge_model, "models": overrides}
+    )
 
 
 _ROLE_OPTIONS: dict[str, str] = {

@@ -15,8 +15,8 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 
+from simulator import ConfigError, ConfigErrors, InputError, SimulatorError
 from simulator._files import disk_trouble
-from simulator.errors import ConfigError, ConfigErrors, InputError, SimulatorError
 from simulator.safety import json_safe, redact, terminal_safe
 
 EXIT_OK = 0
@@ -157,7 +157,7 @@ def _print_warnings(warnings: list[Any]) -> None:
 
 
 def _print_unreadable(skipped: list[Any]) -> None:
-    """Name each stored run or result left out because it cannot be read (``simulator.store.Unreadable``),
+    """Name each stored run or result left out because it cannot be read (the ``skipped`` of the API's calls),
     with its fix, on stderr: what is shown is the rest."""
     for item in skipped:
         err.print(f"warning: left out: {item.describe()}", markup=False, soft_wrap=True)
@@ -212,19 +212,6 @@ TrustOption = Annotated[
 DbOption = Annotated[
     Path | None, typer.Option("--db", help="Run store (default: $SIMULATOR_DB or .simulator/runs.db).")
 ]
-
-
-def _store(db: Path | None) -> Any:
-    from simulator.store import RunStore, default_db_path
-
-    return RunStore(db or default_db_path())
-
-
-def _api() -> Any:
-    """The public run API (imported when a command runs, not for --help)."""
-    import simulator.runner
-
-    return simulator.runner
 
 
 LiveOption = Annotated[

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
+import simulator
 from simulator.cli._output import (
     EXIT_BELOW_BAR,
     EXIT_INTERRUPTED,
@@ -20,24 +20,6 @@ from simulator.cli._output import (
     err,
     out,
 )
-
-
-def _resume_command(record: Any, store_path: Path, db: Path | None) -> str:
-    """The command that continues ``record``: with the store it is in when one was chosen (``--db`` or
-    ``$SIMULATOR_DB``: another shell may not have it set), ``--live`` for a live run, ``--yes`` for an
-    imported one."""
-    import shlex
-
-    from simulator.store import DB_ENV
-
-    words = ["simulator", "runs", "resume", record.id]
-    if db is not None or os.environ.get(DB_ENV, "").strip():
-        words += ["--db", str(store_path)]
-    if record.settings.live:
-        words.append("--live")
-    if record.imported_from:
-        words.append("--yes")
-    return shlex.join(words)
 
 
 def _cache_words(event: Any) -> str:
@@ -137,113 +119,43 @@ def _run_with_progress(
         if not begun:
             err.print(what, markup=False)
         else:
-            from simulator.store import RunStore
-
             record, path = begun[0].record, begun[0].store_path
-            with RunStore(path) as store:
-                stored = store.result_count(record.id)
+            stored = simulator.count_results(record.id, db=path)
+            command = simulator.resume_command(record, path, db_given=db is not None)
             err.print(
-                f"{what}: {stored} of {len(record.plan)} conversation(s) stored; "
-                f"continue with: {_resume_command(record, path, db)}",
+                f"{what}: {stored} of {len(record.plan)} conversation(s) stored; continue with: {command}",
                 markup=False,
             )
         raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
 
 
-def _print_run(outcome: Any, *, verbose: bool = False) -> None:
-    from simulator.store import RunStore
-
-    with RunStore(outcome.store_path) as store:
-        _print_run_record(store, outcome.record, verbose=verbose)
+def _print_run(outcome: simulator.RunOutcome, *, verbose: bool = False) -> None:
+    _print_run_record(outcome.id, outcome.store_path, verbose=verbose)
 
 
-def _report_command(store: Any, run_id: str) -> str:
-    """``simulator report RUN``, with ``--db`` when the store is not the one found without it."""
-    return _store_command(store, "report", run_id)
-
-
-def _store_command(store: Any, command: str, run_id: str) -> str:
-    """``simulator COMMAND RUN``, with ``--db`` when the store is not the one found without it."""
-    import shlex
-
-    from simulator.store import default_db_path
-
-    words = ["simulator", command, run_id]
-    if Path(store.path).resolve() != default_db_path().resolve():
-        words += ["--db", str(store.path)]
-    return shlex.join(words)
-
-
-def _current(store: Any, record: Any, skipped: list[Any]) -> Any:
-    """``record`` with a current summary: its own, else one computed streaming over the stored results (a run
-    stored by an older version, or still running), keeping the record's duration; results that cannot be read
-    are left out and described in ``skipped``."""
-    if record.totals is not None and record.totals.current and record.totals.coverage is not None:
-        return record
-    from simulator.metrics import run_summary, summarized
-
-    results = store.iter_results(record.id, skipped=skipped)
-    if record.totals is not None and record.totals.current:
-        return summarized(record, results)  # only the coverage is missing: computed alone
-    duration = record.totals.duration_s if record.totals is not None else 0.0
-    # iter_results reads in plan order, a few at a time: the summary never holds the run's results at once.
-    return record.model_copy(update={"totals": run_summary(results, duration, record)})
-
-
-def _print_run_record(store: Any, record: Any, *, verbose: bool = False) -> None:
-    """The run's header, a bounded table of its conversations (every failure and error up to a limit, then
-    unsure, then a few passes; a run of at most 50 conversations whole) with how many were left out and the
-    command that reports the whole run, the totals; by default each reason whole and the "no judge model"
-    advice once at the end, with ``verbose`` every reason of every row shown. Only the rows shown are read."""
-    from simulator.reports.coverage_view import coverage_summary_lines
-    from simulator.reports.run_text import (
-        CASE_COLUMNS,
-        FAILING,
-        OTHERS,
-        case_rows,
-        judge_advice_for,
-        more_lines,
-        repeat_lines,
-        rows_shown,
-        run_header,
-        totals_lines,
-    )
-    from simulator.reports.transcript_text import NO_JUDGE_ADVICE
-
-    skipped: list[Any] = []
-    record = _current(store, record, skipped)
-    for line in run_header(record):
+def _print_run_record(run_ref: str, db: Path | None, *, verbose: bool = False) -> None:
+    """The run's overview (:func:`simulator.run_overview`): its header, a bounded table of its conversations with
+    how many were left out and the command that reports the whole run, the totals and coverage; by default each
+    reason whole and the "no judge model" advice once at the end, with ``verbose`` every reason of every row."""
+    overview = simulator.run_overview(run_ref, db=db)
+    text = simulator.render_overview(overview, verbose=verbose)
+    for line in text.header:
         out.print(line, markup=False)
-    owner = store.owner(record.id) if record.status == "running" else None
-    if owner is not None:
-        out.print(f"Running now: {owner.describe()}.", markup=False)
-    counts = store.outcome_counts(record.id)
-    failing_limit, others_limit = rows_shown(counts)
-    failing = store.first_results(record.id, FAILING, failing_limit, skipped=skipped)
-    shown = failing + store.first_results(record.id, OTHERS, others_limit, skipped=skipped)
     table = Table(title_justify="left")
-    for column in CASE_COLUMNS:
+    for column in text.columns:
         table.add_column(column, overflow="fold")
     styles = {"pass": "green", "fail": "red", "error": "bold red", "unsure": "yellow", "user_error": "magenta"}
-    for row in case_rows(shown, verbose=verbose):
+    for row in text.rows:
         table.add_row(*row, style=styles.get(row[3]))
     out.print(table)
-    for line in more_lines(counts, len(failing), len(shown), _report_command(store, record.id)):
+    for line in text.footer:
         out.print(line, markup=False)
-    for line in [*repeat_lines(record), *totals_lines(record)]:
-        out.print(line, markup=False)
-    if record.totals is not None and record.totals.coverage is not None:
-        command = _store_command(store, "coverage", record.id)
-        for line in coverage_summary_lines(record, record.totals.coverage, command):
-            out.print(line, markup=False)
-    advice = None if verbose else judge_advice_for(store.count_mentioning(record.id, NO_JUDGE_ADVICE))
-    if advice:
-        out.print(advice, markup=False)
-    # Once each: the summary and the table may both have met the same row.
-    _print_unreadable(list({item.cause: item for item in skipped}.values()))
+    _print_unreadable(overview.skipped)
 
 
-def _exit_for(outcome: Any, fail_under: float | None, fail_under_coverage: float | None = None) -> None:
+def _exit_for(
+    outcome: simulator.RunOutcome, fail_under: float | None, fail_under_coverage: float | None = None
+) -> None:
     code = outcome.exit_code(fail_under, fail_under_coverage)
     if code == EXIT_BELOW_BAR and fail_under is not None:
         correctness = (outcome.correctness or 0.0) * 100

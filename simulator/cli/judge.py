@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+import simulator
 from simulator.cli._models import (
     AgentApiBaseOption,
     JudgeApiBaseOption,
@@ -35,15 +36,8 @@ def judge_check_command(
     """Score labelled transcripts with the judge model and report its agreement with the person who labelled
     them: accuracy and Cohen's kappa per question, and every disagreement with the judge's reason. The judge is
     the first item's suite's (models.judge), with the model options given here laid over it."""
-    import asyncio
     from dataclasses import asdict
 
-    from simulator.analysis.judge_check import judge_check
-    from simulator.errors import JudgeError
-
-    if not file.is_file():
-        err.print(f"{file}: no such file", markup=False)
-        raise typer.Exit(EXIT_INVALID)
     given = model_options(
         user_model=user_model, judge_model=judge_model, models_file=models_file, judge_api_base=judge_api_base,
         user_api_base=user_api_base, agent_api_base=agent_api_base,
@@ -52,8 +46,8 @@ def judge_check_command(
     if unused:
         err.print(f"note: {unused}", markup=False)
     try:
-        report = asyncio.run(judge_check(file, judge_model=given.judge_model, models=given.models))
-    except JudgeError as exc:
+        report = simulator.judge_check(file, judge_model=given.judge_model, models=given.models)
+    except simulator.JudgeError as exc:
         err.print(f"error: {exc}", markup=False)
         raise typer.Exit(EXIT_INVALID) from None
     if as_json:

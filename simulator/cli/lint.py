@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+import simulator
 from simulator.cli._models import (
     AgentApiBaseOption,
     JudgeApiBaseOption,
@@ -19,7 +20,6 @@ from simulator.cli._models import (
     note_unused_roles,
 )
 from simulator.cli._output import (
-    EXIT_INCOMPLETE,
     EXIT_INVALID,
     JsonOption,
     _handles_errors,
@@ -31,7 +31,7 @@ from simulator.cli._output import (
 )
 
 if TYPE_CHECKING:
-    from simulator.models.run import ModelOptions
+    from simulator import ModelOptions
 
 StrictOption = Annotated[bool, typer.Option("--strict", help="Fail (exit 1) on warnings too, not only on errors.")]
 IgnoreOption = Annotated[
@@ -91,25 +91,9 @@ def run_lint(
 ) -> None:
     """Lint ``paths``, print the findings (text or JSON) and exit with the lint's code; the suites are also
     reviewed by the judge model when ``models`` names one."""
-    from simulator.loading.lint import RULES, lint_paths
-
-    report = lint_paths(paths, ignore=ignore)
-    model_error: str | None = None
-    judge_model = models.named_judge
-    if judge_model and not report.errors and report.suites:
-        import asyncio
-
-        from simulator.errors import ModelError
-        from simulator.judges.spec_review import review_suites
-
-        try:
-            review = review_suites(report.suites, report.findings, judge_model=models.judge_model, models=models.models)
-            report.findings += asyncio.run(review)
-        except ModelError as exc:
-            # The rules' findings stand; the review that could not be had is said, and the exit code says so.
-            model_error = f"the review by {judge_model} failed: {exc}"
-        report.findings.sort(key=lambda f: f.sort_key())
-    code = EXIT_INCOMPLETE if model_error else report.exit_code(strict=strict)
+    linted = simulator.lint(paths, ignore=ignore, judge_model=models.judge_model, models=models.models)
+    report, model_error = linted.report, linted.model_error
+    code = linted.exit_code(strict=strict)
     counts = report.counts()
     if as_json:
         _print_json(
@@ -118,7 +102,9 @@ def run_lint(
                 "files": [str(path) for path in report.files],
                 "suites": len(report.suites),
                 "counts": counts,
-                "rules": {rule.id: {"severity": rule.severity, "summary": rule.summary} for rule in RULES.values()},
+                "rules": {
+                    rule.id: {"severity": rule.severity, "summary": rule.summary} for rule in linted.rules.values()
+                },
                 "findings": [finding.as_dict() for finding in report.findings],
                 "model_error": model_error,
                 "errors": [

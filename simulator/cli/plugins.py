@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import simulator
 from simulator.cli._output import JsonOption, _handles_errors, _print_json, out
-from simulator.plugins import GROUPS, plugins
 
 #: How each group is used once installed.
 _USE = {
@@ -18,7 +18,8 @@ def plugins_command(as_json: JsonOption = False) -> None:
     """List the plugins installed packages add (entry points simulator.agents, simulator.scorers and
     simulator.reports) and how a suite or command uses each. Nothing is imported: a plugin's code runs only
     when a suite or command names it."""
-    found = {group: plugins(group) for group in GROUPS}
+    found = simulator.installed_plugins()
+    groups = simulator.plugin_groups()
     if as_json:
         _print_json(
             {
@@ -31,7 +32,7 @@ def plugins_command(as_json: JsonOption = False) -> None:
         out.print('No plugins installed (see the docs\' "Write a plugin" page).', markup=False)
         return
     for group, listed in found.items():
-        out.print(f"{group} ({GROUPS[group]}):", markup=False)
+        out.print(f"{group} ({groups[group]}):", markup=False)
         for plugin in listed.values():
             out.print(f"  {plugin.describe()}: {_USE[group].format(name=plugin.name)}", markup=False)
         if not listed:

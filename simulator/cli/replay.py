@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+import simulator
 from simulator.cli._models import (
     AgentApiBaseOption,
     JudgeApiBaseOption,
@@ -22,7 +23,6 @@ from simulator.cli._output import (
     LiveOption,
     VerboseOption,
     YesOption,
-    _api,
     _handles_errors,
     err,
     out,
@@ -83,7 +83,7 @@ def replay(
         )
 
     outcome = _run_with_progress(
-        lambda on_event: _api().replay_async(
+        lambda on_event: simulator.replay_async(
             run_ref, case, persona=persona, judge_model=given.judge_model, user_model=given.user_model,
             models=given.models, suite_from=suite_from, db=db, on_event=on_event,
         ),
@@ -133,11 +133,11 @@ def rerun(
     while its replies and tool calls match the recording; from the first turn that differs, the live simulated
     user takes over. The transcript marks the replayed turns and the divergence. Stored as a new run. The models
     are the recorded run's, with the model options given here laid over them."""
-    from simulator.errors import InputError
+
     from simulator.reports.transcript_text import case_lines
 
     if not from_divergence:
-        raise InputError(
+        raise simulator.InputError(
             "rerun needs --from-divergence (the recorded user turns, then the live user from the first turn that "
             "differs): simulator rerun RUN CASE --from-divergence"
         )
@@ -147,7 +147,7 @@ def rerun(
         user_api_base=user_api_base, agent_api_base=agent_api_base,
     )  # fmt: skip
     outcome = _run_with_progress(
-        lambda on_event: _api().rerun_async(
+        lambda on_event: simulator.rerun_async(
             run_ref, case, compare=compare, persona=persona, suite_from=suite_from, judge_model=given.judge_model,
             user_model=given.user_model, models=given.models, live=live, trust_imported=yes, db=db,
             on_event=on_event,

@@ -1,8 +1,7 @@
 """Commands that read stored runs into documents: report, coverage, compare (``runs compare`` is its hidden
 alias), digest.
 
-Compare and digest are imported in one place each (:func:`_comparison`, :func:`_digest_of`), so the module that
-owns them can move without touching the commands.
+Each command is one call of the public API (:mod:`simulator`) and the printing of what it returns.
 """
 
 from __future__ import annotations
@@ -12,6 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+import simulator
+from simulator import InputError
 from simulator._files import write_file
 from simulator.cli._choices import CompareFormat, DigestFormat
 from simulator.cli._models import (
@@ -31,18 +32,13 @@ from simulator.cli._output import (
     _handles_errors,
     _print_document,
     _print_unreadable,
-    _store,
     err,
     out,
 )
 from simulator.cli.run import REPORT_FORMATS_HELP, report_format_given
-from simulator.errors import InputError
 
 if TYPE_CHECKING:
-    from simulator.analysis.compare import Comparison
-    from simulator.analysis.digest import Digest
-    from simulator.models.run import ModelOptions
-    from simulator.store import Unreadable
+    from simulator import Comparison, Digest, Unreadable
 
 
 @_handles_errors
@@ -58,33 +54,18 @@ def report(
     db: DbOption = None,
 ) -> None:
     """Write a stored run as a report: Markdown, self-contained HTML, JSON, CSV, Excel or JUnit XML."""
-    from simulator.metrics import summarized
-    from simulator.reports.formats import default_filename, file_bytes, render
-
     skipped: list[Unreadable] = []
-    with _store(db) as store:
-        record = store.get_run(run_ref)
-        results = store.results(record.id, skipped=skipped)
-        left_out = [item.describe() for item in skipped]
-        data = render(fmt, summarized(record, results), results, left_out=left_out)
+    found = simulator.run_report(run_ref, fmt, db=db, skipped=skipped)
     _print_unreadable(skipped)
-    if output is None and not _is_text(data):
-        output = Path(default_filename(record, fmt))
+    text = found.text
+    if output is None and text is None:
+        output = Path(found.filename)
     if output is None:
-        _print_document(data.decode("utf-8"), "json" if fmt == "json" else "text")
+        assert text is not None
+        _print_document(text, "json" if fmt == "json" else "text")
         return
-    write_file(output, file_bytes(fmt, data))
+    found.write(output)
     out.print(f"wrote {output}", markup=False)
-
-
-def _is_text(data: bytes) -> bool:
-    """Whether a report can go to the terminal: UTF-8 text (an Excel workbook or a plugin's binary is written to
-    a file named after the run instead)."""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 @_handles_errors
@@ -101,24 +82,15 @@ def coverage(
     how often each simulation step was reached, tools never called, personas never used and expectations
     never evaluated. The percentage is the mean of: cases x personas run / planned, steps reached at least
     once / steps, declared tools called / declared, expectations evaluated at least once / written."""
-    from simulator.metrics import summarized
-    from simulator.models.ranges import check_number
-    from simulator.reports.coverage_view import coverage_text
-
-    check_number("fail_under_coverage", fail_under_coverage)
     skipped: list[Unreadable] = []
-    with _store(db) as store:
-        record = store.get_run(run_ref)
-        # Stored with the run's summary; computed here, a few results at a time, for a run stored without it.
-        record = summarized(record, store.iter_results(record.id, skipped=skipped))
+    measured = simulator.run_coverage(run_ref, fail_under=fail_under_coverage, db=db, skipped=skipped)
     _print_unreadable(skipped)
-    found = record.totals.coverage if record.totals is not None else None
-    assert found is not None, "summarized always gives a summary with coverage"
+    found = measured.coverage
     if as_json:
         _print_document(found.model_dump_json(indent=2) + "\n", "json")
     else:
-        _print_document("\n".join(coverage_text(record, found)) + "\n")
-    if fail_under_coverage is not None and (found.percent or 0.0) < fail_under_coverage:
+        _print_document(measured.text())
+    if measured.below and fail_under_coverage is not None:
         err.print(
             f"coverage {found.percent or 0.0:.1f}% is below --fail-under-coverage {fail_under_coverage:g}%",
             markup=False,
@@ -127,28 +99,10 @@ def coverage(
 
 
 def _comparison(run_a: str, run_b: str, db: Path | None) -> Comparison:
-    from simulator.analysis.compare import compare_runs
-
     skipped: list[Unreadable] = []
-    with _store(db) as store:
-        a, b = store.get_run(run_a), store.get_run(run_b)
-        found = compare_runs(a, store.results(a.id, skipped=skipped), b, store.results(b.id, skipped=skipped))
+    found = simulator.compare_runs(run_a, run_b, db=db, skipped=skipped)
     _print_unreadable(skipped)
     return found
-
-
-def _comparison_text(comparison: Comparison, fmt: CompareFormat) -> str:
-    if fmt is CompareFormat.md:
-        from simulator.reports.compare_report import render_compare_markdown
-
-        return render_compare_markdown(comparison)
-    if fmt is CompareFormat.html:
-        from simulator.reports.compare_report import render_compare_html
-
-        return render_compare_html(comparison)
-    from simulator.reports.compare_text import render_comparison_text
-
-    return "\n".join(render_comparison_text(comparison)) + "\n"
 
 
 @_handles_errors
@@ -177,10 +131,7 @@ def compare_command(
     if as_json and fmt is not None:
         raise InputError(f"--json and --format {fmt} ask for two formats: give one of them")
     comparison = _comparison(run_a, run_b, db)
-    if as_json:
-        text = comparison.model_dump_json(indent=2) + "\n"
-    else:
-        text = _comparison_text(comparison, fmt or CompareFormat.text)
+    text = simulator.render_comparison(comparison, "json" if as_json else (fmt or CompareFormat.text).value)
     if output is None:
         _print_document(text, "json" if as_json else "text")
     else:
@@ -190,26 +141,14 @@ def compare_command(
         raise typer.Exit(EXIT_BELOW_BAR)
 
 
-def _digest_of(run_ref: str, given: ModelOptions, db: Path | None) -> Digest:
-    import asyncio
-
-    from simulator.analysis.digest import build_digest, suggest_fixes
-    from simulator.llm import LLMClient
-    from simulator.models import ModelRoles
-    from simulator.models.run import resolved_models
-
+def _digest_of(run_ref: str, given: simulator.ModelOptions, db: Path | None) -> Digest:
     skipped: list[Unreadable] = []
-    with _store(db) as store:
-        record = store.get_run(run_ref)
-        results = store.results(record.id, skipped=skipped)
+    found = simulator.digest_run(
+        run_ref, judge_model=given.judge_model, user_model=given.user_model, models=given.models, db=db,
+        skipped=skipped,
+    )  # fmt: skip
     _print_unreadable(skipped)
-    found = build_digest(results)
-    suite = record.snapshot[0].suite if record.snapshot else None
-    instructions = getattr(suite.agent, "instructions", None) if suite is not None else None
-    # The judge the run was judged by (its suite's, with the run's own options), the options given here laid over.
-    judge = resolved_models(suite, given.over(record.settings)).judge if suite is not None else None
-    llm = LLMClient(ModelRoles(judge=judge)) if judge is not None and judge.model else None
-    return asyncio.run(suggest_fixes(found, llm, instructions=instructions))
+    return found
 
 
 @_handles_errors
@@ -230,8 +169,6 @@ def digest(
     the one the run was judged by (its suite's models.judge with the run's own model options), with the model
     options given here laid over it; a run judged by no model gets no suggestions unless --judge-model (or a
     judge model in --models) names one."""
-    from simulator.reports.digest_report import render_digest_markdown, render_digest_text
-
     given = model_options(
         user_model=user_model, judge_model=judge_model, models_file=models_file, judge_api_base=judge_api_base,
         user_api_base=user_api_base, agent_api_base=agent_api_base,
@@ -241,9 +178,9 @@ def digest(
         err.print(f"note: {unused}", markup=False)
     found = _digest_of(run_ref, given, db)
     if as_json:
-        _print_document(found.model_dump_json(indent=2) + "\n", "json")
+        _print_document(simulator.render_digest(found, "json"), "json")
     elif fmt is DigestFormat.md:
-        _print_document(render_digest_markdown(found))
+        _print_document(simulator.render_digest(found, "md"))
     else:
-        for line in render_digest_text(found):
+        for line in simulator.render_digest(found, "text").splitlines():
             out.print(line, markup=False)

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+import simulator
 from simulator.cli._choices import ExecutorChoice, TraceChoice
 from simulator.cli._models import (
     AgentApiBaseOption,
@@ -27,7 +28,6 @@ from simulator.cli._output import (
     RayWorkersOption,
     SafeConsole,
     VerboseOption,
-    _api,
     _handles_errors,
     _print_document,
     _print_json,
@@ -66,7 +66,7 @@ def simulate(
     from simulator.metrics import counts
     from simulator.reports.transcript_text import case_lines, not_judged
 
-    planned = _api().plan_simulation(
+    planned = simulator.plan_simulation(
         suite, cases=case or [], persona=persona, live=live, user_model=user_model, judge_model=judge_model,
         models=_model_overrides(models_file, judge_api_base, user_api_base, agent_api_base), seed=seed,
     )  # fmt: skip
@@ -81,7 +81,7 @@ def simulate(
             out.print(line.text, style=_STYLES[line.style] or None, markup=False)
         out.print("")
 
-    results = asyncio.run(_api().simulate_async(planned, on_result=show))
+    results = asyncio.run(simulator.simulate_async(planned, on_result=show))
     breakdown = counts(r.outcome for r in results)
     if as_json:
         _print_json({**breakdown.model_dump(mode="json"), "results": [r.model_dump(mode="json") for r in results]})
@@ -233,12 +233,10 @@ def run(
     interrupted by Ctrl-C and 143 by SIGTERM (the run can be resumed). A suite names code that runs: its python
     agent, langgraph graph and, with --live, tool functions.
     """
-    from simulator.runner import plan
-
     # Typer checked the formats before anything runs: not after an hour of it.
     formats = list(report_formats or [])
     talk = err if as_json else out  # with --json, stdout holds the document alone
-    planned = plan(
+    planned = simulator.plan(
         paths, persona=persona, repeat=repeat, tags=tag or [], cases=case or [], live=live, user_model=user_model,
         judge_model=judge_model, models=_model_overrides(models_file, judge_api_base, user_api_base, agent_api_base),
         concurrency=concurrency, fail_under=fail_under, fail_under_coverage=fail_under_coverage, seed=seed,
@@ -268,7 +266,7 @@ def run(
             err.print(f"note: {note_text}", markup=False, soft_wrap=True)
 
     outcome = _run_with_progress(
-        lambda on_event: _api().run_async(
+        lambda on_event: simulator.run_async(
             planned, db=db, agent_version=agent_version, note=note, cache_size_mb=cache_size, on_event=on_event,
             trace_endpoint=trace_endpoint,
         ),
@@ -299,10 +297,8 @@ REPORT_FORMATS_HELP = "md, html, json, csv, xlsx, junit, or a report plugin's na
 
 def report_format_given(value: str) -> str:
     """A ``--format`` value checked (built-in formats and installed report plugins), or a usage error naming them."""
-    from simulator.reports.formats import report_formats
-
-    if value not in report_formats():
-        choices = ", ".join(report_formats())
+    if value not in simulator.report_formats():
+        choices = ", ".join(simulator.report_formats())
         raise typer.BadParameter(f"{value!r} is not a report format: choose one of {choices}")
     return value
 
@@ -360,17 +356,14 @@ def _usage_figures(used: Any) -> dict[str, Any]:
 def _run_rows(outcome: Any) -> Iterator[dict[str, Any]]:
     """``run --json``'s rows, one per conversation in plan order, read from the store a few at a time (only the
     reasons are taken out of each stored result)."""
-    from simulator.store import RunStore
-
-    with RunStore(outcome.store_path) as store:
-        for row in store.iter_result_rows(outcome.record.id):
-            yield {
-                "case": row.case,
-                "persona": row.persona,
-                "repeat": row.repeat + 1,
-                "outcome": row.outcome,
-                "reasons": row.reasons,
-            }
+    for row in simulator.iter_result_rows(outcome.id, db=outcome.store_path):
+        yield {
+            "case": row.case,
+            "persona": row.persona,
+            "repeat": row.repeat + 1,
+            "outcome": row.outcome,
+            "reasons": row.reasons,
+        }
 
 
 def _print_run_document(outcome: Any) -> None:
@@ -394,14 +387,5 @@ def _print_run_document(outcome: Any) -> None:
 
 def _write_reports(outcome: Any, formats: list[str], directory: Path, talk: SafeConsole) -> None:
     """Write the run's reports (formats checked before the run) and say where, on ``talk``."""
-    from simulator._files import write_file
-    from simulator.metrics import summarized
-    from simulator.reports.formats import default_filename, file_bytes, render
-
-    # Every format needs every row: the results are read once for all of them (the table printed before did not
-    # read them), and the record's own summary is used when it is current (it is, after a run).
-    results = outcome.results()
-    record = summarized(outcome.record, results)
-    for fmt in formats:
-        path = write_file(directory / default_filename(record, fmt), file_bytes(fmt, render(fmt, record, results)))
+    for path in simulator.write_reports(outcome, formats, directory):
         talk.print(f"report: {path}", markup=False)

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+import simulator
 from simulator.cli._choices import ExecutorChoice
 from simulator.cli._models import (
     AgentApiBaseOption,
@@ -27,11 +28,9 @@ from simulator.cli._output import (
     TrustOption,
     VerboseOption,
     YesOption,
-    _api,
     _handles_errors,
     _print_json,
     _print_unreadable,
-    _store,
     err,
     out,
 )
@@ -46,8 +45,7 @@ def runs_list(
 ) -> None:
     """List stored runs, newest first."""
     skipped: list[Any] = []
-    with _store(db) as store:
-        records = store.list_runs(limit=limit, skipped=skipped)
+    records = simulator.list_runs(db=db, limit=limit, skipped=skipped)
     _print_unreadable(skipped)
     if as_json:
         payload = [
@@ -85,27 +83,26 @@ def runs_show(
 ) -> None:
     """Show a run: header, one row per conversation (failures first, each with its first reason whole; -v:
     every reason), totals."""
+    if not as_json:
+        _print_run_record(run_ref, db, verbose=verbose)
+        return
     skipped: list[Any] = []
-    with _store(db) as store:
-        record = store.get_run(run_ref)
-        if as_json:
-            owner = store.owner(record.id) if record.status == "running" else None
-            payload = {
-                "run": record.model_dump(mode="json"),
-                "owner": None
-                if owner is None
-                else {
-                    "pid": owner.pid,
-                    "host": owner.host,
-                    "started": owner.started.isoformat(),
-                    "heartbeat": owner.heartbeat.isoformat(),
-                },
-                "results": [r.model_dump(mode="json") for r in store.results(record.id, skipped=skipped)],
-            }
-            _print_unreadable(skipped)
-            _print_json(payload)
-            return
-        _print_run_record(store, record, verbose=verbose)
+    found = simulator.read_run(run_ref, db=db, skipped=skipped)
+    owner = found.owner
+    payload = {
+        "run": found.record.model_dump(mode="json"),
+        "owner": None
+        if owner is None
+        else {
+            "pid": owner.pid,
+            "host": owner.host,
+            "started": owner.started.isoformat(),
+            "heartbeat": owner.heartbeat.isoformat(),
+        },
+        "results": [r.model_dump(mode="json") for r in found.results],
+    }
+    _print_unreadable(skipped)
+    _print_json(payload)
 
 
 @_handles_errors
@@ -115,10 +112,8 @@ def runs_note(
     db: DbOption = None,
 ) -> None:
     """Replace a run's note (the suite, version and settings of a run never change)."""
-    with _store(db) as store:
-        record = store.get_run(run_ref)
-        store.set_note(record.id, text)
-    out.print(f"note of {record.id} set", markup=False)
+    run_id = simulator.note_run(run_ref, text, db=db)
+    out.print(f"note of {run_id} set", markup=False)
 
 
 @_handles_errors
@@ -128,31 +123,26 @@ def runs_delete(
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Delete a run and its results (a run whose record cannot be read too)."""
-    from simulator.store import UnreadableRunError
-
-    with _store(db) as store:
-        try:
-            record = store.get_run(run_ref)
-        except UnreadableRunError as exc:
-            run_id, question = exc.run_id, f"Run {exc.run_id} cannot be read. Delete it and its results?"
-        else:
-            run_id, question = record.id, f"Delete run {record.id} and its {len(record.plan)} planned results?"
-        if not yes and not typer.confirm(question):
-            raise typer.Exit(EXIT_OK)
-    _api().delete_run(run_id, db=db)
+    run_id, record = simulator.find_run(run_ref, db=db)
+    if record is None:
+        question = f"Run {run_id} cannot be read. Delete it and its results?"
+    else:
+        question = f"Delete run {run_id} and its {len(record.plan)} planned results?"
+    if not yes and not typer.confirm(question):
+        raise typer.Exit(EXIT_OK)
+    simulator.delete_run(run_id, db=db)
     out.print(f"deleted {run_id}", markup=False)
 
 
-def _confirm_imported(record: Any, yes: bool, live: bool, doing: str) -> None:
+def _confirm_imported(record: simulator.RunRecord, yes: bool, live: bool, doing: str) -> None:
     """An imported run names code that did not come from this machine's files: say what it runs, and go on
     only with --yes."""
     if not record.imported_from:
         return
-    from simulator.runner import code_it_runs, printable
-
-    lines = code_it_runs(record, live)
+    lines = simulator.code_it_runs(record, live)
     err.print(
-        f"Run {record.id} came from `simulator import run` (run {printable(record.imported_from)} elsewhere). "
+        f"Run {record.id} came from `simulator import run` (run {simulator.printable(record.imported_from)} "
+        "elsewhere). "
         f"{doing.capitalize()} it runs what its snapshot names, on this machine, as you:",
         markup=False,
     )
@@ -181,33 +171,21 @@ def runs_resume(
     where they stopped (for agents without state of their own). A run another live process runs is refused
     (exit 3). A run started with --live continues only with --live. A run started on Ray resumes on Ray (the
     same --ray-address) unless --executor says otherwise. Exits like `run` (its --fail-under)."""
-    from simulator.models.ranges import check_number
-    from simulator.runner._execute import check_live
-
-    check_number("ray_workers", ray_workers)  # also when the run is complete and nothing is resumed
-    with _store(db) as store:
-        store.require_writable("resume a run")
-        record = store.get_run(run_ref)
-        store.check_free(record.id, "resumed")
-        missing = len(record.plan) - len(store.completed_keys(record.id))
-        if missing == 0 and record.status == "completed":
-            out.print(f"run {record.id} is complete: nothing to resume", markup=False)
-            _print_run_record(store, record)
-            _exit_for(
-                _api().RunOutcome(record=record, store_path=store.path),
-                record.settings.fail_under,
-                record.settings.fail_under_coverage,
-            )
-            return
-        check_live(record, live)
-        _confirm_imported(record, yes, live, "resuming")
-    out.print(f"Resuming {record.id}: {missing} of {len(record.plan)} conversation(s) left.", markup=False)
+    left = simulator.check_resume(run_ref, db=db, live=live, ray_workers=ray_workers)
+    record = left.record
+    if left.complete:
+        out.print(f"run {record.id} is complete: nothing to resume", markup=False)
+        _print_run_record(record.id, db)
+        _exit_for(left.outcome, record.settings.fail_under, record.settings.fail_under_coverage)
+        return
+    _confirm_imported(record, yes, live, "resuming")
+    out.print(f"Resuming {record.id}: {left.left} of {len(record.plan)} conversation(s) left.", markup=False)
 
     def started(event: Any) -> None:
         out.print(_cache_words(event).capitalize() + ".", markup=False)
 
     outcome = _run_with_progress(
-        lambda on_event: _api().resume_async(
+        lambda on_event: simulator.resume_async(
             record.id,
             db=db,
             live=live,
@@ -248,11 +226,8 @@ def runs_repeat(
         user_model=user_model, judge_model=judge_model, models_file=models_file, judge_api_base=judge_api_base,
         user_api_base=user_api_base, agent_api_base=agent_api_base,
     )  # fmt: skip
-    with _store(db) as store:
-        store.require_writable("repeat a run")
-        old = store.get_run(run_ref)
-        store.check_free(old.id, "repeated")
-        _confirm_imported(old, yes, live, "repeating")
+    old = simulator.check_repeat(run_ref, db=db)
+    _confirm_imported(old, yes, live, "repeating")
     if old.settings.live and not live:
         err.print(
             f"note: {old.id} ran with --live; this repeat runs its tools in test mode (fakes): pass --live to "
@@ -267,7 +242,7 @@ def runs_repeat(
         )
 
     outcome = _run_with_progress(
-        lambda on_event: _api().repeat_async(
+        lambda on_event: simulator.repeat_async(
             old.id, db=db, live=live, trust_imported=yes, note=note, agent_version=agent_version,
             cache=not no_cache, judge_model=given.judge_model, user_model=given.user_model, models=given.models,
             on_event=on_event,
@@ -308,9 +283,7 @@ def runs_merge(
     for the whole plan: 0 when every case passed (or its --fail-under is met), 1 below that, 3 when shards are
     missing. Every outcome is decided again from its result's transcript, scores and fidelity findings: a result
     stored with another outcome is refused (exit 2), or with --trust kept and marked."""
-    from simulator.merge import merge_runs
-
-    merged = merge_runs(runs, db=db, note=note, allow_partial=allow_partial, trust=trust)
+    merged = simulator.merge_runs(runs, db=db, note=note, allow_partial=allow_partial, trust=trust)
     outcome = merged.outcome
     if as_json:
         _print_json(

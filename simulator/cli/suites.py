@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
+import simulator
 from simulator._files import write_file
 from simulator.cli._choices import SchemaKind
 from simulator.cli._models import (
@@ -57,8 +57,6 @@ def validate(
     With --json, one JSON document: the counts and every error with its file, line, column and key.
     With --lint, what `simulator lint` prints instead (--strict, --ignore and the model options as there: only
     --lint asks a model)."""
-    from simulator.loading import validate_paths
-
     if lint:
         given = lint_models(
             judge_model=judge_model, user_model=user_model, models_file=models_file, judge_api_base=judge_api_base,
@@ -67,8 +65,7 @@ def validate(
         run_lint(paths, as_json=as_json, strict=strict, models=given, ignore=ignore or [])
         return
 
-    report = validate_paths(paths)
-    report.errors.extend(_model_errors(report.suites))
+    report = simulator.validate(paths)
     counts = report.case_counts()
     if as_json:
         _print_json(
@@ -108,48 +105,13 @@ def validate(
     out.print("All valid.", markup=False)
 
 
-def _model_errors(suites: list[Any]) -> list[Any]:
-    """The suites' model strings whose provider litellm does not know, each at its place."""
-    from simulator.errors import ConfigError
-
-    errors: list[ConfigError] = []
-    if not any(_names_a_provider(loaded) for loaded in suites):
-        return errors  # validate of fake or openai models stays clear of the model client's imports
-    from simulator.llm import suite_model_problems
-    from simulator.loading import config_error_at
-
-    for loaded in suites:
-        for path, message in suite_model_problems(loaded.suite):
-            separate = loaded.agent_path is not None and loaded.agent_path != loaded.path
-            if path[0] == "agent" and separate:
-                errors.append(config_error_at(loaded.agent_path, path[1:], message))
-            else:
-                errors.append(config_error_at(loaded.path, path, message))
-    return errors
-
-
-def _names_a_provider(loaded: Any) -> bool:
-    """Whether a suite writes a model whose provider prefix is neither Simulator's own (``fake``, ``openai``) nor
-    absent: only then is there something to look up in litellm's provider list."""
-    suite = loaded.suite
-    models = [getattr(suite.models, role).model for role in ("agent", "user", "judge")]
-    agent = loaded.agent
-    if agent is not None and agent.type == "litellm":
-        models.append(agent.model)
-    return any(model and "/" in model and model.partition("/")[0] not in ("fake", "openai") for model in models)
-
-
 @_handles_errors
 def schema(
     kind: Annotated[SchemaKind, typer.Argument(help="The kind of file.")] = SchemaKind.suite,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
 ) -> None:
     """Print the JSON Schema of a kind of file, for editors (see the README on yaml-language-server)."""
-    from importlib import resources
-
-    from simulator.loading import SCHEMA_FILES
-
-    text = resources.files("simulator.schemas").joinpath(SCHEMA_FILES[kind]).read_text(encoding="utf-8")
+    text = simulator.json_schema(kind.value)
     if output is None:
         sys.stdout.write(text)
         return
@@ -177,20 +139,15 @@ def personas_list(
 ) -> None:
     """List the personas with their language and description; with --run, how well the simulated user played
     each persona in that run."""
-    from simulator.loading import find_upwards, load_personas
-
     if run_ref is not None:
         _persona_fidelity(run_ref, db, as_json=as_json)
         return
-    if directory is None:
-        directory = find_upwards(Path.cwd(), "personas", want_dir=True)
-        if directory is None:
-            err.print("no personas/ folder here or above: pass --dir FOLDER", markup=False)
-            raise typer.Exit(EXIT_INVALID)
-    elif not directory.is_dir():
-        err.print(f"{directory}: no such folder", markup=False)
-        raise typer.Exit(EXIT_INVALID)
-    personas = load_personas(directory)
+    try:
+        listed = simulator.list_personas(directory)
+    except simulator.InputError as exc:
+        err.print(str(exc), markup=False)
+        raise typer.Exit(EXIT_INVALID) from None
+    directory, personas = listed.directory, listed.personas
     if as_json:
         _print_json([{"name": name} | personas[name].model_dump(mode="json") for name in sorted(personas)])
         return
@@ -209,18 +166,13 @@ def personas_list(
 
 
 def _persona_fidelity(run_ref: str, db: Path | None, *, as_json: bool) -> None:
-    from simulator.metrics import persona_fidelity
-    from simulator.store import RunStore, Unreadable, default_db_path
-
-    with RunStore(db or default_db_path()) as store:
-        record = store.get_run(run_ref)
-        skipped: list[Unreadable] = []
-        personas = persona_fidelity(stored.result for stored in store.iter_results(record.id, skipped=skipped))
+    skipped: list[simulator.Unreadable] = []
+    run_id, personas = simulator.persona_fidelity(run_ref, db=db, skipped=skipped)
     _print_unreadable(skipped)
     if as_json:
-        _print_json({"run": record.id, "personas": [p.model_dump(mode="json") for p in personas]})
+        _print_json({"run": run_id, "personas": [p.model_dump(mode="json") for p in personas]})
         return
-    table = Table(title=f"Simulated user fidelity per persona in run {record.id}", title_justify="left")
+    table = Table(title=f"Simulated user fidelity per persona in run {run_id}", title_justify="left")
     for column in ("persona", "conversations", "user turns", "flagged", "fidelity", "findings", "user errors"):
         table.add_column(column, overflow="fold")
     for p in personas:
@@ -245,23 +197,6 @@ def import_csv_command(
     force: Annotated[bool, typer.Option("--force", help="Overwrite the output file if it exists.")] = False,
 ) -> None:
     """Import a CSV of single-turn tests as golden cases (one per row)."""
-    from simulator.loading.csv_import import import_csv
-
-    warnings: list[Any] = []
-    _import_suite_from(file, output, force, lambda: import_csv(file, suite_name=name, warnings=warnings))
-    _print_warnings(warnings)
-
-
-def _import_suite_from(file: Path, output: Path, force: bool, read: Callable[[], dict[str, Any]]) -> None:
-    """Write the suite ``read`` makes of ``file`` to ``output``, never overwriting without --force."""
-    from simulator.loading.csv_import import dump_suite_yaml
-
-    if not file.exists():  # a named pipe or a device is refused by the importer, saying what it is
-        err.print(f"{file}: no such file", markup=False)
-        raise typer.Exit(EXIT_INVALID)
-    if output.exists() and not force:
-        err.print(f"{output} exists: choose another --output, or pass --force to overwrite it", markup=False)
-        raise typer.Exit(EXIT_INVALID)
-    data = read()
-    write_file(output, dump_suite_yaml(data))
-    out.print(f"wrote {output}: {_plural(len(data['cases']), 'golden case')}", markup=False)
+    imported = simulator.import_csv(file, output, name=name, force=force)
+    out.print(f"wrote {imported.path}: {_plural(imported.cases, 'golden case')}", markup=False)
+    _print_warnings(imported.warnings)

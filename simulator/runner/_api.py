@@ -387,7 +387,7 @@ async def repeat_async(
     cache: bool = True,
     judge_model: str | None = None,
     user_model: str | None = None,
-    models: Mapping[str, Mapping[str, Any]] | None = None,
+    models: Mapping[Any, Mapping[str, Any]] | None = None,
     cache_size_mb: int = 200,
     on_event: EventHandler | None = None,
 ) -> RunOutcome:
@@ -437,7 +437,7 @@ def plan_simulation(
     live: bool = False,
     user_model: str | None = None,
     judge_model: str | None = None,
-    models: Mapping[str, Mapping[str, Any]] | None = None,
+    models: Mapping[Any, Mapping[str, Any]] | None = None,
     seed: int = 0,
 ) -> SimulationPlan:
     """Check what :func:`simulate` would run, running nothing."""

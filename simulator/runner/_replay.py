@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from simulator.cassettes import Compare, Playback, decode
 from simulator.errors import InputError
@@ -25,8 +25,6 @@ from simulator.runner._settings import model_options
 from simulator.runner._trust import check_trust
 from simulator.runner._types import EventHandler, PathLike, RunOutcome, RunStarted, blocking
 from simulator.store import RunStore, default_db_path
-
-SuiteSource = Literal["disk", "snapshot"]
 
 
 def _recorded_items(
@@ -63,7 +61,7 @@ def _recorded_items(
     ]
 
 
-def _suites_for_replay(source: RunRecord, suite_from: SuiteSource, items: Sequence[PlanItem]) -> list[SuiteSnapshot]:
+def _suites_for_replay(source: RunRecord, suite_from: str, items: Sequence[PlanItem]) -> list[SuiteSnapshot]:
     """The suites a replay scores with: the files as they are now (``disk``) or the run's snapshot."""
     if suite_from not in ("disk", "snapshot"):
         raise InputError(f"--suite-from must be disk or snapshot, not {suite_from!r}")
@@ -126,8 +124,8 @@ async def replay_async(
     persona: str | None = None,
     judge_model: str | None = None,
     user_model: str | None = None,
-    models: Mapping[str, Mapping[str, Any]] | None = None,
-    suite_from: SuiteSource = "disk",
+    models: Mapping[Any, Mapping[str, Any]] | None = None,
+    suite_from: str = "disk",
     db: PathLike | None = None,
     on_event: EventHandler | None = None,
 ) -> RunOutcome:
@@ -160,12 +158,12 @@ async def rerun_async(
     run_ref: str,
     case: str,
     *,
-    compare: Compare = "exact",
+    compare: str = "exact",
     persona: str | None = None,
-    suite_from: SuiteSource = "disk",
+    suite_from: str = "disk",
     judge_model: str | None = None,
     user_model: str | None = None,
-    models: Mapping[str, Mapping[str, Any]] | None = None,
+    models: Mapping[Any, Mapping[str, Any]] | None = None,
     live: bool = False,
     trust_imported: bool = False,
     db: PathLike | None = None,
@@ -180,6 +178,7 @@ async def rerun_async(
     ``run`` takes them) laid over them."""
     if compare not in ("exact", "normalized"):
         raise InputError(f"--compare must be exact or normalized, not {compare!r}")
+    matching: Compare = "exact" if compare == "exact" else "normalized"
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         store.require_writable("rerun a run")
@@ -193,7 +192,7 @@ async def rerun_async(
         return await _play(
             store, source, chosen, snapshots, settings, note=f"rerun of {source.id} from the first divergence",
             live=live, on_event=on_event,
-            make=lambda cassette: Playback(cassette, source.id, mode="rerun", compare=compare, live_judge=True),
+            make=lambda cassette: Playback(cassette, source.id, mode="rerun", compare=matching, live_judge=True),
         )  # fmt: skip
 
 

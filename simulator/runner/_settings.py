@@ -96,7 +96,7 @@ def role_overrides(models: Mapping[Any, Mapping[str, Any] | str]) -> dict[ModelR
 
 
 def model_options(
-    user_model: str | None, judge_model: str | None, models: Mapping[str, Mapping[str, Any]] | None
+    user_model: str | None, judge_model: str | None, models: Mapping[Any, Mapping[str, Any]] | None
 ) -> ModelOptions:
     """A command's model options, the per-role settings checked (:func:`role_overrides`)."""
     return ModelOptions(user_model=user_model, judge_model=judge_model, models=role_overrides(models or {}))
