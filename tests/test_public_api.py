@@ -8,14 +8,22 @@ import simulator
 
 # What users may import from ``simulator``: adding or removing a name is a decision, made here on purpose.
 PUBLIC_NAMES = [
-    "AgentError", "Case", "CaseResult", "ConfigError", "ConfigErrors", "GoldenCase", "InputError", "JudgeError",
-    "LoadedSuite", "MergedRun",
-    "ModelError", "Persona", "PlanItem", "PlannedRun", "Progress", "RunOutcome", "RunRecord",
-    "RunSettings", "RunStarted", "ScenarioCase", "SimulationCase", "SimulatorError", "Step", "StoreError",
-    "StoredResult", "Suite", "ValidationReport", "__version__", "delete_run", "get_run", "load_personas",
-    "load_suite", "merge_runs", "plan", "render_report", "repeat", "repeat_async", "replay", "replay_async",
-    "rerun", "rerun_async", "resume", "resume_async", "run", "run_async",
-    "simulate", "simulate_async", "validate_paths",
+    "AgentError", "Case", "CaseResult", "Comparison", "ConfigError", "ConfigErrors", "Digest", "GoldenCase",
+    "ImportedRun", "ImportedSuite", "InputError", "JudgeCheckReport", "JudgeError", "Linted", "LoadedSuite",
+    "MergedRun", "ModelError", "ModelOptions", "OverviewText", "Persona", "PersonaList", "PlanItem", "PlannedRun",
+    "Progress", "Report", "ResumeCheck", "RunCoverage", "RunCoverageReport", "RunOutcome", "RunOverview",
+    "RunRecord", "RunResults", "RunSettings", "RunStarted", "ScenarioCase", "SimulationCase", "SimulationPlan",
+    "SimulatorError", "Step", "StoreError", "StoredResult", "Suite", "Unreadable", "ValidationReport",
+    "__version__", "check_repeat", "check_resume", "code_it_runs", "combine", "compare_runs", "count_results",
+    "delete_run", "digest_run", "digest_run_async", "export_cases", "export_results", "export_run", "find_run",
+    "get_run", "golden_from_run", "import_csv", "import_run", "installed_plugins", "iter_result_rows",
+    "json_schema", "judge_check", "judge_check_async", "lint", "lint_async", "list_personas", "list_runs",
+    "load_personas", "load_suite", "merge_runs", "note_run", "persona_fidelity", "plan", "plan_simulation",
+    "plugin_groups", "printable", "read_model_file", "read_run", "render_comparison", "render_digest",
+    "render_overview", "render_report", "repeat", "repeat_async", "replay", "replay_async", "report_formats",
+    "rerun", "rerun_async", "resume", "resume_async", "resume_command", "run", "run_async", "run_command",
+    "run_coverage", "run_overview", "run_report", "simulate", "simulate_async", "validate", "validate_paths",
+    "write_export", "write_reports", "yaml_kind",
 ]  # fmt: skip
 
 
