@@ -49,10 +49,12 @@ def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
 CALLS: list[tuple[str, Any]] = [
     ("list_runs", lambda db, run: [record.id for record in simulator.list_runs(db=db)] == [run]),
     ("read_run", lambda db, run: len(simulator.read_run(run, db=db).results) == 2),
-    ("note_run", lambda db, run: simulator.note_run(run, "n", db=db) == run and simulator.get_run(run, db=db).record.note == "n"),
+    ("note_run", lambda db, run: simulator.note_run(run, "n", db=db) == run
+                                 and simulator.get_run(run, db=db).record.note == "n"),
     ("find_run", lambda db, run: simulator.find_run("latest", db=db)[0] == run),
     ("count_results", lambda db, run: simulator.count_results(run, db=db) == 2),
-    ("iter_result_rows", lambda db, run: sorted(row.outcome for row in simulator.iter_result_rows(run, db=db)) == ["fail", "pass"]),
+    ("iter_result_rows", lambda db, run: sorted(row.outcome for row in simulator.iter_result_rows(run, db=db))
+                                         == ["fail", "pass"]),
     ("compare_runs", lambda db, run: not simulator.compare_runs(run, run, db=db).has_regressions),
     ("run_coverage", lambda db, run: simulator.run_coverage(run, fail_under=100.0, db=db).coverage.percent is not None),
     ("digest_run", lambda db, run: "apology" in simulator.render_digest(simulator.digest_run(run, db=db), "text")),
