@@ -285,7 +285,7 @@ def test_a_reply_that_differs_only_in_case_and_punctuation_diverges_only_when_co
     recorded = _record_five_turns(tmp_path, 'f"you said:  {said} -- anything else"', monkeypatch)
     monkeypatch.setenv("AGENT_VARIANT", "new")
     with _user_moves("live four", "live five").active():
-        rerun = simulator.rerun(recorded.id, "five_turns", db=tmp_path / "runs.db", compare=compare)  # type: ignore[arg-type]
+        rerun = simulator.rerun(recorded.id, "five_turns", db=tmp_path / "runs.db", compare=compare)
     [stored] = rerun.results()
     mark = stored.result.transcript.replay
     assert mark is not None
