@@ -16,11 +16,15 @@ run`` output, and everything printed.
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
+import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,7 +36,7 @@ from typer.testing import CliRunner
 
 from simulator.cli import app
 from simulator.safety import is_secret_name
-from tests._canary_scan import canary, scan_files, scan_outputs
+from tests._canary_scan import PREFIX, canary, forms, scan_files, scan_outputs
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals")
 
@@ -256,3 +260,154 @@ def test_no_canary_anywhere_after_kill_9_mid_run(tmp_path: Path, server: _Server
     _assert_no_canary(tmp_path, server, outputs, skip)
     server.release.set()
     _assert_no_canary(tmp_path, server, {**outputs, **_read_back(tmp_path, db)}, skip)
+
+
+# --- what planning registers, place by place -------------------------------------------------------------------
+
+
+def _planned_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, secret: str, entry: str) -> None:
+    """Plan (store nothing, call nothing) a suite whose only secret is ``secret``, configured at ``where``."""
+    from simulator import plan
+    from simulator.runner import plan_simulation
+
+    agent: dict[str, Any] = {"type": "http", "base_url": "http://127.0.0.1:9/agent"}
+    models: dict[str, Any] = {"user": {"model": "fake/user"}, "judge": {"model": "fake/judge"}}
+    options: dict[str, Any] = {}
+    if where in ("judge api_key_env", "user api_key_env"):
+        role = where.split(maxsplit=1)[0]
+        monkeypatch.setenv("PLAIN_SETTING", secret)
+        models[role]["api_key_env"] = "PLAIN_SETTING"
+    elif where == "agent api_key_env":
+        monkeypatch.setenv("PLAIN_SETTING", secret)
+        agent["api_key_env"] = "PLAIN_SETTING"
+    elif where == "agent header":
+        monkeypatch.setenv("PLAIN_SETTING", f"Bearer {secret}")
+        agent["headers_from_env"] = {"X-Anything": "PLAIN_SETTING"}
+    elif where == "agent base_url":
+        agent["base_url"] = f"http://{USER}:{secret}@127.0.0.1:9/agent"
+    elif where == "judge api_base":
+        models["judge"]["api_base"] = f"http://{USER}:{secret}@127.0.0.1:9/v1"
+    elif where == "api_base given to the run":
+        options["models"] = {"user": {"api_base": f"http://{USER}:{secret}@127.0.0.1:9/v1"}}
+    elif where == "a URL in the environment":
+        monkeypatch.setenv("OPENAI_BASE_URL", f"https://{USER}:{secret}@proxy.example/v1")
+    else:  # a provider key, by its variable's name
+        monkeypatch.setenv("ACME_API_KEY", secret)
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        json.dumps(
+            {
+                "name": "planned", "agent": agent, "models": models,
+                "cases": [{"kind": "golden", "name": "hello", "turns": [{"user": "Hello"}]}],
+            }
+        ),
+        encoding="utf-8",
+    )  # fmt: skip
+    if entry == "plan":
+        plan([suite], **options)
+    else:
+        plan_simulation(suite, **options)
+    # Gone from the environment (a library, or the agent's own code, may unset it): still a secret.
+    for variable in ("PLAIN_SETTING", "OPENAI_BASE_URL", "ACME_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+
+
+@pytest.mark.parametrize("entry", ["plan", "plan_simulation"])
+@pytest.mark.parametrize(
+    ("where", "forms"),
+    [
+        ("judge api_key_env", ["{s}"]),
+        ("user api_key_env", ["{s}"]),
+        ("agent api_key_env", ["{s}"]),
+        ("agent header", ["{s}", "Bearer {s}"]),
+        ("agent base_url", ["{s}", "{u}:{s}", "Basic {b}", "{b}"]),
+        ("judge api_base", ["{s}", "{u}:{s}", "Basic {b}", "{b}"]),
+        ("api_base given to the run", ["{s}", "{u}:{s}", "Basic {b}", "{b}"]),
+        ("a URL in the environment", ["{s}", "{u}:{s}", "Basic {b}", "{b}"]),
+        ("a provider key", ["{s}"]),
+    ],
+)
+def test_planning_makes_every_configured_secret_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, forms: list[str], entry: str
+) -> None:
+    from simulator.safety import redact
+
+    secret = canary("planned")
+    _planned_with(tmp_path, monkeypatch, where, secret, entry)
+    basic = base64.b64encode(f"{USER}:{secret}".encode()).decode()
+    for form in forms:
+        text = f"the server said: {form.format(s=secret, u=USER, b=basic)} (end)"
+        redacted = redact(text)
+        assert "[redacted:" in redacted, redacted
+        assert scan_outputs({"text": redacted}, {"secret": secret}) == {}, redacted
+
+
+@pytest.mark.parametrize(
+    ("url", "secrets", "kept"),
+    [
+        # Percent-encoded in the URL, decoded by the HTTP client that sends it: both are secrets.
+        ("http://bob:p%40ss-Zq4Wk81x@host/v1", ["p%40ss-Zq4Wk81x", "p@ss-Zq4Wk81x", "bob:p@ss-Zq4Wk81x"], []),
+        # A user without a password is a token (sent as Basic base64("token:")).
+        ("https://tok-Zq5Wk82xab@host/v1", ["tok-Zq5Wk82xab", base64.b64encode(b"tok-Zq5Wk82xab:").decode()], []),
+        # No credentials, or no URL a client could send: nothing is registered, the host stays readable.
+        ("http://127.0.0.1:8080/v1", [], ["127.0.0.1:8080"]),
+        ("http://[::1/v1 user:Zq6Wk83xpw", [], ["user:Zq6Wk83xpw"]),
+    ],
+)
+def test_url_credentials_are_secrets_in_every_form(url: str, secrets: list[str], kept: list[str]) -> None:
+    from simulator.safety import redact, register_url_credentials
+
+    register_url_credentials("models.judge.api_base", url)
+    for secret in secrets:
+        assert redact(f"echo {secret} echo") == "echo [redacted:models.judge.api_base] echo", secret
+    for text in kept:
+        assert redact(text) == text
+
+
+# --- the scan itself finds what it looks for -------------------------------------------------------------------
+
+
+def _sqlite_wal_with_blob(path: Path, data: bytes) -> Any:
+    """A database whose only copy of ``data`` is a zlib BLOB in its WAL; the open writer is returned (closing it
+    would move the page into the database file)."""
+    writer = sqlite3.connect(path)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("CREATE TABLE t (b BLOB)")
+    writer.execute("INSERT INTO t VALUES (?)", (zlib.compress(data),))
+    writer.commit()
+    return writer
+
+
+@pytest.mark.parametrize(
+    ("kind", "form"),
+    [
+        ("plain", "value"),
+        ("plain", "value prefix"),
+        ("plain", "base64"),
+        ("xlsx", "value"),
+        ("gzip", "base64 prefix"),
+        ("sqlite wal blob", "value"),
+    ],
+)
+def test_the_scan_finds_a_canary_in_every_kind_of_file(tmp_path: Path, kind: str, form: str) -> None:
+    value = canary("scan")
+    data = forms(value)[form]
+    planted = b"before " + data + b" after"
+    path = tmp_path / f"left.{kind.split(maxsplit=1)[0]}"
+    if kind == "plain":
+        path.write_bytes(planted)
+    elif kind == "xlsx":
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("xl/sharedStrings.xml", planted)
+    elif kind == "gzip":
+        path.write_bytes(gzip.compress(planted))
+    writer = _sqlite_wal_with_blob(path, planted) if kind == "sqlite wal blob" else None
+    try:
+        found = scan_files(tmp_path, {"the canary": value})
+        assert form in " ".join(found.get(path.name, [])), found
+        assert scan_files(tmp_path, {"another": canary("other")}) == {}
+        assert len(forms(value)["value prefix"]) == PREFIX
+    finally:
+        if writer is not None:
+            writer.close()
