@@ -183,7 +183,7 @@ def register_url_credentials(name: str, url: str) -> None:
     An HTTP client sends them as ``Authorization: Basic base64(user:password)``, and a server may echo the
     header, its base64, the pair or the password alone: each of these, as written in the URL and
     percent-decoded, is registered. A user without a password is a token (``https://TOKEN@host``) and is
-    registered itself. A URL without credentials registers nothing.
+    registered itself, when it is as long as a secret. A URL without credentials registers nothing.
     """
     try:
         parts = urlsplit(url.strip())
@@ -193,6 +193,8 @@ def register_url_credentials(name: str, url: str) -> None:
         return
     userinfo = parts.netloc.rpartition("@")[0]
     user, colon, password = userinfo.partition(":")
+    if not colon and len(unquote(user)) < MIN_SECRET_LENGTH:
+        return  # a short name alone (ssh://git@host) is no credential, as the URL rule has it
     for raw_user, raw_password in {(user, password), (unquote(user), unquote(password))}:
         secret = raw_password if colon else raw_user
         pair = f"{raw_user}:{raw_password}"

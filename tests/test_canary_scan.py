@@ -351,6 +351,7 @@ def test_planning_makes_every_configured_secret_known(
         ("https://tok-Zq5Wk82xab@host/v1", ["tok-Zq5Wk82xab", base64.b64encode(b"tok-Zq5Wk82xab:").decode()], []),
         # No credentials, or no URL a client could send: nothing is registered, the host stays readable.
         ("http://127.0.0.1:8080/v1", [], ["127.0.0.1:8080"]),
+        ("ssh://git@host/repo", [], ["git", base64.b64encode(b"git:").decode()]),
         ("http://[::1/v1 user:Zq6Wk83xpw", [], ["user:Zq6Wk83xpw"]),
     ],
 )
