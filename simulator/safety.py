@@ -192,6 +192,8 @@ def register_url_credentials(name: str, url: str) -> None:
     if "@" not in parts.netloc:
         return
     userinfo = parts.netloc.rpartition("@")[0]
+    if userinfo.startswith(_LABEL_START):
+        return  # a stored URL whose credentials were redacted: nothing secret is left in it
     user, colon, password = userinfo.partition(":")
     if not colon and len(unquote(user)) < MIN_SECRET_LENGTH:
         return  # a short name alone (ssh://git@host) is no credential, as the URL rule has it

@@ -352,6 +352,8 @@ def test_planning_makes_every_configured_secret_known(
         # No credentials, or no URL a client could send: nothing is registered, the host stays readable.
         ("http://127.0.0.1:8080/v1", [], ["127.0.0.1:8080"]),
         ("ssh://git@host/repo", [], ["git", base64.b64encode(b"git:").decode()]),
+        # A URL as a stored run keeps it (a resumed run plans from it): the label stays as it is.
+        ("http://[redacted:url]@host/v1", [], ["http://[redacted:url]@host/v1", "[redacted:url]"]),
         ("http://[::1/v1 user:Zq6Wk83xpw", [], ["user:Zq6Wk83xpw"]),
     ],
 )
