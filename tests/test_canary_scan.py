@@ -35,7 +35,8 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator.cli import app
-from simulator.safety import is_secret_name
+from simulator.runner import _api
+from simulator.safety import is_secret_name, redact
 from tests._canary_scan import PREFIX, canary, forms, scan_files, scan_outputs
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals")
@@ -59,6 +60,8 @@ class Secrets:
     agent: str = field(default_factory=lambda: canary("agent"))
     header: str = field(default_factory=lambda: canary("header"))
     openai: str = field(default_factory=lambda: f"sk-{canary('openai')}")
+    #: Whether the server knows the api_base's password (see the resume in the kill test).
+    tells_password: bool = True
 
     def canaries(self) -> dict[str, str]:
         """What must never be found, by name (the Basic pair too: its base64 is the header's credential)."""
@@ -81,8 +84,9 @@ class Secrets:
     def echo(self, handler: BaseHTTPRequestHandler) -> str:
         """Every secret, in every form, and the credentials as received: what a careless server says."""
         basic = base64.b64encode(f"{USER}:{self.password}".encode()).decode()
+        password = f"password {self.password} as {USER}:{self.password} (Basic {basic}, {basic}); "
         return (
-            f"judge {self.judge}; password {self.password} as {USER}:{self.password} (Basic {basic}, {basic}); "
+            f"judge {self.judge}; {password if self.tells_password else ''}"
             f"agent {self.agent}; header {self.header}; openai {self.openai}; got Authorization="
             f"{handler.headers.get('Authorization')} X-Shop={handler.headers.get('X-Shop')}"
         )
@@ -190,6 +194,7 @@ def _read_back(root: Path, db: Path) -> dict[str, str]:
     whatever it shows came from the files)."""
     runner = CliRunner()
     outputs: dict[str, str] = {}
+    folder = root / "read" / str(len(list(root.glob("read/*"))))  # each reading its own files
 
     def cli(*args: str) -> None:
         result = runner.invoke(app, [*args, "--db", str(db)])
@@ -199,10 +204,10 @@ def _read_back(root: Path, db: Path) -> dict[str, str]:
     cli("runs", "show", "latest", "--json")
     cli("runs", "list")
     for fmt in FORMATS:
-        cli("report", "latest", "-f", fmt, "-o", str(root / "read" / f"report.{fmt}"))
+        cli("report", "latest", "-f", fmt, "-o", str(folder / f"report.{fmt}"))
     cli("report", "latest", "-f", "md")
     for fmt in ("json", "yaml"):
-        cli("export", "run", "latest", "-f", fmt, "-o", str(root / "read" / f"run.{fmt}"))
+        cli("export", "run", "latest", "-f", fmt, "-o", str(folder / f"run.{fmt}"))
         cli("export", "results", "latest", "-f", fmt)
     return outputs
 
@@ -240,7 +245,9 @@ def test_no_canary_anywhere_after_a_run(tmp_path: Path, server: _Server) -> None
     assert f"[redacted:{JUDGE_VAR}]".encode() in cache  # the user's reply, cached before the judge's first call
 
 
-def test_no_canary_anywhere_after_kill_9_mid_run(tmp_path: Path, server: _Server) -> None:
+def test_no_canary_anywhere_after_kill_9_mid_run(
+    tmp_path: Path, server: _Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
     skip = _project(tmp_path, server, scenario=False)
     db = tmp_path / "store" / "runs.db"
     run = _simulator(tmp_path, server, "run", "suite.yaml", "--db", str(db), "--seed", "1")
@@ -258,8 +265,32 @@ def test_no_canary_anywhere_after_kill_9_mid_run(tmp_path: Path, server: _Server
     checkpoints = b"".join(path.read_bytes() for path in (tmp_path / "store").glob("runs-checkpoints.db*"))
     assert b"[redacted:" in checkpoints
     _assert_no_canary(tmp_path, server, outputs, skip)
+
+    # Resumed (here, in a process that learns the secrets only from the stored run and its environment): the
+    # rest of the conversation quotes them again. All but the api_base's password: the stored run keeps that URL
+    # with its credentials redacted, so the resumed run never has the password, and nothing it talks to is told.
+    server.secrets.tells_password = False
     server.release.set()
-    _assert_no_canary(tmp_path, server, {**outputs, **_read_back(tmp_path, db)}, skip)
+    for name, value in server.secrets.environment().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    known: dict[str, bool] = {}  # which secrets the resumed run knew as it started
+    execute = _api._execute
+
+    async def starting(*args: Any, **kwargs: Any) -> Any:
+        known.update({name: redact(value) != value for name, value in server.secrets.canaries().items()})
+        return await execute(*args, **kwargs)
+
+    monkeypatch.setattr(_api, "_execute", starting)
+    resumed = CliRunner().invoke(app, ["runs", "resume", "latest", "--db", str(db)])
+    assert resumed.exit_code in (0, 1), resumed.stdout + resumed.stderr
+    outputs["resume"] = resumed.stdout + resumed.stderr
+    assert known == {name: "password" not in name for name in server.secrets.canaries()}, known
+    for name in server.secrets.environment():
+        monkeypatch.delenv(name)
+    read = _read_back(tmp_path, db)
+    _assert_no_canary(tmp_path, server, {**outputs, **read}, skip)
+    assert json.loads(read["runs show latest --json"])["run"]["status"] == "completed"
 
 
 # --- what planning registers, place by place -------------------------------------------------------------------
