@@ -318,6 +318,9 @@ def _planned_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, s
         agent["base_url"] = f"http://{USER}:{secret}@127.0.0.1:9/agent"
     elif where == "judge api_base":
         models["judge"]["api_base"] = f"http://{USER}:{secret}@127.0.0.1:9/v1"
+    elif where == "judge api_base from ${VAR}":
+        monkeypatch.setenv("PLAIN_SETTING", secret)
+        models["judge"]["api_base"] = f"http://{USER}:${{PLAIN_SETTING}}@127.0.0.1:9/v1"
     elif where == "api_base given to the run":
         options["models"] = {"user": {"api_base": f"http://{USER}:{secret}@127.0.0.1:9/v1"}}
     elif where == "a URL in the environment":
@@ -353,6 +356,7 @@ def _planned_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, s
         ("agent header", ["{s}", "Bearer {s}"]),
         ("agent base_url", ["{s}", "{u}:{s}", "Basic {b}", "{b}"]),
         ("judge api_base", ["{s}", "{u}:{s}", "Basic {b}", "{b}"]),
+        ("judge api_base from ${VAR}", ["{s}", "{u}:{s}", "Basic {b}", "{b}"]),
         ("api_base given to the run", ["{s}", "{u}:{s}", "Basic {b}", "{b}"]),
         ("a URL in the environment", ["{s}", "{u}:{s}", "Basic {b}", "{b}"]),
         ("a provider key", ["{s}"]),
