@@ -87,7 +87,10 @@ def is_local_base(api_base: str | None) -> bool:
     172.16/12, 192.168/16, fc00::/7, link-local, a ``.local`` / ``.internal`` name): no key is needed there."""
     if not api_base:
         return False
-    host = urlsplit(api_base if "//" in api_base else f"//{api_base}").hostname or ""
+    try:
+        host = urlsplit(api_base if "//" in api_base else f"//{api_base}").hostname or ""
+    except ValueError:  # no host a client could reach (a stored URL whose credentials are [redacted:url])
+        return False
     if host in _LOCAL_NAMES or host.endswith((".localhost", ".local", ".internal")):
         return True
     try:

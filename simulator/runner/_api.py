@@ -47,6 +47,7 @@ from simulator.runner._plan import (
     snapshot_of,
     unknown_case_filters,
 )
+from simulator.runner._secrets import register_record_secrets, register_run_secrets
 from simulator.runner._settings import (
     checked_settings,
     model_options,
@@ -123,6 +124,9 @@ def plan(suites: Suites, settings: RunSettings | None = None, **options: Any) ->
     for item in items:
         kept.setdefault(item.suite, set()).add(item.case)
     check_simulated_tools([loaded[index] for index in sorted(kept)], chosen, [kept[index] for index in sorted(kept)])
+    # Known before the run writes anything: a key first read at its role's first call would be unknown to the
+    # checkpoints and cached replies written before that call.
+    register_run_secrets(loaded, chosen)
     snapshots = [snapshot_of(item, _path_as_given(item)) for item in loaded]
     whole = plan_hash(snapshots, chosen, items)
     chosen = chosen.model_copy(update={"plan_hash": whole})
@@ -244,6 +248,7 @@ async def run_async(
     check_number("cache_size_mb", cache_size_mb)
     planned = suites if isinstance(suites, PlannedRun) else plan(suites, settings, **options)
     check_numbers(planned.settings.model_dump())  # a PlannedRun made by hand too
+    register_run_secrets(planned.suites, planned.settings)  # a PlannedRun made by hand too
     trace_to = trace_target(planned.settings, trace_endpoint)  # before anything is stored
     # The cluster first: the store's file is made when it opens, and a cluster that refuses must leave none.
     with on_cluster(planned.settings), RunStore(Path(db) if db is not None else default_db_path()) as store:
@@ -351,6 +356,7 @@ async def resume_async(
             return RunOutcome(record=record, store_path=store.path)
         check_trust(record, trust_imported, "resuming")
         check_environment_of(record)
+        register_record_secrets(record)
         record = _on_executor(record, executor, ray_address, ray_workers)
         with on_cluster(record.settings):
             return await _execute(
@@ -401,6 +407,7 @@ async def repeat_async(
         old = _repeatable(store, run_ref)
         check_trust(old, trust_imported, "repeating")
         settings = model_options(user_model, judge_model, models).over(old.settings)
+        register_record_secrets(old, settings)
         trace_to = trace_target(settings)  # before anything is stored
         check_environment_of(old, settings)
         record = new_record(
@@ -451,6 +458,7 @@ def plan_simulation(
     )
     check_environment([loaded], settings=settings)
     check_models([loaded], settings)
+    register_run_secrets([loaded], settings)
     chosen = [find_case(loaded, name) for name in cases] if cases else list(loaded.suite.cases)
     check_simulated_tools([loaded], settings, [{case.name for case in chosen}])
     pairs = [(case, pick_persona(loaded, case, persona)) for case in chosen]

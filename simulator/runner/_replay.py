@@ -21,6 +21,7 @@ from simulator.runner._plan import (
     restore,
     snapshot_of,
 )
+from simulator.runner._secrets import register_run_secrets
 from simulator.runner._settings import model_options
 from simulator.runner._trust import check_trust
 from simulator.runner._types import EventHandler, PathLike, RunOutcome, RunStarted, blocking
@@ -102,6 +103,7 @@ async def _play(
     on_event: EventHandler | None,
 ) -> RunOutcome:
     items = [item for item, _ in chosen]
+    register_run_secrets([restore(snapshot) for snapshot in snapshots], settings)
     playbacks = {item.key: make(cassette) for item, cassette in chosen}
     record = new_record(
         store.new_run_id(), snapshots, settings, items,
