@@ -117,6 +117,10 @@ def check_live(record: RunRecord, live: bool) -> None:
         )
 
 
+#: How many conversations must fail for want of a valid key, before any succeeds, for a run to stop early.
+REFUSALS_TO_STOP = 3
+
+
 class _RunRefused(Exception):
     """The first conversations of a run failed for want of a valid key: the run stops with this one message."""
 
@@ -190,10 +194,13 @@ async def execute(
     todo = items_left(store, record, positions=positions if summing is not None else None)
     previous = record.totals.duration_s if record.totals else 0.0
     started = time.monotonic()
-    # Whether a conversation has finished without a credentials failure. Until one has, a conversation that failed
-    # because no key was sent or the key was refused stops the run (see _RunRefused): every other one would fail
-    # the same way, one error each.
+    # Whether a conversation has finished without a credentials failure. Until one has, the conversations that
+    # failed because no key was sent or the key was refused are held back; when the first few to finish all did
+    # (REFUSALS_TO_STOP, or every one left), the run stops (see _RunRefused): every other one would fail the same
+    # way, one error each. One refusal alone does not stop it: a provider may refuse one request of a working key.
     settled = False
+    held: list[tuple[PlanItem, CaseResult, float, Any, Any, Any]] = []
+    refusals_to_stop = min(REFUSALS_TO_STOP, total - finished)
 
     async def one(item: PlanItem, saver: Any, handover: Callable[[], Awaitable[None]] | None = None) -> None:
         nonlocal settled
@@ -209,8 +216,15 @@ async def execute(
                 thread_id=f"{record.id}:{item.key}", playback=playback, handover=handover,
             )  # fmt: skip
         if refused and not settled:
-            raise _RunRefused(refused[0])  # not stored: resuming the run runs it again
-        settled = settled or not refused
+            held.append((item, result, duration, saver, tape, calls))
+            if len(held) >= refusals_to_stop:
+                raise _RunRefused(refused[0])  # the held ones are not stored: resuming the run runs them again
+            return
+        if not settled:
+            settled = True
+            for kept in held:  # a key works: the refusals held back were the provider's, stored as they ended
+                await save(*kept[:5], calls=kept[5])
+            held.clear()
         await save(item, result, duration, saver, tape, calls=calls)
 
     async def save(
