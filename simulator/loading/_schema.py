@@ -64,7 +64,7 @@ def load_schema(kind: str) -> dict[str, Any]:
 
 @cache
 def _validator(kind: str) -> Draft202012Validator:
-    # Imported here: only files with problems (or nulls) need the schema pass, and the import costs ~50 ms.
+    # Imported here: only files with problems (or nulls) need the schema pass, and the import is slow.
     from jsonschema import Draft202012Validator
 
     return Draft202012Validator(load_schema(kind))
