@@ -37,6 +37,7 @@ from simulator.errors import ModelError
 from simulator.kinds import kind_named
 from simulator.llm import LLMClient, Role
 from simulator.models.persona import Persona
+from simulator.models.transcript import CaseKind
 
 __all__ = [
     "LLMUser",
@@ -48,7 +49,6 @@ __all__ = [
     "apply_style",
 ]
 
-CaseKind = Literal["golden", "scenario", "simulation"]
 Speaker = Literal["user", "agent"]
 
 #: What the scripted user says when it has no line, no asked fact and no goal.
