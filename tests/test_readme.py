@@ -25,6 +25,7 @@ PYTHON_EXAMPLES: dict[str, tuple[str, ...]] = {
     "docs/verdicts.md": ("fidelity_run", "stored"),
     "docs/agents.md": ("run_tools",),
     "docs/pytest.md": ("test_golden_conversations",),
+    "docs/extending.md": ("EchoAgent", "make_echo_agent", "polite", "render_txt"),
 }
 
 
