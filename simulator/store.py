@@ -1020,7 +1020,7 @@ class RunStore:
 
     def _fail_on_full_disk(self, conn: sqlite3.Connection, run_id: str) -> None:
         """The disk filled up as run ``run_id`` was to start or end: give back its room and mark it ``failed``
-        (the status the README gives a run stopped by a store that cannot be written), its lease released."""
+        (the status the user guide gives a run stopped by a store that cannot be written), its lease released."""
         self._reserve(run_id).release()
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -1392,7 +1392,7 @@ class RunStore:
             raise UnreadableRunError(self._damaged(f"run {row['id']}", exc), str(row["id"])) from exc
         try:
             # Read apart, one item at a time, into the plan's compact form: parsed with the rest of the run, the
-            # whole list would be objects at once (about 1 KB a conversation).
+            # whole list would be objects at once, memory growing with the plan.
             plan = Plan.from_json(row["plan"])
         except ValueError as exc:
             raise UnreadableRunError(self._damaged(f"the plan of run {row['id']}", exc), str(row["id"])) from exc

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 from pydantic import JsonValue
 
 from simulator.judges.checks import ConversationView
+from simulator.kinds import KINDS
 from simulator.models import Case, GoldenTurn, Thresholds
 from simulator.models.scores import Score
 from simulator.models.transcript import AgentEvent, Transcript
@@ -40,7 +41,7 @@ __all__ = [
     "scorer",
 ]
 
-ALL_KINDS: frozenset[str] = frozenset({"golden", "scenario", "simulation"})
+ALL_KINDS: frozenset[str] = frozenset(KINDS)
 ScorerScope = Literal["case", "turn"]
 F = TypeVar("F", bound=Callable[[Any], Awaitable[list[Score]]])
 T = TypeVar("T")

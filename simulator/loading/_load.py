@@ -21,7 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from simulator.code_refs import CodeRefError, code_folders, resolve, resolve_callable
 from simulator.errors import ConfigError, ConfigErrors
-from simulator.kinds import kind_of
+from simulator.kinds import KINDS, kind_of
 from simulator.loading._env_check import env_problems
 from simulator.loading._limits import ReadProblem, why_not_read
 from simulator.loading._limits import read_text as read_bounded_text
@@ -117,7 +117,7 @@ class ValidationReport:
 
     def case_counts(self) -> dict[str, int]:
         """Number of cases per kind over all suites."""
-        counts = {"golden": 0, "scenario": 0, "simulation": 0}
+        counts = dict.fromkeys(KINDS, 0)
         for loaded in self.suites:
             for case in loaded.suite.cases:
                 counts[case.kind] += 1
@@ -495,7 +495,7 @@ class Loader:
 
 def _uninstalled_agent_type(agent: AgentConfig | None) -> str | None:
     """Why ``agent``'s type cannot be run here: a type that is neither built in nor an installed plugin's."""
-    if agent is None or agent.type in BUILTIN_AGENT_TYPES or agent.type in plugins("agents"):
+    if agent is None or not agent.from_plugin or agent.type in plugins("agents"):
         return None
     names = [*sorted(BUILTIN_AGENT_TYPES), *plugins("agents")]
     return (

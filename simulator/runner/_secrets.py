@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping
 
 from simulator.errors import InputError
 from simulator.loading import LoadedSuite
-from simulator.models.agent import HttpAgent
 from simulator.models.env_refs import expand
 from simulator.models.run import RunRecord, RunSettings, resolved_models
 from simulator.runner._plan import restore
@@ -43,11 +42,12 @@ def register_run_secrets(
             if role_settings.api_base:
                 _register_url(f"models.{role}.api_base", role_settings.api_base, env)
         agent = loaded.agent
-        if not isinstance(agent, HttpAgent):
+        if agent is None:
             continue
-        _register_url("agent.base_url", agent.base_url, env)
-        for variable in [agent.api_key_env, *agent.headers_from_env.values()]:
-            if variable and env.get(variable):
+        for where, url in agent.urls():
+            _register_url(".".join(("agent", *map(str, where))), url, env)
+        for _, variable, _ in agent.environment():  # the agent's key and headers
+            if env.get(variable):
                 register_secret(variable, env[variable])
 
 
