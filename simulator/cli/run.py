@@ -165,8 +165,8 @@ def run(
         bool,
         typer.Option(
             "--checkpoints/--no-checkpoints",
-            help="Checkpoint every user turn so a resumed run continues conversations mid-way "
-            "(costs ~0.3 ms of CPU a turn).",
+            help="Checkpoint every user turn so a resumed run continues conversations mid-way (its cost per "
+            "turn: docs/performance.md).",
         ),
     ] = True,
     executor: Annotated[
