@@ -182,7 +182,7 @@ def runs_resume(
     (exit 3). A run started with --live continues only with --live. A run started on Ray resumes on Ray (the
     same --ray-address) unless --executor says otherwise. Exits like `run` (its --fail-under)."""
     from simulator.models.ranges import check_number
-    from simulator.runner._execute import check_live
+    from simulator.runner import check_live
 
     check_number("ray_workers", ray_workers)  # also when the run is complete and nothing is resumed
     with _store(db) as store:

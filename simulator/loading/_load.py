@@ -37,10 +37,10 @@ from simulator.models import (
     ScenarioCase,
     SimulationCase,
     Suite,
+    Text,
     ToolFake,
     normalize_reference,
 )
-from simulator.models._base import Text
 from simulator.models.agent import BUILTIN_AGENT_TYPES, json_type_matches
 from simulator.models.case import ExpectationSpec
 from simulator.plugins import plugins

@@ -6,8 +6,9 @@ repeats, runs them concurrently, scores and stores each as it finishes.
 in from elsewhere: an import, a merge);
 ``_plan`` expands what to run and snapshots the suites; ``_execute`` runs a stored plan with bounded
 concurrency, commits every result as soon as it is scored, and resumes what a crash or Ctrl-C left undone;
-``_ray`` (the only importer of ray, an optional extra) runs the conversations of a stored plan on a Ray cluster
-instead, results stored here as they arrive.
+``_converse`` runs and scores one conversation for either executor, and ``_gc`` tunes the garbage collector
+while a run goes; ``_ray`` (the only importer of ray, an optional extra) runs the conversations of a stored plan
+on a Ray cluster instead, results stored here as they arrive.
 """
 
 from simulator.runner._api import (
@@ -47,8 +48,18 @@ from simulator.runner._case import (
     run_case,
     score_case,
 )
-from simulator.runner._execute import Progress
+from simulator.runner._execute import Progress, check_live
 from simulator.runner._outcome import TRUST_MARK, Rederived, decide_outcome, rederive, rederived
+from simulator.runner._plan import (
+    build_plan,
+    new_record,
+    parse_shard,
+    plan_hash,
+    restore,
+    shard_of,
+    suite_identity,
+    what_runs,
+)
 
 __all__ = [
     "TRUST_MARK",
@@ -59,7 +70,9 @@ __all__ = [
     "RunOutcome",
     "RunStarted",
     "SimulationPlan",
+    "build_plan",
     "check_environment",
+    "check_live",
     "code_it_runs",
     "combine",
     "decide_outcome",
@@ -68,8 +81,11 @@ __all__ = [
     "get_run",
     "load_prompt_overrides",
     "model_roles",
+    "new_record",
+    "parse_shard",
     "pick_persona",
     "plan",
+    "plan_hash",
     "plan_simulation",
     "printable",
     "rederive",
@@ -80,6 +96,7 @@ __all__ = [
     "replay_async",
     "rerun",
     "rerun_async",
+    "restore",
     "resume",
     "resume_async",
     "role_overrides",
@@ -87,7 +104,10 @@ __all__ = [
     "run_async",
     "run_case",
     "score_case",
+    "shard_of",
     "simulate",
     "simulate_async",
+    "suite_identity",
+    "what_runs",
     "yaml_kind",
 ]

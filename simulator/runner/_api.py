@@ -395,8 +395,7 @@ def yaml_kind(path: PathLike) -> str:
     """What a YAML file holds, told as ``simulator validate`` tells it (``suite``, ``evals``, ``agent``,
     ``persona``, ``personas`` or ``unknown``), or ``unreadable`` when it cannot be read or parsed (loading it
     says why). Reads the file with the loader's limits on size, depth and aliases."""
-    from simulator.loading import classify
-    from simulator.loading._yaml import parse_yaml, read_text
+    from simulator.loading import classify, parse_yaml, read_text
 
     file = Path(path)
     text, _ = read_text(file)
@@ -744,7 +743,7 @@ def _recorded_items(
     store: RunStore, source: RunRecord, case: str | None, persona: str | None
 ) -> list[tuple[PlanItem, Cassette]]:
     """The recorded conversations of ``source`` that ``case`` and ``persona`` select, with their cassettes."""
-    from simulator.loading._schema import did_you_mean
+    from simulator.loading import did_you_mean
 
     keys = store.cassette_keys(source.id)
     if not keys:
