@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simulator.errors import ConfigError, InputError
-from simulator.loading._load import LoadedSuite, _display_path, validate_paths
+from simulator.loading._load import LoadedSuite, validate_paths
+from simulator.loading._paths import display_path
 from simulator.loading._schema import did_you_mean
 from simulator.loading._yaml import format_path, parse_yaml, read_text
 
@@ -48,7 +49,7 @@ def suite_view(loaded: LoadedSuite) -> SuiteView | None:
     located = parse_yaml(text, str(loaded.path))[0] if text is not None else None
     if located is None:
         return None
-    return SuiteView(loaded, located, _display_path(str(loaded.path)), text or "")
+    return SuiteView(loaded, located, display_path(str(loaded.path)), text or "")
 
 
 def lint_suite(loaded: LoadedSuite, rules: Iterable[Rule] | None = None) -> list[Finding]:
