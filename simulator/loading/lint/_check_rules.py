@@ -18,9 +18,6 @@ from simulator.loading.lint._rule import Hit, SuiteView, rule
 from simulator.models import (
     Case,
     ExpectationSpec,
-    GoldenCase,
-    ScenarioCase,
-    SimulationCase,
     normalize_reference,
 )
 from simulator.models.case import KeywordChecks, KeywordTerm
@@ -90,24 +87,9 @@ def _step_scopes(base: DataPath, case: Case) -> list[tuple[int, list[_Check], li
         found = [by_text.get(normalize_reference(r)) for r in refs]
         return [_as_check((*base, "expectations", i), e) for i, e in (f for f in found if f)]
 
-    if isinstance(case, SimulationCase):
-        return [
-            (
-                i,
-                [_as_check((*base, "steps", i, "checks", c), check) for c, check in enumerate(step.checks)],
-                referenced(step.expectations),
-            )
-            for i, step in enumerate(case.steps)
-        ]
-    if isinstance(case, ScenarioCase):
-        return [(0, [_as_check((*base, "checks", c), check) for c, check in enumerate(case.checks)], [])]
     return [
-        (
-            i,
-            [_as_check((*base, "turns", i, "expect"), turn.expect)] if turn.expect else [],
-            referenced(turn.expectations),
-        )
-        for i, turn in enumerate(case.turns)
+        (index, [_as_check((*base, *where), check) for where, check in stage.checks], referenced(stage.references))
+        for index, stage in enumerate(kind_of(case).stages(case))
     ]
 
 
@@ -134,15 +116,17 @@ def unreachable_step(view: SuiteView) -> Iterator[Hit]:
     must not contain a part of it cannot both be met, nor two values of one variable.
     """
     for base, case in view.cases():
-        if isinstance(case, GoldenCase):
+        kind = kind_of(case)
+        if not kind.checks_replies:  # a golden turn is scored afterwards: see contradicting-checks
             continue
-        count = kind_of(case).step_count(case)
+        count = kind.step_count(case)
+        labels = [stage.label for stage in kind.stages(case)]
         for index, deciding, _ in _step_scopes(base, case):
             for first, second in _pairs(deciding):
                 why = _conflict(first, second)
                 if why is None:
                     continue
-                what = f"step {index + 1}" if isinstance(case, SimulationCase) else "the goal"
+                what = labels[index]
                 later = (
                     f"steps {index + 2}-{count} are never reached"
                     if index + 2 < count
@@ -172,7 +156,7 @@ def contradicting_checks(view: SuiteView) -> Iterator[Hit]:
         for _, deciding, referenced in _step_scopes(base, case):
             pairs += [(w, c) for w in whole for c in [*deciding, *referenced]]
             pairs += [(r, d) for r in referenced for d in deciding] + _pairs(referenced)
-            if isinstance(case, GoldenCase):
+            if not kind_of(case).checks_replies:
                 pairs += [(turn, turn) for turn in deciding]  # a golden turn has one `expect`: its own keys
         seen: set[tuple[DataPath, DataPath]] = set()
         for first, second in pairs:
@@ -228,20 +212,14 @@ def undeclared_tool(view: SuiteView) -> Iterator[Hit]:
 
 def _case_text(case: Case) -> str:
     """What a case asks, as one text: two cases that differ only in wording are near-identical."""
-    if isinstance(case, ScenarioCase):
-        parts: list[Any] = [case.goal, case.success_criteria, case.say, case.response_guide]
-    elif isinstance(case, SimulationCase):
-        parts = [[s.goal, s.static_utterance, s.event, s.success_criteria, s.response_guide, s.say] for s in case.steps]
-    else:
-        parts = [[t.user, t.event] for t in case.turns]
+    parts = kind_of(case).script_parts(case)
     return " ".join(" ".join(_flatten(_plain(parts))).casefold().split())
 
 
 def _case_checks(case: Case) -> Any:
     """What a case checks, which near-duplicates share exactly (another check is another test)."""
     kind = kind_of(case)
-    golden = [t.expect for t in case.turns] if isinstance(case, GoldenCase) else []
-    return _plain([[check for _, check in kind.checks_written(case)], golden, case.expectations])
+    return _plain([[check for _, check in kind.checks_written(case)], kind.turn_expectations(case), case.expectations])
 
 
 def _plain(value: Any) -> Any:
@@ -293,9 +271,7 @@ def duplicate_case(view: SuiteView) -> Iterator[Hit]:
             if ratio >= DUPLICATE_RATIO:
                 line = view.located.position((*other_base, "name")).line
                 same = "the same" if ratio == 1.0 else f"nearly the same ({int(ratio * 100)}% alike)"
-                what = (
-                    "steps" if isinstance(case, SimulationCase) else "turns" if isinstance(case, GoldenCase) else "goal"
-                )
+                what = kind_of(case).parts_word
                 yield Hit(
                     (*base, "name"),
                     f"case {case.name!r} has {same} {what} as case {other.name!r} (line {line}), with the same "

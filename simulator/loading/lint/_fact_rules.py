@@ -8,14 +8,13 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
+from simulator.kinds import kind_of
 from simulator.loading._yaml import DataPath, format_path
 from simulator.loading.lint._facts import Fact, Knowledge, _persona_knowledge, find_facts
 from simulator.loading.lint._rule import Hit, SuiteView, rule
 from simulator.models import (
     Case,
     ExpectationSpec,
-    ScenarioCase,
-    SimulationCase,
 )
 from simulator.models.case import TurnExpectation
 
@@ -76,32 +75,14 @@ class _Needs:
 def _needs(base: DataPath, case: Case) -> Iterator[_Needs]:
     """Every text of ``case`` that can need a fact, with what the user knows at that point."""
     everything = Knowledge()
-    if isinstance(case, SimulationCase):
-        for index, step in enumerate(case.steps):
-            # What the user is told up to this step: its own and earlier steps' (event payloads reach the agent).
-            everything.add([step.goal, step.response_guide, step.say, step.static_utterance])
-            everything.add(step.event.payload if step.event else None)
-            known = everything.copy()
-            where = (*base, "steps", index)
-            if step.success_criteria:
-                yield _Needs((*where, "success_criteria"), step.success_criteria, known, f"step {index + 1}")
-            for c, check in enumerate(step.checks):
-                for path, text in _texts_of_check(check, (*where, "checks", c)):
-                    yield _Needs(path, text, known, f"step {index + 1}")
-    elif isinstance(case, ScenarioCase):
-        everything.add([case.goal, case.response_guide, case.say])
-        if case.success_criteria:
-            yield _Needs((*base, "success_criteria"), case.success_criteria, everything, "the goal")
-        for c, check in enumerate(case.checks):
-            for path, text in _texts_of_check(check, (*base, "checks", c)):
-                yield _Needs(path, text, everything, "the goal")
-    else:
-        for index, turn in enumerate(case.turns):
-            everything.add([turn.user, turn.event.payload if turn.event else None])
-            if turn.expect is not None:
-                known = everything.copy()
-                for path, text in _texts_of_check(turn.expect, (*base, "turns", index, "expect")):
-                    yield _Needs(path, text, known, f"turn {index + 1}")
+    for stage in kind_of(case).stages(case):
+        everything.add(stage.told)
+        known = everything.copy()
+        if stage.success_criteria:
+            yield _Needs((*base, *stage.where, "success_criteria"), stage.success_criteria, known, stage.label)
+        for where, check in stage.checks:
+            for path, text in _texts_of_check(check, (*base, *where)):
+                yield _Needs(path, text, known, stage.label)
     for e, expectation in enumerate(case.expectations):
         for path, text in _texts_of_check(expectation, (*base, "expectations", e)):
             yield _Needs(path, text, everything, "the case")

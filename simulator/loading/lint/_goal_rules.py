@@ -10,14 +10,13 @@ from typing import Any
 
 from yaml.nodes import ScalarNode, SequenceNode
 
+from simulator.kinds import kind_of
 from simulator.loading._yaml import DataPath
 from simulator.loading.lint._fact_rules import _deterministic
 from simulator.loading.lint._facts import _words
 from simulator.loading.lint._rule import Hit, SuiteView, rule
 from simulator.models import (
     ExpectationSpec,
-    ScenarioCase,
-    SimulationCase,
 )
 
 _REQUEST_VERBS = _words(
@@ -64,11 +63,7 @@ def two_goals(view: SuiteView) -> Iterator[Hit]:
     lost, or the step is decided on the half that happened first.
     """
     for base, case in view.cases():
-        goals: list[tuple[DataPath, str]] = []
-        if isinstance(case, ScenarioCase):
-            goals.append(((*base, "goal"), case.goal))
-        elif isinstance(case, SimulationCase):
-            goals += [((*base, "steps", i, "goal"), s.goal) for i, s in enumerate(case.steps) if s.goal]
+        goals = [((*base, *s.where, "goal"), s.goal) for s in kind_of(case).stages(case) if s.goal]
         for path, goal in goals:
             found = _two_requests(goal)
             if found:
@@ -119,20 +114,15 @@ def vague_criteria(view: SuiteView) -> Iterator[Hit]:
     """
     fix = "say what the agent must do or say (a fact, an action, a tool call), or add a deterministic check"
     for base, case in view.cases():
-        places: list[tuple[DataPath, str | None, list[ExpectationSpec], str]] = []
-        if isinstance(case, SimulationCase):
-            places += [
-                ((*base, "steps", i), s.success_criteria, s.checks, f"step {i + 1}")
-                for i, s in enumerate(case.steps)
-                if s.goal is not None
-            ]
-        elif isinstance(case, ScenarioCase):
-            places.append((base, case.success_criteria, case.checks, "the goal"))
-        for where, criteria, checks, what in places:
+        for stage in kind_of(case).stages(case):
+            if stage.goal is None:
+                continue
+            where, criteria, what = (*base, *stage.where), stage.success_criteria, stage.label
+            checks = [check for _, check in stage.checks if isinstance(check, ExpectationSpec)]
             if any(_deterministic(check) for check in checks):
                 continue
             if criteria is None and not checks:
-                if isinstance(case, SimulationCase):
+                if stage.needs_criteria:
                     yield Hit(
                         (*where, "goal"),
                         f"{what} has neither success_criteria nor checks: it is complete after any reply",
@@ -145,9 +135,9 @@ def vague_criteria(view: SuiteView) -> Iterator[Hit]:
                     f"the success criteria of {what} ({_quoted(criteria)}) are met by almost any reply",
                     fix,
                 )
-            for c, check in enumerate(checks):
-                if check.text and _vague(check.text):
-                    yield Hit((*where, "checks", c), f"the check {_quoted(check.text)} is met by almost any reply", fix)
+            for path, check in stage.checks:
+                if isinstance(check, ExpectationSpec) and check.text and _vague(check.text):
+                    yield Hit((*base, *path), f"the check {_quoted(check.text)} is met by almost any reply", fix)
         for e, expectation in enumerate(case.expectations):
             if not _deterministic(expectation) and expectation.message is None and _vague(expectation.text or ""):
                 yield Hit(
@@ -165,15 +155,11 @@ def say_beyond_max_turns(view: SuiteView) -> Iterator[Hit]:
     or unsure) before its own script is over.
     """
     for base, case in view.cases():
-        places: list[tuple[DataPath, int, int, str]] = []
-        if isinstance(case, SimulationCase):
-            places += [
-                ((*base, "steps", i), s.max_turns, len(s.say), f"step {i + 1}")
-                for i, s in enumerate(case.steps)
-                if s.goal is not None
-            ]
-        elif isinstance(case, ScenarioCase):
-            places.append((base, case.max_turns, len(case.say), "the scenario"))
+        places = [
+            ((*base, *s.where), s.max_turns, len(s.say), s.script_label)
+            for s in kind_of(case).stages(case)
+            if s.goal is not None
+        ]
         for where, max_turns, lines, what in places:
             if lines > max_turns:
                 given = "max_turns" in _raw(view, where)
@@ -195,11 +181,7 @@ def say_split_by_comma(view: SuiteView) -> Iterator[Hit]:
     "hello"), as the rest of its sentence; lines each in quotes are taken as meant.
     """
     for base, case in view.cases():
-        places: list[DataPath] = []
-        if isinstance(case, SimulationCase):
-            places += [(*base, "steps", i, "say") for i, step in enumerate(case.steps) if len(step.say) > 1]
-        elif isinstance(case, ScenarioCase) and len(case.say) > 1:
-            places.append((*base, "say"))
+        places = [(*base, *stage.where, "say") for stage in kind_of(case).stages(case) if len(stage.say) > 1]
         for where in places:
             node = view.located.node(where)
             if not isinstance(node, SequenceNode) or not node.flow_style:
