@@ -114,6 +114,9 @@ __all__ = [
 ]
 
 R = TypeVar("R", bound=BaseModel)
+#: How much of a text a check's name or a verdict quotes, and of the judge's quote a misquote shows.
+_SHOWN_CHARS = 80
+_QUOTE_CHARS = 200
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -181,8 +184,16 @@ class LLMJudge:
     ) -> list[Score]:
         """Score ``answer`` against the reference (0-100, metric ``reference_answer``), then ask about each
         ``must_not_state`` claim on its own (metric ``side_claim``). The core score comes first."""
-        core = _Question("reference_answer", f"reference answer: {_short(reference.answer)}", threshold, turn)
-        claims = [_Question("side_claim", f"must not state: {_short(c)}", turn=turn) for c in reference.must_not_state]
+        core = _Question(
+            "reference_answer",
+            f"reference answer: {redacted_and_shortened(reference.answer, _SHOWN_CHARS, flat=True)}",
+            threshold,
+            turn,
+        )
+        claims = [
+            _Question("side_claim", f"must not state: {redacted_and_shortened(c, _SHOWN_CHARS, flat=True)}", turn=turn)
+            for c in reference.must_not_state
+        ]
         if not self.has_model:
             return [question.unjudged() for question in (core, *claims)]
         core_task = self._ask(
@@ -206,7 +217,12 @@ class LLMJudge:
     ) -> Score:
         """How far ``actual`` means the same as ``expected``: 0 (contradiction) to 4 (fully consistent);
         met at ``threshold`` or above. Identical texts (ignoring case and whitespace) score 4 without a model."""
-        q = _Question("semantic_match", f"semantic match with: {_short(expected)}", threshold, turn)
+        q = _Question(
+            "semantic_match",
+            f"semantic match with: {redacted_and_shortened(expected, _SHOWN_CHARS, flat=True)}",
+            threshold,
+            turn,
+        )
         if _normalise(expected) == _normalise(actual):
             reason = "the reply is the expected message (same text, ignoring case and whitespace)"
             return q.score("met", reason, value=4, source="deterministic")
@@ -294,7 +310,7 @@ class LLMJudge:
             return _Question("goal_satisfaction", "user goal").score(
                 "n/a", "no user goal was given", value=-1, source="deterministic"
             )
-        q = _Question("goal_satisfaction", f"user goal: {_short(goal)}")
+        q = _Question("goal_satisfaction", f"user goal: {redacted_and_shortened(goal, _SHOWN_CHARS, flat=True)}")
         if not self.has_model:
             return q.unjudged()
         reply = await self._ask(
@@ -325,7 +341,9 @@ class LLMJudge:
         """Whether ``conversation`` (the events of the expectation's scope) meets the expectation ``text``
         (words): met, not_met or unsure. A met stands only as :func:`~simulator.judges.evidence.overrule_pass`
         allows (``replies``: every agent reply of the conversation, by default those in scope)."""
-        q = _Question("expectation", f"expectation: {_short(text)}", turn=turn, step=step)
+        q = _Question(
+            "expectation", f"expectation: {redacted_and_shortened(text, _SHOWN_CHARS, flat=True)}", turn=turn, step=step
+        )
         if not self.has_model:
             return q.unjudged()
         values = {"expectation": text, "conversation": render_conversation(conversation)}
@@ -540,7 +558,7 @@ def _verdict_of(
     if not given:
         return _Unjudged(LEFT_OUT, reply.model_dump_json())
     if any((other.verdict, other.claim.strip()) != (given[0].verdict, given[0].claim.strip()) for other in given[1:]):
-        said = "; ".join(f"{v.verdict} (“{_short(v.claim, 80)}”)" for v in given)
+        said = "; ".join(f"{v.verdict} (“{redacted_and_shortened(v.claim, _SHOWN_CHARS, flat=True)}”)" for v in given)
         return _Unjudged(f"the judge gave this turn contradicting verdicts: {said}", reply.model_dump_json())
     return given[0]
 
@@ -552,7 +570,7 @@ def _misquoted(q: _Question, quote: str, said: str, reason: str, reply: BaseMode
     """The judge's evidence is not in the text it judged: its verdict is not trusted."""
     return q.score(
         "unsure",
-        f"{MISQUOTED}: “{_short(quote, 200)}”; it said {said}: {reason}",
+        f"{MISQUOTED}: “{redacted_and_shortened(quote, _QUOTE_CHARS, flat=True)}”; it said {said}: {reason}",
         raw=reply.model_dump_json(),
     )
 
@@ -608,8 +626,3 @@ def _normalise(text: str) -> str:
 
 def _number(value: float) -> str:
     return f"{value:g}"
-
-
-def _short(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return redacted_and_shortened(flat, limit)

@@ -22,7 +22,7 @@ from simulator.models.transcript import (
     TranscriptEvent,
     UserEvent,
 )
-from simulator.reports._html_values import _e, _json_text, _number, _seconds, _shorten
+from simulator.reports._html_values import _e, _json_text, _number, _seconds
 from simulator.reports._states import (
     CSS_CLASS,
     FIDELITY_MARK,
@@ -37,6 +37,7 @@ from simulator.reports._states import (
     unsure_note,
     verdict_state,
 )
+from simulator.safety import redacted_and_shortened
 
 CaseDefinition = GoldenCase | ScenarioCase | SimulationCase
 
@@ -346,7 +347,9 @@ def _case(item: _Item, *, expand: bool) -> str:
         state: State = "met" if not left else "unsure" if left == {"unsure"} else "not_met"
         summary.append(f"<span class='{CSS_CLASS[state]}'>Goals ({goals_count(steps)})</span>")
     if result.reasons:
-        summary.append(f"<span class='case-why'>{_e(_shorten(result.reasons[0], _WHY_LENGTH))}</span>")
+        summary.append(
+            f"<span class='case-why'>{_e(redacted_and_shortened(result.reasons[0], _WHY_LENGTH, flat=True))}</span>"
+        )
 
     meta = [
         f"{transcript.kind}",

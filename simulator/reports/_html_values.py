@@ -15,7 +15,7 @@ from simulator.models.transcript import (
     Usage,
 )
 from simulator.reports.tabular import summary_of
-from simulator.safety import redacted_and_shortened, terminal_safe
+from simulator.safety import terminal_safe
 
 _ROLES = ("agent", "user", "judge")
 
@@ -66,16 +66,7 @@ def _json_text(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, indent=None)
 
 
-def _shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return redacted_and_shortened(text, limit)
-
-
 # -- figures --------------------------------------------------------------------------------------------------
-
-
-def _percent(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.1f}%"
 
 
 def _number(value: float | None) -> str:

@@ -49,7 +49,6 @@ from simulator.reports._html_values import (
     _e,
     _left_out,
     _number,
-    _percent,
     _script_json,
     _seconds,
     _time,
@@ -62,6 +61,7 @@ from simulator.reports.coverage_view import (
     gap_sections,
     step_text,
 )
+from simulator.reports.figures import percent
 from simulator.reports.tabular import summary_of
 
 __all__ = ["CONTENT_SECURITY_POLICY", "OPEN_LIMIT", "OUTCOME_ORDER", "render_html"]
@@ -226,7 +226,7 @@ def _totals(record: RunRecord) -> str:
         else []
     )
     tiles = [
-        ("correctness", "Correctness", _percent(correctness)),
+        ("correctness", "Correctness", percent(correctness)),
         ("pass", "Passed", str(counts.passed)),
         ("fail", "Failed", str(counts.failed)),
         ("error", "Error", str(counts.error)),
@@ -306,7 +306,7 @@ def _fidelity(results: Sequence[StoredResult]) -> str:
         return ""
     rows = "".join(
         f"<tr><td>{_e(p.persona or _NO_PERSONA)}</td><td class='num'>{p.user_turns}</td>"
-        f"<td class='num'>{p.flagged_turns}</td><td class='num'>{_e(_percent(p.rate))}</td>"
+        f"<td class='num'>{p.flagged_turns}</td><td class='num'>{_e(percent(p.rate))}</td>"
         f"<td>{_e(', '.join(f'{kind} {count}' for kind, count in p.findings.items()) or 'none')}</td>"
         f"<td class='num'>{p.user_errors}</td></tr>"
         for p in personas
@@ -340,7 +340,7 @@ def _repeats(items: Sequence[_Item]) -> str:
             f"<tr><td><a href='#{item.anchor}'>{_e(item.stored.case)}</a> "
             f"<span class='muted'>{_e(item.suite_name)}</span></td>"
             f"<td>{_e(item.stored.persona or '–')}</td><td class='num'>{stats.passes}/{stats.k}</td>"
-            f"<td class='num'>{_e(_percent(stats.pass_rate))}</td><td class='num'>{_e(_number(stats.pass_hat_k))}</td>"
+            f"<td class='num'>{_e(percent(stats.pass_rate))}</td><td class='num'>{_e(_number(stats.pass_hat_k))}</td>"
             f"<td class='num'>{_e(_number(stats.pass_at_k))}</td><td class='num'>{low:.2f}–{high:.2f}</td>"
             f"<td class='label-{_e(label)}'>{_e(label)}</td></tr>"
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from simulator.models.run import RunRecord, StoredResult
 from simulator.models.transcript import Usage
 from simulator.reports._states import goals_count
+from simulator.reports.figures import percent
 from simulator.reports.transcript_text import brief_text, not_judged
 
 CASE_COLUMNS = ("case", "persona", "repeat", "outcome", "goals", "turns", "seconds", "why")
@@ -112,7 +113,7 @@ def totals_lines(record: RunRecord) -> list[str]:
     totals = record.totals
     if totals is None:
         return ["no results yet"]
-    correctness = "n/a" if totals.correctness is None else f"{totals.correctness * 100:.1f}%"
+    correctness = percent(totals.correctness)
     user_errors = f", {totals.user_error} user error (left out of correctness)" if totals.user_error else ""
     lines = [
         f"Correctness {correctness}: {totals.passed} passed, {totals.failed} failed, {totals.error} error, "

@@ -291,7 +291,7 @@ def _xlsx_cell(value: Cell) -> Cell:
     return redacted_and_shortened(strip_xml_illegal(terminal_safe(value)), _EXCEL_CELL_MAX)
 
 
-def _percent(value: float | None) -> Cell:
+def _rate(value: float | None) -> Cell:
     return None if value is None else round(value, 6)
 
 
@@ -309,7 +309,7 @@ def _summary_rows(record: RunRecord, results: Sequence[StoredResult]) -> list[li
         ["agent version", record.agent_version],
         ["note", record.note or None],
         ["repeat of", record.repeat_of],
-        ["correctness", _percent(breakdown.correctness)],
+        ["correctness", _rate(breakdown.correctness)],
         ["total", breakdown.total],
         ["passed", breakdown.passed],
         ["failed", breakdown.failed],
