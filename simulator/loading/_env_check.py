@@ -13,6 +13,7 @@ from typing import Any
 from simulator.loading._yaml import DataPath
 from simulator.models import HttpAgent, ModelRoles
 from simulator.models.env_refs import expand, unset_variables
+from simulator.models.run import MODEL_ROLES
 
 _URL = re.compile(r"^https?://\S+$")
 
@@ -22,7 +23,7 @@ def _fields(built: Any) -> Iterator[tuple[DataPath, str, bool]]:
     roles = built if isinstance(built, ModelRoles) else getattr(built, "models", None)
     base: DataPath = () if isinstance(built, ModelRoles) else ("models",)
     if isinstance(roles, ModelRoles):
-        for role in ("agent", "user", "judge"):
+        for role in MODEL_ROLES:
             api_base = getattr(roles, role).api_base
             if api_base is not None:
                 yield (*base, role, "api_base"), api_base, False

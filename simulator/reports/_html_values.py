@@ -10,14 +10,12 @@ from datetime import datetime
 
 from pydantic import JsonValue
 
-from simulator.models.run import RunRecord
+from simulator.models.run import MODEL_ROLES, RunRecord
 from simulator.models.transcript import (
     Usage,
 )
 from simulator.reports.tabular import summary_of
 from simulator.safety import terminal_safe
-
-_ROLES = ("agent", "user", "judge")
 
 
 def _e(value: object) -> str:
@@ -91,8 +89,8 @@ def _time(value: datetime | None) -> str:
 def _usage(record: RunRecord) -> list[tuple[str, Usage]]:
     """Answers, tokens and cost per role, from the run summary."""
     used = summary_of(record).usage
-    ordered = [(role, used[role]) for role in _ROLES if role in used]
-    ordered += [(role, used[role]) for role in sorted(used) if role not in _ROLES]
+    ordered: list[tuple[str, Usage]] = [(role, used[role]) for role in MODEL_ROLES if role in used]
+    ordered += [(role, used[role]) for role in sorted(used) if role not in MODEL_ROLES]
     return ordered
 
 

@@ -37,7 +37,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from simulator.models.run import RunRecord, StoredResult
+from simulator.models.run import MODEL_ROLES, RunRecord, StoredResult
 from simulator.models.scores import FidelityFinding, Score
 from simulator.models.summary import RepeatStats, RunSummary, persona_fidelity
 from simulator.models.transcript import (
@@ -73,7 +73,7 @@ from simulator.reports.coverage_view import (
     step_text,
 )
 from simulator.reports.figures import percent
-from simulator.reports.tabular import ROLES, ordered_results, suite_name, summary_of
+from simulator.reports.tabular import ordered_results, suite_name, summary_of
 from simulator.safety import redacted_and_shortened, terminal_safe
 
 __all__ = ["escape", "escape_lines", "render_markdown"]
@@ -233,7 +233,7 @@ def _header(record: RunRecord, breakdown: RunSummary) -> list[str]:
         "of cached |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for role in [*ROLES, *sorted(set(usage) - set(ROLES))]:
+    for role in [*MODEL_ROLES, *sorted(set(usage) - set(MODEL_ROLES))]:
         used = usage.get(role, Usage())
         would_be = _cost(used.cached_cost) if used.cached_calls else "–"
         lines.append(

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from simulator.models.run import RunRecord, StoredResult
+from simulator.models.run import MODEL_ROLES, RunRecord, StoredResult
 from simulator.models.transcript import Usage
 from simulator.reports._states import goals_count
 from simulator.reports.figures import percent
@@ -119,7 +119,7 @@ def totals_lines(record: RunRecord) -> list[str]:
         f"Correctness {correctness}: {totals.passed} passed, {totals.failed} failed, {totals.error} error, "
         f"{totals.unsure} unsure{user_errors} of {totals.total} (of {len(record.plan)} planned)",
     ]
-    for role in ("agent", "user", "judge"):
+    for role in MODEL_ROLES:
         used = totals.usage.get(role)
         if used is None or not used.calls:
             continue
