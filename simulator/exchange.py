@@ -32,7 +32,6 @@ from simulator._files import write_file
 from simulator.errors import DiskError, InputError
 from simulator.loading import (
     EXPORT_EXTRA_DEPTH,
-    MAX_FILE_BYTES,
     DataPath,
     ReadProblem,
     export_yaml,
@@ -41,6 +40,7 @@ from simulator.loading import (
     parse_json,
     parse_yaml,
     read_bounded_text,
+    text_too_large,
     too_large,
     tool_parameter_problems,
 )
@@ -356,7 +356,7 @@ def _parse(source: str | Path, fmt: ExportFormat | None) -> _Parsed:
             fmt = "json" if suffix == ".json" else "yaml" if suffix in (".yaml", ".yml") else None
     else:
         origin, text = "(text)", source.removeprefix("\ufeff")
-        if len(text) > MAX_FILE_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
+        if text_too_large(text):
             raise ExchangeError(f"{origin}:1:1: {too_large(None, _TOO_LARGE_ADVICE, what='the text')}")
     if fmt is None:
         fmt = "json" if text.lstrip().startswith("{") else "yaml"

@@ -2,7 +2,7 @@
 
 from simulator.loading._env_check import env_problems
 from simulator.loading._json import json_position, parse_json
-from simulator.loading._limits import EXPORT_EXTRA_DEPTH, MAX_FILE_BYTES, ReadProblem, too_large
+from simulator.loading._limits import EXPORT_EXTRA_DEPTH, ReadProblem, text_too_large, too_large
 from simulator.loading._limits import read_text as read_bounded_text
 from simulator.loading._load import (
     LoadedSuite,
@@ -23,7 +23,6 @@ from simulator.loading._yaml_out import export_yaml
 
 __all__ = [
     "EXPORT_EXTRA_DEPTH",
-    "MAX_FILE_BYTES",
     "SCHEMA_FILES",
     "DataPath",
     "LoadedSuite",
@@ -47,6 +46,7 @@ __all__ = [
     "read_bounded_text",
     "read_judge_prompts",
     "read_text",
+    "text_too_large",
     "too_large",
     "tool_parameter_problems",
     "validate_paths",
