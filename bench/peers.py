@@ -19,7 +19,7 @@ spawn time. ``bare`` and ``inproc`` also report their own wall and CPU around th
 run imports in a thread while its first turns run; what the run imports or loads itself, the model backend's, is
 in). The console script's row is the whole process: there the overlap shows.
 
-The latency-bound ideal is the issue's, from the 13-request workload (2T+1 requests in one sequential chain
+The latency-bound ideal comes from the 13-request workload (2T+1 requests in one sequential chain
 per conversation): ideal = (2T+1) x latency x N / concurrency. Ratios: each wall / ideal (``inproc`` and
 ``bare`` from their run, ``cli`` from the whole process, start-up and shutdown included), Simulator / bare,
 and each against its own ideal (its requests per conversation instead of 2T+1). At 0 ms the ideal is 0:

@@ -3,14 +3,14 @@
 Each size is one ``simulator run SUITE --repeat N --db TMP`` run as a subprocess, so its peak RSS and CPU are
 its own (``os.wait4`` gives the child's rusage), against a local OpenAI-compatible server in its own process
 (an ``http`` agent on it, the scripted user, no judge: as ``bench/run.py``). The agent's replies are padded so
-a stored conversation is about the size the issue measured (~45 KB). Printed per size: wall and CPU per
+a stored conversation is about the size of a real one (~45 KB). Printed per size: wall and CPU per
 conversation, peak RSS, store bytes per conversation (the store file with its WAL; the checkpoints file
 apart), and the lines the command printed. The driver's peak RSS is read from ``/proc`` (``VmHWM``) while it
 runs where it can be, so a Ray run's cluster processes (its children) are not counted in it.
 
 With ``--executor ray`` each size also runs on a local Ray cluster (``--executor ray --ray-workers W``, the
 cluster started by the command) for each of ``--workers``, beside the same run without Ray; ``--latency`` makes
-the server answer after that many seconds (the issue's figure: 0.2), and each line says how far the wall time is
+the server answer after that many seconds (e.g. 0.2), and each line says how far the wall time is
 from the latency-bound ideal (``ceil(N / concurrency) x turns x latency``).
 
     python bench/scale.py [--sizes 100,1000] [--full] [--concurrency C] [--reply-chars R] [--src DIR]

@@ -5,7 +5,7 @@ A leaf module (the standard library, httpx and httpcore) beside :mod:`simulator.
 httpx client (the model backend, a bench) opens it the same way.
 
 The client is httpx's own, with two things of its pool changed where they cost CPU on every request and buy nothing
-on asyncio (``python bench/http_client.py``: 0.83 of the CPU per request of httpx's own client here):
+on asyncio (``python bench/http_client.py``, figures in docs/performance.md):
 
 - **The network backend**: httpcore reaches sockets through anyio (a cancel scope and an async-library lookup for
   every read and write); :class:`AsyncioBackend` uses asyncio's streams and ``asyncio.timeout`` directly. Only the

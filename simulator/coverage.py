@@ -21,9 +21,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import get_args
 
-from simulator.kinds import expectation_questions, kind_of
-from simulator.models import Case, ExpectationSpec, GoldenCase, ScenarioCase, SimulationCase
-from simulator.models.case import KeywordTerm, normalize_reference
+from simulator.kinds import Where, WrittenCriterion, expectation_questions, kind_of
+from simulator.models import Case, ExpectationSpec
+from simulator.models.case import KeywordTerm, TurnExpectation, normalize_reference
 from simulator.models.coverage import (
     CoverageCell,
     CoverageRatio,
@@ -204,9 +204,11 @@ def _case_named(record: RunRecord, suite: int, name: str) -> Case | None:
 
 
 def _tally_for(case: Case) -> _CaseTally:
-    steps = [dict.fromkeys(("complete", "incomplete", "unsure", "blocked", "not_reached"), 0) for _ in case.steps] if (
-        isinstance(case, SimulationCase)
-    ) else []  # fmt: skip
+    kind = kind_of(case)
+    steps = [
+        dict.fromkeys(("complete", "incomplete", "unsure", "blocked", "not_reached"), 0)
+        for _ in range(kind.step_count(case) if kind.covers_steps else 0)
+    ]
     return _CaseTally(case=case, steps=steps, expectations=list(_expectations_of(case)))
 
 
@@ -220,49 +222,49 @@ def _expectations_of(case: Case) -> Iterable[_Expectation]:
     for index, spec in enumerate(case.expectations):
         scopes = referenced.get(normalize_reference(spec.text), []) if spec.text else []
         yield _of_spec(f"expectations[{index}]", spec, scopes or [("conversation", 0)])
-    if isinstance(case, SimulationCase):
-        for s, step in enumerate(case.steps):
-            if step.success_criteria:
-                yield _Expectation(
-                    f"steps[{s}].success_criteria", _short(step.success_criteria), [("step", s)], needs_judge=True
-                )
-            for c, check in enumerate(step.checks):
-                yield _of_spec(f"steps[{s}].checks[{c}]", check, [("step", s)])
-    elif isinstance(case, ScenarioCase):
-        if case.success_criteria:
-            yield _Expectation("success_criteria", _short(case.success_criteria), [("goal", 0)], needs_judge=True)
-        for c, check in enumerate(case.checks):
-            yield _of_spec(f"checks[{c}]", check, [("goal", 0)])
-    elif isinstance(case, GoldenCase):
-        yield from _golden_expectations(case)
+    for written in kind_of(case).criteria_written(case):
+        yield from _of_criterion(written)
 
 
-def _golden_expectations(case: GoldenCase) -> Iterable[_Expectation]:
-    for t, turn in enumerate(case.turns):
-        expect = turn.expect
-        if expect is None:
-            continue
-        scope: list[Scope] = [("turn", t + 1)]
-        where = f"turns[{t}].expect"
-        if expect.must_contain:
-            yield _Expectation(f"{where}.must_contain", "must_contain: " + _terms(expect.must_contain), scope, False)
-        if expect.must_not_contain:
-            yield _Expectation(
-                f"{where}.must_not_contain", "must_not_contain: " + _terms(expect.must_not_contain), scope, False
-            )
-        if expect.message is not None:
-            yield _Expectation(f"{where}.message", _short(f"message: {expect.message}"), scope, True)
-        if expect.reference_answer is not None:
-            yield _Expectation(
-                f"{where}.reference_answer", _short(f"reference answer: {expect.reference_answer.answer}"), scope, True
-            )
-        if expect.tool_calls:
-            names = ", ".join(call.name for call in expect.tool_calls)
-            yield _Expectation(f"{where}.tool_calls", f"tool_calls: {names}", scope, False)
-        if expect.handoff is not None:
-            yield _Expectation(f"{where}.handoff", f"handoff to {expect.handoff.to}", scope, False)
-        if expect.variables:
-            yield _Expectation(f"{where}.variables", "variables: " + ", ".join(expect.variables), scope, False)
+def _of_criterion(written: WrittenCriterion) -> Iterable[_Expectation]:
+    where = _where_text(written.where)
+    if written.criteria is not None:
+        yield _Expectation(where, _short(written.criteria), [written.part], needs_judge=True)
+    if written.check is not None:
+        yield _of_spec(where, written.check, [written.part])
+    if written.expect is not None:
+        yield from _turn_expectations(where, written.expect, [written.part])
+
+
+def _where_text(where: Where) -> str:
+    """``steps[0].checks[1]``: a place in a case as a dotted path."""
+    text = ""
+    for part in where:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else part
+    return text
+
+
+def _turn_expectations(where: str, expect: TurnExpectation, scope: list[Scope]) -> Iterable[_Expectation]:
+    """Each thing a golden turn's ``expect`` checks, as its own expectation."""
+    if expect.must_contain:
+        yield _Expectation(f"{where}.must_contain", "must_contain: " + _terms(expect.must_contain), scope, False)
+    if expect.must_not_contain:
+        yield _Expectation(
+            f"{where}.must_not_contain", "must_not_contain: " + _terms(expect.must_not_contain), scope, False
+        )
+    if expect.message is not None:
+        yield _Expectation(f"{where}.message", _short(f"message: {expect.message}"), scope, True)
+    if expect.reference_answer is not None:
+        yield _Expectation(
+            f"{where}.reference_answer", _short(f"reference answer: {expect.reference_answer.answer}"), scope, True
+        )
+    if expect.tool_calls:
+        names = ", ".join(call.name for call in expect.tool_calls)
+        yield _Expectation(f"{where}.tool_calls", f"tool_calls: {names}", scope, False)
+    if expect.handoff is not None:
+        yield _Expectation(f"{where}.handoff", f"handoff to {expect.handoff.to}", scope, False)
+    if expect.variables:
+        yield _Expectation(f"{where}.variables", "variables: " + ", ".join(expect.variables), scope, False)
 
 
 def _of_spec(where: str, spec: ExpectationSpec, scopes: list[Scope]) -> _Expectation:

@@ -23,8 +23,16 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import JsonValue
 
-from simulator.models import Case, EventSpec, ExpectationSpec, GoldenCase, ScenarioCase, SimulationCase, Step
-from simulator.models.case import TurnExpectation
+from simulator.models import (
+    Case,
+    EventSpec,
+    ExpectationSpec,
+    GoldenCase,
+    ScenarioCase,
+    SimulationCase,
+    Step,
+    TurnExpectation,
+)
 from simulator.models.transcript import AgentEvent, GoldenTurnRecord, StopReason
 
 __all__ = [
@@ -32,12 +40,14 @@ __all__ = [
     "ExpectationScope",
     "GoldenKind",
     "Kind",
+    "Part",
     "ScenarioKind",
     "ScriptedInput",
     "SimulationKind",
     "Stage",
     "StepCriteria",
     "UserBrief",
+    "WrittenCriterion",
     "expectation_questions",
     "kind_named",
     "kind_of",
@@ -46,6 +56,8 @@ __all__ = [
 C = TypeVar("C", GoldenCase, ScenarioCase, SimulationCase)
 #: A place in a case as written (keys and list indexes), for errors the loader locates in the YAML file.
 Where = tuple[str | int, ...]
+#: The part of a conversation something is checked on: ``("step", index)``, ``("goal", 0)`` or ``("turn", number)``.
+Part = tuple[Literal["step", "goal", "turn"], int]
 
 
 @dataclass(frozen=True)
@@ -114,6 +126,18 @@ class ExpectationScope:
         return f"step {self.step + 1}" if self.step is not None else f"turn {self.turn}"
 
 
+@dataclass(frozen=True)
+class WrittenCriterion:
+    """One thing a kind's own fields expect of the agent, where it is written and the part of the conversation it
+    is checked on: success criteria in words, a deterministic check, or a golden turn's ``expect`` (one is set)."""
+
+    where: Where
+    part: Part
+    criteria: str | None = None
+    check: ExpectationSpec | None = None
+    expect: TurnExpectation | None = None
+
+
 class Kind(ABC, Generic[C]):
     """How one kind of case behaves; one instance per kind, found with :func:`kind_of`."""
 
@@ -133,6 +157,16 @@ class Kind(ABC, Generic[C]):
     out_of_turns_stop: ClassVar[StopReason] = "step_failed"
     #: Whether events carry the step index (a scenario's single goal is not numbered).
     numbers_steps: ClassVar[bool] = True
+    #: Whether the simulated user is given one step's goal at a time, and told to work on it only (rather than the
+    #: conversation's whole goal).
+    one_step_at_a_time: ClassVar[bool] = False
+    #: Whether coverage counts how far the conversations got through each step (a scenario's goal and golden turns
+    #: are covered through their expectations instead).
+    covers_steps: ClassVar[bool] = False
+    #: The key only a case of this kind writes: a case without ``kind:`` that has it is told to add this kind.
+    identifying_key: ClassVar[str]
+    #: The heading a report's list of step outcomes has.
+    steps_heading: ClassVar[str] = "Steps"
 
     # -- the user side ----------------------------------------------------------------------------------
 
@@ -182,6 +216,10 @@ class Kind(ABC, Generic[C]):
         """Whether the agent is shown the expected history instead of its own replies (golden ``stable``)."""
         return False
 
+    def expected_reply(self, case: C, index: int) -> str | None:
+        """The reply step ``index`` expects of the agent, shown in its place when the expected history is replayed."""
+        return None
+
     def turn_record(self, case: C, index: int, last: AgentEvent | None) -> GoldenTurnRecord:
         """What a kind that does not check replies records of turn ``index`` instead."""
         raise NotImplementedError(f"a {self.name} case checks its replies; it records no turns")
@@ -216,6 +254,11 @@ class Kind(ABC, Generic[C]):
 
     def checks_written(self, case: C) -> list[tuple[Where, ExpectationSpec]]:
         """Every deterministic check written in the kind's own fields, with where it is written."""
+        return []
+
+    def criteria_written(self, case: C) -> list[WrittenCriterion]:
+        """Everything the kind's own fields expect of the agent, in the order written (the case's expectations
+        aside)."""
         return []
 
     def references_written(self, case: C) -> list[tuple[Where, str]]:
@@ -275,6 +318,7 @@ class GoldenKind(Kind[GoldenCase]):
     """Fixed user turns replayed in order; every turn is scored after the conversation against its ``expect``."""
 
     name = "golden"
+    identifying_key = "turns"
     passes_when = (
         "every turn meets its thresholds (semantic match, tool-call correctness, no hallucination) and no "
         "unexpected tool call happened"
@@ -298,6 +342,11 @@ class GoldenKind(Kind[GoldenCase]):
     def replays_expected_history(self, case: GoldenCase) -> bool:
         """``replay: stable``."""
         return case.replay == "stable"
+
+    def expected_reply(self, case: GoldenCase, index: int) -> str | None:
+        """The turn's expected message."""
+        expect = case.turns[index].expect
+        return expect.message if expect is not None else None
 
     def turn_record(self, case: GoldenCase, index: int, last: AgentEvent | None) -> GoldenTurnRecord:
         """The turn as written beside what the agent did in it (``last``: its reply)."""
@@ -333,6 +382,14 @@ class GoldenKind(Kind[GoldenCase]):
             (("turns", t, "expectations", i), ref)
             for t, turn in enumerate(case.turns)
             for i, ref in enumerate(turn.expectations)
+        ]
+
+    def criteria_written(self, case: GoldenCase) -> list[WrittenCriterion]:
+        """Each turn's ``expect``, checked on that turn."""
+        return [
+            WrittenCriterion(("turns", t, "expect"), ("turn", t + 1), expect=turn.expect)
+            for t, turn in enumerate(case.turns)
+            if turn.expect is not None
         ]
 
     def tool_names_written(self, case: GoldenCase) -> list[tuple[Where, str]]:
@@ -388,6 +445,8 @@ class ScenarioKind(Kind[ScenarioCase]):
     user_can_end = True
     out_of_turns_stop = "max_turns"
     numbers_steps = False
+    identifying_key = "goal"
+    steps_heading = "Goal"
 
     def initiator(self, case: ScenarioCase) -> Literal["user", "agent"]:
         """As the case says."""
@@ -444,6 +503,13 @@ class ScenarioKind(Kind[ScenarioCase]):
         """``checks[c]``."""
         return [(("checks", c), check) for c, check in enumerate(case.checks)]
 
+    def criteria_written(self, case: ScenarioCase) -> list[WrittenCriterion]:
+        """The success criteria, then the checks, all checked on the goal."""
+        found = [WrittenCriterion(("success_criteria",), ("goal", 0), criteria=case.success_criteria)]
+        return (found if case.success_criteria else []) + [
+            WrittenCriterion(where, ("goal", 0), check=check) for where, check in self.checks_written(case)
+        ]
+
     def report_label(self, index: int) -> str:
         """``Goal``."""
         return "Goal"
@@ -484,6 +550,9 @@ class SimulationKind(Kind[SimulationCase]):
 
     name = "simulation"
     passes_when = "every step completed, plus the scenario conditions"
+    one_step_at_a_time = True
+    covers_steps = True
+    identifying_key = "steps"
 
     def initiator(self, case: SimulationCase) -> Literal["user", "agent"]:
         """As the case says."""
@@ -555,6 +624,18 @@ class SimulationKind(Kind[SimulationCase]):
             for s, step in enumerate(case.steps)
             for c, check in enumerate(step.checks)
         ]
+
+    def criteria_written(self, case: SimulationCase) -> list[WrittenCriterion]:
+        """Each step's success criteria, then its checks, checked on that step."""
+        found: list[WrittenCriterion] = []
+        for s, step in enumerate(case.steps):
+            if step.success_criteria:
+                found.append(WrittenCriterion(("steps", s, "success_criteria"), ("step", s), step.success_criteria))
+            found += [
+                WrittenCriterion(("steps", s, "checks", c), ("step", s), check=check)
+                for c, check in enumerate(step.checks)
+            ]
+        return found
 
     def references_written(self, case: SimulationCase) -> list[tuple[Where, str]]:
         """``steps[s].expectations[i]``."""

@@ -10,9 +10,16 @@ through:
     ``TOKEN``, ``SECRET``, ``PASSWORD``, ``CREDENTIALS``... part, as in every provider variable litellm reads:
     ``OPENAI_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``,
     ``AZURE_AD_TOKEN``, ``HF_TOKEN``, ``WATSONX_APIKEY``...), read afresh whenever the environment changed;
-  - the values registered with :func:`register_secret` where they are read: the variables named by
-    ``api_key_env`` (model roles and HTTP agents) and ``headers_from_env`` (an HTTP agent's headers, and the
-    credential after ``Bearer``/``Basic`` in them), whatever those variables are called;
+  - the values registered with :func:`register_secret`: the variables named by ``api_key_env`` (model roles
+    and HTTP agents) and ``headers_from_env`` (an HTTP agent's headers, and the credential after
+    ``Bearer``/``Basic`` in them), whatever those variables are called. A run registers them all when it is
+    planned, before it writes anything (a key first read at a role's first call would be unknown to what was
+    stored before that call);
+  - the credentials in a configured URL (:func:`register_url_credentials`: an ``api_base`` or ``base_url``
+    with ``user:password@``), in every form a client sends them: the password alone, ``user:password`` and
+    the HTTP Basic header ``Basic base64(user:password)`` an HTTP client makes of them, and that base64 alone;
+    :func:`register_environment` does the same for every environment variable that holds a secret or such a
+    URL, so they stay known however the environment changes later;
   - credentials in URLs: the ``user:password@`` part, and query parameters named like a secret
     (``?key=``, ``&access_token=``, ``api_key=``, ``sig=``...).
 
@@ -39,13 +46,14 @@ Standard library only: the store, the model client, the engine, the reports and 
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import threading
 from collections.abc import Mapping
 from typing import Any, Final, TypeVar
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from simulator._visible import UNSAFE_CHARACTERS, one_line, terminal_safe
 
@@ -59,7 +67,9 @@ __all__ = [
     "redact",
     "redact_data",
     "redacted_and_shortened",
+    "register_environment",
     "register_secret",
+    "register_url_credentials",
     "terminal_safe",
 ]
 
@@ -105,7 +115,7 @@ _SCHEME: Final = re.compile(r"^\s*[A-Za-z][A-Za-z0-9_-]*\s+(\S+)\s*$")
 
 
 def _environment_state() -> tuple[Any, ...]:
-    # os.environ decodes every item it yields (20 us for 40 variables); its raw dict compares in 1 us.
+    # os.environ decodes every item it yields; its raw dict compares without that.
     raw = getattr(os.environ, "_data", None)
     return tuple(raw.items()) if isinstance(raw, dict) else tuple(os.environ.items())
 
@@ -164,6 +174,46 @@ def register_secret(name: str, value: str) -> None:
     :data:`MIN_SECRET_LENGTH` are ignored.
     """
     _KNOWN.register(name, value)
+
+
+def register_url_credentials(name: str, url: str) -> None:
+    """Make the credentials in ``url`` (its ``user:password@`` part; ``name`` says where the URL was set, as
+    ``models.judge.api_base``) secrets from now on, in every form they leave the process in.
+
+    An HTTP client sends them as ``Authorization: Basic base64(user:password)``, and a server may echo the
+    header, its base64, the pair or the password alone: each of these, as written in the URL and
+    percent-decoded, is registered. A user without a password is a token (``https://TOKEN@host``) and is
+    registered itself, when it is as long as a secret. A URL without credentials registers nothing.
+    """
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return  # not a URL a client could send either
+    if "@" not in parts.netloc:
+        return
+    userinfo = parts.netloc.rpartition("@")[0]
+    if userinfo.startswith(_LABEL_START):
+        return  # a stored URL whose credentials were redacted: nothing secret is left in it
+    user, colon, password = userinfo.partition(":")
+    if not colon and len(unquote(user)) < MIN_SECRET_LENGTH:
+        return  # a short name alone (ssh://git@host) is no credential, as the URL rule has it
+    for raw_user, raw_password in {(user, password), (unquote(user), unquote(password))}:
+        secret = raw_password if colon else raw_user
+        pair = f"{raw_user}:{raw_password}"
+        encoded = base64.b64encode(pair.encode()).decode("ascii")
+        for value in (secret, pair, f"Basic {encoded}", encoded.rstrip("=")):
+            _KNOWN.register(name, value)
+
+
+def register_environment() -> None:
+    """Register every environment variable that holds a secret now (:func:`is_secret_name`), and the credentials
+    in every URL-valued one (:func:`register_url_credentials`: ``OPENAI_BASE_URL``, a proxy's URL...), so they
+    stay secrets if the variable changes or is removed later in the process."""
+    for name, value in list(os.environ.items()):
+        if is_secret_name(name):
+            _KNOWN.register(name, value)
+        if "://" in value and "@" in value:
+            register_url_credentials(name, value)
 
 
 # --- credentials in URLs ---------------------------------------------------------------------------------

@@ -34,8 +34,10 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, Field, JsonValue, model_validator
 
 from simulator.errors import ModelError
+from simulator.kinds import kind_named
 from simulator.llm import LLMClient, Role
 from simulator.models.persona import Persona
+from simulator.models.transcript import CaseKind
 
 __all__ = [
     "LLMUser",
@@ -47,7 +49,6 @@ __all__ = [
     "apply_style",
 ]
 
-CaseKind = Literal["golden", "scenario", "simulation"]
 Speaker = Literal["user", "agent"]
 
 #: What the scripted user says when it has no line, no asked fact and no goal.
@@ -587,9 +588,10 @@ def _system_prompt(request: UserTurnRequest) -> str:
         parts.append("\n".join(_persona_section(persona)))
     task = ["# What you want"]
     if request.goal and request.goal.strip():
-        label = "Your goal right now" if request.case_kind == "simulation" else "Your goal"
+        one_step = kind_named(request.case_kind).one_step_at_a_time
+        label = "Your goal right now" if one_step else "Your goal"
         task.append(f"{label}: {_fill_goal(request.goal.strip(), request.session)}")
-        if request.case_kind == "simulation":
+        if one_step:
             task.append("Work on this goal only; do not bring up other topics or later requests.")
     else:
         task.append("Your goal: carry on the conversation naturally; you have nothing new to ask for.")

@@ -345,9 +345,8 @@ def _rows_csv(path: Path, rows: int) -> Path:
 
 
 def test_a_csv_of_200k_rows_is_refused_up_front_with_the_limits_validate_uses(tmp_path: Path) -> None:
-    """The 1.9 MB CSV from the issue: 52 s and 1.3 GB, then a 20 MB suite `validate` refused. Now refused when
-    the rows read already make a suite `validate` would refuse (here: more values than it reads), before the
-    rest is read or anything is written."""
+    """A 1.9 MB CSV of 200k rows is refused when the rows read already make a suite `validate` would refuse (here:
+    more values than it reads), before the rest is read or anything is written."""
     csv_file = _rows_csv(tmp_path / "big.csv", 200_000)
     with pytest.raises(ConfigErrors) as caught:
         import_csv(csv_file)

@@ -97,3 +97,41 @@ def test_a_simulation_works_step_by_step() -> None:
     assert kind.judge_questions(case) == ["step 1: success criteria"]
     assert kind.report_criteria(case, 0) == "the agent asks"
     assert kind.report_criteria(case, 7) is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "one_step", "covers_steps", "key", "heading"),
+    [
+        (GoldenKind(), False, False, "turns", "Steps"),
+        (ScenarioKind(), False, False, "goal", "Goal"),
+        (SimulationKind(), True, True, "steps", "Steps"),
+    ],
+)
+def test_each_kind_answers_the_questions_other_modules_used_to_ask_of_its_name(
+    kind: Any, one_step: bool, covers_steps: bool, key: str, heading: str
+) -> None:
+    assert (kind.one_step_at_a_time, kind.covers_steps, kind.identifying_key, kind.steps_heading) == (
+        one_step,
+        covers_steps,
+        key,
+        heading,
+    )
+
+
+def test_what_each_kind_expects_of_the_agent_is_listed_in_the_order_written_with_the_part_checked_on() -> None:
+    check = {"must_contain": ["refund"]}
+    steps = [{"goal": "Ask", "success_criteria": "asked", "checks": [check]}, {"static_utterance": "ok"}]
+    sim = SimulationCase.model_validate({"kind": "simulation", "name": "m", "steps": steps})
+    found = [(c.where, c.part, c.criteria, c.check is not None) for c in kind_of(sim).criteria_written(sim)]
+    assert found == [
+        (("steps", 0, "success_criteria"), ("step", 0), "asked", False),
+        (("steps", 0, "checks", 0), ("step", 0), None, True),
+    ]
+    goal = scenario(success_criteria="refunded", checks=[check])
+    written = [(c.where, c.part, c.criteria) for c in kind_of(goal).criteria_written(goal)]
+    assert written == [(("success_criteria",), ("goal", 0), "refunded"), (("checks", 0), ("goal", 0), None)]
+    turns = golden()
+    assert [(c.where, c.part) for c in kind_of(turns).criteria_written(turns)] == [
+        (("turns", 1, "expect"), ("turn", 2))
+    ]
+    assert [kind_of(turns).expected_reply(turns, i) for i in range(2)] == [None, "Hello"]

@@ -236,17 +236,17 @@ def test_the_cli_run_counts_user_errors_as_fails_when_asked(tmp_path: Path, monk
     }
 
 
-def test_the_readme_example_shows_a_user_error_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_docs_example_shows_a_user_error_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import shutil
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Is it the agent or the simulated user?", 1)[1].split("\n## ", 1)[0]
+    page = (ROOT / "docs" / "verdicts.md").read_text(encoding="utf-8")
+    section = page.split("## Is it the agent or the simulated user?", 1)[1].split("\n## ", 1)[0]
     [block] = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     shutil.copytree(ROOT / "suites", tmp_path / "suites")
     shutil.copytree(ROOT / "personas", tmp_path / "personas")
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, Any] = {}
-    exec(compile(block, "README.md", "exec"), namespace)
+    exec(compile(block, "docs/verdicts.md", "exec"), namespace)
     assert namespace["stored"].outcome == "user_error"
     assert namespace["stored"].result.reasons[0].startswith("simulated user, turn 2: broke_character")
 

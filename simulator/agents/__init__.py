@@ -125,7 +125,7 @@ def build_agent(
 def prepare_agent(config: AgentConfig) -> None:
     """Start loading what ``config``'s adapter will need, without waiting for it: a run calls this before its
     conversations start (an ``http`` agent imports its HTTP client library in a thread meanwhile, so that the first
-    request to the agent does not import it on the event loop: ~0.1 s, every conversation waiting)."""
+    request to the agent does not import it on the event loop, every conversation waiting)."""
     agent_factory(config.type)
     prepare = _PREPARE.get(config.type)
     if prepare is not None:

@@ -25,8 +25,7 @@ def conversation_history(events: Iterable[TranscriptEvent], built: BuiltTurns | 
 
     ``built`` keeps each agent turn's messages from one call to the next (events are never changed once made), and
     later histories share them: an adapter reads them, and copies what it changes or hands to agent code
-    (:func:`copied`). The last history of a 40-turn conversation with a tool call each turn takes 0.03 ms so, 0.24
-    ms with copies, 0.77 ms serialising every earlier result again.
+    (:func:`copied`): cheaper than copying every history, or serialising every earlier result again, each turn.
     """
     built = {} if built is None else built
     messages: list[Message] = []

@@ -16,8 +16,8 @@ same turn.
 The API key and extra headers are read from the environment variables the config names, never from YAML;
 their values never appear in an error message.
 
-The client is aiohttp's (a dependency of litellm already; its parser is compiled): a quarter of httpx's CPU per
-request here, which is what a run at high concurrency waits for between one reply and the next request
+The client is aiohttp's (a dependency of litellm already; its parser is compiled): less CPU per request than
+httpx's (docs/performance.md), which is what a run at high concurrency waits for between one reply and the next request
 (``bench/run.py``). It is imported at the first request, not with this module (a run starts the import in a thread
 before its conversations start, :func:`import_client_meanwhile`): a conversation whose simulated user speaks first
 sends that user's first request without waiting for it (``bench/startup.py``). One session per
@@ -96,15 +96,15 @@ def import_client_meanwhile() -> None:
 
 def _import_client() -> None:
     # A daemon thread stopped at exit half-way through an import would keep the interpreter's import lock (see
-    # simulator.engine._imports); this one is waited for at exit instead (~0.1 s at most).
+    # simulator.engine._imports); this one is waited for at exit instead.
     with contextlib.suppress(Exception):  # raised again where the client is needed, by its own import
         import aiohttp  # noqa: F401
 
 
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
-    """One TLS context for every conversation: building one loads the CA bundle (about 20 ms of CPU), which
-    a run of hundreds of conversations would otherwise pay each time."""
+    """One TLS context for every conversation: building one loads the CA bundle, which a run of
+    hundreds of conversations would otherwise pay each time."""
     return ssl.create_default_context()
 
 

@@ -134,8 +134,8 @@ def _names_a_provider(loaded: Any) -> bool:
     suite = loaded.suite
     models = [getattr(suite.models, role).model for role in ("agent", "user", "judge")]
     agent = loaded.agent
-    if agent is not None and agent.type == "litellm":
-        models.append(agent.model)
+    if agent is not None and agent.own_model is not None:
+        models.append(agent.own_model)
     return any(model and "/" in model and model.partition("/")[0] not in ("fake", "openai") for model in models)
 
 

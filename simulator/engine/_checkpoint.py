@@ -1,8 +1,8 @@
 """Checkpoints for conversations: LangGraph's SQLite checkpointer, its writes made on the event loop.
 
-LangGraph's async SQLite saver sends every statement through a worker thread (about 15 hand-offs per graph
-step), which cost 3.4 ms of CPU per turn here. SQLite in WAL mode with ``synchronous=NORMAL`` commits without
-waiting for the disk (0.1-0.2 ms), so a checkpoint is serialised, written and committed on the loop
+LangGraph's async SQLite saver sends every statement through a worker thread (many hand-offs per graph
+step, most of a turn's CPU). SQLite in WAL mode with ``synchronous=NORMAL`` commits without waiting for the disk,
+so a checkpoint is serialised, written and committed on the loop
 (:class:`CheckpointWrites`), and only what can take long goes to a thread: a write that would wait for another
 process's lock on the file, and the checkpoint of the log into the database (which syncs). What LangGraph's
 ``durability="sync"`` promises holds: a step's checkpoint is in the file (and survives a killed process)
@@ -11,7 +11,7 @@ before the next step runs. Reads (a conversation's start or resume) stay on the 
 What is written is redacted first (:class:`RedactingSerializer`): a checkpoint holds the conversation so far,
 and no secret the process knows may reach a file.
 
-Measured costs, and what cut them (``python bench/engine.py --checkpoints``, CPU per user turn): a checkpoint
+What cut the cost (``python bench/engine.py --checkpoints``; figures in docs/performance.md): a checkpoint
 holds the whole state, so serialising the transcript's pydantic events again at every checkpoint was half of
 it; each event's encoding is now kept (:class:`RedactingSerializer`). A step's writes to the state are not
 stored beside its checkpoint (:meth:`LoopSqliteSaver.put_writes`): one statement per step, not two. The engine
@@ -127,16 +127,15 @@ class CheckpointWrites:
     """A checkpointer's writes, each committed before its caller goes on: on the event loop when the file's write
     lock can be had at once, else in a thread of its own that waits for it (another process writing the file).
 
-    A commit in WAL mode with ``synchronous=NORMAL`` writes the log and does not wait for the disk: 0.1-0.2 ms
-    here. What can take long is moved off the loop: waiting for another process's lock (the loop tries without
+    A commit in WAL mode with ``synchronous=NORMAL`` writes the log and does not wait for the disk.
+    What can take long is moved off the loop: waiting for another process's lock (the loop tries without
     waiting and hands the write to the thread) and the checkpoint of the log into the file, which syncs it (turned
     off on the loop's connection and done by the thread on a connection of its own, every
     :data:`_COMMITS_PER_WAL_CHECKPOINT` commits).
 
     Every write used to go to a thread, a batch of them per transaction. The thread waited for the GIL after every
-    call into SQLite while the loop was busy, each step waited for that (5.8 ms on average at 50 conversations at
-    once), and the thread taking the GIL slowed the loop itself: ``bench/run.py`` ran 1.37 of its ideal with
-    checkpoints, against 1.20 without them and 1.20 with the writes on the loop, in one sitting.
+    call into SQLite while the loop was busy, each step waited for that, and the thread taking the GIL slowed the loop
+    itself (``bench/run.py``, in docs/performance.md).
 
     Until :meth:`start` (or after :meth:`stop`) a write runs in the caller's thread, waiting for the lock as any.
     """

@@ -34,7 +34,7 @@ from simulator.agents import AgentInput, Message, conversation_history, event_me
 from simulator.engine._checkpoint import registered
 from simulator.engine._conversation import Conversation
 from simulator.errors import SimulatorError
-from simulator.models import EventSpec, GoldenCase
+from simulator.models import EventSpec
 from simulator.models.transcript import (
     AgentEvent,
     CheckEvent,
@@ -494,18 +494,18 @@ def _stable_history(conv: Conversation, state: State) -> list[Message]:
     """Stable replay: earlier turns as written, then this turn's input. An earlier turn shows the expected message
     where it gives one, else the agent's replies; and the tool calls the agent made in it, with their results
     (a case writes no results, so none are made up)."""
-    case = conv.case
-    assert isinstance(case, GoldenCase)
+    case, kind = conv.case, conv.kind
     index = state["step"]
     replies = {event.turn: event for event in state["events"] if isinstance(event, AgentEvent)}
     history: list[Message] = []
     for earlier in range(index + 1):
-        turn = case.turns[earlier]
-        history.append(event_message(turn.event) if turn.event else {"role": "user", "content": turn.user})
+        sent = kind.scripted_input(case, earlier)
+        assert sent is not None  # a replay of the expected history sends only scripted turns
+        history.append(event_message(sent.event) if sent.event else {"role": "user", "content": sent.text})
         if earlier == index:
             break
         reply = replies.get(earlier + 1)  # the golden turn at index i is user turn i + 1
-        expected = turn.expect.message if turn.expect else None
+        expected = kind.expected_reply(case, earlier)
         if reply is None:
             if expected is not None:
                 history.append({"role": "assistant", "content": expected})

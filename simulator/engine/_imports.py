@@ -1,15 +1,14 @@
 """LangGraph's import: its checkpointer at once, the graph itself in a thread while the first turns run.
 
-``import langgraph.graph`` imports langchain_core's runnables and tracers and langsmith: 0.3-0.45 s of CPU on
-these machines, most of the engine's import, before which no conversation could start. The nodes of the
-conversation graph are plain functions, and a conversation's first turn runs before its graph is built
-(``simulator.engine._simulate``), so a run starts its conversations at once: :func:`load_graph` imports
-LangGraph in a thread of its own while they wait for their first replies, and :func:`graph_loaded` waits for it
-when the first graph is built. The checkpointer's part of LangGraph (``langgraph.checkpoint``) is imported with
-the engine: a run opens its checkpoints before its conversations start.
+``import langgraph.graph`` imports langchain_core's runnables and tracers and langsmith: most of the engine's
+import, before which no conversation could start. The nodes of the conversation graph are plain functions, and a
+conversation's first turn runs before its graph is built (``simulator.engine._simulate``), so a run starts its
+conversations at once: :func:`load_graph` imports LangGraph in a thread of its own while they wait for their first
+replies, and :func:`graph_loaded` waits for it when the first graph is built. The checkpointer's part of LangGraph
+(``langgraph.checkpoint``) is imported with the engine: a run opens its checkpoints before its conversations start.
 
-These imports bring ~490 pydantic models (tracing runs, feedback, datasets, ...) that a run almost never uses;
-building their validators was ~10% of the import's CPU (40-50 ms). While LangGraph is imported here, new models
+These imports bring hundreds of pydantic models (tracing runs, feedback, datasets, ...) that a run almost never
+uses, and building their validators is a good part of the import's CPU. While LangGraph is imported here, new models
 get pydantic's own ``defer_build`` setting: a model's validator is built the first time it validates or makes
 a schema, as pydantic documents. Nothing is changed when the setting is in use by someone else.
 """

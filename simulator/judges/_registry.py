@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 from pydantic import JsonValue
 
 from simulator.judges.checks import ConversationView
+from simulator.kinds import KINDS
 from simulator.models import Case, GoldenTurn, JudgingSettings, Persona, Thresholds
 from simulator.models.scores import Score
 from simulator.models.transcript import AgentEvent, Transcript
@@ -38,7 +39,7 @@ __all__ = [
     "scorer",
 ]
 
-ALL_KINDS: frozenset[str] = frozenset({"golden", "scenario", "simulation"})
+ALL_KINDS: frozenset[str] = frozenset(KINDS)
 ScorerScope = Literal["case", "turn"]
 F = TypeVar("F", bound=Callable[[Any], Awaitable[list[Score]]])
 

@@ -62,7 +62,7 @@ from pydantic import JsonValue
 from simulator.judges._claim_tools import vocabulary
 from simulator.judges.keywords import normalize
 from simulator.judges.llm_judges import LLMJudge, UserTurns
-from simulator.kinds import kind_of
+from simulator.kinds import kind_named, kind_of
 from simulator.models import Case, Persona
 from simulator.models.scores import FidelityFinding, Score
 from simulator.models.transcript import (
@@ -267,7 +267,7 @@ def _ending_finding(transcript: Transcript, scores: Sequence[Score]) -> Fidelity
     closing = users[-1] if users and users[-1].turn > transcript.turns else None
     evidence = " / ".join(part for part in (closing.text if closing else "", reason or "done") if part)
     turn = closing.turn if closing else transcript.turns
-    step_number = closing.step if closing else (step.index if transcript.kind == "simulation" else None)
+    step_number = closing.step if closing else kind_named(transcript.kind).step_number(step.index)
     rule = f"ended the conversation as if its goal were reached while {why}"
     return FidelityFinding(turn=turn, step=step_number, kind="ended_early", evidence=evidence, rule=rule)
 
@@ -329,7 +329,7 @@ def check_fidelity(
 ) -> FidelityCheck:
     """The deterministic fidelity findings of one conversation (every rule but ``invented_fact``), in turn order,
     and how many turns the user model wrote. Golden cases have no simulated user: nothing is checked."""
-    if case.kind == "golden":
+    if not kind_of(case).plays_persona:
         return FidelityCheck([], 0)
     findings: list[FidelityFinding] = []
     earlier: list[tuple[UserEvent, str]] = []
@@ -376,8 +376,7 @@ def user_brief_text(case: Case, transcript: Transcript, persona: Persona | None)
         if kind.scripted_input(case, index) is not None:
             continue
         brief = kind.user_brief(case, index)
-        label = f"step {index + 1}" if case.kind == "simulation" else "goal"
-        lines.append(f"{label}: {brief.goal or '(none)'}")
+        lines.append(f"{kind.outcome_label(index)}: {brief.goal or '(none)'}")
         if isinstance(brief.response_guide, dict):
             lines += [f"  fact {key}: {value}" for key, value in brief.response_guide.items()]
         elif brief.response_guide:
@@ -438,10 +437,9 @@ def _end_turn(transcript: Transcript) -> int:
 
 
 def _step_checks(transcript: Transcript, step: int | None) -> list[CheckEvent]:
+    numbered = kind_named(transcript.kind).numbers_steps
     return [
-        e
-        for e in transcript.events
-        if isinstance(e, CheckEvent) and (transcript.kind != "simulation" or step is None or e.step == step)
+        e for e in transcript.events if isinstance(e, CheckEvent) and (not numbered or step is None or e.step == step)
     ]
 
 
@@ -460,7 +458,7 @@ def _deciding_turn(score: Score, transcript: Transcript) -> int:
         if checks:
             return checks[-1].turn
     replies = [e.turn for e in transcript.events if isinstance(e, AgentEvent)]
-    if score.step is not None and transcript.kind == "simulation":
+    if score.step is not None and kind_named(transcript.kind).numbers_steps:
         in_step = [e.turn for e in transcript.events if isinstance(e, AgentEvent) and e.step == score.step]
         if in_step:
             return max(in_step)

@@ -96,7 +96,7 @@ def _canonical(value: Any) -> Any:
 
 @functools.cache
 def _schema_key(schema: type[BaseModel]) -> dict[str, Any]:
-    # Once per class: a JSON schema costs ~0.5 ms to generate, on every structured request otherwise. The result is
+    # Once per class: a JSON schema is costly to generate, on every structured request otherwise. The result is
     # only read (serialised into the key), never changed.
     return {"json_schema": _canonical(schema.model_json_schema()), "name": schema.__name__}
 

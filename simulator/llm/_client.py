@@ -119,8 +119,8 @@ def preload(roles: ModelRoles) -> None:
 @functools.cache
 def _quick_exit() -> None:
     """Freeze the heap when the process exits: Python's last garbage collection then skips the objects of the
-    model libraries, pydantic schemas and LangGraph imported for a run, which took 0.75-1.1 s after the last result
-    (measured; 0.07 s frozen). Nothing is lost: objects still referenced are torn down as before, and only
+    model libraries, pydantic schemas and LangGraph imported for a run, which took long after the last
+    result. Nothing is lost: objects still referenced are torn down as before, and only
     garbage cycles left at exit go uncollected, which the interpreter does not promise to finalize anyway."""
     atexit.register(gc.freeze)
 

@@ -1,12 +1,12 @@
 """The litellm backend: every model string that is not the offline fake's goes through litellm.
 
 This is the only module of Simulator that imports litellm, and it imports it lazily, on the first model call
-(or in :func:`preload`): ``import litellm`` takes 3-4 s, and ``simulator --help``, ``validate``, ``report`` and
+(or in :func:`preload`): ``import litellm`` takes seconds, and ``simulator --help``, ``validate``, ``report`` and
 every run on fake models never need it.
 
 Offline use
   * ``LITELLM_OFFLINE_MODE=true`` makes litellm use its bundled price list and skip tokenizer downloads
-    (a tokenizer download blocked for 24 s on a machine without internet). Set it in tests, CI and any
+    (which block on a machine without internet). Set it in tests, CI and any
     air-gapped run. This module does not set it itself: whether a run may reach the network for litellm's
     catalogs is the operator's choice (``tests/conftest.py`` sets it for the test suite).
   * Before importing litellm this module sets ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (unless already set), so

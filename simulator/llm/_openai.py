@@ -1,10 +1,10 @@
 """The openai backend: ``openai/<model>`` strings (and any model with ``backend: openai``) sent straight to an
 OpenAI-compatible ``/chat/completions`` endpoint over httpx, without litellm and without the openai SDK.
 
-Why beside litellm: at 0 ms latency litellm was 58% of the client's CPU (much of it logging, hidden params and
-cost bookkeeping per call), and ``import litellm`` takes 3-4 s. Why not the openai SDK: ``import openai`` alone
-took ~0.5 s of every run's start-up (measured with ``python -X importtime``: 0.45-0.63 s; httpx, which the HTTP
-agent imports anyway, ~0.08 s), and it bought one POST. This backend sends the same request litellm would (same
+Why beside litellm: litellm spent most of the client's CPU per call (logging, hidden params and cost bookkeeping),
+and ``import litellm`` takes seconds. Why not the openai SDK: ``import openai`` alone was a large share of every
+run's start-up (httpx, which the HTTP agent imports anyway, is much less), and it bought one POST. Figures:
+docs/performance.md. This backend sends the same request litellm would (same
 body, same strict ``response_format`` JSON schema for structured output, :func:`strict_json_schema`) and reads
 the reply into the same :class:`Completion`; retries stay the client's.
 
@@ -87,7 +87,10 @@ def is_local_base(api_base: str | None) -> bool:
     172.16/12, 192.168/16, fc00::/7, link-local, a ``.local`` / ``.internal`` name): no key is needed there."""
     if not api_base:
         return False
-    host = urlsplit(api_base if "//" in api_base else f"//{api_base}").hostname or ""
+    try:
+        host = urlsplit(api_base if "//" in api_base else f"//{api_base}").hostname or ""
+    except ValueError:  # no host a client could reach (a stored URL whose credentials are [redacted:url])
+        return False
     if host in _LOCAL_NAMES or host.endswith((".localhost", ".local", ".internal")):
         return True
     try:
@@ -123,15 +126,15 @@ class MalformedReplyError(Exception):
 def load_openai() -> None:
     """Import what the first request needs (httpx, and httpcore, its transport, which httpx itself imports only
     at its first client) and build its TLS context, once per process; start reading the price list in a thread
-    (:func:`price_table`, 0.05-0.1 s of JSON), so that it can overlap the run's set-up and the wait for the first
+    (:func:`price_table`, a large JSON file), so that it can overlap the run's set-up and the wait for the first
     replies instead of coming before them."""
     import httpcore  # noqa: F401
     import httpx  # noqa: F401
 
     import simulator._http  # noqa: F401
 
-    # In threads of their own: loading the CA bundle lets the GIL go (20-30 ms of OpenSSL on the other core while
-    # this one sets the run up), and the price list is not needed before the first reply.
+    # In threads of their own: loading the CA bundle lets the GIL go (OpenSSL works on the other core while this
+    # one sets the run up), and the price list is not needed before the first reply.
     helpers = [
         threading.Thread(target=_tls, name="simulator-tls-context", daemon=True),
         threading.Thread(target=price_table, name="simulator-price-table", daemon=True),
@@ -153,7 +156,7 @@ _TLS = threading.Lock()
 
 def _tls() -> ssl.SSLContext:
     """The TLS context of every connection pool: httpx's default (certifi's CA bundle), built once, since each
-    build loads the bundle (20-70 ms measured); a pool per endpoint and key would otherwise pay it again. A caller
+    build loads the bundle; a pool per endpoint and key would otherwise pay it again. A caller
     that comes while :func:`load_openai`'s thread builds it waits for that build."""
     with _TLS:
         return _build_tls()
@@ -228,7 +231,7 @@ def response_format_param(response_format: Any) -> Any:
 
 @functools.cache
 def _strict_response_format(schema: type[BaseModel]) -> dict[str, Any]:
-    # Once per class: generating the JSON schema costs ~0.5 ms, on every structured request otherwise. The dict is
+    # Once per class: generating the JSON schema is costly, on every structured request otherwise. The dict is
     # only ever serialised, never changed.
     return {
         "type": "json_schema",
@@ -299,8 +302,7 @@ def _resolve(root: dict[str, Any], ref: str) -> dict[str, Any]:
 #: The most requests one HTTP client carries at once before another client (its own connection pool) is made for
 #: the same API base and key. httpcore's pool does work quadratic in its connections each time a request comes or
 #: goes (every idle connection counts all of them, and each is polled for readability), so one pool for every
-#: request of a run cost more CPU per request the higher the concurrency: 69 connections at --concurrency 50, where
-#: choosing a connection took about half of the run's CPU (cProfile on bench/peers.py's workload).
+#: request of a run cost more CPU per request the higher the concurrency (docs/performance.md).
 POOL_REQUESTS = 16
 
 

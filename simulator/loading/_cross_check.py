@@ -33,7 +33,7 @@ from simulator.safety import one_line
 
 def _uninstalled_agent_type(agent: AgentConfig | None) -> str | None:
     """Why ``agent``'s type cannot be run here: a type that is neither built in nor an installed plugin's."""
-    if agent is None or agent.type in BUILTIN_AGENT_TYPES or agent.type in plugins("agents"):
+    if agent is None or not agent.from_plugin or agent.type in plugins("agents"):
         return None
     names = [*sorted(BUILTIN_AGENT_TYPES), *plugins("agents")]
     return (

@@ -11,7 +11,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from simulator.loading._yaml import DataPath
-from simulator.models import HttpAgent, ModelRoles
+from simulator.models import ModelRoles
+from simulator.models.agent import AgentBase
 from simulator.models.env_refs import expand, unset_variables
 from simulator.models.run import MODEL_ROLES
 
@@ -27,10 +28,11 @@ def _fields(built: Any) -> Iterator[tuple[DataPath, str, bool]]:
             api_base = getattr(roles, role).api_base
             if api_base is not None:
                 yield (*base, role, "api_base"), api_base, False
-    agent = built if isinstance(built, HttpAgent) else getattr(built, "agent", None)
-    if isinstance(agent, HttpAgent):
-        where: DataPath = ("base_url",) if agent is built else ("agent", "base_url")
-        yield where, agent.base_url, True
+    agent = built if isinstance(built, AgentBase) else getattr(built, "agent", None)
+    if isinstance(agent, AgentBase):
+        at: DataPath = () if agent is built else ("agent",)
+        for where, url in agent.urls():
+            yield (*at, *where), url, True
 
 
 def env_problems(built: Any, environ: Mapping[str, str] | None = None) -> list[tuple[DataPath, str]]:

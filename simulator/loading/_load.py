@@ -21,6 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from simulator.code_refs import code_folders
 from simulator.errors import ConfigError, ConfigErrors
+from simulator.kinds import KINDS
 from simulator.loading._adapters import adapter
 from simulator.loading._cross_check import _code_problem, _CrossCheck, _SuiteParts, _uninstalled_agent_type
 from simulator.loading._env_check import env_problems
@@ -93,7 +94,7 @@ class ValidationReport:
 
     def case_counts(self) -> dict[str, int]:
         """Number of cases per kind over all suites."""
-        counts = {"golden": 0, "scenario": 0, "simulation": 0}
+        counts = dict.fromkeys(KINDS, 0)
         for loaded in self.suites:
             for case in loaded.suite.cases:
                 counts[case.kind] += 1

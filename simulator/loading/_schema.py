@@ -16,6 +16,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from simulator.errors import ConfigError
+from simulator.kinds import KINDS
 from simulator.loading import _limits
 from simulator.loading._yaml import DataPath, Located, format_path
 from simulator.plugins import GROUPS, plugins
@@ -64,7 +65,7 @@ def load_schema(kind: str) -> dict[str, Any]:
 
 @cache
 def _validator(kind: str) -> Draft202012Validator:
-    # Imported here: only files with problems (or nulls) need the schema pass, and the import costs ~50 ms.
+    # Imported here: only files with problems (or nulls) need the schema pass, and the import is slow.
     from jsonschema import Draft202012Validator
 
     return Draft202012Validator(load_schema(kind))
@@ -331,9 +332,9 @@ def _one_reason_each(explained: list[tuple[DataPath, str, bool]]) -> list[tuple[
 def _infer_kind(prop: str, instance: dict[str, Any]) -> str:
     if prop != "kind":
         return ""
-    for key, kind in (("steps", "simulation"), ("turns", "golden"), ("goal", "scenario")):
-        if key in instance:
-            return f" (this case has `{key}`: add `kind: {kind}`)"
+    for kind in KINDS.values():
+        if kind.identifying_key in instance:
+            return f" (this case has `{kind.identifying_key}`: add `kind: {kind.name}`)"
     return ""
 
 

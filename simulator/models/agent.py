@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, JsonValue, Tag, model_validator
 
@@ -135,7 +135,12 @@ class ToolFake(StrictModel):
         return self
 
 
-class _AgentBase(StrictModel):
+class AgentBase(StrictModel):
+    """What every agent config has and answers, whatever its ``type:`` (callers ask these, never the type)."""
+
+    #: Whether the type is an installed package's (entry point ``simulator.agents``) rather than built in.
+    from_plugin: ClassVar[bool] = False
+
     name: str = Field(default="agent", description="Name shown in reports.")
     description: str = ""
     variables: dict[Identifier, VariableDeclaration] = Field(
@@ -166,6 +171,10 @@ class _AgentBase(StrictModel):
         """The environment variables the agent needs: (its key in the config, the variable, what it is for)."""
         return []
 
+    def urls(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """The URLs the config writes, which may hold ``${VAR}`` references: (key path inside the agent, the text)."""
+        return []
+
     @property
     def judge_instructions(self) -> str | None:
         """The agent's own instructions, when Simulator holds them (the judge may check replies against them)."""
@@ -177,7 +186,7 @@ class _AgentBase(StrictModel):
         return None
 
     @model_validator(mode="after")
-    def _unique_tools(self) -> _AgentBase:
+    def _unique_tools(self) -> AgentBase:
         seen: set[str] = set()
         for index, tool in enumerate(self.tools):
             if tool.name in seen:
@@ -186,7 +195,7 @@ class _AgentBase(StrictModel):
         return self
 
 
-class PythonAgent(_AgentBase):
+class PythonAgent(AgentBase):
     """An agent written in Python: ``module:callable``, sync or async."""
 
     type: Literal["python"]
@@ -202,7 +211,7 @@ class PythonAgent(_AgentBase):
         return f"python agent {self.callable}", "its module is imported and called"
 
 
-class HttpAgent(_AgentBase):
+class HttpAgent(AgentBase):
     """An OpenAI-compatible chat-completions endpoint."""
 
     type: Literal["http"]
@@ -234,12 +243,16 @@ class HttpAgent(_AgentBase):
             for header, variable in self.headers_from_env.items()
         ]
 
+    def urls(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Its base URL."""
+        return [(("base_url",), self.base_url)]
+
     def reaches(self) -> tuple[str, str]:
         """Every conversation is sent to its URL."""
         return f"http agent at {self.base_url}", "every conversation is sent there"
 
 
-class LitellmAgent(_AgentBase):
+class LitellmAgent(AgentBase):
     """An agent defined by instructions, a model and tools, run by Simulator itself."""
 
     type: Literal["litellm"]
@@ -271,7 +284,7 @@ class LitellmAgent(_AgentBase):
         return self.model
 
 
-class LanggraphAgent(_AgentBase):
+class LanggraphAgent(AgentBase):
     """A compiled LangGraph graph with a messages state."""
 
     type: Literal["langgraph"]
@@ -291,8 +304,10 @@ class LanggraphAgent(_AgentBase):
 BUILTIN_AGENT_TYPES = ("python", "http", "litellm", "langgraph")
 
 
-class PluginAgent(_AgentBase):
+class PluginAgent(AgentBase):
     """An agent type added by an installed package (entry point ``simulator.agents``); its ``options`` are its own."""
+
+    from_plugin = True
 
     type: Annotated[
         str,

@@ -227,8 +227,8 @@ _BLANK = re.compile(r"[ \t\n\r]*")
 class Plan(Sequence[PlanItem]):
     """A run's plan: its conversations in order, held in compact columns, not as a PlanItem object each.
 
-    A run of 10,000 conversations holds its plan in about 0.25 MB (24 bytes a conversation, the case and
-    persona names once each) instead of about 11 MB of PlanItems; a PlanItem is built when an item is read.
+    A few bytes a conversation (the case and persona names once each), so memory stays flat in the size of the
+    plan; a PlanItem is built when an item is read.
     The key of an item is not kept when it is the one planning gives it (:func:`derived_key`); an item that
     does not fit the columns (another key, a number out of their range: an imported or hand-made run) is kept
     whole. A plan never changes once built. As a field of a :class:`RunRecord` it validates from, and

@@ -227,7 +227,7 @@ def _event(event: TranscriptEvent, transcript: Transcript) -> str:
             )
         return "".join(parts)
     if isinstance(event, CheckEvent):
-        target = "goal" if transcript.kind == "scenario" or event.step is None else f"step {event.step + 1}"
+        target = "goal" if event.step is None else kind_named(transcript.kind).outcome_label(event.step)
         state = verdict_state(event.verdict, event.rationale)
         details = "".join(
             f"<li>{_mark(verdict_state(d.verdict, d.evidence))} {_e(d.check)}: "
@@ -256,7 +256,7 @@ def _transcript(item: _Item, transcript: Transcript) -> str:
             current = event.step
             if current not in shown:
                 shown.add(current)
-                name = "Goal" if transcript.kind == "scenario" else f"Step {current + 1}"
+                name = kind_named(transcript.kind).report_label(current)
                 label = labels.get(current, "")
                 parts.append(
                     f"<div class='step-divider' id='{item.anchor}-step-{current + 1}'>{_e(name)}"

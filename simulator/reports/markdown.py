@@ -37,6 +37,7 @@ import json
 import re
 from collections.abc import Sequence
 
+from simulator.kinds import kind_named
 from simulator.models.run import MODEL_ROLES, RunRecord, StoredResult
 from simulator.models.scores import FidelityFinding, Score
 from simulator.models.summary import RepeatStats, RunSummary, persona_fidelity
@@ -401,7 +402,7 @@ def _step_checks(transcript: Transcript, step: StepOutcome, indent: str) -> list
 def _step_lines(transcript: Transcript, step: StepOutcome) -> list[str]:
     number = f"{step.index + 1}."
     indent = " " * (len(number) + 1)
-    label = "goal" if transcript.kind == "scenario" else f"step {step.index + 1}"
+    label = kind_named(transcript.kind).outcome_label(step.index)
     head = f"{number} {step_mark(step.status)} **{escape(step.label)}** ({label}) — "
     turns = f"{step.turns_used} turn{'s' if step.turns_used != 1 else ''}"
     if step.status == "complete":

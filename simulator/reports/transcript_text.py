@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Literal, NamedTuple
 
+from simulator.kinds import kind_named
 from simulator.models.scores import CaseResult, FidelityFinding, Score
 from simulator.models.transcript import (
     AgentEvent,
@@ -83,7 +84,7 @@ def _tool_line(call: ToolCallRecord) -> Line:
 
 def _outcome_line(step: StepOutcome, kind: str) -> Line:
     state = step_state(step.status)
-    name = "goal" if kind == "scenario" else f"step {step.index + 1}"
+    name = kind_named(kind).outcome_label(step.index)
     text = f"  {MARK[state]} {name}: {step.label} — {step_words(step)}"
     if step.status == "complete" and step.completed_at_turn is not None:
         text += f" at turn {step.completed_at_turn}"
@@ -142,7 +143,7 @@ def transcript_lines(transcript: Transcript, result: CaseResult | None = None, *
     # An ending without a closing message has no user line of its own.
     lines.extend(_finding_line(finding) for finding in findings if finding.turn not in shown_at)
     if transcript.steps:
-        lines.append(Line("header", "Goal:" if transcript.kind == "scenario" else "Steps:"))
+        lines.append(Line("header", kind_named(transcript.kind).steps_heading + ":"))
         for outcome in transcript.steps:
             lines.append(_outcome_line(outcome, transcript.kind))
             if outcome.rationale:

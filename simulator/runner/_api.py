@@ -56,6 +56,7 @@ from simulator.runner._plan import (
     snapshot_of,
     unknown_case_filters,
 )
+from simulator.runner._secrets import register_record_secrets, register_run_secrets
 from simulator.store import RunStore, UnreadableRunError, default_db_path
 
 P = ParamSpec("P")
@@ -329,6 +330,9 @@ def plan(suites: Suites, settings: RunSettings | None = None, **options: Any) ->
     for item in items:
         kept.setdefault(item.suite, set()).add(item.case)
     check_simulated_tools([loaded[index] for index in sorted(kept)], chosen, [kept[index] for index in sorted(kept)])
+    # Known before the run writes anything: a key first read at its role's first call would be unknown to the
+    # checkpoints and cached replies written before that call.
+    register_run_secrets(loaded, chosen)
     snapshots = [snapshot_of(item, _path_as_given(item)) for item in loaded]
     whole = plan_hash(snapshots, chosen, items)
     chosen = chosen.model_copy(update={"plan_hash": whole})
@@ -476,6 +480,7 @@ async def run_async(
     check_number("cache_size_mb", cache_size_mb)
     planned = suites if isinstance(suites, PlannedRun) else plan(suites, settings, **options)
     check_numbers(planned.settings.model_dump())  # a PlannedRun made by hand too
+    register_run_secrets(planned.suites, planned.settings)  # a PlannedRun made by hand too
     trace_to = trace_target(planned.settings, trace_endpoint)  # before anything is stored
     # The cluster first: the store's file is made when it opens, and a cluster that refuses must leave none.
     with _on_cluster(planned.settings), RunStore(Path(db) if db is not None else default_db_path()) as store:
@@ -575,6 +580,7 @@ async def resume_async(
         check_live(record, live)
         _trust(record, trust_imported, "resuming")
         _check_environment_of(record)
+        register_record_secrets(record)
         record = _on_executor(record, executor, ray_address, ray_workers)
         with _on_cluster(record.settings):
             return await _execute(
@@ -627,6 +633,7 @@ async def repeat_async(
         store.check_free(old.id, "repeated")
         _trust(old, trust_imported, "repeating")
         settings = _model_options(user_model, judge_model, models).over(old.settings)
+        register_record_secrets(old, settings)
         trace_to = trace_target(settings)  # before anything is stored
         _check_environment_of(old, settings)
         record = new_record(
@@ -677,6 +684,7 @@ def plan_simulation(
     )
     check_environment([loaded], settings=settings)
     check_models([loaded], settings)
+    register_run_secrets([loaded], settings)
     chosen = [find_case(loaded, name) for name in cases] if cases else list(loaded.suite.cases)
     check_simulated_tools([loaded], settings, [{case.name for case in chosen}])
     pairs = [(case, pick_persona(loaded, case, persona)) for case in chosen]
@@ -814,6 +822,7 @@ async def _play(
     on_event: EventHandler | None,
 ) -> RunOutcome:
     items = [item for item, _ in chosen]
+    register_run_secrets([restore(snapshot) for snapshot in snapshots], settings)
     playbacks = {item.key: make(cassette) for item, cassette in chosen}
     record = new_record(
         store.new_run_id(), snapshots, settings, items,

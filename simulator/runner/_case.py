@@ -22,7 +22,6 @@ from simulator.kinds import kind_of
 from simulator.llm import LLMClient, Role, metering, missing_key, provider_problem, suite_model_problems
 from simulator.loading import DataPath, LoadedSuite, config_error_at, did_you_mean, env_problems
 from simulator.models import Case, ModelRoles, Persona
-from simulator.models.agent import BUILTIN_AGENT_TYPES
 from simulator.models.env_refs import unset_variables
 from simulator.models.run import RunSettings, resolved_models
 from simulator.models.scores import CaseResult
@@ -126,7 +125,7 @@ def _unusable_plugins(loaded: LoadedSuite) -> list[ConfigError]:
 
     named: list[tuple[Path | None, DataPath, Callable[[], object]]] = []
     agent = loaded.agent
-    if agent is not None and agent.type not in BUILTIN_AGENT_TYPES:
+    if agent is not None and agent.from_plugin:
         in_file = loaded.agent_path not in (None, loaded.path)
         where: DataPath = ("type",) if in_file else ("agent", "type")
         named.append((loaded.agent_path if in_file else loaded.path, where, partial(agent_factory, agent.type)))

@@ -99,6 +99,10 @@ def check_live(record: RunRecord, live: bool) -> None:
         )
 
 
+#: How many conversations must fail for want of a valid key, before any succeeds, for a run to stop early.
+REFUSALS_TO_STOP = 3
+
+
 class _RunRefused(Exception):
     """The first conversations of a run failed for want of a valid key: the run stops with this one message."""
 
@@ -165,17 +169,20 @@ async def execute(
         _finish(store, lease, "failed", record.totals.duration_s if record.totals else 0.0, quiet=True)
         raise
     total = len(record.plan)
-    # The summary is added up as the results are stored, not read back from the store at the end (0.1 s at 500
-    # conversations, 2 s at 10,000); a resumed run's, which counts what earlier processes stored, is.
+    # The summary is added up as the results are stored, not read back from the store at the end (which grows with
+    # the run); a resumed run's, which counts what earlier processes stored, is.
     summing = SummaryBuilder(record) if finished == 0 else None
     positions: dict[str, int] = {}  # the plan position of each item in flight, for the summary
     todo = items_left(store, record, positions=positions if summing is not None else None)
     previous = record.totals.duration_s if record.totals else 0.0
     started = time.monotonic()
-    # Whether a conversation has finished without a credentials failure. Until one has, a conversation that failed
-    # because no key was sent or the key was refused stops the run (see _RunRefused): every other one would fail
-    # the same way, one error each.
+    # Whether a conversation has finished without a credentials failure. Until one has, the conversations that
+    # failed because no key was sent or the key was refused are held back; when the first few to finish all did
+    # (REFUSALS_TO_STOP, or every one left), the run stops (see _RunRefused): every other one would fail the same
+    # way, one error each. One refusal alone does not stop it: a provider may refuse one request of a working key.
     settled = False
+    held: list[tuple[PlanItem, CaseResult, float, Any, Any, Any]] = []
+    refusals_to_stop = min(REFUSALS_TO_STOP, total - finished)
 
     async def one(item: PlanItem, saver: Any, handover: Callable[[], Awaitable[None]] | None = None) -> None:
         nonlocal settled
@@ -191,8 +198,15 @@ async def execute(
                 thread_id=f"{record.id}:{item.key}", playback=playback, handover=handover,
             )  # fmt: skip
         if refused and not settled:
-            raise _RunRefused(refused[0])  # not stored: resuming the run runs it again
-        settled = settled or not refused
+            held.append((item, result, duration, saver, tape, calls))
+            if len(held) >= refusals_to_stop:
+                raise _RunRefused(refused[0])  # the held ones are not stored: resuming the run runs them again
+            return
+        if not settled:
+            settled = True
+            for kept in held:  # a key works: the refusals held back were the provider's, stored as they ended
+                await save(*kept[:5], calls=kept[5])
+            held.clear()
         await save(item, result, duration, saver, tape, calls=calls)
 
     async def save(
@@ -228,7 +242,7 @@ async def execute(
 
     async def run_all(saver: Any) -> None:
         # A fixed pool of workers taking the next item, not a task per conversation: memory stays flat in the
-        # size of the plan (10,000 pending tasks cost ~35 MB). Two stages, ``concurrency`` conversations in each:
+        # size of the plan. Two stages, ``concurrency`` conversations in each:
         # ``talking`` bounds the conversations in flight (what the agent and the user model see), and a finished
         # conversation is scored and stored under ``scoring`` while the next one already talks. Without it a
         # conversation's lane waited for the judge, one more model latency in every conversation's chain; the
@@ -273,7 +287,7 @@ async def execute(
     loop = asyncio.get_running_loop()
     lost = False
     # One thread writes the results, for the whole run: the loop's default executor starts a new thread per job
-    # (see simulator.agents._base.DaemonThreadExecutor), which cost ~6% of the run's CPU and, on a busy machine,
+    # (see simulator.agents._base.DaemonThreadExecutor), which cost CPU and, on a busy machine,
     # the wait for each new thread to be scheduled between a conversation's end and the next one's start.
     writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="simulator-store-writer")
 

@@ -32,8 +32,8 @@ class _Frozen:
 @contextmanager
 def old_objects_frozen() -> Iterator[_Frozen]:
     """While the block runs, the objects alive when it starts (imported modules, LangGraph's and pydantic's
-    classes, the plan: ~130,000) are left out of the garbage collector's full collections, each of which
-    otherwise stopped the event loop for ~0.2 s, every conversation waiting. Given back afterwards. Nothing
+    classes, the plan) are left out of the garbage collector's full collections, each of which otherwise
+    stopped the event loop, every conversation waiting. Given back afterwards. Nothing
     when objects are frozen already (an application's own ``gc.freeze``): they stay as they are."""
     if gc.get_freeze_count():
         yield _Frozen(active=False)
@@ -58,8 +58,7 @@ def rarer_young_collections() -> Iterator[None]:
     """While the block runs, the youngest generation is collected every :data:`YOUNG_COLLECTION_THRESHOLD`
     allocations instead of every 700 (a threshold set higher already is left as it is, and so is a collector
     turned off). The conversations in flight hold tens of thousands of young objects that every collection
-    walks again: ``bench/run.py`` spent 0.75 s of 8.3 s of CPU in the collector, 0.23 s with this, in the same
-    sitting. The extra young objects are a few MB (peak RSS in ``bench/scale.py``). Given back afterwards."""
+    walks again (``bench/run.py``; figures in docs/performance.md). Given back afterwards."""
     before = young_collections_rarer()
     try:
         yield

@@ -55,6 +55,7 @@ from simulator.runner._case import find_case, model_roles
 from simulator.runner._converse import converse, error_result
 from simulator.runner._gc import young_collections_rarer
 from simulator.runner._plan import restore
+from simulator.runner._secrets import register_run_secrets
 from simulator.safety import redact_data
 from simulator.taps import Tape, recording
 
@@ -339,6 +340,8 @@ class ConversationWorker:
         ]
         for loaded in self._suites:
             preload(model_roles(loaded, self._base))
+        # This process writes nothing, but what it sends back is redacted with what it knows.
+        register_run_secrets(self._suites, self._base)
         # The process is this run's: its young objects are collected as rarely as the runner's own, for as long as
         # it lives.
         young_collections_rarer()

@@ -195,7 +195,7 @@ class LeaseMethods:
 
     def _fail_on_full_disk(self, conn: sqlite3.Connection, run_id: str) -> None:
         """The disk filled up as run ``run_id`` was to start or end: give back its room and mark it ``failed``
-        (the status the README gives a run stopped by a store that cannot be written), its lease released."""
+        (the status the user guide gives a run stopped by a store that cannot be written), its lease released."""
         self._reserve(run_id).release()
         try:
             conn.execute("BEGIN IMMEDIATE")

@@ -655,7 +655,7 @@ class RunStore(LeaseMethods):
             raise UnreadableRunError(self._damaged(f"run {row['id']}", exc), str(row["id"])) from exc
         try:
             # Read apart, one item at a time, into the plan's compact form: parsed with the rest of the run, the
-            # whole list would be objects at once (about 1 KB a conversation).
+            # whole list would be objects at once, memory growing with the plan.
             plan = Plan.from_json(row["plan"])
         except ValueError as exc:
             raise UnreadableRunError(self._damaged(f"the plan of run {row['id']}", exc), str(row["id"])) from exc

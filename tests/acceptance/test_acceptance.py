@@ -9,7 +9,7 @@ with ``simulator import csv``; all of them run through the real CLI, once in tes
 with every persona.
 
 :data:`TABLE` pins the verdict of every case: outcome, a text one of the case's reasons must contain, and the
-status of every step. It states the intended behaviour (the four states and the simulation rules of the README),
+status of every step. It states the intended behaviour (the four states and the simulation rules of docs/verdicts.md),
 not whatever the code does today.
 """
 

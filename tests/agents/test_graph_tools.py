@@ -392,7 +392,7 @@ def test_a_custom_node_can_route_its_calls_through_the_handle_in_the_config(mode
     assert [r.status for r in tool_router.records] == [expected, expected]
 
 
-# -- the whole run: the issue's refund, through the public API --------------------------------------------------
+# -- the whole run: a refund, through the public API ----------------------------------------------------------------
 
 REFUND_GRAPH_PY = '''\
 import json

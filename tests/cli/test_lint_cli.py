@@ -195,9 +195,9 @@ def test_without_a_judge_model_nothing_is_sent(folder: Path) -> None:
     assert script.requests == []
 
 
-def test_the_readme_example_prints_what_the_readme_shows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Lint a suite before you run it", 1)[1]
+def test_the_docs_example_prints_what_the_docs_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = (ROOT / "docs" / "suites.md").read_text(encoding="utf-8")
+    section = page.split("## Lint a suite before you run it", 1)[1]
     suite = section.split("cat > /tmp/lint-demo/flawed.yaml <<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0]
     shown = section.split("```\n/tmp/lint-demo/flawed.yaml\n", 1)[1].split("```", 1)[0]
     (tmp_path / "agent.yaml").write_text((ROOT / "suites" / "demo" / "agent.yaml").read_text(encoding="utf-8"))

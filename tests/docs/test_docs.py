@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -54,3 +55,28 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "site" / "architecture" / "index.html").exists()
+
+
+QUOTE = re.compile(r"<!-- quote: (?P<path>\S+) -->\n```[a-z]*\n(?P<text>.*?)```", re.DOTALL)
+
+
+def quoted_blocks(page: str) -> list[tuple[str, str]]:
+    """The code blocks of a page that quote a file of the repository (marked ``<!-- quote: PATH -->``)."""
+    return [(found["path"], found["text"]) for found in QUOTE.finditer(page)]
+
+
+@pytest.mark.parametrize("page", sorted((ROOT / "docs").glob("*.md")), ids=lambda path: path.name)
+def test_what_a_page_quotes_from_the_repository_is_there_word_for_word(page: Path) -> None:
+    for path, text in quoted_blocks(page.read_text("utf-8")):
+        assert text in (ROOT / path).read_text("utf-8"), f"{page.name} quotes {path}, which no longer says:\n{text}"
+
+
+def test_the_extending_page_quotes_the_example_plugin() -> None:
+    quoted = quoted_blocks((ROOT / "docs" / "extending.md").read_text("utf-8"))
+    assert {path for path, _ in quoted} == {
+        "tests/data/plugin/pyproject.toml",
+        "tests/data/plugin/simulator_example_plugin/__init__.py",
+    }
+    assert all(text.strip() for _, text in quoted)
+    changed = [(path, text.replace("polite", "courteous")) for path, text in quoted]
+    assert any(text not in (ROOT / path).read_text("utf-8") for path, text in changed)

@@ -164,7 +164,7 @@ def test_the_scores_are_the_same_in_both_modes() -> None:
 
 @pytest.mark.parametrize("satisfied", [True, False], ids=["passing", "failing"])
 def test_a_six_turn_simulation_sends_fourteen_requests(tmp_path: Path, satisfied: bool) -> None:
-    """The issue's workload through the runner: LLM user 6, agent 6, one hallucination request, one goal; a
+    """The peers bench's workload through the runner: LLM user 6, agent 6, one hallucination request, one goal; a
     failing conversation too, its user's invented-fact question asked in the hallucination request. Asked apart
     (``batch: false``): one hallucination request per turn, and the user's question after a failure."""
     (tmp_path / ".git").mkdir()

@@ -1,5 +1,5 @@
 """A real small disk (a tmpfs) that fills up: every command that writes a file exits 3 with one line naming the
-file and the cause and leaves nothing partial; a run whose store fills up ends ``failed`` (as the README says),
+file and the cause and leaves nothing partial; a run whose store fills up ends ``failed`` (docs/troubleshooting.md),
 keeps what it stored and resumes once there is room. The commands run in ``tests/runs/_small_disk.py``, in a
 process that mounts the tmpfs itself, or under ``unshare -rm`` where mounting needs a user namespace."""
 

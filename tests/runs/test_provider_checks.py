@@ -340,7 +340,7 @@ def _stored_results(db: Path) -> int:
         return int(connection.execute("SELECT count(*) FROM results").fetchone()[0])
 
 
-def test_a_run_whose_first_conversation_is_refused_stops_with_one_message(
+def test_a_run_whose_first_conversations_are_refused_stops_with_one_message(
     refusing: _Refusing, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _suite(tmp_path, f"models:\n  judge: {{model: openai/gpt-4o-mini, api_base: '{refusing.url}/v1'}}\n")
@@ -353,5 +353,55 @@ def test_a_run_whose_first_conversation_is_refused_stops_with_one_message(
     assert shown.count("refused the credentials") == 1, shown
     assert "6 of 6 conversation(s) were not run" in shown
     assert "simulator runs resume" in shown
-    assert refusing.requests == 1
+    assert refusing.requests == 3  # the first three conversations: one refusal alone does not stop a run
     assert _stored_results(tmp_path / "runs.db") == 0
+
+
+def test_one_refusal_among_working_calls_does_not_stop_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A provider that refuses one request of a key that works (a blip, a per-request policy) costs that one
+    conversation, stored as an error when it ends, never the rest of the run."""
+    state = {"requests": 0}
+
+    class _OnceRefusing(http.server.BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            return None
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            state["requests"] += 1
+            if state["requests"] == 1:
+                body = json.dumps({"error": {"message": "Incorrect API key provided", "type": "invalid_api_key"}})
+                self.send_response(401)
+            else:
+                verdict = {"verdict": "met", "reason": "fine", "quote": "", "satisfied": True, "score": 1}
+                body = json.dumps(
+                    {
+                        "id": "x", "object": "chat.completion", "created": 0, "model": "gpt-4o-mini",
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": json.dumps(verdict)}}],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                    }
+                )  # fmt: skip
+                self.send_response(200)
+            data = body.encode()
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _OnceRefusing)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        _suite(tmp_path, f"models:\n  judge: {{model: openai/gpt-4o-mini, api_base: '{url}/v1', max_retries: 0}}\n")
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-working-key-for-test")
+        args = ["run", "suite.yaml", "--db", "runs.db", "--repeat", "4", "--concurrency", "1", "--no-cache"]
+        result = runner.invoke(app, args)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    shown = _shown(result)
+    assert "were not run" not in shown, shown
+    assert _stored_results(tmp_path / "runs.db") == 4, shown
