@@ -17,6 +17,7 @@ the loading side.
 
 import typing as _typing
 
+from simulator._version import __version__
 from simulator.errors import (
     AgentError,
     ConfigError,
@@ -140,7 +141,6 @@ if _typing.TYPE_CHECKING:
     )
     from simulator.store import Unreadable
 
-__version__ = "0.1.0"
 
 # Names served lazily from the module that owns them (see the module docstring).
 _LAZY = {

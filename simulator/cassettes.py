@@ -26,8 +26,7 @@ from typing import Any, Literal
 
 from pydantic import JsonValue, TypeAdapter, ValidationError
 
-from simulator.agents import AgentAdapter
-from simulator.agents._base import AgentInput, AgentReply
+from simulator.agents import AgentAdapter, AgentInput, AgentReply
 from simulator.errors import AgentError, InputError
 from simulator.llm import Completion, Role, UnrecordedRequest
 from simulator.models.cassette import CASSETTE_FORMAT, Cassette, CassetteEntry

@@ -37,6 +37,7 @@ from simulator.models.run import RunRecord, StoredResult
 from simulator.models.scores import Outcome
 from simulator.models.states import not_judged
 from simulator.models.transcript import CheckEvent, StepStatus, Transcript
+from simulator.safety import redacted_and_shortened
 
 __all__ = ["CoverageBuilder", "run_coverage"]
 
@@ -292,8 +293,7 @@ def _terms(terms: Iterable[str | KeywordTerm]) -> str:
 
 
 def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _LABEL_CHARS else text[: _LABEL_CHARS - 1] + "…"
+    return redacted_and_shortened(text, _LABEL_CHARS, flat=True)
 
 
 # -- one conversation ----------------------------------------------------------------------------------------

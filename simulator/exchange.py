@@ -30,13 +30,21 @@ from pydantic import TypeAdapter, ValidationError
 
 from simulator._files import write_file
 from simulator.errors import DiskError, InputError
-from simulator.loading import _limits
-from simulator.loading._json import json_position, parse_json
-from simulator.loading._schema import tool_parameter_problems
-from simulator.loading._yaml import DataPath, format_path, parse_yaml
-from simulator.loading._yaml_out import export_yaml
-from simulator.models import GoldenCase, Persona, Suite
-from simulator.models._base import DataModel
+from simulator.loading import (
+    EXPORT_EXTRA_DEPTH,
+    DataPath,
+    ReadProblem,
+    export_yaml,
+    format_path,
+    json_position,
+    parse_json,
+    parse_yaml,
+    read_bounded_text,
+    text_too_large,
+    too_large,
+    tool_parameter_problems,
+)
+from simulator.models import DataModel, GoldenCase, Persona, Suite
 from simulator.models.run import RunRecord, StoredResult, SuiteSnapshot
 from simulator.models.transcript import AgentEvent, InputEvent, Transcript, UserEvent
 from simulator.safety import json_safe, redact
@@ -196,8 +204,7 @@ def export_chat_jsonl(results: Iterable[StoredResult]) -> str:
     user's messages and events as ``user``, the agent's as ``assistant`` with its ``tool_calls``, each tool's
     answer as a ``tool`` message with the call's ``tool_call_id``), exactly as a chat agent saw the history, and
     beside them the run id, case, persona, repeat, outcome with its reasons and each step's verdict."""
-    from simulator.agents._base import wire_messages
-    from simulator.agents._history import conversation_history
+    from simulator.agents import conversation_history, wire_messages
 
     lines = []
     for stored in results:
@@ -341,27 +348,27 @@ def _parse(source: str | Path, fmt: ExportFormat | None) -> _Parsed:
     if isinstance(source, Path):
         origin = str(source)
         try:
-            text = _limits.read_text(source, _TOO_LARGE_ADVICE, "JSON or YAML text")
-        except _limits.ReadProblem as problem:
+            text = read_bounded_text(source, _TOO_LARGE_ADVICE, "JSON or YAML text")
+        except ReadProblem as problem:
             raise ExchangeError(f"{origin}:{problem.line}:{problem.column}: {problem.message}") from None
         if fmt is None:
             suffix = source.suffix.lower()
             fmt = "json" if suffix == ".json" else "yaml" if suffix in (".yaml", ".yml") else None
     else:
         origin, text = "(text)", source.removeprefix("\ufeff")
-        if len(text) > _limits.MAX_FILE_BYTES or len(text.encode("utf-8", "surrogatepass")) > _limits.MAX_FILE_BYTES:
-            raise ExchangeError(f"{origin}:1:1: {_limits.too_large(None, _TOO_LARGE_ADVICE, what='the text')}")
+        if text_too_large(text):
+            raise ExchangeError(f"{origin}:1:1: {too_large(None, _TOO_LARGE_ADVICE, what='the text')}")
     if fmt is None:
         fmt = "json" if text.lstrip().startswith("{") else "yaml"
     if fmt == "json":
         try:
-            data = parse_json(text, extra_depth=_limits.EXPORT_EXTRA_DEPTH)
-        except _limits.ReadProblem as problem:
+            data = parse_json(text, extra_depth=EXPORT_EXTRA_DEPTH)
+        except ReadProblem as problem:
             raise ExchangeError(f"{origin}:{problem.line}:{problem.column}: {problem.message}") from None
         return _Parsed(data, origin, lambda path: json_position(text, path))
     if fmt == "yaml":
         # The reader suites go through: aliases, nesting, numbers and YAML 1.1 surprises are checked.
-        located, errors = parse_yaml(text, origin, extra_depth=_limits.EXPORT_EXTRA_DEPTH)
+        located, errors = parse_yaml(text, origin, extra_depth=EXPORT_EXTRA_DEPTH)
         if errors or located is None:
             lines = [error.render().replace(": (root): ", ": ", 1) for error in errors[:_ERRORS_SHOWN]]
             if len(errors) > _ERRORS_SHOWN:

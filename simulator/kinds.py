@@ -44,6 +44,7 @@ __all__ = [
     "ScenarioKind",
     "ScriptedInput",
     "SimulationKind",
+    "Stage",
     "StepCriteria",
     "UserBrief",
     "WrittenCriterion",
@@ -57,6 +58,31 @@ C = TypeVar("C", GoldenCase, ScenarioCase, SimulationCase)
 Where = tuple[str | int, ...]
 #: The part of a conversation something is checked on: ``("step", index)``, ``("goal", 0)`` or ``("turn", number)``.
 Part = tuple[Literal["step", "goal", "turn"], int]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a case as written, in the order the user lives them (a simulation's step, a scenario's goal, a
+    golden turn): what the spec lint reads of it. Places are relative to the case."""
+
+    where: Where
+    #: How messages name it: ``step 2``, ``the goal``, ``turn 3``.
+    label: str
+    #: What the user is told at this stage, on top of what it was told at the stages before.
+    told: Sequence[Any]
+    #: The checks that decide it (a golden turn's ``expect``), each with its place.
+    checks: Sequence[tuple[Where, ExpectationSpec | TurnExpectation]] = ()
+    #: The case expectations it refers to (scored on its replies).
+    references: Sequence[str] = ()
+    goal: str | None = None
+    success_criteria: str | None = None
+    say: Sequence[str] = ()
+    max_turns: int = 0
+    #: How messages name whose ``say`` lines these are: ``step 2``, ``the scenario``.
+    script_label: str = ""
+    #: Whether a goal with neither success criteria nor checks is met by any reply (a simulation's step); a
+    #: scenario's open goal is decided by the judge instead.
+    needs_criteria: bool = False
 
 
 @dataclass(frozen=True)
@@ -259,6 +285,23 @@ class Kind(ABC, Generic[C]):
         """The goal a report shows when the conversation recorded no step."""
         return None
 
+    # -- spec lint -------------------------------------------------------------------------------------------
+
+    #: How a message names what two cases share when they are near-identical: their steps, turns or goal.
+    parts_word: ClassVar[str]
+
+    @abstractmethod
+    def stages(self, case: C) -> list[Stage]:
+        """The case's stages in the order the user lives them."""
+
+    @abstractmethod
+    def script_parts(self, case: C) -> list[Any]:
+        """What the case asks, as written (goals, lines, events, criteria): two cases alike in these are alike."""
+
+    def turn_expectations(self, case: C) -> list[TurnExpectation | None]:
+        """Each golden turn's ``expect`` (None where it has none)."""
+        return []
+
 
 def expectation_questions(where: str, spec: ExpectationSpec) -> list[str]:
     """What in one expectation only a judge model can decide: its expected message, or its words."""
@@ -367,6 +410,29 @@ class GoldenKind(Kind[GoldenCase]):
             for name in turn.expect.variables
         ]
 
+    parts_word = "turns"
+
+    def stages(self, case: GoldenCase) -> list[Stage]:
+        """Each turn: the user's line and event payload, its ``expect``."""
+        return [
+            Stage(
+                where=("turns", index),
+                label=f"turn {index + 1}",
+                told=[turn.user, turn.event.payload if turn.event else None],
+                checks=[(("turns", index, "expect"), turn.expect)] if turn.expect is not None else [],
+                references=turn.expectations,
+            )
+            for index, turn in enumerate(case.turns)
+        ]
+
+    def script_parts(self, case: GoldenCase) -> list[Any]:
+        """Each turn's line and event."""
+        return [[turn.user, turn.event] for turn in case.turns]
+
+    def turn_expectations(self, case: GoldenCase) -> list[TurnExpectation | None]:
+        """Each turn's ``expect``."""
+        return [turn.expect for turn in case.turns]
+
 
 class ScenarioKind(Kind[ScenarioCase]):
     """One open goal, improvised by the simulated user, who may end it."""
@@ -455,6 +521,28 @@ class ScenarioKind(Kind[ScenarioCase]):
     def report_goal(self, case: ScenarioCase) -> str:
         """The goal."""
         return case.goal
+
+    parts_word = "goal"
+
+    def stages(self, case: ScenarioCase) -> list[Stage]:
+        """The one goal, with what the user is told of it."""
+        return [
+            Stage(
+                where=(),
+                label="the goal",
+                told=[case.goal, case.response_guide, case.say],
+                checks=[(("checks", index), check) for index, check in enumerate(case.checks)],
+                goal=case.goal,
+                success_criteria=case.success_criteria,
+                say=case.say,
+                max_turns=case.max_turns,
+                script_label="the scenario",
+            )
+        ]
+
+    def script_parts(self, case: ScenarioCase) -> list[Any]:
+        """The goal, its criteria, the lines and the response guide."""
+        return [case.goal, case.success_criteria, case.say, case.response_guide]
 
 
 class SimulationKind(Kind[SimulationCase]):
@@ -560,6 +648,40 @@ class SimulationKind(Kind[SimulationCase]):
     def report_criteria(self, case: SimulationCase, index: int) -> str | None:
         """The step's success criteria."""
         return case.steps[index].success_criteria if 0 <= index < len(case.steps) else None
+
+    parts_word = "steps"
+
+    def stages(self, case: SimulationCase) -> list[Stage]:
+        """Each step, with what the user is told at it (event payloads reach the agent too)."""
+        return [
+            Stage(
+                where=("steps", index),
+                label=f"step {index + 1}",
+                told=[
+                    step.goal,
+                    step.response_guide,
+                    step.say,
+                    step.static_utterance,
+                    step.event.payload if step.event else None,
+                ],
+                checks=[(("steps", index, "checks", c), check) for c, check in enumerate(step.checks)],
+                references=step.expectations,
+                goal=step.goal,
+                success_criteria=step.success_criteria,
+                say=step.say,
+                max_turns=step.max_turns,
+                script_label=f"step {index + 1}",
+                needs_criteria=True,
+            )
+            for index, step in enumerate(case.steps)
+        ]
+
+    def script_parts(self, case: SimulationCase) -> list[Any]:
+        """Each step's goal, line, event, criteria, response guide and lines."""
+        return [
+            [step.goal, step.static_utterance, step.event, step.success_criteria, step.response_guide, step.say]
+            for step in case.steps
+        ]
 
 
 def _goal_text(parts: Sequence[tuple[str | None, str | None]]) -> str:

@@ -30,17 +30,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from simulator import __version__
+from simulator._version import __version__
 from simulator.errors import InputError
 from simulator.exchange import import_run, outcome_advice
 from simulator.metrics import run_summary
 from simulator.models.run import Plan, PlanItem, RunRecord, StoredResult
-from simulator.runner import RunOutcome, rederive
-from simulator.runner._plan import (
+from simulator.runner import (
+    RunOutcome,
     build_plan,
     new_record,
     parse_shard,
     plan_hash,
+    rederive,
     restore,
     shard_of,
     suite_identity,

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING
 
 from simulator.errors import StoreError, StoreInputError
 from simulator.metrics import run_summary
-from simulator.runner import RunOutcome, run
-from simulator.runner._plan import new_record
+from simulator.runner import RunOutcome, new_record, run
 from simulator.store import RunStore, default_db_path, new_run_id
 
 if TYPE_CHECKING:

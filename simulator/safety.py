@@ -314,13 +314,15 @@ def _redact_cut_end(text: str, table: tuple[tuple[str, str], ...]) -> str:
     return text
 
 
-def redacted_and_shortened(text: str, limit: int, mark: str = "…") -> str:
-    """``text`` redacted (:func:`redact`), then cut to ``limit`` characters ending in ``mark`` when longer.
+def redacted_and_shortened(text: str, limit: int, mark: str = "…", *, flat: bool = False) -> str:
+    """``text`` redacted (:func:`redact`), then cut to ``limit`` characters ending in ``mark`` when longer; with
+    ``flat``, on one line first (every run of whitespace, line breaks included, one space). The one text shortener
+    of the package: every shortened text it shows or stores is cut here.
 
     Redacting first means the cut can never leave a piece of a secret: a ``[redacted:NAME]`` label the cut
     splits is dropped whole, never left half.
     """
-    result = redact(text)
+    result = redact(" ".join(text.split()) if flat else text)
     if len(result) <= limit:
         return result
     end = max(0, limit - len(mark))

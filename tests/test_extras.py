@@ -53,3 +53,18 @@ def test_ray_is_asked_for_only_where_it_has_a_wheel(
         "extra": extra,
     }
     assert ray.marker.evaluate(environment) is has_wheel
+
+
+def _names(requirements: list[str]) -> set[str]:
+    return {Requirement(line).name for line in requirements}
+
+
+@pytest.mark.parametrize(
+    ("where", "has_openai"), [("dependencies", False), ("bench", True), ("test", True), ("ray", False)]
+)
+def test_the_openai_sdk_is_asked_for_only_by_the_benchmarks_and_the_tests(where: str, has_openai: bool) -> None:
+    # Simulator posts to OpenAI-compatible endpoints over httpx; bench/ times the SDK as a baseline, and the tests
+    # check the requests against the SDK's types.
+    project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
+    requirements = project["dependencies"] if where == "dependencies" else project["optional-dependencies"][where]
+    assert ("openai" in _names(requirements)) is has_openai

@@ -22,8 +22,6 @@ CASE_CLASSES = frozenset({"GoldenCase", "ScenarioCase", "SimulationCase"})
 AGENT_CLASSES = frozenset({"PythonAgent", "HttpAgent", "LitellmAgent", "LanggraphAgent", "PluginAgent"})
 #: Where the kinds and the agent configs are defined: the one place that may tell them apart.
 ALLOWED = ("kinds.py", "models/")
-#: Its kind switches move behind the kinds with the split of the linter (the exemption goes with them).
-NOT_YET = ("loading/lint.py",)
 
 
 def _names(node: ast.expr, names: frozenset[str]) -> bool:
@@ -104,7 +102,7 @@ def _modules(skip: tuple[str, ...]) -> list[tuple[str, ast.AST]]:
 
 
 def test_no_module_outside_the_kinds_tells_case_kinds_apart() -> None:
-    found = [f"simulator/{name}:{line}" for name, tree in _modules(ALLOWED + NOT_YET) for line in kind_switches(tree)]
+    found = [f"simulator/{name}:{line}" for name, tree in _modules(ALLOWED) for line in kind_switches(tree)]
     assert not found, (
         "these places tell case kinds apart: ask the case's Kind instead (simulator.kinds: kind_of(case), "
         "kind_named(transcript.kind)), adding a method or attribute named for the question if none answers it: "

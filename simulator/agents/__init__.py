@@ -13,10 +13,12 @@ from simulator.agents._base import (
     AgentReply,
     Message,
     event_message,
+    free_agent_threads,
     turn_timeout,
     wire_messages,
 )
 from simulator.agents._history import BuiltTurns, conversation_history, turn_messages
+from simulator.agents._tracing import engine_untraced
 from simulator.errors import AgentError
 from simulator.models import AgentConfig
 from simulator.plugins import PluginError, load_plugin, plugins
@@ -38,7 +40,9 @@ __all__ = [
     "agent_types",
     "build_agent",
     "conversation_history",
+    "engine_untraced",
     "event_message",
+    "free_agent_threads",
     "prepare_agent",
     "turn_messages",
     "turn_timeout",

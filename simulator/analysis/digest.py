@@ -163,10 +163,6 @@ def normalise_label(check: str) -> str:
     return _ids(_LOCATION.sub("", _flat(check))) or _flat(check)
 
 
-def _short(text: str, limit: int) -> str:
-    return redacted_and_shortened(text, limit)
-
-
 # -- building -------------------------------------------------------------------------------------------------
 
 
@@ -432,14 +428,19 @@ def _suggest_prompt(group: FailureGroup, instructions: str | None) -> str:
     body.append(f"conversations: {group.count} ({cases}{more}); failures: {group.occurrences}")
     if group.reasons:
         body.append("most common reasons:")
-        body += [f"- {_short(reason.text, _SHOWN_TEXT)} ({reason.count}x)" for reason in group.reasons]
+        body += [f"- {redacted_and_shortened(reason.text, _SHOWN_TEXT)} ({reason.count}x)" for reason in group.reasons]
     for number, example in enumerate(group.examples, start=1):
         where = f", turn {example.turn}" if example.turn is not None else ""
         body.append(f"example {number} ({example.case.describe()}{where}):")
         if example.user is not None:
-            body.append(json_line({"role": "user", "text": _short(_flat(example.user), _SHOWN_TEXT)}))
+            body.append(
+                json_line({"role": "user", "text": redacted_and_shortened(example.user, _SHOWN_TEXT, flat=True)})
+            )
         body += [json_line({"role": "tool_call", "call": tool}) for tool in example.tools]
-        body += [json_line({"role": "agent", "text": _short(_flat(message), _SHOWN_TEXT)}) for message in example.agent]
+        body += [
+            json_line({"role": "agent", "text": redacted_and_shortened(message, _SHOWN_TEXT, flat=True)})
+            for message in example.agent
+        ]
         if not example.agent:
             body.append(json_line({"role": "agent", "text": None}))
     fenced = fence_sections({"instructions": given, "failure_group": "\n".join(body)})

@@ -29,12 +29,17 @@ from simulator.errors import ConfigErrors, JudgeError
 from simulator.judges.llm_judges import LLMJudge
 from simulator.judges.scoring import goal_description, hallucination_context
 from simulator.llm import LLMClient
-from simulator.loading import LoadedSuite, config_error_at, load_model_file, load_suite
-from simulator.loading._json import parse_json
-from simulator.loading._limits import ReadProblem, read_text
+from simulator.loading import (
+    LoadedSuite,
+    ReadProblem,
+    config_error_at,
+    load_model_file,
+    load_suite,
+    parse_json,
+    read_bounded_text,
+)
 from simulator.metrics import Agreement, agreement
-from simulator.models import Case, ModelRoles, normalize_reference
-from simulator.models._base import StrictModel, Text
+from simulator.models import Case, ModelRoles, StrictModel, Text, normalize_reference
 from simulator.models.run import ModelOptions, ModelRole, resolved_models
 from simulator.models.scores import CaseResult, Score
 from simulator.models.transcript import Transcript
@@ -217,7 +222,7 @@ def _read_transcript(path: Path, index: int, item: LabelledItem) -> Transcript:
     file = (path.parent / item.transcript).resolve()
     try:
         # Within the limits every reader keeps (size, nesting, numbers; named pipes and devices refused).
-        data = parse_json(read_text(file, "label a shorter conversation", "JSON text"))
+        data = parse_json(read_bounded_text(file, "label a shorter conversation", "JSON text"))
     except ReadProblem as problem:
         if problem.message.startswith("cannot read the file: "):
             message = f"cannot read {item.transcript!r}: {problem.message.removeprefix('cannot read the file: ')}"

@@ -162,8 +162,7 @@ def yaml_kind(path: PathLike) -> str:
     """What a YAML file holds, told as :func:`validate` tells it (``suite``, ``evals``, ``agent``, ``persona``,
     ``personas`` or ``unknown``), or ``unreadable`` when it cannot be read or parsed (loading it says why). Reads
     the file with the loader's limits on size, depth and aliases."""
-    from simulator.loading import classify
-    from simulator.loading._yaml import parse_yaml, read_text
+    from simulator.loading import classify, parse_yaml, read_text
 
     file = Path(path)
     text, _ = read_text(file)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulator.agents._tracing import engine_untraced
+from simulator.agents import engine_untraced
 from simulator.engine._checkpoint import registered
 from simulator.engine._conversation import Conversation, ConversationSetup
 from simulator.engine._graph import State, applied, compiled_graph, step, turn_node

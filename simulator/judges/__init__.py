@@ -1,10 +1,11 @@
 """Judges: deterministic checks and the LLM judge, as scorers registered by name. Verdicts carry their evidence."""
 
+from simulator.judges import scorers as _builtin_scorers  # noqa: F401  (the built-in scorers register on import)
+from simulator.judges._gather import gather_in_order
 from simulator.judges._registry import (
     RegisteredScorer,
     Scorer,
     ScoringInput,
-    gather_in_order,
     plugin_scorer,
     registered_scorers,
     scorer,

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from simulator.judges._claim_text import Word, words
 from simulator.judges._inflect import VerbForms, english_plural, english_verb, fold, german_verb
-from simulator.models._base import StrictModel
+from simulator.models import StrictModel
 
 #: What a verb claims: an ``action`` changes something, a ``lookup`` reads something, ``find`` is a lookup's
 #: result (a negation does not take it back), ``use`` a tool of unknown kind was used.

@@ -10,8 +10,7 @@ they are registered (:func:`gather_in_order`).
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -20,22 +19,21 @@ from pydantic import JsonValue
 
 from simulator.judges.checks import ConversationView
 from simulator.kinds import KINDS
-from simulator.models import Case, GoldenTurn, Thresholds
+from simulator.models import Case, GoldenTurn, JudgingSettings, Persona, Thresholds
 from simulator.models.scores import Score
 from simulator.models.transcript import AgentEvent, Transcript
 from simulator.plugins import PluginError, load_plugin, plugins
 
 if TYPE_CHECKING:
     from simulator.judges.llm_judges import LLMJudge
-    from simulator.judges.scoring import ScoringContext
 
 __all__ = [
     "ALL_KINDS",
     "RegisteredScorer",
     "Scorer",
+    "ScoringContext",
     "ScoringInput",
     "TurnInput",
-    "gather_in_order",
     "plugin_scorer",
     "registered_scorers",
     "scorer",
@@ -44,25 +42,25 @@ __all__ = [
 ALL_KINDS: frozenset[str] = frozenset(KINDS)
 ScorerScope = Literal["case", "turn"]
 F = TypeVar("F", bound=Callable[[Any], Awaitable[list[Score]]])
-T = TypeVar("T")
 
 
-async def gather_in_order(awaitables: Iterable[Awaitable[T]]) -> list[T]:
-    """Await ``awaitables`` concurrently; their results in the order given.
+@dataclass
+class ScoringContext:
+    """What the scorer needs besides the case and transcript."""
 
-    The judge questions of one conversation do not depend on each other, so they are in flight at once (the
-    judge role's concurrency limit still holds). The first exception propagates as it is, as it would have
-    from one call after another; the others still running are cancelled first, so none outlives the scoring
-    that started it.
-    """
-    tasks = [asyncio.ensure_future(awaitable) for awaitable in awaitables]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    language: str = "en"
+    instructions: str | None = None
+    declared_tools: Sequence[str] = ()
+    #: The declared tools' descriptions and kinds (by name): their words are claim words too (``claims.py``).
+    tool_descriptions: Mapping[str, str] = field(default_factory=dict)
+    tool_kinds: Mapping[str, Literal["action", "lookup"]] = field(default_factory=dict)
+    #: The suite's ``judging`` block: whether the judge questions of a conversation are batched.
+    judging: JudgingSettings = field(default_factory=JudgingSettings)
+    #: The persona the simulated user played (its brief for the batched ``invented_fact`` question).
+    persona: Persona | None = None
+    #: The suite's scorers from installed plugins (a case may name more).
+    plugin_scorers: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -196,9 +194,6 @@ def _plugin_failed(name: str, what: str) -> Score:
 
 def registered_scorers(*, scope: ScorerScope | None = None, kind: str | None = None) -> list[RegisteredScorer]:
     """The registered scorers in registration order, optionally only those of ``scope`` applying to ``kind``."""
-    # The built-in scorers register on import; importing here keeps every caller from having to.
-    import simulator.judges.scorers  # noqa: F401
-
     return [
         entry
         for entry in _REGISTRY.values()

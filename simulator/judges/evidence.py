@@ -42,6 +42,9 @@ _QUOTE_MARKS = str.maketrans(
 _ELLIPSIS = re.compile(r"\[?(?:\.\.\.|…)\]?")
 _EDGES = " \"'.,;:!?"
 
+#: How much of a quote a verdict shows.
+_QUOTE_CHARS = 200
+
 
 def _comparable(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).translate(_QUOTE_MARKS).casefold().split())
@@ -116,7 +119,9 @@ def overrule_pass(quote: str, criterion: str, reason: str, evidence: Evidence) -
         return Overruled("unsure", f"{NO_QUOTE}; {said}")
     messages = "\n".join(message for reply in scope for message in reply.messages)
     if not quote_in(quote, messages):
-        return Overruled("unsure", f"{NOT_AGENT_TEXT}: “{_short(quote)}”; {said}")
+        return Overruled(
+            "unsure", f"{NOT_AGENT_TEXT}: “{redacted_and_shortened(quote, _QUOTE_CHARS, flat=True)}”; {said}"
+        )
     replies = evidence.replies if evidence.replies is not None else scope
     turns = {reply.turn for reply in scope}
     for finding in find_unsupported_claims(replies, evidence.declared_tools):
@@ -173,8 +178,3 @@ def _rests_on(quote: str, claim: str, text: str) -> bool:
     sentences = [s.strip() for s in _SENTENCE.findall(text.replace("\u2019", "'")) if s.strip()]
     flagged = [s for s in sentences if quote_in(claim, s) or quote_in(s, claim)]
     return any(quote_in(quote, sentence) or quote_in(sentence, quote) for sentence in flagged)
-
-
-def _short(text: str, limit: int = 200) -> str:
-    flat = " ".join(text.split())
-    return redacted_and_shortened(flat, limit)

@@ -53,19 +53,35 @@ Prompts
 from __future__ import annotations
 
 import asyncio
-import functools
-import re
-import string
-import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
-from typing import Literal, TypeVar
+from typing import TypeVar
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel
 
 from simulator.errors import JudgeError, ModelError
 from simulator.fence import fence_sections
+from simulator.judges._judge_prompts import (
+    PROMPT_PLACEHOLDERS,
+    SECTIONS,
+    PromptValues,
+    builtin_prompt,
+    builtin_template,
+    check_prompt,
+)
+from simulator.judges._replies import (
+    ExpectationReply,
+    GoalSatisfactionReply,
+    HallucinationBatchReply,
+    HallucinationFidelityBatchReply,
+    HallucinationReply,
+    HallucinationTurnReply,
+    ReferenceAnswerReply,
+    SemanticMatchReply,
+    SideClaimReply,
+    UserFidelityReply,
+    UserFidelityTurnReply,
+)
 from simulator.judges.claims import DeclaredTools
 from simulator.judges.evidence import Evidence, overrule_pass, quote_in
 from simulator.judges.rendering import render_conversation
@@ -97,231 +113,10 @@ __all__ = [
     "quote_in",
 ]
 
-#: Every judge prompt by name, with the placeholders its question fills (an override may use any of them).
-PROMPT_PLACEHOLDERS: Mapping[str, frozenset[str]] = types.MappingProxyType(
-    {
-        "reference_answer": frozenset({"question", "answer", "reference", "threshold"}),
-        "side_claim": frozenset({"question", "answer", "claim"}),
-        "semantic_match": frozenset({"expected", "actual", "context"}),
-        "hallucination": frozenset({"turn", "context"}),
-        "hallucination_batch": frozenset({"context", "conversation", "turns"}),
-        "goal_satisfaction": frozenset({"goal", "conversation"}),
-        "expectation": frozenset({"expectation", "conversation"}),
-        "user_fidelity": frozenset({"brief", "conversation", "turns"}),
-        "hallucination_fidelity_batch": frozenset({"context", "brief", "conversation", "turns", "user_turns"}),
-    }
-)
-
-#: The placeholders of each question that hold text (from the conversation or the test) by the name of the fenced
-#: section they are filled with: ``{conversation}`` becomes ``<conversation-TOKEN>`` ... ``</conversation-TOKEN>``.
-#: The others (turn numbers, the pass mark) are written by Simulator and filled as they are.
-SECTIONS: Mapping[str, Mapping[str, str]] = types.MappingProxyType(
-    {
-        "reference_answer": {"question": "question", "answer": "agent_answer", "reference": "reference_answer"},
-        "side_claim": {"question": "question", "answer": "agent_answer", "claim": "claim"},
-        "semantic_match": {
-            "expected": "expected_message",
-            "actual": "actual_message",
-            "context": "conversation_before",
-        },
-        "hallucination": {"turn": "agent_turn", "context": "context"},
-        "hallucination_batch": {"context": "context", "conversation": "conversation"},
-        "goal_satisfaction": {"goal": "user_goal", "conversation": "conversation"},
-        "expectation": {"expectation": "expectation", "conversation": "conversation"},
-        "user_fidelity": {"brief": "user_brief", "conversation": "conversation"},
-        "hallucination_fidelity_batch": {"context": "context", "brief": "user_brief", "conversation": "conversation"},
-    }
-)
-
 R = TypeVar("R", bound=BaseModel)
-
-# --------------------------------------------------------------------------------------------------------------
-# Reply schemas: what the judge model answers, one small JSON object per question. Every field is required
-# (providers with strict structured output demand it; the schema they get lists every field as required) but
-# the ``quote`` of a pass: a reply without one is a pass without evidence, unsure rather than malformed. Extra
-# keys are ignored rather than re-asked.
-
-
-class ReferenceAnswerReply(BaseModel):
-    """The core answer against the reference: a 0-100 score and a verdict that must agree with it."""
-
-    score: int = Field(ge=0, le=100)
-    verdict: Literal["pass", "fail", "unsure"]
-    reason: str = Field(min_length=1)
-
-
-class SideClaimReply(BaseModel):
-    """Whether the answer states or implies one claim that must not be stated, with the words that do."""
-
-    stated: Literal["yes", "no", "unsure"]
-    quote: str
-    reason: str = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _quote_when_stated(self) -> SideClaimReply:
-        if self.stated == "yes" and not self.quote.strip():
-            raise ValueError('quote must give the words of the answer that state the claim when stated is "yes"')
-        return self
-
-
-class SemanticMatchReply(BaseModel):
-    """How far the actual message means the same as the expected one: 0 contradiction to 4 fully consistent."""
-
-    score: int = Field(ge=0, le=4)
-    reason: str = Field(min_length=1)
-
-
-class HallucinationReply(BaseModel):
-    """Whether a turn makes a claim its context does not support (1), makes only supported ones (0), or none."""
-
-    verdict: Literal["unsupported", "supported", "no_claim"]
-    claim: str
-    reason: str = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _claim_when_unsupported(self) -> HallucinationReply:
-        if self.verdict == "unsupported" and not self.claim.strip():
-            raise ValueError('claim must quote the unsupported claim when verdict is "unsupported"')
-        return self
-
-
-class HallucinationTurnReply(BaseModel):
-    """One turn's verdict in a batched hallucination reply: the turn's number, then what
-    :class:`HallucinationReply` holds for one turn."""
-
-    turn: int
-    verdict: Literal["unsupported", "supported", "no_claim"]
-    claim: str
-    reason: str = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _claim_when_unsupported(self) -> HallucinationTurnReply:
-        if self.verdict == "unsupported" and not self.claim.strip():
-            raise ValueError(f'turn {self.turn}: claim must quote the unsupported claim when verdict is "unsupported"')
-        return self
-
-
-class HallucinationBatchReply(BaseModel):
-    """A verdict per judged turn of one conversation (a turn left out is not judged: ``unsure``)."""
-
-    turns: list[HallucinationTurnReply]
-
-
-class GoalSatisfactionReply(BaseModel):
-    """Whether the conversation satisfied the user's goal, and the agent's words that show it when it did."""
-
-    satisfied: bool
-    reason: str = Field(min_length=1)
-    quote: str = ""
-
-
-class ExpectationReply(BaseModel):
-    """Whether the conversation meets one expectation written in words, and the agent's words that show it
-    when it does."""
-
-    verdict: Literal["met", "not_met", "unsure"]
-    reason: str = Field(min_length=1)
-    quote: str = ""
-
-
-class UserFidelityTurnReply(BaseModel):
-    """Whether one user turn states a fact the simulated user was never given, quoting it."""
-
-    turn: int
-    invented: bool
-    fact: str
-    reason: str = Field(min_length=1)
-
-
-class UserFidelityReply(BaseModel):
-    """A verdict per judged user turn (a turn left out has no finding)."""
-
-    turns: list[UserFidelityTurnReply]
-
-
-class HallucinationFidelityBatchReply(BaseModel):
-    """Both questions about one conversation in one reply: a hallucination verdict per judged agent turn (as
-    :class:`HallucinationBatchReply`) and an invented-fact verdict per judged user turn (as
-    :class:`UserFidelityReply`)."""
-
-    turns: list[HallucinationTurnReply]
-    user_turns: list[UserFidelityTurnReply]
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Prompts
-
-_HEADER = re.compile(r"\A\s*<!--.*?-->\s*", re.DOTALL)
-_FIELD_BASE = re.compile(r"[.\[]")
-
-
-def builtin_prompt(name: str) -> str:
-    """The text of the built-in prompt ``name``, header comment included (as shipped in ``prompts/``)."""
-    if name not in PROMPT_PLACEHOLDERS:
-        raise JudgeError(_unknown_prompt(name))
-    return resources.files("simulator.judges").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
-
-
-def check_prompt(name: str, text: str, *, origin: str = "override") -> str:
-    """Check a prompt template for question ``name`` and return it without its header comment.
-
-    Raises :class:`JudgeError` for an unknown prompt name, an empty template, unbalanced braces, positional
-    ``{}`` fields, or a placeholder the question does not fill (naming it and the ones it may use).
-    """
-    if name not in PROMPT_PLACEHOLDERS:
-        raise JudgeError(_unknown_prompt(name))
-    allowed = PROMPT_PLACEHOLDERS[name]
-    where = f"judge prompt {name!r} ({origin})"
-    template = _HEADER.sub("", text, count=1)
-    if not template.strip():
-        raise JudgeError(f"{where} is empty")
-    try:
-        fields = [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
-    except ValueError as exc:
-        raise JudgeError(f"{where} is not a valid template ({exc}); write literal braces as {{{{ and }}}}") from None
-    for field in fields:
-        base = _FIELD_BASE.split(field, maxsplit=1)[0]
-        if not base or base.isdigit():
-            raise JudgeError(
-                f"{where} has a positional placeholder {{{field}}}; use the named placeholders "
-                f"{_names(allowed)}, and write literal braces as {{{{ and }}}}"
-            )
-        if not base.isidentifier():
-            raise JudgeError(
-                f"{where} has {{{field}}}, which is not a placeholder: write literal braces as {{{{ and }}}} "
-                f"(the placeholders are {_names(allowed)})"
-            )
-        if base not in allowed:
-            raise JudgeError(_not_filled(where, base, allowed))
-    return template
-
-
-@functools.cache
-def _builtin_template(name: str) -> str:
-    return check_prompt(name, builtin_prompt(name), origin="built-in")
-
-
-def _unknown_prompt(name: str) -> str:
-    return f"there is no judge prompt {name!r}; the judge prompts are {', '.join(sorted(PROMPT_PLACEHOLDERS))}"
-
-
-def _names(placeholders: frozenset[str]) -> str:
-    return ", ".join(f"{{{name}}}" for name in sorted(placeholders))
-
-
-def _not_filled(where: str, placeholder: str, allowed: frozenset[str]) -> str:
-    return f"{where} uses the placeholder {{{placeholder}}}, which its question does not fill: use {_names(allowed)}"
-
-
-class _Values(dict[str, str]):
-    """The values a template is filled with; a placeholder without one is a JudgeError naming it."""
-
-    def __init__(self, where: str, values: Mapping[str, str]) -> None:
-        super().__init__(values)
-        self.where = where
-
-    def __missing__(self, key: str) -> str:
-        raise JudgeError(_not_filled(self.where, key, frozenset(self)))
+#: How much of a text a check's name or a verdict quotes, and of the judge's quote a misquote shows.
+_SHOWN_CHARS = 80
+_QUOTE_CHARS = 200
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -374,7 +169,7 @@ class LLMJudge:
         """The template used for question ``name``: the override if one was given, else the built-in one."""
         if name in self._overrides:
             return self._overrides[name]
-        return _builtin_template(name)
+        return builtin_template(name)
 
     # -- questions -------------------------------------------------------------------------------------------
 
@@ -389,8 +184,16 @@ class LLMJudge:
     ) -> list[Score]:
         """Score ``answer`` against the reference (0-100, metric ``reference_answer``), then ask about each
         ``must_not_state`` claim on its own (metric ``side_claim``). The core score comes first."""
-        core = _Question("reference_answer", f"reference answer: {_short(reference.answer)}", threshold, turn)
-        claims = [_Question("side_claim", f"must not state: {_short(c)}", turn=turn) for c in reference.must_not_state]
+        core = _Question(
+            "reference_answer",
+            f"reference answer: {redacted_and_shortened(reference.answer, _SHOWN_CHARS, flat=True)}",
+            threshold,
+            turn,
+        )
+        claims = [
+            _Question("side_claim", f"must not state: {redacted_and_shortened(c, _SHOWN_CHARS, flat=True)}", turn=turn)
+            for c in reference.must_not_state
+        ]
         if not self.has_model:
             return [question.unjudged() for question in (core, *claims)]
         core_task = self._ask(
@@ -414,7 +217,12 @@ class LLMJudge:
     ) -> Score:
         """How far ``actual`` means the same as ``expected``: 0 (contradiction) to 4 (fully consistent);
         met at ``threshold`` or above. Identical texts (ignoring case and whitespace) score 4 without a model."""
-        q = _Question("semantic_match", f"semantic match with: {_short(expected)}", threshold, turn)
+        q = _Question(
+            "semantic_match",
+            f"semantic match with: {redacted_and_shortened(expected, _SHOWN_CHARS, flat=True)}",
+            threshold,
+            turn,
+        )
         if _normalise(expected) == _normalise(actual):
             reason = "the reply is the expected message (same text, ignoring case and whitespace)"
             return q.score("met", reason, value=4, source="deterministic")
@@ -502,7 +310,7 @@ class LLMJudge:
             return _Question("goal_satisfaction", "user goal").score(
                 "n/a", "no user goal was given", value=-1, source="deterministic"
             )
-        q = _Question("goal_satisfaction", f"user goal: {_short(goal)}")
+        q = _Question("goal_satisfaction", f"user goal: {redacted_and_shortened(goal, _SHOWN_CHARS, flat=True)}")
         if not self.has_model:
             return q.unjudged()
         reply = await self._ask(
@@ -533,7 +341,9 @@ class LLMJudge:
         """Whether ``conversation`` (the events of the expectation's scope) meets the expectation ``text``
         (words): met, not_met or unsure. A met stands only as :func:`~simulator.judges.evidence.overrule_pass`
         allows (``replies``: every agent reply of the conversation, by default those in scope)."""
-        q = _Question("expectation", f"expectation: {_short(text)}", turn=turn, step=step)
+        q = _Question(
+            "expectation", f"expectation: {redacted_and_shortened(text, _SHOWN_CHARS, flat=True)}", turn=turn, step=step
+        )
         if not self.has_model:
             return q.unjudged()
         values = {"expectation": text, "conversation": render_conversation(conversation)}
@@ -602,7 +412,7 @@ class LLMJudge:
         sections = SECTIONS[name]
         fenced = fence_sections({sections[key]: text for key, text in texts.items() if key in sections})
         texts = {key: fenced[sections[key]] if key in sections else text for key, text in texts.items()}
-        filled = _Values(f"judge prompt {name!r} ({origin})", texts)
+        filled = PromptValues(f"judge prompt {name!r} ({origin})", texts)
         try:
             return self.prompt(name).format_map(filled)
         except (ValueError, IndexError, AttributeError, TypeError) as exc:
@@ -748,7 +558,7 @@ def _verdict_of(
     if not given:
         return _Unjudged(LEFT_OUT, reply.model_dump_json())
     if any((other.verdict, other.claim.strip()) != (given[0].verdict, given[0].claim.strip()) for other in given[1:]):
-        said = "; ".join(f"{v.verdict} (“{_short(v.claim, 80)}”)" for v in given)
+        said = "; ".join(f"{v.verdict} (“{redacted_and_shortened(v.claim, _SHOWN_CHARS, flat=True)}”)" for v in given)
         return _Unjudged(f"the judge gave this turn contradicting verdicts: {said}", reply.model_dump_json())
     return given[0]
 
@@ -760,7 +570,7 @@ def _misquoted(q: _Question, quote: str, said: str, reason: str, reply: BaseMode
     """The judge's evidence is not in the text it judged: its verdict is not trusted."""
     return q.score(
         "unsure",
-        f"{MISQUOTED}: “{_short(quote, 200)}”; it said {said}: {reason}",
+        f"{MISQUOTED}: “{redacted_and_shortened(quote, _QUOTE_CHARS, flat=True)}”; it said {said}: {reason}",
         raw=reply.model_dump_json(),
     )
 
@@ -816,8 +626,3 @@ def _normalise(text: str) -> str:
 
 def _number(value: float) -> str:
     return f"{value:g}"
-
-
-def _short(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return redacted_and_shortened(flat, limit)

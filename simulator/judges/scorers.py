@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from typing import cast
 
-from simulator.judges._registry import ScoringInput, TurnInput, gather_in_order, registered_scorers, scorer
+from simulator.judges._gather import gather_in_order
+from simulator.judges._registry import ScoringInput, TurnInput, registered_scorers, scorer
 from simulator.judges.checks import (
     check_expectation,
     check_keywords,

@@ -23,38 +23,16 @@ checked deterministically either way (``claims.py``) and fail the case when ``fa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal
-
-from simulator.judges._registry import ScoringInput, gather_in_order, plugin_scorer, registered_scorers
+from simulator.judges._gather import gather_in_order
+from simulator.judges._registry import ScoringContext, ScoringInput, plugin_scorer, registered_scorers
 from simulator.judges.llm_judges import LLMJudge
 from simulator.judges.scorers import hallucination_context
 from simulator.kinds import kind_of
-from simulator.models import Case, JudgingSettings, Persona, Thresholds
+from simulator.models import Case, Thresholds
 from simulator.models.scores import Score
 from simulator.models.transcript import Transcript
 
 __all__ = ["ScoringContext", "goal_description", "hallucination_context", "merged_thresholds", "score_transcript"]
-
-
-@dataclass
-class ScoringContext:
-    """What the scorer needs besides the case and transcript."""
-
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    language: str = "en"
-    instructions: str | None = None
-    declared_tools: Sequence[str] = ()
-    #: The declared tools' descriptions and kinds (by name): their words are claim words too (``claims.py``).
-    tool_descriptions: Mapping[str, str] = field(default_factory=dict)
-    tool_kinds: Mapping[str, Literal["action", "lookup"]] = field(default_factory=dict)
-    #: The suite's ``judging`` block: whether the judge questions of a conversation are batched.
-    judging: JudgingSettings = field(default_factory=JudgingSettings)
-    #: The persona the simulated user played (its brief for the batched ``invented_fact`` question).
-    persona: Persona | None = None
-    #: The suite's scorers from installed plugins (a case may name more).
-    plugin_scorers: Sequence[str] = ()
 
 
 async def score_transcript(case: Case, transcript: Transcript, context: ScoringContext, judge: LLMJudge) -> list[Score]:

@@ -21,8 +21,7 @@ from pydantic import BaseModel, Field
 
 from simulator.fence import fence_sections
 from simulator.llm import LLMClient, Role
-from simulator.loading import LoadedSuite
-from simulator.loading._yaml import DataPath, format_path
+from simulator.loading import DataPath, LoadedSuite, format_path
 from simulator.loading.lint import Finding, suite_view
 from simulator.models import ModelRoles
 from simulator.models.run import ModelOptions, ModelRole, resolved_models

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field, JsonValue
 
 from simulator.fence import DATA_RULE, fence_sections
-from simulator.judges._registry import gather_in_order
+from simulator.judges._gather import gather_in_order
 from simulator.judges.checks import ConversationView, check_expectation
 from simulator.judges.claims import DeclaredTools
 from simulator.judges.evidence import Evidence, overrule_pass

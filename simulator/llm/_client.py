@@ -62,6 +62,7 @@ from simulator.llm._providers import key_variables
 from simulator.llm._retry import Failure, HoldOff, HoldOffs, RetryPolicy, full_jitter, log_hold_off
 from simulator.llm._types import Completion, Role, StructuredOutputError, Usage
 from simulator.models.env_refs import UnsetVariable, expand
+from simulator.models.run import DEFAULT_CONCURRENCY
 from simulator.models.settings import ModelRoles, ModelSettings
 from simulator.safety import redact, register_secret
 from simulator.taps import active_tape
@@ -654,7 +655,7 @@ class LLMClient:
 
     def _slot(self, role: Role, settings: ModelSettings, provider: str) -> AbstractAsyncContextManager[HoldOff]:
         if self._limiter is not None:
-            return self._limiter.slot(role, settings.concurrency or 8, provider)
+            return self._limiter.slot(role, settings.concurrency or DEFAULT_CONCURRENCY, provider)
         return self._local_slot(role, settings, provider)
 
     @asynccontextmanager
@@ -691,8 +692,8 @@ class LLMClient:
         loop = asyncio.get_running_loop()
         entry = self._semaphores.get(role)
         if entry is None or entry[0] is not loop:
-            # Unset: the runner resolves it to the run's concurrency; a client built by hand gets 8.
-            entry = (loop, asyncio.Semaphore(settings.concurrency or 8))
+            # Unset: the runner resolves it to the run's concurrency; a client built by hand gets the default.
+            entry = (loop, asyncio.Semaphore(settings.concurrency or DEFAULT_CONCURRENCY))
             self._semaphores[role] = entry
         return entry[1]
 

@@ -15,6 +15,7 @@ from simulator.llm._fake import FAKE_PROVIDER
 from simulator.llm._litellm import provider_names
 from simulator.llm._openai import OPENAI_PREFIX, is_local_base, price_table
 from simulator.models.env_refs import UnsetVariable, expand
+from simulator.models.run import MODEL_ROLES
 from simulator.models.settings import ModelSettings
 from simulator.models.suite import Suite
 
@@ -130,7 +131,7 @@ def suite_model_problems(suite: Suite) -> list[tuple[tuple[str, ...], str]]:
     """Every model string a suite file writes whose provider is unknown (:func:`provider_problem`): the place
     (``models.<role>.model``, or ``agent.model`` for a litellm agent) and the message naming the role."""
     found: list[tuple[tuple[str, ...], str]] = []
-    for role in ("agent", "user", "judge"):
+    for role in MODEL_ROLES:
         settings: ModelSettings = getattr(suite.models, role)
         problem = provider_problem(settings.model, settings.backend) if settings.model else None
         if problem is not None:  # a role written as a bare string is placed at the string

@@ -14,6 +14,7 @@ from simulator.loading._yaml import DataPath
 from simulator.models import ModelRoles
 from simulator.models.agent import AgentBase
 from simulator.models.env_refs import expand, unset_variables
+from simulator.models.run import MODEL_ROLES
 
 _URL = re.compile(r"^https?://\S+$")
 
@@ -23,7 +24,7 @@ def _fields(built: Any) -> Iterator[tuple[DataPath, str, bool]]:
     roles = built if isinstance(built, ModelRoles) else getattr(built, "models", None)
     base: DataPath = () if isinstance(built, ModelRoles) else ("models",)
     if isinstance(roles, ModelRoles):
-        for role in ("agent", "user", "judge"):
+        for role in MODEL_ROLES:
             api_base = getattr(roles, role).api_base
             if api_base is not None:
                 yield (*base, role, "api_base"), api_base, False

@@ -49,6 +49,12 @@ def format_size(count: int) -> str:
     return f"{number:.1f}".removesuffix(".0") + f" {unit}"
 
 
+def text_too_large(text: str) -> bool:
+    """Whether ``text`` (given as text, not read from a file) is over :data:`MAX_FILE_BYTES`, in characters or in
+    UTF-8 bytes."""
+    return len(text) > MAX_FILE_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES
+
+
 def too_large(size: int | None, advice: str, *, what: str = "file") -> str:
     """``file is 12.3 MB, larger than the 10 MB limit: <advice>`` (the size left out when it is not known)."""
     limit = format_size(MAX_FILE_BYTES)

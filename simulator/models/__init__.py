@@ -1,5 +1,6 @@
 """Pure data models (pydantic v2). No I/O happens here."""
 
+from simulator.models._base import DataModel, StrictModel, Text
 from simulator.models.agent import (
     AgentConfig,
     HttpAgent,
@@ -37,6 +38,7 @@ __all__ = [
     "AgentConfig",
     "ArgumentRule",
     "Case",
+    "DataModel",
     "EventSpec",
     "ExpectationSpec",
     "GoldenCase",
@@ -60,7 +62,9 @@ __all__ = [
     "SimulatedTool",
     "SimulationCase",
     "Step",
+    "StrictModel",
     "Suite",
+    "Text",
     "Thresholds",
     "ToolCallSpec",
     "ToolDeclaration",

@@ -18,7 +18,7 @@ import re
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, Literal, overload
+from typing import Any, Final, Literal, get_args, overload
 
 from pydantic import Field, GetCoreSchemaHandler, field_validator
 from pydantic_core import CoreSchema, core_schema
@@ -36,6 +36,11 @@ LEGACY_STATUSES: dict[str, RunStatus] = {"incomplete": "interrupted", "pending":
 PersonaMode = Literal["default", "all", "random", "named"]
 #: A model role, as the per-role settings of a command name it.
 ModelRole = Literal["agent", "user", "judge"]
+#: Conversations in flight at once when a run does not say (``--concurrency``), and each model role's limit on
+#: calls in flight when neither the run nor the suite sets one.
+DEFAULT_CONCURRENCY: Final = 8
+#: Every model role, in the order reports and checks list them.
+MODEL_ROLES: tuple[ModelRole, ...] = get_args(ModelRole)
 
 
 class SuiteSnapshot(DataModel):
@@ -77,7 +82,7 @@ class RunSettings(DataModel):
         description="Model settings per role given to the command (--models FILE, --judge-api-base, ...): "
         "each key given overrides the suite's. --user-model / --judge-model win over these.",
     )
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     fail_under: float | None = None
     fail_under_coverage: float | None = Field(
         default=None, description="--fail-under-coverage: exit 1 when the run's coverage (%) is below this."

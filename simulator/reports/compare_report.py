@@ -45,6 +45,7 @@ from simulator.reports.compare_text import (
     repeat_number,
     would_be,
 )
+from simulator.reports.figures import percent
 from simulator.reports.markdown import escape as md_escape
 
 __all__ = ["CONTENT_SECURITY_POLICY", "render_compare_html", "render_compare_markdown"]
@@ -87,10 +88,6 @@ table.step-diff td.rationale { white-space: pre-wrap; }
 # -- shared wording -------------------------------------------------------------------------------------------
 
 
-def _percent(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.1f}%"
-
-
 def _p(p: float) -> str:
     return f"{p:.4g}"
 
@@ -109,9 +106,7 @@ def _states(diff: CaseDiff) -> str:
 
 def _correctness(a: Counts, b: Counts, change: float | None) -> str:
     delta = "" if change is None else f" ({points_change(change)})"
-    return (
-        f"{_percent(a.correctness)} ({a.passed}/{a.total}) -> {_percent(b.correctness)} ({b.passed}/{b.total}){delta}"
-    )
+    return f"{percent(a.correctness)} ({a.passed}/{a.total}) -> {percent(b.correctness)} ({b.passed}/{b.total}){delta}"
 
 
 def _mcnemar(test: McNemar) -> str:

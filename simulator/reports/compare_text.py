@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from simulator.models.comparison import CaseDiff, CaseRunSummary, Comparison
 from simulator.reports._states import outcome_mark, step_status_text
+from simulator.reports.figures import percent
 
 __all__ = [
     "case_label",
@@ -23,10 +24,6 @@ __all__ = [
 
 def _p_text(p: float) -> str:
     return f"{p:.4g}"
-
-
-def _percent(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.1f}%"
 
 
 def points_change(delta: float) -> str:
@@ -132,8 +129,8 @@ def render_comparison_text(comparison: Comparison) -> list[str]:
     lines = [
         f"Comparing run {comparison.run_b} (B, new) against run {comparison.run_a} (A, baseline)",
         *settings_lines(comparison),
-        f"{correctness_title(comparison)}: {_percent(a.correctness)} ({a.passed}/{a.total}) -> "
-        f"{_percent(b.correctness)} ({b.passed}/{b.total}){change}",
+        f"{correctness_title(comparison)}: {percent(a.correctness)} ({a.passed}/{a.total}) -> "
+        f"{percent(b.correctness)} ({b.passed}/{b.total}){change}",
         f"McNemar on the comparable cases: b = {test.b} (passed in A, not in B), c = {test.c} (passed in B, not in A), "
         f"n = {test.n}, exact two-sided p = {_p_text(test.p_value)}",
         test.sentence(),

@@ -22,10 +22,6 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _short(text: str, limit: int) -> str:
-    return redacted_and_shortened(text, limit)
-
-
 def _summary(digest: Digest) -> str:
     causes = len(digest.groups)
     return (
@@ -61,14 +57,16 @@ def render_digest_text(digest: Digest) -> list[str]:
         lines.append(f"{number}. {group.title()}: {_count_line(group)}")
         lines.append(f"     cases: {_cases_text(group)}")
         for reason in group.reasons:
-            lines.append(f"     {reason.count}× {_short(reason.text, _SHOWN_TEXT)}")
+            lines.append(f"     {reason.count}× {redacted_and_shortened(reason.text, _SHOWN_TEXT)}")
         for example in group.examples:
             where = f", turn {example.turn}" if example.turn is not None else ""
             lines.append(f"     example: {example.case.describe()}{where}")
             if example.user is not None:
-                lines.append(f"       user: {_short(_flat(example.user), _SHOWN_TEXT)}")
+                lines.append(f"       user: {redacted_and_shortened(example.user, _SHOWN_TEXT, flat=True)}")
             lines += [f"       tool: {tool}" for tool in example.tools]
-            lines += [f"       agent: {_short(_flat(message), _SHOWN_TEXT)}" for message in example.agent]
+            lines += [
+                f"       agent: {redacted_and_shortened(message, _SHOWN_TEXT, flat=True)}" for message in example.agent
+            ]
             if not example.agent:
                 lines.append("       agent: (no message)")
     if _has_suggestions(digest):
@@ -89,7 +87,7 @@ def render_digest_text(digest: Digest) -> list[str]:
 
 
 def _md_text(text: str) -> str:
-    return md_escape(_short(_flat(text), _SHOWN_TEXT)) or "*(empty)*"
+    return md_escape(redacted_and_shortened(text, _SHOWN_TEXT, flat=True)) or "*(empty)*"
 
 
 def render_digest_markdown(digest: Digest) -> str:

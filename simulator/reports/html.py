@@ -24,51 +24,35 @@ that are not complete are open), the transcript with tool calls and their status
 and reason, and an error card when the case errored. With JavaScript off the page is complete; with it on, a
 filter bar (outcome, tag, persona, suite, search) appears above the cases, and its state is kept in the
 address's fragment (``report.html#?outcome=fail,error&tag=billing&q=refund``) so a filtered view can be shared.
+
+This module writes the page and its summaries; ``_html_case`` writes each case's card, ``_html_values`` how values
+are written (escaping included).
 """
 
 from __future__ import annotations
 
-import html
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from importlib import resources
 
 from pydantic import JsonValue
 
-from simulator.kinds import kind_named, kind_of
-from simulator.models.case import GoldenCase, ScenarioCase, SimulationCase
 from simulator.models.run import RunRecord, StoredResult
-from simulator.models.scores import CaseResult, FidelityFinding, Outcome, Score
-from simulator.models.summary import MetricSummary, RepeatStats, persona_fidelity
+from simulator.models.scores import Outcome
+from simulator.models.summary import MetricSummary, persona_fidelity
 from simulator.models.transcript import (
-    AgentEvent,
-    CheckEvent,
-    ErrorEvent,
-    GoldenTurnRecord,
-    InputEvent,
-    StepOutcome,
-    ToolCallRecord,
-    Transcript,
-    TranscriptEvent,
     Usage,
-    UserEvent,
 )
-from simulator.reports._states import (
-    CSS_CLASS,
-    FIDELITY_MARK,
-    MARK,
-    State,
-    goals_count,
-    golden_turn_states,
-    score_state,
-    step_name,
-    step_state,
-    step_words,
-    unsure_note,
-    verdict_state,
+from simulator.reports._html_case import CaseDefinition, _case, _Item
+from simulator.reports._html_values import (
+    _cost,
+    _e,
+    _left_out,
+    _number,
+    _script_json,
+    _seconds,
+    _time,
+    _usage,
 )
 from simulator.reports.coverage_view import (
     CoverageMatrix,
@@ -77,8 +61,8 @@ from simulator.reports.coverage_view import (
     gap_sections,
     step_text,
 )
+from simulator.reports.figures import percent
 from simulator.reports.tabular import summary_of
-from simulator.safety import redacted_and_shortened, terminal_safe
 
 __all__ = ["CONTENT_SECURITY_POLICY", "OPEN_LIMIT", "OUTCOME_ORDER", "render_html"]
 
@@ -105,30 +89,10 @@ _GROUP_COUNT = {
     "unsure": ("unsure", "unsure"),
     "pass": ("passed", "passed"),
 }
-_TOOL_STATUS = {
-    "executed": "executed",
-    "faked": "faked",
-    "simulated": "SIMULATED",
-    "not_executed": "NOT EXECUTED",
-    "failed": "FAILED",
-    "needs_approval": "NEEDS APPROVAL",
-}
-_STATE_TITLE: dict[State, str] = {
-    "met": "met",
-    "not_met": "not met",
-    "unsure": "unsure",
-    "not_reached": "not reached",
-    "error": "error",
-    "n/a": "not applicable",
-}
-_ROLES = ("agent", "user", "judge")
-_WHY_LENGTH = 180
 #: Cases that did not pass start open, unless there are more of them than this: then every case starts
 #: closed, and the summary lines (outcome, name, persona, goals, first reason) read as a compact list.
 OPEN_LIMIT = 50
 _NO_PERSONA = "-"  # persona names are slugs, which never start with "-"
-
-CaseDefinition = GoldenCase | ScenarioCase | SimulationCase
 
 
 def _asset(name: str) -> str:
@@ -141,114 +105,6 @@ def _asset(name: str) -> str:
 
 _CSS = _asset("report.css")
 _JS = _asset("report.js")
-
-
-# -- escaping -------------------------------------------------------------------------------------------------
-
-
-def _e(value: object) -> str:
-    """Any value as HTML text or attribute content: ``&``, ``<``, ``>``, ``"`` and ``'`` escaped, and control
-    characters and bidi marks and overrides written as visible escapes (``\\u202e``: nothing reorders the page,
-    as the terminal shows it)."""
-    return html.escape(terminal_safe(str(value)), quote=True)
-
-
-def _visible_data(value: object) -> object:
-    """``value`` with every string in it as :func:`_e` shows it: the filters' tags, personas and suites are the
-    texts the page shows, and match them."""
-    if isinstance(value, str):
-        return terminal_safe(value)
-    if isinstance(value, dict):
-        return {_visible_data(key): _visible_data(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_visible_data(item) for item in value]
-    return value
-
-
-def _left_out(left_out: Sequence[str]) -> str:
-    if not left_out:
-        return ""
-    items = "".join(f"<li>{_e(text)}</li>" for text in left_out)
-    title = f"Left out: {len(left_out)} stored result(s) could not be read"
-    return f"<section class='left-out'><h2>{title}</h2><ul>{items}</ul></section>"
-
-
-def _script_json(value: object) -> str:
-    """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&`` in it at all, and
-    its texts as the page shows them (:func:`_visible_data`)."""
-    text = json.dumps(_visible_data(value), ensure_ascii=False, sort_keys=True)
-    for char, escaped in (
-        ("&", "\\u0026"),
-        ("<", "\\u003c"),
-        (">", "\\u003e"),
-        ("\u2028", "\\u2028"),
-        ("\u2029", "\\u2029"),
-    ):
-        text = text.replace(char, escaped)
-    return text
-
-
-def _json_text(value: JsonValue) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, indent=None)
-
-
-def _shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return redacted_and_shortened(text, limit)
-
-
-# -- figures --------------------------------------------------------------------------------------------------
-
-
-def _percent(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.1f}%"
-
-
-def _number(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
-
-
-def _cost(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:.4f}"
-
-
-def _seconds(value: float) -> str:
-    if value < 120:
-        return f"{value:.1f} s"
-    minutes, seconds = divmod(round(value), 60)
-    return f"{minutes} min {seconds:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
-
-
-def _time(value: datetime | None) -> str:
-    return "–" if value is None else value.isoformat(sep=" ", timespec="seconds")
-
-
-def _usage(record: RunRecord) -> list[tuple[str, Usage]]:
-    """Answers, tokens and cost per role, from the run summary."""
-    used = summary_of(record).usage
-    ordered = [(role, used[role]) for role in _ROLES if role in used]
-    ordered += [(role, used[role]) for role in sorted(used) if role not in _ROLES]
-    return ordered
-
-
-# -- the cases as the page lists them ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Item:
-    """One result as the page shows it: its id, where it came from, its repeats."""
-
-    number: int
-    stored: StoredResult
-    suite_name: str
-    definition: CaseDefinition | None
-    tags: list[str]
-    runs: int
-    repeat_stats: RepeatStats | None
-
-    @property
-    def anchor(self) -> str:
-        return f"case-{self.number}"
 
 
 def _group_key(stored: StoredResult) -> tuple[int, str, str]:
@@ -370,7 +226,7 @@ def _totals(record: RunRecord) -> str:
         else []
     )
     tiles = [
-        ("correctness", "Correctness", _percent(correctness)),
+        ("correctness", "Correctness", percent(correctness)),
         ("pass", "Passed", str(counts.passed)),
         ("fail", "Failed", str(counts.failed)),
         ("error", "Error", str(counts.error)),
@@ -450,7 +306,7 @@ def _fidelity(results: Sequence[StoredResult]) -> str:
         return ""
     rows = "".join(
         f"<tr><td>{_e(p.persona or _NO_PERSONA)}</td><td class='num'>{p.user_turns}</td>"
-        f"<td class='num'>{p.flagged_turns}</td><td class='num'>{_e(_percent(p.rate))}</td>"
+        f"<td class='num'>{p.flagged_turns}</td><td class='num'>{_e(percent(p.rate))}</td>"
         f"<td>{_e(', '.join(f'{kind} {count}' for kind, count in p.findings.items()) or 'none')}</td>"
         f"<td class='num'>{p.user_errors}</td></tr>"
         for p in personas
@@ -484,7 +340,7 @@ def _repeats(items: Sequence[_Item]) -> str:
             f"<tr><td><a href='#{item.anchor}'>{_e(item.stored.case)}</a> "
             f"<span class='muted'>{_e(item.suite_name)}</span></td>"
             f"<td>{_e(item.stored.persona or '–')}</td><td class='num'>{stats.passes}/{stats.k}</td>"
-            f"<td class='num'>{_e(_percent(stats.pass_rate))}</td><td class='num'>{_e(_number(stats.pass_hat_k))}</td>"
+            f"<td class='num'>{_e(percent(stats.pass_rate))}</td><td class='num'>{_e(_number(stats.pass_hat_k))}</td>"
             f"<td class='num'>{_e(_number(stats.pass_at_k))}</td><td class='num'>{low:.2f}–{high:.2f}</td>"
             f"<td class='label-{_e(label)}'>{_e(label)}</td></tr>"
         )
@@ -600,318 +456,6 @@ def _filters(record: RunRecord, items: Sequence[_Item]) -> str:
 
 
 # -- one case -------------------------------------------------------------------------------------------------
-
-
-def _step_label(step: StepOutcome, kind: str) -> str:
-    return kind_named(kind).report_label(step.index)
-
-
-def _criteria(definition: CaseDefinition | None, index: int) -> str | None:
-    return kind_of(definition).report_criteria(definition, index) if definition is not None else None
-
-
-def _steps(item: _Item, transcript: Transcript) -> str:
-    steps = sorted(transcript.steps, key=lambda s: s.index)
-    labels = {s.index: s.label for s in steps}
-    stepped = {e.step for e in transcript.events if e.step is not None}
-    rows = []
-    for step in steps:
-        complete = step.status == "complete"
-        state = step_state(step.status)
-        words = step_words(step)
-        mark = _mark(state, words)
-        if complete:
-            status = "complete" + (f" at turn {step.completed_at_turn}" if step.completed_at_turn is not None else "")
-            status_html = f"<span class='ok'>{_e(status)}</span>"
-        elif step.status == "blocked":
-            if step.blocked_by is None:
-                status_html = "<span class='blocked-by'>blocked</span>"
-            else:
-                goal = step.blocked_by_goal or labels.get(step.blocked_by) or ""
-                status_html = (
-                    f"<span class='blocked-by'>blocked by step {step.blocked_by + 1}"
-                    f"{': ' + _e(goal) if goal else ''}</span>"
-                )
-        elif step.status == "unsure":
-            status_html = "<span class='warn'>unsure</span> <span class='muted'>(the conversation moved on)</span>"
-        else:
-            status_html = f"<span class='{CSS_CLASS[state]}'>{_e(words)}</span>"
-        body = []
-        if step.rationale:
-            body.append(f"<p class='rationale'>{_e(step.rationale)}</p>")
-        else:
-            body.append("<p class='rationale muted'>No rationale recorded.</p>")
-        criteria = _criteria(item.definition, step.index)
-        if criteria:
-            body.append(f"<p class='muted'>Success criteria: {_e(criteria)}</p>")
-        facts = [f"{step.turns_used} turn{'s' if step.turns_used != 1 else ''} used"]
-        if step.verdict:
-            facts.append(f"last check: {step.verdict}")
-        link = (
-            f" · <a href='#{item.anchor}-step-{step.index + 1}'>in the transcript</a>" if step.index in stepped else ""
-        )
-        body.append(f"<p class='muted'>{_e(', '.join(facts))}{link}</p>")
-        rows.append(
-            f"<li class='step step-{_e(step_name(step.status))}'><details{'' if complete else ' open'}><summary>{mark} "
-            f"<strong>{_e(_step_label(step, transcript.kind))}:</strong> {_e(step.label)} — {status_html}</summary>"
-            f"<div class='step-body'>{''.join(body)}</div></details></li>"
-        )
-    return f"<h4>Goals ({goals_count(steps)})</h4><ol class='steps'>{''.join(rows)}</ol>"
-
-
-def _mark(state: State, title: str | None = None) -> str:
-    """A state's mark as every view shows it, coloured, with its words as the tooltip."""
-    return f"<span class='{CSS_CLASS[state]}' title='{_e(title or _STATE_TITLE[state])}'>{MARK[state]}</span>"
-
-
-def _golden(turns: Sequence[GoldenTurnRecord], scores: Sequence[Score]) -> str:
-    states = golden_turn_states(turns, scores)
-    met = sum(1 for state in states.values() if state == "met")
-    rows = []
-    for turn in turns:
-        state = states[turn.index]
-        sent = _e(turn.user) if turn.user is not None else f"event <code>{_e(turn.event or '')}</code>"
-        tools = ""
-        if turn.expected_tools or turn.actual_tools:
-            expected = ", ".join(turn.expected_tools) or "—"
-            called = ", ".join(turn.actual_tools) or "—"
-            tools = f"expected {_e(expected)}<br>called {_e(called)}"
-        rows.append(
-            f"<tr class='turn-{_e(state)}'><td class='num'>{turn.index + 1}</td>"
-            f"<td>{_mark(state)} {_e(_STATE_TITLE[state])}</td><td>{sent}</td>"
-            f"<td>{_e(turn.expected_message) if turn.expected_message else '<span class=muted>—</span>'}</td>"
-            f"<td>{'<br>'.join(_e(m) for m in turn.actual_messages) or '<span class=muted>(no message)</span>'}</td>"
-            f"<td>{tools}</td><td>{_e(turn.history)}</td></tr>"
-        )
-    return (
-        f"<h4>Golden turns ({met}/{len(turns)}{unsure_note(states.values())})</h4><table class='golden'><thead><tr>"
-        "<th class='num'>#</th><th>State</th><th>Sent</th>"
-        "<th>Expected</th><th>Actual</th><th>Tools</th><th>History</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
-    )
-
-
-def _tool(call: ToolCallRecord) -> str:
-    status = _TOOL_STATUS.get(call.status, call.status)
-    arguments = (
-        f"<span class='bad'>invalid arguments: {_e(call.arguments_error)}</span>"
-        if call.arguments_error
-        else f"<code>{_e(_json_text(call.arguments))}</code>"
-    )
-    text = call.error if call.error else call.result_text
-    answer = f"<span class='bad'>{_e(text)}</span>" if call.error else f"<code>{_e(text)}</code>"
-    extra = []
-    if call.fake:
-        extra.append(f"by {call.fake}")
-    if call.simulated_by and call.status == "simulated":
-        extra.append(f"played by the {call.simulated_by}; the tool did not run")
-    if call.duration_ms:
-        extra.append(f"{call.duration_ms:.0f} ms")
-    extra_html = f" <span class='muted'>({_e(', '.join(extra))})</span>" if extra else ""
-    return (
-        f"<div class='tool tool-{_e(call.status)}'><span class='tool-status'>{_e(status)}</span> "
-        f"tool <code><strong>{_e(call.name)}</strong></code>({arguments}) → {answer}{extra_html}</div>"
-    )
-
-
-def _finding(finding: FidelityFinding) -> str:
-    return (
-        f"<div class='check fidelity'><span class='warn'>{FIDELITY_MARK}</span> user fidelity, turn {finding.turn}: "
-        f"<strong>{_e(finding.kind)}</strong> “{_e(finding.evidence)}” <span class='muted'>({_e(finding.rule)})"
-        "</span></div>"
-    )
-
-
-def _event(event: TranscriptEvent, transcript: Transcript) -> str:
-    if isinstance(event, UserEvent):
-        return (
-            f"<div class='msg user'><div class='who'>user · turn {event.turn} · {_e(event.source)}</div>"
-            f"<div class='text'>{_e(event.text)}</div></div>"
-        )
-    if isinstance(event, InputEvent):
-        payload = f" <code>{_e(_json_text(event.payload))}</code>" if event.payload else ""
-        return (
-            f"<div class='msg input'><div class='who'>event · turn {event.turn}</div>"
-            f"<code><strong>{_e(event.name)}</strong></code>{payload}</div>"
-        )
-    if isinstance(event, AgentEvent):
-        parts = [_tool(call) for call in event.tool_calls]
-        latency = f" · {event.latency_ms:.0f} ms" if event.latency_ms else ""
-        parts.extend(
-            f"<div class='msg agent'><div class='who'>agent · turn {event.turn}{latency}</div>"
-            f"<div class='text'>{_e(message)}</div></div>"
-            for message in event.messages
-        )
-        if event.handoff:
-            parts.append(f"<div class='msg agent'><strong>hands off to {_e(event.handoff)}</strong></div>")
-        if event.variables:
-            parts.append(f"<div class='check'>agent set variables <code>{_e(_json_text(event.variables))}</code></div>")
-        if not event.messages and not event.handoff:
-            parts.append(
-                f"<div class='msg agent'><div class='who'>agent · turn {event.turn}</div><em>(no message)</em></div>"
-            )
-        return "".join(parts)
-    if isinstance(event, CheckEvent):
-        target = "goal" if event.step is None else kind_named(transcript.kind).outcome_label(event.step)
-        state = verdict_state(event.verdict, event.rationale)
-        details = "".join(
-            f"<li>{_mark(verdict_state(d.verdict, d.evidence))} {_e(d.check)}: "
-            f"<span class='{CSS_CLASS[verdict_state(d.verdict, d.evidence)]}'>{_e(d.verdict)}</span>"
-            f"{' — ' + _e(d.evidence) if d.evidence else ''}</li>"
-            for d in event.details
-        )
-        return (
-            f"<div class='check'>{_mark(state)} check {_e(target)} after turn {event.turn}: "
-            f"<span class='{CSS_CLASS[state]}'>{_e(event.verdict)}</span>"
-            f" — {_e(event.rationale)}{f'<ul>{details}</ul>' if details else ''}</div>"
-        )
-    assert isinstance(event, ErrorEvent)
-    return f"<div class='event-error'><strong>error ({_e(event.where)})</strong>: {_e(event.message)}</div>"
-
-
-def _transcript(item: _Item, transcript: Transcript) -> str:
-    labels = {s.index: s.label for s in transcript.steps}
-    findings = item.stored.result.fidelity
-    parts = []
-    current: int | None = None
-    shown: set[int] = set()
-    flagged: set[int] = set()
-    for event in transcript.events:
-        if event.step is not None and event.step != current:
-            current = event.step
-            if current not in shown:
-                shown.add(current)
-                name = kind_named(transcript.kind).report_label(current)
-                label = labels.get(current, "")
-                parts.append(
-                    f"<div class='step-divider' id='{item.anchor}-step-{current + 1}'>{_e(name)}"
-                    f"{': ' + _e(label) if label else ''}</div>"
-                )
-        replay = transcript.replay
-        divergence = replay.divergence(event.turn) if replay is not None and isinstance(event, AgentEvent) else None
-        if divergence is not None:
-            parts.append(f"<div class='event-error divergence'><strong>⟂</strong> {_e(divergence)}</div>")
-        parts.append(_event(event, transcript))
-        if isinstance(event, UserEvent) and event.turn not in flagged:
-            flagged.add(event.turn)
-            parts.extend(_finding(finding) for finding in findings if finding.turn == event.turn)
-    # An ending without a closing message has no user message of its own.
-    parts.extend(_finding(finding) for finding in findings if finding.turn not in flagged)
-    if not parts:
-        parts.append("<p class='muted'>No events.</p>")
-    origin = f"<p class='muted'>{_e(transcript.replay.summary())}</p>" if transcript.replay is not None else ""
-    return f"<h4>Transcript</h4>{origin}<div class='transcript'>{''.join(parts)}</div>"
-
-
-def _score_row(score: Score) -> str:
-    value = _number(score.value)
-    if score.threshold is not None:
-        value += f" / {_number(score.threshold)}"
-    where = []
-    if score.turn is not None:
-        where.append(f"turn {score.turn}")
-    if score.step is not None:
-        where.append(f"step {score.step + 1}")
-    raw = f"<details><summary>raw judge reply</summary><pre>{_e(score.raw)}</pre></details>" if score.raw else ""
-    return (
-        f"<tr class='verdict-{_e(score.verdict)}'>"
-        f"<td>{_mark(score_state(score))} {_e(score.verdict)}</td>"
-        f"<td>{_e(score.metric)}</td><td>{_e(score.check)}</td><td>{_e(score.source)}</td>"
-        f"<td class='num'>{_e(value)}</td><td>{'required' if score.required else '<span class=muted>info</span>'}</td>"
-        f"<td>{_e(', '.join(where))}</td><td class='reason'>{_e(score.reason)}{raw}</td></tr>"
-    )
-
-
-def _scores(scores: Sequence[Score]) -> str:
-    if not scores:
-        return "<h4>Scores</h4><p class='muted'>No scores.</p>"
-    return (
-        f"<h4>Scores ({len(scores)})</h4><table class='scores'><thead><tr><th>Verdict</th><th>Metric</th>"
-        "<th>Check</th><th>Source</th><th class='num'>Value / pass mark</th><th>Decides</th><th>Where</th>"
-        f"<th>Reason</th></tr></thead><tbody>{''.join(_score_row(s) for s in scores)}</tbody></table>"
-    )
-
-
-def _error_card(result: CaseResult) -> str:
-    transcript = result.transcript
-    errors = [e for e in transcript.events if isinstance(e, ErrorEvent)]
-    if result.outcome != "error" and transcript.error is None and not errors:
-        return ""
-    lines = []
-    if transcript.error:
-        lines.append(f"<pre>{_e(transcript.error)}</pre>")
-    lines.extend(f"<p>{_e(e.where)} error at turn {e.turn}: {_e(e.message)}</p>" for e in errors)
-    if result.outcome == "error":
-        lines.extend(f"<p>{_e(reason)}</p>" for reason in result.reasons if reason != transcript.error)
-    title = "The run could not finish this case" if result.outcome == "error" else "Errors during the conversation"
-    return (
-        f"<div class='error-card' role='alert'><strong>{_e(title)}</strong> "
-        f"<span class='muted'>(stopped: {_e(transcript.stop_reason)})</span>{''.join(lines)}</div>"
-    )
-
-
-def _case(item: _Item, *, expand: bool) -> str:
-    stored = item.stored
-    result = stored.result
-    transcript = result.transcript
-    outcome = stored.outcome
-    steps = transcript.steps
-    summary = [
-        f"<span class='badge {_e(outcome)}'>{_e(outcome.upper())}</span>",
-        f"<span class='case-name'>{_e(stored.case)}</span>",
-        f"<span class='muted'>{_e(item.suite_name)}</span>",
-    ]
-    if stored.persona:
-        summary.append(f"<span>persona <strong>{_e(stored.persona)}</strong></span>")
-    if item.runs > 1:
-        summary.append(f"<span class='muted'>run {stored.repeat + 1} of {item.runs}</span>")
-    if item.repeat_stats is not None and item.repeat_stats.label:
-        summary.append(f"<span class='label-{_e(item.repeat_stats.label)}'>{_e(item.repeat_stats.label)}</span>")
-    if steps:
-        left = {step_state(step.status) for step in steps} - {"met"}
-        state: State = "met" if not left else "unsure" if left == {"unsure"} else "not_met"
-        summary.append(f"<span class='{CSS_CLASS[state]}'>Goals ({goals_count(steps)})</span>")
-    if result.reasons:
-        summary.append(f"<span class='case-why'>{_e(_shorten(result.reasons[0], _WHY_LENGTH))}</span>")
-
-    meta = [
-        f"{transcript.kind}",
-        f"stopped: {transcript.stop_reason}",
-        f"{transcript.turns} turn{'s' if transcript.turns != 1 else ''}",
-        _seconds(stored.duration_s),
-    ]
-    tokens = sum(u.total_tokens for u in transcript.usage.values())
-    if tokens:
-        meta.append(f"{tokens:,} tokens")
-    if transcript.seed is not None:
-        meta.append(f"seed {transcript.seed}")
-    body = [f"<p class='case-meta'>{_e(' · '.join(meta))}</p>"]
-    if item.tags:
-        body.append("<p>" + "".join(f"<span class='chip'>{_e(tag)}</span>" for tag in item.tags) + "</p>")
-    if item.definition is not None and item.definition.description:
-        body.append(f"<p class='muted'>{_e(item.definition.description)}</p>")
-    goal = kind_of(item.definition).report_goal(item.definition) if item.definition is not None else None
-    if goal is not None and not steps:
-        body.append(f"<p>Goal: {_e(goal)}</p>")
-    body.append(_error_card(result))
-    if result.reasons and outcome != "error":
-        reasons = "".join(f"<li>{_e(reason)}</li>" for reason in result.reasons)
-        body.append(f"<h4>Why it did not pass</h4><ul class='reasons'>{reasons}</ul>")
-    if steps:
-        body.append(_steps(item, transcript))
-    if transcript.golden_turns:
-        body.append(_golden(transcript.golden_turns, result.scores))
-    if transcript.session_parameters:
-        body.append(
-            f"<p class='muted'>Session parameters: <code>{_e(_json_text(transcript.session_parameters))}</code></p>"
-        )
-    body.append(_transcript(item, transcript))
-    body.append(_scores(result.scores))
-    open_attr = " open" if expand and outcome != "pass" else ""
-    return (
-        f"<details class='case outcome-{_e(outcome)}' id='{item.anchor}' data-outcome='{_e(outcome)}'{open_attr}>"
-        f"<summary>{''.join(summary)}</summary><div class='case-body'>{''.join(body)}</div></details>"
-    )
 
 
 def _cases(record: RunRecord, items: Sequence[_Item]) -> str:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import Field
 from pydantic.json_schema import GenerateJsonSchema
 
-from simulator.models._base import DataModel
+from simulator.models import DataModel
 from simulator.models.run import RunRecord, StoredResult
 from simulator.reports.tabular import ordered_results
 from simulator.safety import json_safe

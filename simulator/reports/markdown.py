@@ -38,7 +38,7 @@ import re
 from collections.abc import Sequence
 
 from simulator.kinds import kind_named
-from simulator.models.run import RunRecord, StoredResult
+from simulator.models.run import MODEL_ROLES, RunRecord, StoredResult
 from simulator.models.scores import FidelityFinding, Score
 from simulator.models.summary import RepeatStats, RunSummary, persona_fidelity
 from simulator.models.transcript import (
@@ -73,7 +73,8 @@ from simulator.reports.coverage_view import (
     gap_sections,
     step_text,
 )
-from simulator.reports.tabular import ROLES, ordered_results, suite_name, summary_of
+from simulator.reports.figures import percent
+from simulator.reports.tabular import ordered_results, suite_name, summary_of
 from simulator.safety import redacted_and_shortened, terminal_safe
 
 __all__ = ["escape", "escape_lines", "render_markdown"]
@@ -172,14 +173,6 @@ def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _shorten(text: str, limit: int) -> str:
-    return redacted_and_shortened(text, limit)
-
-
-def _percent(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.1f}%"
-
-
 def _cost(value: float | None) -> str:
     return "unknown" if value is None else f"${value:.4f}"
 
@@ -213,7 +206,7 @@ def _header(record: RunRecord, breakdown: RunSummary) -> list[str]:
         lines.append(f"- **Replays the recording of run:** {escape(record.replay_of)}")
     judged = breakdown.total - breakdown.user_error
     left_out = f"; {breakdown.user_error} user error left out" if breakdown.user_error else ""
-    lines.append(f"- **Correctness:** {_percent(breakdown.correctness)} ({breakdown.passed} of {judged}{left_out})")
+    lines.append(f"- **Correctness:** {percent(breakdown.correctness)} ({breakdown.passed} of {judged}{left_out})")
     user_errors = f", {breakdown.user_error} user error" if breakdown.user_error else ""
     lines.append(
         f"- **Outcomes:** {breakdown.passed} passed, {breakdown.failed} failed, {breakdown.error} error, "
@@ -241,7 +234,7 @@ def _header(record: RunRecord, breakdown: RunSummary) -> list[str]:
         "of cached |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for role in [*ROLES, *sorted(set(usage) - set(ROLES))]:
+    for role in [*MODEL_ROLES, *sorted(set(usage) - set(MODEL_ROLES))]:
         used = usage.get(role, Usage())
         would_be = _cost(used.cached_cost) if used.cached_calls else "–"
         lines.append(
@@ -362,7 +355,7 @@ def _overview(record: RunRecord, results: Sequence[StoredResult]) -> list[str]:
     ]
     for stored in results:
         steps = stored.result.transcript.steps
-        why = _shorten(stored.result.reasons[0], 120) if stored.result.reasons else ""
+        why = redacted_and_shortened(stored.result.reasons[0], 120) if stored.result.reasons else ""
         lines.append(
             f"| {outcome_mark(stored.outcome)} {stored.outcome} | {_title(record, stored)} | {stored.result.kind} "
             f"| {goals_count(steps) if steps else '-'} | {stored.result.transcript.turns} "
@@ -484,10 +477,11 @@ def _tool_line(call: ToolCallRecord) -> list[str]:
     if call.simulated_by and call.status == "simulated":
         status += f" by {escape(call.simulated_by)} (test mode: a model played the tool, which did not run)"
     mark = "🔧" if call.answered else "⚠️"
-    line = f"- {mark} tool **{escape(call.name)}**({escape(_shorten(arguments, _TOOL_RESULT_MAX))}) — {status}"
+    shown = escape(redacted_and_shortened(arguments, _TOOL_RESULT_MAX))
+    line = f"- {mark} tool **{escape(call.name)}**({shown}) — {status}"
     answer = call.error if call.error else (None if call.result is None else call.result_text)
     if answer is not None:
-        line += f" → {escape(_shorten(answer, _TOOL_RESULT_MAX))}"
+        line += f" → {escape(redacted_and_shortened(answer, _TOOL_RESULT_MAX))}"
     return [line]
 
 
@@ -554,7 +548,7 @@ def _fidelity(results: Sequence[StoredResult]) -> list[str]:
     for p in personas:
         kinds = ", ".join(f"{kind} {count}" for kind, count in p.findings.items()) or "none"
         lines.append(
-            f"| {escape(p.persona or '-')} | {p.user_turns} | {p.flagged_turns} | {_percent(p.rate)} | {escape(kinds)} "
+            f"| {escape(p.persona or '-')} | {p.user_turns} | {p.flagged_turns} | {percent(p.rate)} | {escape(kinds)} "
             f"| {p.user_errors} |"
         )
     return [*lines, ""]

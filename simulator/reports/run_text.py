@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from simulator.models.run import RunRecord, StoredResult
+from simulator.models.run import MODEL_ROLES, RunRecord, StoredResult
 from simulator.models.transcript import Usage
 from simulator.reports._states import goals_count
+from simulator.reports.figures import percent
 from simulator.reports.transcript_text import brief_text, not_judged
 
 CASE_COLUMNS = ("case", "persona", "repeat", "outcome", "goals", "turns", "seconds", "why")
@@ -112,13 +113,13 @@ def totals_lines(record: RunRecord) -> list[str]:
     totals = record.totals
     if totals is None:
         return ["no results yet"]
-    correctness = "n/a" if totals.correctness is None else f"{totals.correctness * 100:.1f}%"
+    correctness = percent(totals.correctness)
     user_errors = f", {totals.user_error} user error (left out of correctness)" if totals.user_error else ""
     lines = [
         f"Correctness {correctness}: {totals.passed} passed, {totals.failed} failed, {totals.error} error, "
         f"{totals.unsure} unsure{user_errors} of {totals.total} (of {len(record.plan)} planned)",
     ]
-    for role in ("agent", "user", "judge"):
+    for role in MODEL_ROLES:
         used = totals.usage.get(role)
         if used is None or not used.calls:
             continue

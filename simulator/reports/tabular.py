@@ -55,7 +55,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from simulator.models.run import RunRecord, StoredResult
+from simulator.models.run import MODEL_ROLES, RunRecord, StoredResult
 from simulator.models.scores import Score
 from simulator.models.summary import RunSummary
 from simulator.models.transcript import AgentEvent, Transcript, Usage, UserEvent
@@ -66,7 +66,6 @@ from simulator.safety import redacted_and_shortened, terminal_safe
 __all__ = [
     "CASE_HEAD",
     "CASE_TAIL",
-    "ROLES",
     "STEP_COLUMNS",
     "Cell",
     "case_table",
@@ -87,8 +86,6 @@ __all__ = [
 #: A table cell: text, a number, or nothing (an unknown or absent value).
 Cell = str | int | float | None
 
-#: The model roles, in the order every report lists them.
-ROLES = ("agent", "user", "judge")
 CASE_HEAD = ("suite", "case", "kind", "persona", "repeat", "outcome", "goals", "turns", "prompt", "final_output")
 CASE_TAIL = (
     "reasons",
@@ -222,7 +219,7 @@ def case_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list
                 *(_verdict_counts(by_metric.get(metric, [])) for metric in metrics),
                 "\n".join(result.reasons),
                 round(stored.duration_s, 3),
-                *(transcript_tokens(transcript, role) for role in ROLES),
+                *(transcript_tokens(transcript, role) for role in MODEL_ROLES),
                 None if cost is None else round(cost, 6),
                 sum(used.cached_calls for used in transcript.usage.values()),
                 None if cached_cost is None else round(cached_cost, 6),
@@ -291,7 +288,7 @@ def _xlsx_cell(value: Cell) -> Cell:
     return redacted_and_shortened(strip_xml_illegal(terminal_safe(value)), _EXCEL_CELL_MAX)
 
 
-def _percent(value: float | None) -> Cell:
+def _rate(value: float | None) -> Cell:
     return None if value is None else round(value, 6)
 
 
@@ -309,7 +306,7 @@ def _summary_rows(record: RunRecord, results: Sequence[StoredResult]) -> list[li
         ["agent version", record.agent_version],
         ["note", record.note or None],
         ["repeat of", record.repeat_of],
-        ["correctness", _percent(breakdown.correctness)],
+        ["correctness", _rate(breakdown.correctness)],
         ["total", breakdown.total],
         ["passed", breakdown.passed],
         ["failed", breakdown.failed],
@@ -326,7 +323,7 @@ def _summary_rows(record: RunRecord, results: Sequence[StoredResult]) -> list[li
         ["judge model", record.settings.judge_model],
     ]
     usage = breakdown.usage
-    roles = [*ROLES, *sorted(set(usage) - set(ROLES))]
+    roles = [*MODEL_ROLES, *sorted(set(usage) - set(MODEL_ROLES))]
     costs: list[float | None] = []
     for role in roles:
         used = usage.get(role, Usage())

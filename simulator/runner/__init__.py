@@ -10,8 +10,9 @@ stored run); ``_settings`` checks their options; ``_trust`` says what an importe
 in from elsewhere: an import, a merge);
 ``_plan`` expands what to run and snapshots the suites; ``_execute`` runs a stored plan with bounded
 concurrency, commits every result as soon as it is scored, and resumes what a crash or Ctrl-C left undone;
-``_ray`` (the only importer of ray, an optional extra) runs the conversations of a stored plan on a Ray cluster
-instead, results stored here as they arrive.
+``_converse`` runs and scores one conversation for either executor, and ``_gc`` tunes the garbage collector
+while a run goes; ``_ray`` (the only importer of ray, an optional extra) runs the conversations of a stored plan
+on a Ray cluster instead, results stored here as they arrive.
 """
 
 from simulator.runner._api import (
@@ -42,8 +43,18 @@ from simulator.runner._case import (
     run_case,
     score_case,
 )
-from simulator.runner._execute import Progress
+from simulator.runner._execute import Progress, check_live
 from simulator.runner._outcome import TRUST_MARK, Rederived, decide_outcome, rederive, rederived
+from simulator.runner._plan import (
+    build_plan,
+    new_record,
+    parse_shard,
+    plan_hash,
+    restore,
+    shard_of,
+    suite_identity,
+    what_runs,
+)
 from simulator.runner._replay import replay, replay_async, rerun, rerun_async
 from simulator.runner._settings import role_overrides
 from simulator.runner._trust import code_it_runs, printable
@@ -59,7 +70,9 @@ __all__ = [
     "RunOutcome",
     "RunStarted",
     "SimulationPlan",
+    "build_plan",
     "check_environment",
+    "check_live",
     "check_repeat",
     "check_resume",
     "code_it_runs",
@@ -70,8 +83,11 @@ __all__ = [
     "get_run",
     "load_prompt_overrides",
     "model_roles",
+    "new_record",
+    "parse_shard",
     "pick_persona",
     "plan",
+    "plan_hash",
     "plan_simulation",
     "printable",
     "rederive",
@@ -82,6 +98,7 @@ __all__ = [
     "replay_async",
     "rerun",
     "rerun_async",
+    "restore",
     "resume",
     "resume_async",
     "role_overrides",
@@ -89,6 +106,9 @@ __all__ = [
     "run_async",
     "run_case",
     "score_case",
+    "shard_of",
     "simulate",
     "simulate_async",
+    "suite_identity",
+    "what_runs",
 ]

@@ -13,18 +13,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from simulator.agents import AgentAdapter, build_agent
-from simulator.agents._base import free_agent_threads
+from simulator.agents import AgentAdapter, build_agent, free_agent_threads
 from simulator.cassettes import Playback, recorded_agent, recorded_user
 from simulator.engine import ConversationSetup, simulate
 from simulator.errors import AgentError, ConfigError, ConfigErrors, InputError, SimulatorError
 from simulator.judges import StepJudge, plugin_scorer
 from simulator.kinds import kind_of
 from simulator.llm import LLMClient, Role, metering, missing_key, provider_problem, suite_model_problems
-from simulator.loading import LoadedSuite, config_error_at
-from simulator.loading._env_check import env_problems
-from simulator.loading._schema import did_you_mean
-from simulator.loading._yaml import DataPath
+from simulator.loading import DataPath, LoadedSuite, config_error_at, did_you_mean, env_problems
 from simulator.models import Case, ModelRoles, Persona
 from simulator.models.env_refs import unset_variables
 from simulator.models.run import RunSettings, resolved_models

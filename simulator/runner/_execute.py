@@ -22,20 +22,18 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import gc
 import itertools
 import sqlite3
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simulator import __version__
 from simulator._sqlite import disk_full
+from simulator._version import __version__
 from simulator.agents import prepare_agent
 from simulator.cassettes import Playback, cassette_of, encode
 from simulator.engine import forget, forget_threads, load_graph, open_checkpointer
@@ -44,19 +42,18 @@ from simulator.llm import (
     LLMClient,
     ModelCall,
     RequestCache,
-    cache_scope,
     logging_calls,
     noting_refusals,
     preload,
     replaying,
 )
 from simulator.loading import LoadedSuite
-from simulator.metrics import SummaryBuilder, case_metrics, run_summary
-from simulator.models import Case, Persona
-from simulator.models.run import PlanItem, RunRecord, RunSettings, RunStatus, StoredResult
+from simulator.metrics import SummaryBuilder, run_summary
+from simulator.models.run import PlanItem, RunRecord, RunStatus, StoredResult
 from simulator.models.scores import CaseResult
-from simulator.models.transcript import ErrorEvent, Transcript, utc_now
-from simulator.runner._case import find_case, model_roles, run_case, score_case
+from simulator.runner._case import model_roles
+from simulator.runner._converse import converse
+from simulator.runner._gc import old_objects_frozen, rarer_young_collections
 from simulator.runner._otlp import OtlpExporter, OtlpTarget, RunTracer
 from simulator.runner._plan import restore
 from simulator.runner._spans import AgentInfo
@@ -84,21 +81,6 @@ def checkpoint_path(store_path: Path) -> Path:
 def forget_checkpoints(store_path: Path, run_id: str) -> None:
     """Delete the checkpoints of a run's unfinished conversations (when the run is deleted)."""
     forget_threads(checkpoint_path(store_path), f"{run_id}:")
-
-
-def error_result(case: Case, item: PlanItem, message: str) -> CaseResult:
-    """A conversation that could not finish, stored as ``error`` with ``message`` as its reason."""
-    now = utc_now()
-    transcript = Transcript(
-        case=case.name, kind=case.kind, persona=item.persona, seed=item.seed,
-        events=[ErrorEvent(turn=0, where="engine", message=message)],
-        stop_reason="error", error=message, started_at=now, finished_at=now,
-    )  # fmt: skip
-    # The metrics too, as scoring gives them: an import or merge decides them again from the transcript.
-    return CaseResult(
-        case=case.name, kind=case.kind, persona=item.persona, repeat=item.repeat, outcome="error",
-        reasons=[message], transcript=transcript, metrics=case_metrics(transcript, [], "error"),
-    )  # fmt: skip
 
 
 def check_live(record: RunRecord, live: bool) -> None:
@@ -316,7 +298,7 @@ async def execute(
             loop.call_soon_threadsafe(main.cancel)
 
     try:
-        with store.heartbeat(lease, on_lost=on_lost), _old_objects_frozen() as frozen, _young_collections_rarer():
+        with store.heartbeat(lease, on_lost=on_lost), old_objects_frozen() as frozen, rarer_young_collections():
             if settings.executor != "ray" or playbacks is not None:
                 # LangGraph's graph loads while the first conversations take their first turn (engine._imports);
                 # its objects are frozen too once it has.
@@ -387,38 +369,6 @@ def items_left(
         position += len(chunk)
 
 
-async def converse(
-    loaded: LoadedSuite,
-    item: PlanItem,
-    llm: LLMClient,
-    base: RunSettings,
-    *,
-    checkpointer: Any = None,
-    thread_id: str | None = None,
-    playback: Playback | None = None,
-    handover: Callable[[], Awaitable[None]] | None = None,
-) -> tuple[CaseResult, float]:
-    """Run and score one planned conversation; returns its result and how long it took. A case that breaks is
-    an ``error`` result, never an exception: one broken case must not stop the run. ``handover`` is awaited
-    between the conversation and its scoring (the runner's lanes: see ``execute``)."""
-    case = find_case(loaded, item.case)
-    persona: Persona | None = loaded.personas.get(item.persona) if item.persona else None
-    options = base.model_copy(update={"seed": item.seed})
-    began = time.monotonic()
-    try:
-        with cache_scope(f"repeat {item.repeat}"):
-            transcript = await run_case(
-                loaded, case, persona=persona, llm=llm, options=options, checkpointer=checkpointer,
-                thread_id=thread_id, playback=playback,
-            )  # fmt: skip
-            if handover is not None:
-                await handover()
-            result = await score_case(loaded, case, transcript, llm=llm, options=options, repeat=item.repeat)
-    except Exception as exc:
-        result = error_result(case, item, f"{type(exc).__name__}: {exc}")
-    return result, time.monotonic() - began
-
-
 def stored_result(run_id: str, item: PlanItem, result: CaseResult, duration: float) -> StoredResult:
     """One finished conversation as the store keeps it."""
     return StoredResult(
@@ -433,69 +383,6 @@ def stored_result(run_id: str, item: PlanItem, result: CaseResult, duration: flo
         finished=datetime.now(UTC),
         result=result,
     )
-
-
-class _Frozen:
-    """Whether the objects alive are frozen out of the garbage collector for the run (see _old_objects_frozen)."""
-
-    def __init__(self, active: bool) -> None:
-        self.active = active
-        self.lock = threading.Lock()
-
-    def freeze_more(self) -> None:
-        """Freeze the objects made since (LangGraph's, imported in a thread while the run goes), while the run's
-        freeze holds: never after it is given back."""
-        with self.lock:
-            if self.active:
-                gc.freeze()
-
-
-@contextmanager
-def _old_objects_frozen() -> Iterator[_Frozen]:
-    """While the block runs, the objects alive when it starts (imported modules, LangGraph's and pydantic's
-    classes, the plan) are left out of the garbage collector's full collections, each of which otherwise
-    stopped the event loop, every conversation waiting. Given back afterwards. Nothing
-    when objects are frozen already (an application's own ``gc.freeze``): they stay as they are."""
-    if gc.get_freeze_count():
-        yield _Frozen(active=False)
-        return
-    gc.freeze()
-    frozen = _Frozen(active=True)
-    try:
-        yield frozen
-    finally:
-        with frozen.lock:
-            frozen.active = False
-            gc.unfreeze()
-
-
-#: Allocations between two collections of the garbage collector's youngest generation during a run (Python's
-#: default: 700).
-YOUNG_COLLECTION_THRESHOLD = 50_000
-
-
-@contextmanager
-def _young_collections_rarer() -> Iterator[None]:
-    """While the block runs, the youngest generation is collected every :data:`YOUNG_COLLECTION_THRESHOLD`
-    allocations instead of every 700 (a threshold set higher already is left as it is, and so is a collector
-    turned off). The conversations in flight hold tens of thousands of young objects that every collection
-    walks again (``bench/run.py``; figures in docs/performance.md). Given back afterwards."""
-    before = young_collections_rarer()
-    try:
-        yield
-    finally:
-        if before is not None:
-            gc.set_threshold(*before)
-
-
-def young_collections_rarer() -> tuple[int, ...] | None:
-    """Raise the youngest generation's threshold to :data:`YOUNG_COLLECTION_THRESHOLD` unless it is that high
-    already or the collector is off; the thresholds before, if they were changed."""
-    before = gc.get_threshold()
-    if not gc.isenabled() or before[0] >= YOUNG_COLLECTION_THRESHOLD:
-        return None
-    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *before[1:])
-    return before
 
 
 def _finish(

@@ -29,11 +29,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Final
 
-from simulator import __version__
+from simulator._version import __version__
 from simulator.errors import ConfigError, ConfigErrors, InputError
 from simulator.kinds import expectation_questions, kind_of
-from simulator.loading import LoadedSuite, read_judge_prompts
-from simulator.loading._schema import did_you_mean
+from simulator.loading import LoadedSuite, did_you_mean, read_judge_prompts
 from simulator.models import Case, Persona
 from simulator.models.run import Plan, PlanItem, RunRecord, RunSettings, SuiteSnapshot
 

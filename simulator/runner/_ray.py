@@ -52,7 +52,8 @@ from simulator.llm import HoldOff, HoldOffs, LLMClient, Role, log_hold_off, prel
 from simulator.models.run import PlanItem, RunRecord, RunSettings, SuiteSnapshot
 from simulator.models.scores import CaseResult
 from simulator.runner._case import find_case, model_roles
-from simulator.runner._execute import converse, error_result, young_collections_rarer
+from simulator.runner._converse import converse, error_result
+from simulator.runner._gc import young_collections_rarer
 from simulator.runner._plan import restore
 from simulator.runner._secrets import register_run_secrets
 from simulator.safety import redact_data

@@ -32,7 +32,7 @@ def _recorded_items(
     store: RunStore, source: RunRecord, case: str | None, persona: str | None
 ) -> list[tuple[PlanItem, Cassette]]:
     """The recorded conversations of ``source`` that ``case`` and ``persona`` select, with their cassettes."""
-    from simulator.loading._schema import did_you_mean
+    from simulator.loading import did_you_mean
 
     keys = store.cassette_keys(source.id)
     if not keys:

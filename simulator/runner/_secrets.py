@@ -17,13 +17,11 @@ from collections.abc import Iterable, Mapping
 from simulator.errors import InputError
 from simulator.loading import LoadedSuite
 from simulator.models.env_refs import expand
-from simulator.models.run import RunRecord, RunSettings, resolved_models
+from simulator.models.run import MODEL_ROLES, RunRecord, RunSettings, resolved_models
 from simulator.runner._plan import restore
 from simulator.safety import register_environment, register_secret, register_url_credentials
 
 __all__ = ["register_record_secrets", "register_run_secrets"]
-
-_ROLES = ("agent", "user", "judge")
 
 
 def register_run_secrets(
@@ -35,7 +33,7 @@ def register_run_secrets(
     register_environment()
     for loaded in suites:
         roles = resolved_models(loaded.suite, settings)
-        for role in _ROLES:
+        for role in MODEL_ROLES:
             role_settings = getattr(roles, role)
             if role_settings.api_key_env and env.get(role_settings.api_key_env):
                 register_secret(role_settings.api_key_env, env[role_settings.api_key_env])

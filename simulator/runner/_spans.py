@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from simulator import __version__
+from simulator._version import __version__
 from simulator.llm import ModelCall
 from simulator.models.run import RunRecord, StoredResult
 from simulator.models.transcript import AgentEvent, ErrorEvent, InputEvent, Transcript, UserEvent

@@ -170,7 +170,7 @@ def test_a_run_collects_young_objects_less_often_and_gives_the_collector_back_as
     threshold, or its collector turned off, is left as it is."""
     import gc
 
-    from simulator.runner._execute import YOUNG_COLLECTION_THRESHOLD
+    from simulator.runner._gc import YOUNG_COLLECTION_THRESHOLD
 
     seen: list[tuple[int, int, int]] = []
 
@@ -207,7 +207,7 @@ def test_a_ray_worker_collects_young_objects_as_rarely_as_the_runner(project: Pa
 
     from simulator.loading import validate_paths
     from simulator.models.run import RunSettings
-    from simulator.runner._execute import YOUNG_COLLECTION_THRESHOLD
+    from simulator.runner._gc import YOUNG_COLLECTION_THRESHOLD
     from simulator.runner._plan import snapshot_of
     from simulator.runner._ray import ConversationWorker
 
@@ -296,10 +296,10 @@ def test_a_run_prepares_each_suites_agent_before_its_conversations_start(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from simulator.runner import _execute
+    from simulator.runner._converse import converse as original
 
     order: list[str] = []
     monkeypatch.setattr(_execute, "prepare_agent", lambda config: order.append(f"prepare {config.type}"))
-    original = _execute.converse
 
     async def converse(*args: Any, **kwargs: Any) -> Any:
         order.append("conversation")
