@@ -89,7 +89,14 @@ if _typing.TYPE_CHECKING:
         validate,
         yaml_kind,
     )
-    from simulator.loading import LoadedSuite, ValidationReport, load_personas, load_suite, validate_paths
+    from simulator.loading import (
+        YAML_SUFFIXES,
+        LoadedSuite,
+        ValidationReport,
+        load_personas,
+        load_suite,
+        validate_paths,
+    )
     from simulator.merge import MergedRun, merge_runs
     from simulator.models import (
         Case,
@@ -102,13 +109,17 @@ if _typing.TYPE_CHECKING:
     )
     from simulator.models.coverage import RunCoverage
     from simulator.models.run import (
+        DEFAULT_CONCURRENCY,
+        MODEL_ROLES,
         ModelOptions,
+        ModelRole,
         PlanItem,
         RunRecord,
         RunSettings,
         StoredResult,
     )
     from simulator.models.scores import CaseResult
+    from simulator.reports.figures import percent
     from simulator.reports.formats import render as render_report
     from simulator.runner import (
         PlannedRun,
@@ -186,6 +197,11 @@ _LAZY = {
     "Comparison": "simulator.analysis.compare",
     "Digest": "simulator.analysis.digest",
     "Unreadable": "simulator.store",
+    "DEFAULT_CONCURRENCY": "simulator.models.run",
+    "MODEL_ROLES": "simulator.models.run",
+    "ModelRole": "simulator.models.run",
+    "YAML_SUFFIXES": "simulator.loading",
+    "percent": "simulator.reports.figures",
     "RunCoverage": "simulator.models.coverage",
     "JudgeCheckReport": "simulator.analysis.judge_check",
     "installed_plugins": "simulator.api.plugins",
@@ -264,6 +280,9 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "DEFAULT_CONCURRENCY",
+    "MODEL_ROLES",
+    "YAML_SUFFIXES",
     "AgentError",
     "Case",
     "CaseResult",
@@ -282,6 +301,7 @@ __all__ = [
     "MergedRun",
     "ModelError",
     "ModelOptions",
+    "ModelRole",
     "OverviewText",
     "Persona",
     "PersonaList",
@@ -339,6 +359,7 @@ __all__ = [
     "load_suite",
     "merge_runs",
     "note_run",
+    "percent",
     "persona_fidelity",
     "plan",
     "plan_simulation",

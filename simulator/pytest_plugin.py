@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+import simulator
+
 if TYPE_CHECKING:
     from simulator import PlanItem, PlannedRun, RunOutcome, StoredResult
 
-YAML_SUFFIXES = (".yaml", ".yml")
 SUITE_KINDS = ("suite", "evals", "unreadable")
 MARKER = "simulator"
 LAST_LINES = 12  # of the conversation shown under a failure: the end is where it went wrong
@@ -61,7 +62,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--sim-seed", type=int, default=0, metavar="N",
         help="Seed for persona choice and the scripted user (default 0, so item ids are stable).",
     )  # fmt: skip
-    group.addoption("--sim-concurrency", type=int, default=8, metavar="N", help="Conversations in flight at once.")
+    group.addoption(
+        "--sim-concurrency",
+        type=int,
+        default=8,  # simulator.DEFAULT_CONCURRENCY, written out: loading the plugin imports no data model
+        metavar="N",
+        help="Conversations in flight at once.",
+    )
     group.addoption(
         "--sim-count-user-errors", action="store_true", default=False,
         help="Fail a case whose failure the simulated user caused, instead of skipping it as user_error.",
@@ -125,7 +132,7 @@ def _command_line_roots(config: pytest.Config) -> list[Path]:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
     """A YAML suite on a path the session collects suites from; any other file is left to others."""
-    if file_path.suffix.lower() not in YAML_SUFFIXES:
+    if file_path.suffix.lower() not in simulator.YAML_SUFFIXES:
         return None
     state = parent.config.stash[_STATE]
     if not state.collects(file_path):

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 import simulator
 
 if TYPE_CHECKING:
-    from simulator import ModelOptions
+    from simulator import ModelOptions, ModelRole
 
-ModelRole = Literal["agent", "user", "judge"]
 
 __all__ = [
     "AgentApiBaseOption",

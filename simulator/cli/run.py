@@ -127,7 +127,7 @@ def run(
             help="Conversations talking at once, 1-1000 (finished ones are scored beside them); also each model "
             "role's limit unless the suite sets one (the judge's: twice this).",
         ),
-    ] = 8,
+    ] = 8,  # simulator.DEFAULT_CONCURRENCY, written out so --help imports no data model (a test keeps them equal)
     fail_under: Annotated[
         float | None, typer.Option("--fail-under", help="Exit 1 only when correctness (%, 0-100) is below this.")
     ] = None,

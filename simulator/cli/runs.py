@@ -61,7 +61,7 @@ def runs_list(
         table.add_column(column, overflow="fold")
     for r in records:
         t = r.totals
-        correctness = "-" if t is None or t.correctness is None else f"{t.correctness * 100:.1f}%"
+        correctness = "-" if t is None or t.correctness is None else simulator.percent(t.correctness)
         counts = "-" if t is None else f"{t.passed}/{t.failed}/{t.error}/{t.unsure}"
         if t is not None and t.user_error:
             counts += f" +{t.user_error} user error"

@@ -176,7 +176,7 @@ def _persona_fidelity(run_ref: str, db: Path | None, *, as_json: bool) -> None:
     for column in ("persona", "conversations", "user turns", "flagged", "fidelity", "findings", "user errors"):
         table.add_column(column, overflow="fold")
     for p in personas:
-        rate = "n/a (scripted user)" if p.rate is None else f"{p.rate * 100:.1f}%"
+        rate = "n/a (scripted user)" if p.rate is None else simulator.percent(p.rate)
         kinds = ", ".join(f"{kind} {count}" for kind, count in p.findings.items()) or "none"
         table.add_row(
             p.persona or "-", str(p.conversations), str(p.user_turns), str(p.flagged_turns), rate, kinds,

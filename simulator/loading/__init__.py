@@ -17,6 +17,7 @@ from simulator.loading._load import (
     read_judge_prompts,
     validate_paths,
 )
+from simulator.loading._paths import YAML_SUFFIXES
 from simulator.loading._schema import SCHEMA_FILES, did_you_mean, load_schema, tool_parameter_problems
 from simulator.loading._yaml import DataPath, format_path, parse_yaml, read_text
 from simulator.loading._yaml_out import export_yaml
@@ -24,6 +25,7 @@ from simulator.loading._yaml_out import export_yaml
 __all__ = [
     "EXPORT_EXTRA_DEPTH",
     "SCHEMA_FILES",
+    "YAML_SUFFIXES",
     "DataPath",
     "LoadedSuite",
     "ReadProblem",

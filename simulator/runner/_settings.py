@@ -13,9 +13,8 @@ from pydantic import ValidationError
 from simulator.errors import InputError
 from simulator.models import ModelRoles
 from simulator.models.ranges import check_numbers
-from simulator.models.run import ModelOptions, RunSettings
+from simulator.models.run import ModelOptions, ModelRole, RunSettings
 from simulator.runner._otlp import OtlpTarget, otlp_target
-from simulator.runner._types import ModelRole
 
 
 def checked_settings(settings: RunSettings | None, options: Mapping[str, Any]) -> RunSettings:

@@ -9,7 +9,7 @@ import functools
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from simulator.loading import LoadedSuite
 from simulator.models.ranges import check_numbers
@@ -25,7 +25,6 @@ P = ParamSpec("P")
 T = TypeVar("T")
 PathLike = str | Path
 Suites = PathLike | LoadedSuite | Sequence[PathLike | LoadedSuite]
-ModelRole = Literal["agent", "user", "judge"]
 
 
 @dataclass(frozen=True)

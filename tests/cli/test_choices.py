@@ -45,3 +45,14 @@ def test_a_bad_choice_is_exit_2_naming_the_choices(
     message = " ".join(result.stderr.replace("│", " ").split())  # typer's message sits in a box
     assert f"'pdf' {choices}" in message
     assert not (tmp_path / "r.db").exists()  # refused before anything was read or stored
+
+
+def test_the_default_concurrency_written_out_for_help_is_the_runs() -> None:
+    import typer.main
+
+    import simulator
+    from simulator.cli import app
+
+    run_command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    option = next(param for param in run_command.params if param.name == "concurrency")
+    assert option.default == simulator.DEFAULT_CONCURRENCY
