@@ -1,4 +1,5 @@
-"""Extension points open to other packages: agent types, scorers and report formats found through entry points.
+"""Extension points open to other packages: agent types, scorers, report formats and tool backends found through
+entry points.
 
 A package adds to Simulator without a fork by declaring entry points in its own ``pyproject.toml``::
 
@@ -10,6 +11,9 @@ A package adds to Simulator without a fork by declaring entry points in its own 
 
     [project.entry-points."simulator.reports"]
     txt = "my_package.report:render_txt"            # simulator report RUN -f txt
+
+    [project.entry-points."simulator.tools"]
+    orders = "my_package.tools:orders"              # tools: [{name: lookup_order, backend: orders}]
 
 Names are listed from the installed packages' metadata without importing them; a plugin's code is imported only
 when a suite or command names it. Built-in names win: a plugin can add, never replace.
@@ -26,12 +30,13 @@ from simulator.errors import SimulatorError
 
 __all__ = ["GROUPS", "Plugin", "PluginError", "PluginGroup", "load_plugin", "plugins"]
 
-PluginGroup = Literal["agents", "scorers", "reports"]
+PluginGroup = Literal["agents", "scorers", "reports", "tools"]
 #: Each extension point and its entry-point group.
 GROUPS: dict[PluginGroup, str] = {
     "agents": "simulator.agents",
     "scorers": "simulator.scorers",
     "reports": "simulator.reports",
+    "tools": "simulator.tools",
 }
 
 

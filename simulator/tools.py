@@ -33,13 +33,14 @@ import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from pydantic import JsonValue
 
 from simulator.code_refs import CodeRefError, resolve_callable
 from simulator.models import ToolDeclaration, ToolFake
 from simulator.models.transcript import ToolCallRecord
+from simulator.plugins import PluginError, load_plugin
 
 ToolMode = Literal["test", "live"]
 
@@ -123,6 +124,32 @@ class ToolSimulator(Protocol):
         """The tool's result for this call, consistent with ``earlier`` (this tool's earlier simulated calls in the
         conversation, oldest first). Raises when no usable result could be had."""
         ...
+
+
+class PluginToolBackend:
+    """A tool backend from an installed plugin (entry point ``simulator.tools``): a function given the tool's
+    declaration, the call's arguments and the tool's earlier answered calls of the conversation, returning the
+    result (sync or async). It plays the tool in test mode like a simulator, and is recorded as one."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def label(self) -> str:
+        """``tool plugin 'NAME'``."""
+        return f"tool plugin {self.name!r}"
+
+    async def simulate(
+        self, tool: ToolDeclaration, arguments: dict[str, Any], earlier: list[ToolCallRecord]
+    ) -> JsonValue:
+        """The backend's answer to one call."""
+        backend = load_plugin("tools", self.name)
+        if not callable(backend):
+            raise PluginError(f"the tool plugin {self.name!r} is not a function (tool, arguments, earlier)")
+        answer = backend(tool, arguments, earlier)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return cast(JsonValue, answer)
 
 
 class ToolRouter:
@@ -243,29 +270,27 @@ class ToolRouter:
                 self._simulated.setdefault(record.name, []).append(record)
 
     def _simulates(self, name: str) -> bool:
-        """Whether a call of ``name`` that no fake answered is played by the simulator: the tool opts in, there is
-        a simulator, and no fake at all names the tool (a fake is the person's own answer; a model must not
-        answer the calls it does not match)."""
+        """Whether a call of ``name`` that no fake answered is played by the simulator or a plugin's tool backend:
+        the tool opts in (``simulate`` with a simulator, or ``backend``), and no fake at all names the tool (a fake
+        is the person's own answer; nothing else may answer the calls it does not match)."""
         declaration = self.declared.get(name)
-        return (
-            declaration is not None
-            and declaration.simulate is not None
-            and self.simulator is not None
-            and not any(fake.tool == name for _, fake in self.fakes)
-        )
+        if declaration is None or any(fake.tool == name for _, fake in self.fakes):
+            return False
+        return declaration.backend is not None or (declaration.simulate is not None and self.simulator is not None)
 
     async def _simulate(self, record: ToolCallRecord) -> None:
-        assert self.simulator is not None
         declaration = self.declared[record.name]
+        player = PluginToolBackend(declaration.backend) if declaration.backend is not None else self.simulator
+        assert player is not None
         earlier = self._simulated.setdefault(record.name, [])
-        record.simulated_by = self.simulator.label
+        record.simulated_by = player.label
         try:
-            result = await self.simulator.simulate(declaration, record.arguments, list(earlier))
+            result = await player.simulate(declaration, record.arguments, list(earlier))
         except Exception as exc:
             record.status = "failed"
             record.error = (
                 f"the simulation of tool {record.name!r} failed, so the tool did not run and has no result: "
-                f"{self.simulator.label} gave no usable answer ({type(exc).__name__}: {exc})"
+                f"{player.label} gave no usable answer ({type(exc).__name__}: {exc})"
             )
             self.simulation_error = self.simulation_error or record.error
             return

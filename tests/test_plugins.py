@@ -68,7 +68,7 @@ def test_the_installed_plugins_are_listed_without_importing_them(site: Path, tmp
     assert listed.returncode == 0, listed.stderr
     names = {group: [plugin["name"] for plugin in found] for group, found in json.loads(listed.stdout).items()}
     # "broken" points at a module that does not exist: listing it imports nothing, so it is listed too.
-    assert names == {"agents": ["broken", "echo"], "scorers": ["polite"], "reports": ["txt"]}
+    assert names == {"agents": ["broken", "echo"], "scorers": ["polite"], "reports": ["txt"], "tools": ["orders"]}
 
 
 @pytest.mark.parametrize(
@@ -125,3 +125,47 @@ def test_a_plugin_that_does_not_import_stops_the_run_before_anything_is_stored(s
     assert "Traceback" not in said
     listed = _simulator(site, tmp_path, "runs", "list", "--db", "runs.db", "--json")
     assert json.loads(listed.stdout or "[]") in ([], {"runs": []})
+
+
+TOOL_SUITE = """\
+name: looked-up
+agent:
+  type: echo
+  options:
+    prefix: "Please note: "
+  tools:
+    - name: lookup_order
+      description: Look an order up by its id.
+      parameters: {type: object, properties: {order_id: {type: string}}, required: [order_id]}
+      backend: {backend}
+cases:
+  - name: order
+    kind: golden
+    turns:
+      - user: where is ORD-42
+        expect:
+          must_contain: [shipped]
+"""
+
+
+def test_a_plugin_tool_backend_answers_in_test_mode_and_is_recorded_as_simulated(site: Path, tmp_path: Path) -> None:
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(TOOL_SUITE.replace("{backend}", "orders"), encoding="utf-8")
+    ran = _simulator(site, tmp_path, "run", str(suite), "--db", "runs.db")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    result = json.loads(_simulator(site, tmp_path, "report", "latest", "--db", "runs.db", "-f", "json").stdout)
+    [call] = [
+        call for event in result["results"][0]["result"]["transcript"]["events"] for call in event.get("tool_calls", [])
+    ]
+    assert (call["status"], call["simulated_by"], call["result"]) == (
+        "simulated",
+        "tool plugin 'orders'",
+        {"order_id": "ORD-42", "status": "shipped"},
+    )
+    # A misspelt backend is an error at its key before anything runs.
+    suite.write_text(TOOL_SUITE.replace("{backend}", "ordres"), encoding="utf-8")
+    checked = _simulator(site, tmp_path, "validate", str(suite))
+    assert checked.returncode == 2
+    assert "10:16: agent.tools[0].backend: no tool plugin named 'ordres' is installed; did you mean 'orders'?" in (
+        checked.stdout + checked.stderr
+    )

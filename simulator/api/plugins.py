@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 
 
 def plugin_groups() -> dict[str, str]:
-    """Each extension point (``agents``, ``scorers``, ``reports``) and its entry-point group."""
+    """Each extension point (``agents``, ``scorers``, ``reports``, ``tools``) and its entry-point group."""
     from simulator.plugins import GROUPS
 
     return {str(group): name for group, name in GROUPS.items()}

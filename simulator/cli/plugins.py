@@ -10,14 +10,15 @@ _USE = {
     "agents": "agent: {{type: {name}, options: {{...}}}} in a suite or agent file",
     "scorers": "scorers: [{name}] in a suite or case",
     "reports": "simulator report RUN -f {name}",
+    "tools": "tools: [{{name: TOOL, backend: {name}}}] in an agent (test mode)",
 }
 
 
 @_handles_errors
 def plugins_command(as_json: JsonOption = False) -> None:
-    """List the plugins installed packages add (entry points simulator.agents, simulator.scorers and
-    simulator.reports) and how a suite or command uses each. Nothing is imported: a plugin's code runs only
-    when a suite or command names it."""
+    """List the plugins installed packages add (entry points simulator.agents, simulator.scorers,
+    simulator.reports and simulator.tools) and how a suite or command uses each. Nothing is imported: a
+    plugin's code runs only when a suite or command names it."""
     found = simulator.installed_plugins()
     groups = simulator.plugin_groups()
     if as_json:

@@ -31,15 +31,33 @@ from simulator.plugins import plugins
 from simulator.safety import one_line
 
 
-def _uninstalled_agent_type(agent: AgentConfig | None) -> str | None:
-    """Why ``agent``'s type cannot be run here: a type that is neither built in nor an installed plugin's."""
-    if agent is None or not agent.from_plugin or agent.type in plugins("agents"):
-        return None
-    names = [*sorted(BUILTIN_AGENT_TYPES), *plugins("agents")]
-    return (
-        f"type must be one of {', '.join(names)} or an installed agent plugin, got {describe_value(agent.type)}"
-        f"{did_you_mean(agent.type, names)}"
-    )
+def _uninstalled_plugins(agent: AgentConfig | None) -> list[tuple[DataPath, str]]:
+    """What ``agent`` names that is not installed here, at its key inside the agent: a type that is neither built
+    in nor an agent plugin's, a tool backend that no tool plugin provides."""
+    if agent is None:
+        return []
+    found: list[tuple[DataPath, str]] = []
+    if agent.from_plugin and agent.type not in plugins("agents"):
+        names = [*sorted(BUILTIN_AGENT_TYPES), *plugins("agents")]
+        found.append(
+            (
+                ("type",),
+                f"type must be one of {', '.join(names)} or an installed agent plugin, got "
+                f"{describe_value(agent.type)}{did_you_mean(agent.type, names)}",
+            )
+        )
+    for index, tool in enumerate(agent.tools):
+        if tool.backend is not None and tool.backend not in plugins("tools"):
+            installed = ", ".join(plugins("tools")) or "none"
+            found.append(
+                (
+                    ("tools", index, "backend"),
+                    f"no tool plugin named {tool.backend!r} is installed{did_you_mean(tool.backend, plugins('tools'))}"
+                    f" (installed: {installed}): install the package that provides it (simulator plugins lists "
+                    "what is installed)",
+                )
+            )
+    return found
 
 
 @dataclass
@@ -126,9 +144,8 @@ class _CrossCheck:
                 "or put an agent.yaml beside it or in a folder above",
             )
         inline = self.parts.agent if not isinstance(self.parts.agent, str) else None
-        problem = _uninstalled_agent_type(inline)
-        if problem is not None:
-            self.error(("agent", "type"), problem)
+        for where, problem in _uninstalled_plugins(inline):
+            self.error(("agent", *where), problem)
         self._personas(("personas",), self.parts.personas)
         self._scorers(("scorers",), self.parts.scorers)
         self._tool_fakes(("tool_fakes",), self.parts.tool_fakes)

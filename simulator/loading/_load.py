@@ -23,7 +23,7 @@ from simulator.code_refs import code_folders
 from simulator.errors import ConfigError, ConfigErrors
 from simulator.kinds import KINDS
 from simulator.loading._adapters import adapter
-from simulator.loading._cross_check import _code_problem, _CrossCheck, _SuiteParts, _uninstalled_agent_type
+from simulator.loading._cross_check import _code_problem, _CrossCheck, _SuiteParts, _uninstalled_plugins
 from simulator.loading._env_check import env_problems
 from simulator.loading._limits import ReadProblem, why_not_read
 from simulator.loading._limits import read_text as read_bounded_text
@@ -268,10 +268,12 @@ class Loader:
         """Validate the agent file ``path`` already read as ``located`` and keep it (and where its keys are)."""
         path = path.resolve()
         agent = self._validate(path, located, "agent", adapter("agent")) if located is not None else None
-        problem = _uninstalled_agent_type(agent)
-        if problem is not None and located is not None:
-            position = located.position(("type",))
-            self.errors.append(ConfigError(path, position.line, position.column, "type", problem))
+        problems = _uninstalled_plugins(agent) if located is not None else []
+        for where, problem in problems:
+            assert located is not None
+            position = located.position(where)
+            self.errors.append(ConfigError(path, position.line, position.column, format_path(where), problem))
+        if problems:
             agent = None
         self._agents[path] = agent
         if located is not None:

@@ -6,7 +6,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, JsonValue, Tag, model_validator
 
-from simulator.models._base import Identifier, ImportRef, PositiveSeconds, StrictModel, Text, located_error
+from simulator.models._base import Identifier, ImportRef, PositiveSeconds, Slug, StrictModel, Text, located_error
 from simulator.models.env_refs import well_formed
 
 VariableType = Literal["string", "number", "integer", "boolean", "object", "array"]
@@ -92,6 +92,12 @@ class ToolDeclaration(StrictModel):
         description="For the offline claim check: action (a call changes something: block, cancel, send) or lookup "
         "(a call reads something: get, search, check). Unset: derived from the tool's name and description.",
     )
+    backend: Slug | None = Field(
+        default=None,
+        description="Test mode only: a tool backend from an installed plugin (entry point simulator.tools) answers "
+        "the calls that no tool fake answers, recorded as simulated by that plugin. Never used in live mode.",
+        exclude_if=lambda name: name is None,  # left out of snapshots unused: an agent hashes as it did before
+    )
     simulate: SimulateSetting = Field(
         default=None,
         description="Test mode only, opt-in: a call that no tool fake answers is answered by a model playing the "
@@ -99,6 +105,16 @@ class ToolDeclaration(StrictModel):
         "as simulated. true (the description says what the tool does), the behaviour in words, or {behaviour: ...}. "
         "Never used for a tool that has a fake, nor in live mode.",
     )
+
+    @model_validator(mode="after")
+    def _one_player(self) -> ToolDeclaration:
+        if self.backend is not None and self.simulate is not None:
+            raise located_error(
+                "a tool is answered in test mode either by a model (`simulate`) or by a plugin's backend "
+                "(`backend`), not both: remove one",
+                "backend",
+            )
+        return self
 
     @model_validator(mode="after")
     def _simulation_is_described(self) -> ToolDeclaration:

@@ -26,6 +26,7 @@ from simulator.models.env_refs import unset_variables
 from simulator.models.run import RunSettings, resolved_models
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
+from simulator.plugins import load_plugin
 from simulator.simulated_tools import LLMToolSimulator
 from simulator.tools import ToolSimulator, live_functions
 from simulator.user import LLMUser, ScriptedUser, SimulatedUser
@@ -125,10 +126,16 @@ def _unusable_plugins(loaded: LoadedSuite) -> list[ConfigError]:
 
     named: list[tuple[Path | None, DataPath, Callable[[], object]]] = []
     agent = loaded.agent
+    in_file = loaded.agent_path not in (None, loaded.path)
+    agent_file = loaded.agent_path if in_file else loaded.path
+    inside: DataPath = () if in_file else ("agent",)
     if agent is not None and agent.from_plugin:
-        in_file = loaded.agent_path not in (None, loaded.path)
-        where: DataPath = ("type",) if in_file else ("agent", "type")
-        named.append((loaded.agent_path if in_file else loaded.path, where, partial(agent_factory, agent.type)))
+        named.append((agent_file, (*inside, "type"), partial(agent_factory, agent.type)))
+    for index, tool in enumerate(agent.tools if agent is not None else []):
+        if tool.backend is not None:
+            named.append(
+                (agent_file, (*inside, "tools", index, "backend"), partial(load_plugin, "tools", tool.backend))
+            )
     for index, name in enumerate(loaded.suite.scorers):
         named.append((loaded.path, ("scorers", index), partial(plugin_scorer, name)))
     for number, case in enumerate(loaded.suite.cases):

@@ -1,4 +1,5 @@
-"""An example plugin: the ``echo`` agent type, the ``polite`` scorer and the ``txt`` report format.
+"""An example plugin: the ``echo`` agent type, the ``polite`` scorer, the ``txt`` report format and the ``orders``
+tool backend.
 
 Everything it uses of Simulator is public: ``simulator.agents`` (the adapter's input and reply),
 ``simulator.judges`` (what a scorer reads), ``simulator.models.scores`` (what it returns) and
@@ -22,8 +23,12 @@ class EchoAgent:
         self.prefix = prefix
 
     async def respond(self, request: AgentInput) -> AgentReply:
-        """The last user message, echoed."""
+        """The last user message, echoed; a message naming an order (``ORD-...``) is looked up first."""
         said = next((m.get("content") or "" for m in reversed(request.messages) if m.get("role") == "user"), "")
+        order = next((word for word in said.split() if word.startswith("ORD-")), None)
+        if order is not None and "lookup_order" in request.tools.declared:
+            found = await request.tools.acall("lookup_order", order_id=order)
+            return AgentReply(messages=[f"{self.prefix}{order} is {found}"])
         return AgentReply(messages=[f"{self.prefix}{said}"])
 
     async def aclose(self) -> None:
@@ -47,6 +52,13 @@ async def polite(target: ScoringInput) -> list[Score]:
             reason=f"this reply does not: {rude[0]!r}" if rude else "every reply says please",
         )
     ]
+
+
+def orders(tool: Any, arguments: dict[str, Any], earlier: list[Any]) -> dict[str, Any]:
+    """A stand-in order service for test mode: every order is shipped, except ORD-0 which does not exist."""
+    if arguments.get("order_id") == "ORD-0":
+        return {"error": "no such order"}
+    return {"order_id": arguments.get("order_id"), "status": "shipped"}
 
 
 def render_txt(record: RunRecord, results: list[StoredResult]) -> str:
