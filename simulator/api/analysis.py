@@ -61,7 +61,8 @@ async def digest_run_async(
         results = store.results(record.id, skipped=skipped)
     found = build_digest(results)
     suite = record.snapshot[0].suite if record.snapshot else None
-    instructions = getattr(suite.agent, "instructions", None) if suite is not None else None
+    agent = suite.agent if suite is not None and not isinstance(suite.agent, str) else None
+    instructions = agent.judge_instructions if agent is not None else None
     judge = resolved_models(suite, given.over(record.settings)).judge if suite is not None else None
     llm = LLMClient(ModelRoles(judge=judge)) if judge is not None and judge.model else None
     return await suggest_fixes(found, llm, instructions=instructions)

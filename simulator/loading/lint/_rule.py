@@ -150,7 +150,7 @@ class SuiteView:
         agent = self.loaded.agent
         if agent is not None:
             knowledge.add(agent.description)
-            knowledge.add(getattr(agent, "instructions", None))
+            knowledge.add(agent.judge_instructions)
             knowledge.add({name: v.default for name, v in agent.variables.items()})
             knowledge.add([[tool.simulate.behaviour, tool.description] for tool in agent.tools if tool.simulate])
         return knowledge
