@@ -30,6 +30,7 @@ from simulator.errors import (
 )
 
 if _typing.TYPE_CHECKING:
+    from simulator._files import disk_trouble, write_file
     from simulator.analysis.compare import Comparison
     from simulator.analysis.digest import Digest
     from simulator.analysis.judge_check import JudgeCheckReport
@@ -98,6 +99,7 @@ if _typing.TYPE_CHECKING:
         validate_paths,
     )
     from simulator.merge import MergedRun, merge_runs
+    from simulator.metrics import counts
     from simulator.models import (
         Case,
         GoldenCase,
@@ -108,6 +110,7 @@ if _typing.TYPE_CHECKING:
         Suite,
     )
     from simulator.models.coverage import RunCoverage
+    from simulator.models.ranges import check_number
     from simulator.models.run import (
         DEFAULT_CONCURRENCY,
         MODEL_ROLES,
@@ -119,8 +122,10 @@ if _typing.TYPE_CHECKING:
         StoredResult,
     )
     from simulator.models.scores import CaseResult
+    from simulator.models.transcript import ErrorEvent
     from simulator.reports.figures import percent
     from simulator.reports.formats import render as render_report
+    from simulator.reports.transcript_text import case_lines, not_judged, result_lines, transcript_lines
     from simulator.runner import (
         PlannedRun,
         Progress,
@@ -150,6 +155,7 @@ if _typing.TYPE_CHECKING:
         simulate,
         simulate_async,
     )
+    from simulator.safety import json_safe, one_line, redact, terminal_safe
     from simulator.store import Unreadable
 
 
@@ -202,6 +208,19 @@ _LAZY = {
     "ModelRole": "simulator.models.run",
     "YAML_SUFFIXES": "simulator.loading",
     "percent": "simulator.reports.figures",
+    "write_file": "simulator._files",
+    "disk_trouble": "simulator._files",
+    "json_safe": "simulator.safety",
+    "redact": "simulator.safety",
+    "terminal_safe": "simulator.safety",
+    "one_line": "simulator.safety",
+    "case_lines": "simulator.reports.transcript_text",
+    "not_judged": "simulator.reports.transcript_text",
+    "transcript_lines": "simulator.reports.transcript_text",
+    "result_lines": "simulator.reports.transcript_text",
+    "counts": "simulator.metrics",
+    "check_number": "simulator.models.ranges",
+    "ErrorEvent": "simulator.models.transcript",
     "RunCoverage": "simulator.models.coverage",
     "JudgeCheckReport": "simulator.analysis.judge_check",
     "installed_plugins": "simulator.api.plugins",
@@ -290,6 +309,7 @@ __all__ = [
     "ConfigError",
     "ConfigErrors",
     "Digest",
+    "ErrorEvent",
     "GoldenCase",
     "ImportedRun",
     "ImportedSuite",
@@ -329,15 +349,19 @@ __all__ = [
     "Unreadable",
     "ValidationReport",
     "__version__",
+    "case_lines",
+    "check_number",
     "check_repeat",
     "check_resume",
     "code_it_runs",
     "combine",
     "compare_runs",
     "count_results",
+    "counts",
     "delete_run",
     "digest_run",
     "digest_run_async",
+    "disk_trouble",
     "export_cases",
     "export_results",
     "export_run",
@@ -348,6 +372,7 @@ __all__ = [
     "import_run",
     "installed_plugins",
     "iter_result_rows",
+    "json_safe",
     "json_schema",
     "judge_check",
     "judge_check_async",
@@ -358,7 +383,9 @@ __all__ = [
     "load_personas",
     "load_suite",
     "merge_runs",
+    "not_judged",
     "note_run",
+    "one_line",
     "percent",
     "persona_fidelity",
     "plan",
@@ -367,6 +394,7 @@ __all__ = [
     "printable",
     "read_model_file",
     "read_run",
+    "redact",
     "render_comparison",
     "render_digest",
     "render_overview",
@@ -378,6 +406,7 @@ __all__ = [
     "report_formats",
     "rerun",
     "rerun_async",
+    "result_lines",
     "resume",
     "resume_async",
     "resume_command",
@@ -389,9 +418,12 @@ __all__ = [
     "run_report",
     "simulate",
     "simulate_async",
+    "terminal_safe",
+    "transcript_lines",
     "validate",
     "validate_paths",
     "write_export",
+    "write_file",
     "write_reports",
     "yaml_kind",
 ]

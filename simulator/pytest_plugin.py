@@ -83,8 +83,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Check the options, decide where YAML is collected from, and keep the session's run state."""
-    from simulator import InputError
-    from simulator.models.ranges import check_number
+    from simulator import InputError, check_number
 
     for keyword in ("repeat", "concurrency", "seed"):
         try:
@@ -246,7 +245,7 @@ class SuiteCase(pytest.Item):
 
 
 def _transcript_text(stored: StoredResult) -> str:
-    from simulator.reports.transcript_text import transcript_lines
+    from simulator import transcript_lines
 
     return _safe("\n".join(line.text for line in transcript_lines(stored.result.transcript, stored.result)))
 
@@ -270,8 +269,7 @@ def _unsure_reason(stored: StoredResult) -> str:
 def failure_lines(stored: StoredResult, report_command: str) -> list[str]:
     """What a failed or errored conversation says under its test: the goals (steps) one by one with their
     rationale, the role that failed, the outcome and why, the scores not met, then the last turns."""
-    from simulator.models.transcript import ErrorEvent
-    from simulator.reports.transcript_text import result_lines, transcript_lines
+    from simulator import ErrorEvent, result_lines, transcript_lines
 
     result = stored.result
     transcript = result.transcript
@@ -315,7 +313,7 @@ _NAME_LINE = re.compile(r"^\s*(?:-\s+)?name:\s*(?P<name>[^#]+?)\s*(?:#.*)?$")
 
 
 def _safe(text: str) -> str:
-    from simulator.safety import redact, terminal_safe
+    from simulator import redact, terminal_safe
 
     return terminal_safe(redact(text))
 

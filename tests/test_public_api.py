@@ -9,21 +9,23 @@ import simulator
 # What users may import from ``simulator``: adding or removing a name is a decision, made here on purpose.
 PUBLIC_NAMES = [
     "DEFAULT_CONCURRENCY", "MODEL_ROLES", "YAML_SUFFIXES", "AgentError", "Case", "CaseResult", "Comparison",
-    "ConfigError", "ConfigErrors", "Digest", "GoldenCase", "ImportedRun", "ImportedSuite", "InputError",
+    "ConfigError", "ConfigErrors", "Digest", "ErrorEvent", "GoldenCase", "ImportedRun", "ImportedSuite", "InputError",
     "JudgeCheckReport", "JudgeError", "Linted", "LoadedSuite", "MergedRun", "ModelError", "ModelOptions", "ModelRole",
     "OverviewText", "Persona", "PersonaList", "PlanItem", "PlannedRun", "Progress", "Report", "ResumeCheck",
     "RunCoverage", "RunCoverageReport", "RunOutcome", "RunOverview", "RunRecord", "RunResults", "RunSettings",
     "RunStarted", "ScenarioCase", "SimulationCase", "SimulationPlan", "SimulatorError", "Step", "StoreError",
-    "StoredResult", "Suite", "Unreadable", "ValidationReport", "__version__", "check_repeat", "check_resume",
-    "code_it_runs", "combine", "compare_runs", "count_results", "delete_run", "digest_run", "digest_run_async",
-    "export_cases", "export_results", "export_run", "find_run", "get_run", "golden_from_run", "import_csv",
-    "import_run", "installed_plugins", "iter_result_rows", "json_schema", "judge_check", "judge_check_async", "lint",
-    "lint_async", "list_personas", "list_runs", "load_personas", "load_suite", "merge_runs", "note_run", "percent",
+    "StoredResult", "Suite", "Unreadable", "ValidationReport", "__version__", "case_lines", "check_number",
+    "check_repeat", "check_resume", "code_it_runs", "combine", "compare_runs", "count_results", "counts",
+    "delete_run", "digest_run", "digest_run_async", "disk_trouble", "export_cases", "export_results", "export_run",
+    "find_run", "get_run", "golden_from_run", "import_csv", "import_run", "installed_plugins", "iter_result_rows",
+    "json_safe", "json_schema", "judge_check", "judge_check_async", "lint", "lint_async", "list_personas",
+    "list_runs", "load_personas", "load_suite", "merge_runs", "not_judged", "note_run", "one_line", "percent",
     "persona_fidelity", "plan", "plan_simulation", "plugin_groups", "printable", "read_model_file", "read_run",
-    "render_comparison", "render_digest", "render_overview", "render_report", "repeat", "repeat_async", "replay",
-    "replay_async", "report_formats", "rerun", "rerun_async", "resume", "resume_async", "resume_command", "run",
-    "run_async", "run_command", "run_coverage", "run_overview", "run_report", "simulate", "simulate_async",
-    "validate", "validate_paths", "write_export", "write_reports", "yaml_kind",
+    "redact", "render_comparison", "render_digest", "render_overview", "render_report", "repeat", "repeat_async",
+    "replay", "replay_async", "report_formats", "rerun", "rerun_async", "result_lines", "resume", "resume_async",
+    "resume_command", "run", "run_async", "run_command", "run_coverage", "run_overview", "run_report", "simulate",
+    "simulate_async", "terminal_safe", "transcript_lines", "validate", "validate_paths", "write_export", "write_file",
+    "write_reports", "yaml_kind",
 ]  # fmt: skip
 
 

@@ -15,9 +15,16 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 
-from simulator import ConfigError, ConfigErrors, InputError, SimulatorError
-from simulator._files import disk_trouble
-from simulator.safety import json_safe, redact, terminal_safe
+from simulator import (
+    ConfigError,
+    ConfigErrors,
+    InputError,
+    SimulatorError,
+    disk_trouble,
+    json_safe,
+    redact,
+    terminal_safe,
+)
 
 EXIT_OK = 0
 EXIT_BELOW_BAR = 1

@@ -134,7 +134,7 @@ def rerun(
     user takes over. The transcript marks the replayed turns and the divergence. Stored as a new run. The models
     are the recorded run's, with the model options given here laid over them."""
 
-    from simulator.reports.transcript_text import case_lines
+    from simulator import case_lines
 
     if not from_divergence:
         raise simulator.InputError(

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import simulator
-from simulator import InputError
-from simulator._files import write_file
+from simulator import InputError, write_file
 from simulator.cli._choices import CompareFormat, DigestFormat
 from simulator.cli._models import (
     AgentApiBaseOption,

@@ -63,8 +63,7 @@ def simulate(
     and every scored result."""
     import asyncio
 
-    from simulator.metrics import counts
-    from simulator.reports.transcript_text import case_lines, not_judged
+    from simulator import case_lines, counts, not_judged
 
     planned = simulator.plan_simulation(
         suite, cases=case or [], persona=persona, live=live, user_model=user_model, judge_model=judge_model,

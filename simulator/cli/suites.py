@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 import simulator
-from simulator._files import write_file
+from simulator import one_line, write_file
 from simulator.cli._choices import SchemaKind
 from simulator.cli._models import (
     AgentApiBaseOption,
@@ -34,7 +34,6 @@ from simulator.cli._output import (
     out,
 )
 from simulator.cli.lint import IgnoreOption, StrictOption, lint_models, run_lint
-from simulator.safety import one_line
 
 
 @_handles_errors
