@@ -8,6 +8,7 @@ from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, Json
 
 from simulator.models._base import Identifier, ImportRef, PositiveSeconds, Slug, StrictModel, Text, located_error
 from simulator.models.env_refs import well_formed
+from simulator.models.world import WorldOperation
 
 VariableType = Literal["string", "number", "integer", "boolean", "object", "array"]
 
@@ -98,6 +99,13 @@ class ToolDeclaration(StrictModel):
         "the calls that no tool fake answers, recorded as simulated by that plugin. Never used in live mode.",
         exclude_if=lambda name: name is None,  # left out of snapshots unused: an agent hashes as it did before
     )
+    world: WorldOperation | None = Field(
+        default=None,
+        description="A world tool: answered from the conversation's own copy of the suite's world, in test and live "
+        "mode alike (it touches nothing else), by one operation (find, get, update, insert, delete on a collection) "
+        "or a Python function given the world. Recorded as executed (world) with what it read and changed.",
+        exclude_if=lambda operation: operation is None,  # left out of snapshots unused: an agent hashes as before
+    )
     simulate: SimulateSetting = Field(
         default=None,
         description="Test mode only, opt-in: a call that no tool fake answers is answered by a model playing the "
@@ -108,6 +116,11 @@ class ToolDeclaration(StrictModel):
 
     @model_validator(mode="after")
     def _one_player(self) -> ToolDeclaration:
+        players = [key for key in ("world", "backend", "simulate") if getattr(self, key) is not None]
+        if len(players) > 1 and "world" in players:
+            raise located_error(
+                f"a world tool is answered by the world; it cannot also have `{players[1]}`: remove one", players[1]
+            )
         if self.backend is not None and self.simulate is not None:
             raise located_error(
                 "a tool is answered in test mode either by a model (`simulate`) or by a plugin's backend "

@@ -10,6 +10,7 @@ from pydantic import BeforeValidator, Field, JsonValue, field_validator, model_v
 from simulator.models._base import Identifier, Slug, StrictModel, Text, located_error
 from simulator.models.agent import ToolFake
 from simulator.models.settings import Thresholds
+from simulator.models.world import StateExpectation, WorldSetting
 
 MatchMode = Literal["substring", "word", "stem", "regex"]
 Normalization = Literal["unicode", "whitespace", "dates"]
@@ -253,6 +254,12 @@ class Step(StrictModel):
     expectations: list[Text] = Field(
         default_factory=list, description="Texts of the case's expectations to check at this step."
     )
+    expect_state: StateExpectation | None = Field(
+        default=None,
+        description="What the case's world must look like for the step to be met, checked with its other checks "
+        "after each agent reply (no model needed); not met at max_turns: the step is not met, with the diff.",
+        exclude_if=lambda expectation: expectation is None,  # left out of snapshots unused: hashes as before
+    )
 
     @model_validator(mode="after")
     def _one_action(self) -> Step:
@@ -336,6 +343,18 @@ class _CaseBase(StrictModel):
     )
     repeats: int | None = Field(default=None, ge=1, le=1000, description="Runs of this case; overrides the suite.")
     thresholds: Thresholds | None = Field(default=None, description="Overrides the suite's thresholds for this case.")
+    world: WorldSetting = Field(
+        default=None,
+        description="This case's world: its collections replace the suite's collections of the same name, the "
+        "others are kept. Inline, or a YAML/JSON file beside the suite.",
+        exclude_if=lambda world: world is None,  # left out of snapshots unused: a case hashes as it did before
+    )
+    expect_state: StateExpectation | None = Field(
+        default=None,
+        description="What the world must look like when the conversation ends: records and field values, what "
+        "must be unchanged, counts, nothing else changed. Decided without a model, with a diff as evidence.",
+        exclude_if=lambda expectation: expectation is None,  # left out of snapshots unused: hashes as before
+    )
 
     @field_validator("expectations")
     @classmethod

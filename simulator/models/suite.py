@@ -8,6 +8,7 @@ from simulator.models._base import Slug, StrictModel, Text
 from simulator.models.agent import AgentConfig, ToolFake
 from simulator.models.case import Case, SimulationCase
 from simulator.models.settings import JudgingSettings, ModelRoles, Thresholds
+from simulator.models.world import WorldSetting
 
 
 class Suite(StrictModel):
@@ -40,6 +41,12 @@ class Suite(StrictModel):
     repeats: int = Field(default=1, ge=1, le=1000, description="Runs of each case.")
     seed: int | None = Field(default=None, description="Seed for persona choice and scripted-user perturbations.")
     tool_fakes: list[ToolFake] = Field(default_factory=list, description="Canned tool results for every case.")
+    world: WorldSetting = Field(
+        default=None,
+        description="A seeded world for every case: collections of records by id, inline or a YAML/JSON file beside "
+        "the suite. Each conversation gets its own copy; world tools read and change it.",
+        exclude_if=lambda world: world is None,  # left out of snapshots unused: a suite hashes as it did before
+    )
     metadata: dict[str, JsonValue] = Field(default_factory=dict, description="Free data kept with the run.")
     judge_prompts: dict[Slug, Text] = Field(
         default_factory=dict,

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, JsonValue
 
 from simulator.models._base import DataModel
+from simulator.models.world import WorldAccess, WorldTrace
 
 #: How a tool call was answered. ``not_executed`` is the explicit test-mode answer to a call no fake
 #: matched: the agent is told so, and reports show it, so an agent that invents data is visible. ``simulated``:
@@ -65,6 +66,11 @@ class ToolCallRecord(DataModel):
         default=None, description="Which model played the tool (status simulated), e.g. 'user model openai/gpt-4o'."
     )
     duration_ms: float = 0.0
+    world: WorldAccess | None = Field(
+        default=None,
+        description="A world tool's call (shown as executed (world)): the records it read and the changes it made.",
+        exclude_if=_unset,
+    )
 
     @property
     def result_text(self) -> str:
@@ -370,6 +376,11 @@ class Transcript(DataModel):
     started_at: datetime = Field(default_factory=utc_now)
     finished_at: datetime | None = None
     replay: ReplayMark | None = Field(default=None, description="Set when the conversation came from a recording.")
+    world: WorldTrace | None = Field(
+        default=None,
+        description="The conversation's world, where the case has one: its seed and the net diff it left.",
+        exclude_if=_unset,
+    )
 
     def agent_events(self) -> list[AgentEvent]:
         """The agent's replies, in order."""

@@ -1,0 +1,12 @@
+"""Seeded worlds at run time: one cheap copy per conversation, the operations world tools run on it, and the net
+diff it ends with.
+
+:class:`SeededWorld` is the suite's world, read once and never changed; :meth:`SeededWorld.copy` gives a
+conversation its own :class:`World`, which keeps only the records the conversation changed (copy on write), so a
+copy costs nothing whatever the world's size and the diff is what the copy holds.
+"""
+
+from simulator.world._operations import OperationOutcome, run_operation
+from simulator.world._world import SeededWorld, World, WorldError, apply_changes
+
+__all__ = ["OperationOutcome", "SeededWorld", "World", "WorldError", "apply_changes", "run_operation"]
