@@ -34,6 +34,7 @@ from simulator.models import (
     TurnExpectation,
 )
 from simulator.models.transcript import AgentEvent, GoldenTurnRecord, StopReason
+from simulator.models.world import StateExpectation
 
 __all__ = [
     "KINDS",
@@ -110,6 +111,8 @@ class StepCriteria:
     goal: str | None
     criteria: str | None
     checks: Sequence[ExpectationSpec]
+    #: What the conversation's world must look like for the step to be met (a simulation step's ``expect_state``).
+    state: StateExpectation | None = None
 
 
 @dataclass(frozen=True)
@@ -597,7 +600,7 @@ class SimulationKind(Kind[SimulationCase]):
     def criteria(self, case: SimulationCase, index: int) -> StepCriteria:
         """The step's goal, success criteria and checks."""
         step = case.steps[index]
-        return StepCriteria(step.goal, step.success_criteria, list(step.checks))
+        return StepCriteria(step.goal, step.success_criteria, list(step.checks), step.expect_state)
 
     def expectation_scopes(self, case: SimulationCase) -> list[ExpectationScope]:
         """Each step's ``expectations:``."""

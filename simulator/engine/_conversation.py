@@ -17,8 +17,10 @@ from simulator.agents import AgentAdapter, BuiltTurns
 from simulator.kinds import Kind, kind_of
 from simulator.models import AgentConfig, Case, ExpectationSpec, Persona, Step, ToolFake
 from simulator.models.transcript import AgentEvent, StepVerdict, TranscriptEvent
+from simulator.models.world import StateExpectation
 from simulator.tools import ToolHandle, ToolMode, ToolRouter, ToolSimulator
 from simulator.user import SimulatedUser
+from simulator.world import SeededWorld, World
 
 #: The whole conversation is capped at this many user turns (a simulation rule: ``docs/architecture.md``).
 TURN_CAP = 100
@@ -36,8 +38,11 @@ class StepChecker(Protocol):
         replies: list[AgentEvent],
         events: Sequence[TranscriptEvent],
         variables: dict[str, JsonValue],
+        state: StateExpectation | None = None,
+        world: World | None = None,
     ) -> StepVerdict:
-        """Check the step against the conversation so far; ``replies`` are the agent's replies in this step."""
+        """Check the step against the conversation so far; ``replies`` are the agent's replies in this step;
+        ``state`` is checked against ``world``, the conversation's world as it is now."""
         ...
 
 
@@ -64,6 +69,8 @@ class ConversationSetup:
     language: str = "en"
     turn_cap: int = TURN_CAP
     agent_timeout: float | None = None
+    #: The case's seeded world (suite and case ``world:`` merged); the conversation works on its own copy.
+    world: SeededWorld | None = None
 
 
 @dataclass
@@ -76,6 +83,8 @@ class Conversation:
     session: dict[str, JsonValue]
     #: The agent's turns as chat messages, built once each (see ``conversation_history``).
     built_turns: BuiltTurns = field(default_factory=dict)
+    #: This conversation's own copy of the case's world (None: the case has none).
+    world: World | None = None
 
     @classmethod
     def start(cls, setup: ConversationSetup) -> Conversation:
@@ -103,7 +112,8 @@ class Conversation:
                 if declaration.default is not None
             }
         session.update(case.session_parameters)
-        return cls(setup=setup, router=router, tools=tools, session=session)
+        world = setup.world.copy() if setup.world is not None else None
+        return cls(setup=setup, router=router, tools=tools, session=session, world=world)
 
     @property
     def case(self) -> Case:

@@ -228,7 +228,14 @@ async def check_node(state: State, config: RunnableConfig) -> State:
     replies = [e for e in events[state["step_first_event"] :] if isinstance(e, AgentEvent)]
     try:
         verdict = await conv.setup.checker.check_step(
-            goal=goal, criteria=criteria, checks=checks, replies=replies, events=events, variables=state["variables"]
+            goal=goal,
+            criteria=criteria,
+            checks=checks,
+            replies=replies,
+            events=events,
+            variables=state["variables"],
+            state=wanted.state,
+            world=conv.world,
         )
     except Exception as exc:
         return _failure(state, "judge", f"the judge failed checking step {index + 1}: {type(exc).__name__}: {exc}")

@@ -23,6 +23,7 @@ from simulator.models import Case, GoldenTurn, JudgingSettings, Persona, Thresho
 from simulator.models.scores import Score
 from simulator.models.transcript import AgentEvent, Transcript
 from simulator.plugins import PluginError, load_plugin, plugins
+from simulator.world import World
 
 if TYPE_CHECKING:
     from simulator.judges.llm_judges import LLMJudge
@@ -61,6 +62,8 @@ class ScoringContext:
     persona: Persona | None = None
     #: The suite's scorers from installed plugins (a case may name more).
     plugin_scorers: Sequence[str] = ()
+    #: The conversation's world as it ended (its seed with the transcript's changes), where the case has one.
+    world: World | None = None
 
 
 @dataclass(frozen=True)

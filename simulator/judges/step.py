@@ -31,6 +31,8 @@ from simulator.judges.evidence import Evidence, overrule_pass
 from simulator.judges.rendering import render_conversation
 from simulator.models import ExpectationSpec
 from simulator.models.transcript import AgentEvent, CheckDetail, StepVerdict, TranscriptEvent
+from simulator.models.world import StateExpectation
+from simulator.world import World
 
 if TYPE_CHECKING:
     from simulator.llm import LLMClient
@@ -78,8 +80,11 @@ class StepJudge:
         replies: list[AgentEvent],
         events: Sequence[TranscriptEvent],
         variables: dict[str, JsonValue],
+        state: StateExpectation | None = None,
+        world: World | None = None,
     ) -> StepVerdict:
-        """Check one step against the conversation so far (``replies`` are the agent's replies in this step)."""
+        """Check one step against the conversation so far (``replies`` are the agent's replies in this step;
+        ``state`` is checked against ``world``, the conversation's world as it is now)."""
         view = ConversationView(
             replies=replies,
             all_replies=[e for e in events if isinstance(e, AgentEvent)],
