@@ -32,12 +32,14 @@ from simulator.loading._schema import SchemaChecker, describe_value, tool_parame
 from simulator.loading._yaml import DataPath, Located, format_path, parse_yaml, read_text
 from simulator.models import (
     AgentConfig,
+    Case,
     HostedEvalsFile,
     Persona,
     PersonaFile,
     Suite,
 )
 from simulator.safety import one_line
+from simulator.world import SeededWorld
 
 _SUITE_KEYS = set(Suite.model_fields)
 
@@ -54,6 +56,16 @@ class LoadedSuite:
     #: The text of each judge prompt override the suite names (``judge_prompts``), read when it was loaded:
     #: a run scores with these texts (kept in its snapshot), never with the files as they are later.
     judge_prompts: dict[str, str] = field(default_factory=dict)
+    #: Each case's seeded world, built at its first conversation and shared read-only by the rest.
+    _worlds: dict[str, SeededWorld | None] = field(default_factory=dict, repr=False, compare=False)
+
+    def world_of(self, case: Case) -> SeededWorld | None:
+        """The case's seeded world: the suite's ``world:`` with the case's laid over it (None: neither has one).
+        Built once per case; every conversation copies it (:meth:`SeededWorld.copy`) and never changes it."""
+        if case.name not in self._worlds:
+            spec = case.world.merged_over(self.suite.world) if case.world is not None else self.suite.world
+            self._worlds[case.name] = SeededWorld(spec) if spec is not None else None
+        return self._worlds[case.name]
 
     @property
     def agent(self) -> AgentConfig | None:
