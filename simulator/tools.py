@@ -32,6 +32,7 @@ What the agent gets as a tool's result (the same for every adapter, for live fun
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -47,7 +48,7 @@ from simulator.code_refs import CodeRefError, resolve_callable
 from simulator.models import ToolDeclaration, ToolFake
 from simulator.models.transcript import ToolCallRecord
 from simulator.plugins import PluginError, load_plugin
-from simulator.world import World, run_operation
+from simulator.world import World, WorldError, apply_changes, run_operation
 
 ToolMode = Literal["test", "live"]
 
@@ -277,7 +278,12 @@ class ToolRouter:
         return record
 
     def replayed(self, record: ToolCallRecord) -> None:
-        """Record a call as a recording holds it (``simulator replay``): nothing is routed, faked or run."""
+        """Record a call as a recording holds it (``simulator replay``): nothing is routed, faked or run; what a
+        world tool's call changed is made again on the conversation's world, so it ends as the recording did."""
+        if self.world is not None and record.world is not None:
+            # A recording made on another seed: its calls are shown, the world keeps what it can.
+            with contextlib.suppress(WorldError):
+                apply_changes(self.world, record.world.changes)
         self.records.append(record)
 
     def _new_record(self, name: str, arguments: dict[str, Any] | str | None, call_id: str | None) -> ToolCallRecord:
