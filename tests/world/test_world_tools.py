@@ -19,8 +19,7 @@ from simulator.models import ToolDeclaration, ToolFake
 from simulator.models.run import RunSettings
 from simulator.models.transcript import ToolCallRecord, Transcript
 from simulator.reports.transcript_text import transcript_lines
-from simulator.runner import find_case, model_roles, run_case
-from simulator.runner._case import final_world
+from simulator.runner import final_world, model_roles, run_case
 from simulator.tools import ToolRouter
 
 AGENT_PY = """\
@@ -130,30 +129,31 @@ def changed(transcript: Transcript) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize(
-    ("tool", "args", "result", "read", "changes"),
+    ("tool", "args", "result", "touched"),
     [
         (
             "find_orders", {"customer": "c1"},
             {"records": [{"id": "1001", "status": "placed"}, {"id": "1002", "status": "shipped"}], "count": 2},
-            ["orders/1001", "orders/1002"], [],
+            (["orders/1001", "orders/1002"], []),
         ),
         ("get_order", {"order_id": "1002"}, {"id": "1002", "customer": "c1", "status": "shipped", "total": 50},
-         ["orders/1002"], []),
+         (["orders/1002"], [])),
         ("cancel_order", {"order_id": "1001"}, {"id": "1001", "customer": "c1", "status": "cancelled", "total": 20},
-         [], [("orders/1001", "update")]),
+         ([], [("orders/1001", "update")])),
         ("cancel_order", {"order_id": "1002"},
-         {"error": "orders/1002 has status=shipped, not placed: nothing was changed"}, ["orders/1002"], []),
+         {"error": "orders/1002 has status=shipped, not placed: nothing was changed"}, (["orders/1002"], [])),
         ("open_ticket", {"order_id": "1001", "text": "late"},
-         {"id": "1", "order": "1001", "text": "late", "status": "open"}, [], [("tickets/1", "insert")]),
+         {"id": "1", "order": "1001", "text": "late", "status": "open"}, ([], [("tickets/1", "insert")])),
         ("forget_card", {"card": "card-a"}, {"deleted": "card-a", "record": {"id": "card-a", "owner": "c1",
-         "blocked": False}}, [], [("cards/card-a", "delete")]),
-        ("refund", {"order_id": "1002"}, {"refunded": 50}, ["orders/1002"], [("orders/1002", "update")]),
-        ("fee", {"order_id": "1002"}, {"fee": 5}, ["orders/1002"], []),
+         "blocked": False}}, ([], [("cards/card-a", "delete")])),
+        ("refund", {"order_id": "1002"}, {"refunded": 50}, (["orders/1002"], [("orders/1002", "update")])),
+        ("fee", {"order_id": "1002"}, {"fee": 5}, (["orders/1002"], [])),
     ],
 )  # fmt: skip
 def test_each_world_tool_answers_from_the_conversations_world(
-    shop: Path, tool: str, args: dict[str, Any], result: Any, read: list[str], changes: list[tuple[str, str]]
+    shop: Path, tool: str, args: dict[str, Any], result: Any, touched: tuple[list[str], list[tuple[str, str]]]
 ) -> None:
+    read, changes = touched
     transcript = converse(shop, tool, **args)
     call = the_call(transcript)
     assert (call.status, call.status_label, call.error, call.result) == ("executed", "executed (world)", None, result)
