@@ -269,8 +269,11 @@ class WorldChecker:
                     continue
                 if isinstance(item, RecordExpectation) and (not item.exists or may_appear):
                     continue
+                fix = (
+                    "fix the id, or use `exists: false` for a record that must not exist"
+                    if isinstance(item, RecordExpectation)
+                    else "fix the id (`unchanged` names a record as it was seeded)"
+                )
                 self.report(
-                    (self.suite_path, (*place, "id")),
-                    f"{item.collection} has no record with id {record_id!r} in the world: fix the id, or use "
-                    "`exists: false` for a record that must not exist",
+                    (self.suite_path, (*place, "id")), f"{item.collection} has no record with id {record_id!r}: {fix}"
                 )
