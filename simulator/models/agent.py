@@ -186,7 +186,7 @@ class AgentBase(StrictModel):
 
     def code_refs(self) -> list[tuple[tuple[str | int, ...], str, str]]:
         """Every piece of code the config names: (key path inside the agent, ``module:attribute``, what it is)."""
-        refs = [
+        refs: list[tuple[tuple[str | int, ...], str, str]] = [
             (("tools", index, "function"), tool.function, "tool function")
             for index, tool in enumerate(self.tools)
             if tool.function is not None
