@@ -169,3 +169,43 @@ def test_a_finished_conversation_read_back_from_its_checkpoint_keeps_its_world(t
     first, again = asyncio.run(go())
     assert logged(first) == [("1", 1), ("2", 2), ("3", 3), ("4", 4)]
     assert again.world == first.world
+
+
+# --- Ray ---
+
+RAY_AGENT_PY = """\
+    import json
+
+    def respond(messages, tools):
+        status = messages[-1]["content"]
+        return json.dumps([tools.call("set_status", order_id="1001", status=status), tools.call("open_ticket",
+                                                                                                 text=status)])
+"""
+
+
+@pytest.mark.ray
+def test_conversations_on_ray_workers_each_change_only_their_own_world(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ray = pytest.importorskip("ray")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "iso_agent.py").write_text(textwrap.dedent(RAY_AGENT_PY), encoding="utf-8")
+    (tmp_path / "suite.yaml").write_text(textwrap.dedent(SUITE_YAML), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LITELLM_OFFLINE_MODE", "true")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        outcome = simulator.run("suite.yaml", db=tmp_path / "runs.db", repeat=3, seed=1, executor="ray")
+    finally:
+        ray.shutdown()
+    assert outcome.record.settings.executor == "ray"
+    results = outcome.results()
+    assert len(results) == 6
+    for stored in results:
+        transcript = stored.result.transcript
+        assert transcript.error is None, transcript.error
+        assert transcript.world is not None
+        said = {"ship": "shipped", "lose": "lost"}[stored.case]
+        assert [(c.label(), c.record or c.fields["status"].after) for c in transcript.world.changes] == [
+            ("orders/1001", said), ("tickets/1", {"text": said}),
+        ]  # fmt: skip
