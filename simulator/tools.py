@@ -11,6 +11,12 @@ plausible result, consistent with the tool's earlier calls in the conversation, 
 :attr:`ToolRouter.simulation_error` tells the engine to end the case as an error: a tool nobody answered is never a
 silent success.
 
+A tool that declares ``world:`` is answered from the conversation's own copy of the case's world (test and live
+mode alike: it touches nothing else), by one declarative operation or by a Python function given the world, and
+recorded as ``executed`` with what it read and changed (shown as ``executed (world)``). A tool fake that matches
+the call still wins in test mode: it is the person's explicit answer. A world tool in a case without a world is
+``failed``, with the reason.
+
 Live mode (``--live``, never the default) runs the Python functions the agent config names (``function:
 module:callable``, looked for beside the suite and the agent file first: :mod:`simulator.code_refs`); a tool
 with ``requires_approval`` is not run: the call is recorded as ``needs_approval`` and the case stops there.
@@ -26,6 +32,7 @@ What the agent gets as a tool's result (the same for every adapter, for live fun
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -41,6 +48,7 @@ from simulator.code_refs import CodeRefError, resolve_callable
 from simulator.models import ToolDeclaration, ToolFake
 from simulator.models.transcript import ToolCallRecord
 from simulator.plugins import PluginError, load_plugin
+from simulator.world import World, WorldError, apply_changes, run_operation
 
 ToolMode = Literal["test", "live"]
 
@@ -97,6 +105,16 @@ class LiveFunction:
 def live_functions(declared: Sequence[ToolDeclaration], folders: Sequence[Path] = ()) -> dict[str, Callable[..., Any]]:
     """The live functions of the tools that name one, by tool name, looked for in ``folders`` first."""
     return {tool.name: LiveFunction(tool.function, folders) for tool in declared if tool.function is not None}
+
+
+def world_functions(declared: Sequence[ToolDeclaration], folders: Sequence[Path] = ()) -> dict[str, Callable[..., Any]]:
+    """The Python functions of the world tools that name one (``world: {function: module:callable}``), by tool
+    name, looked for in ``folders`` first."""
+    return {
+        tool.name: LiveFunction(tool.world.function, folders)
+        for tool in declared
+        if tool.world is not None and tool.world.function is not None
+    }
 
 
 def fake_matches(fake: ToolFake, name: str, arguments: dict[str, Any]) -> bool:
@@ -168,8 +186,15 @@ class ToolRouter:
         functions: dict[str, Callable[..., Any]] | None = None,
         timeout: float | None = None,
         simulator: ToolSimulator | None = None,
+        world: World | None = None,
+        world_functions: dict[str, Callable[..., Any]] | None = None,
     ) -> None:
         self.declared = {tool.name: tool for tool in declared}
+        #: The conversation's own world (None: the case has none); world tools read and change only this.
+        self.world = world
+        self._world_functions = dict(world_functions or {})
+        # A Python world function runs in a worker thread: one call at a time keeps each call's access its own.
+        self._world_lock = asyncio.Lock()
         self.fakes = list(fakes)
         self.mode = mode
         self._functions = dict(functions or {})
@@ -216,8 +241,14 @@ class ToolRouter:
             record.status = "failed"
             record.error = f"the arguments are not valid JSON ({record.arguments_error}): the tool was not run"
         elif self.mode == "test":
-            if not self._answer_from_fakes(record) and self._simulates(record.name):
+            if self._answer_from_fakes(record):
+                pass
+            elif self._is_world_tool(record.name):
+                await self._run_world(record)
+            elif self._simulates(record.name):
                 await self._simulate(record)
+        elif self._is_world_tool(record.name):
+            await self._run_world(record)
         else:
             await self._run_live(record)
         record.duration_ms = (time.perf_counter() - started) * 1000
@@ -247,7 +278,12 @@ class ToolRouter:
         return record
 
     def replayed(self, record: ToolCallRecord) -> None:
-        """Record a call as a recording holds it (``simulator replay``): nothing is routed, faked or run."""
+        """Record a call as a recording holds it (``simulator replay``): nothing is routed, faked or run; what a
+        world tool's call changed is made again on the conversation's world, so it ends as the recording did."""
+        if self.world is not None and record.world is not None:
+            # A recording made on another seed: its calls are shown, the world keeps what it can.
+            with contextlib.suppress(WorldError):
+                apply_changes(self.world, record.world.changes)
         self.records.append(record)
 
     def _new_record(self, name: str, arguments: dict[str, Any] | str | None, call_id: str | None) -> ToolCallRecord:
@@ -322,6 +358,56 @@ class ToolRouter:
             "add a `tool_fakes` entry for it, or run with --live"
         )
         return False
+
+    def _is_world_tool(self, name: str) -> bool:
+        declaration = self.declared.get(name)
+        return declaration is not None and declaration.world is not None
+
+    async def _run_world(self, record: ToolCallRecord) -> None:
+        """Answer a world tool's call from the conversation's world (``executed``, with what it read and changed),
+        or record why it could not run (``failed``)."""
+        operation = self.declared[record.name].world
+        assert operation is not None
+        record.error = None
+        if self.world is None:
+            record.status = "failed"
+            record.error = (
+                f"{record.name} is a world tool, but this case has no world: add `world:` to the suite or the case"
+            )
+            return
+        if operation.function is None:
+            outcome = run_operation(self.world, operation, record.arguments)
+            record.status, record.result, record.world = "executed", outcome.result, outcome.access
+            return
+        function = self._world_functions.get(record.name) or LiveFunction(operation.function)
+        self._world_functions[record.name] = function
+        world = self.world
+        async with self._world_lock:
+            world.begin_access()
+            bound = asyncio.timeout(self.timeout)
+            try:
+                async with bound:
+                    result = await _call_off_the_loop(function, {**record.arguments, "world": world})
+            except TimeoutError as exc:
+                record.status = "failed"
+                record.error = (
+                    f"the world function did not return within {self.timeout:g} s (the agent's `timeout`)"
+                    if bound.expired()
+                    else f"{type(exc).__name__}: {exc}"
+                )
+                return
+            except CodeRefError as exc:
+                record.status, record.error = "failed", str(exc)
+                return
+            except Exception as exc:
+                record.status, record.error = "failed", f"{type(exc).__name__}: {exc}"
+                return
+            finally:
+                # What it changed before failing is kept: the world did change.
+                record.world = world.end_access()
+        record.result, error = json_result(result)
+        record.status = "executed" if error is None else "failed"
+        record.error = error
 
     async def _run_live(self, record: ToolCallRecord) -> None:
         declaration = self.declared.get(record.name)

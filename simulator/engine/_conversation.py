@@ -71,6 +71,8 @@ class ConversationSetup:
     agent_timeout: float | None = None
     #: The case's seeded world (suite and case ``world:`` merged); the conversation works on its own copy.
     world: SeededWorld | None = None
+    #: The Python functions of the agent's world tools, by tool name (``simulator.tools.world_functions``).
+    world_functions: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -94,6 +96,8 @@ class Conversation:
         fakes = [(f"case tool_fakes[{i}]", fake) for i, fake in enumerate(case.tool_fakes)]
         fakes += [(f"suite tool_fakes[{i}]", fake) for i, fake in enumerate(setup.suite_fakes)]
         timeout = setup.agent_timeout or (setup.agent_config.timeout if setup.agent_config else 60.0)
+        # Every conversation its own copy: repeats, personas and concurrent conversations never share changes.
+        world = setup.world.copy() if setup.world is not None else None
         router = ToolRouter(
             declared=declared,
             fakes=fakes,
@@ -102,6 +106,8 @@ class Conversation:
             timeout=timeout,
             # Live mode runs the real tool (or says there is none): a model never plays a tool there.
             simulator=setup.tool_simulator if setup.tool_mode == "test" else None,
+            world=world,
+            world_functions=setup.world_functions,
         )
         tools = ToolHandle(router, asyncio.get_running_loop(), timeout=timeout)
         session: dict[str, JsonValue] = {}
@@ -112,7 +118,6 @@ class Conversation:
                 if declaration.default is not None
             }
         session.update(case.session_parameters)
-        world = setup.world.copy() if setup.world is not None else None
         return cls(setup=setup, router=router, tools=tools, session=session, world=world)
 
     @property

@@ -11,6 +11,7 @@ from simulator.engine._graph import State, applied, compiled_graph, step, turn_n
 from simulator.engine._imports import graph_loaded
 from simulator.llm import metering
 from simulator.models.transcript import AgentEvent, Transcript, utc_now
+from simulator.world import apply_changes
 
 # Graph steps per user turn (one: user, agent and check run as one step) plus the begin/finish steps, with room.
 _STEPS_PER_TURN = 1
@@ -80,6 +81,7 @@ async def simulate(setup: ConversationSetup, *, checkpointer: Any = None, thread
         error=final.get("error"),
         turns=final["turn"],
         usage={role.value: usage for role, usage in meter.by_role.items()},
+        world=conversation.world.trace() if conversation.world is not None else None,
         started_at=final.get("started_at", started),
         finished_at=utc_now(),
     )
@@ -115,19 +117,23 @@ async def _through_graph(
         final: State = await graph.ainvoke(initial, config=config)
         return final
     saved = None if fresh else await graph.aget_state(config)
+    earlier = [
+        call
+        for event in (saved.values.get("events", []) if saved is not None and saved.values else [])
+        if isinstance(event, AgentEvent)
+        for call in event.tool_calls
+    ]
+    if conversation.world is not None:
+        # The world is rebuilt from the seed and what the recorded calls changed: no tool runs again.
+        apply_changes(conversation.world, (change for call in earlier if call.world for change in call.world.changes))
     if saved is not None and saved.values and not saved.next:
         # Finished before a crash, its result not stored yet: the transcript is here, run nothing again.
         done: State = saved.values
         return done
     resume = saved is not None and bool(saved.next)
-    if saved is not None and resume:
+    if resume:
         # Simulated tools answer consistently with the calls made before the crash.
-        conversation.router.remember(
-            call
-            for event in saved.values.get("events", [])
-            if isinstance(event, AgentEvent)
-            for call in event.tool_calls
-        )
+        conversation.router.remember(earlier)
     resumed: State = await graph.ainvoke(None if resume else initial, config=config, durability="sync")
     return resumed
 

@@ -29,15 +29,18 @@ from simulator.loading._limits import ReadProblem, why_not_read
 from simulator.loading._limits import read_text as read_bounded_text
 from simulator.loading._paths import AGENT_FILE_NAMES, PERSONAS_DIR, YAML_SUFFIXES, display_path
 from simulator.loading._schema import SchemaChecker, describe_value, tool_parameter_problems
+from simulator.loading._world import WorldChecker, read_worlds
 from simulator.loading._yaml import DataPath, Located, format_path, parse_yaml, read_text
 from simulator.models import (
     AgentConfig,
+    Case,
     HostedEvalsFile,
     Persona,
     PersonaFile,
     Suite,
 )
 from simulator.safety import one_line
+from simulator.world import SeededWorld
 
 _SUITE_KEYS = set(Suite.model_fields)
 
@@ -54,6 +57,16 @@ class LoadedSuite:
     #: The text of each judge prompt override the suite names (``judge_prompts``), read when it was loaded:
     #: a run scores with these texts (kept in its snapshot), never with the files as they are later.
     judge_prompts: dict[str, str] = field(default_factory=dict)
+    #: Each case's seeded world, built at its first conversation and shared read-only by the rest.
+    _worlds: dict[str, SeededWorld | None] = field(default_factory=dict, repr=False, compare=False)
+
+    def world_of(self, case: Case) -> SeededWorld | None:
+        """The case's seeded world: the suite's ``world:`` with the case's laid over it (None: neither has one).
+        Built once per case; every conversation copies it (:meth:`SeededWorld.copy`) and never changes it."""
+        if case.name not in self._worlds:
+            spec = case.world.merged_over(self.suite.world) if case.world is not None else self.suite.world
+            self._worlds[case.name] = SeededWorld(spec) if spec is not None else None
+        return self._worlds[case.name]
 
     @property
     def agent(self) -> AgentConfig | None:
@@ -392,6 +405,9 @@ class Loader:
         else:
             suite = self._validate(path, located, "suite", Suite)
             cases_key = "cases"
+        worlds_read = True
+        if suite is not None:
+            suite, worlds_read = read_worlds(path, located, suite, cases_key, self.errors)
         if not isinstance(data, dict):
             return None
         parts = _SuiteParts.of(suite) if suite is not None else _SuiteParts.salvage(data, cases_key)
@@ -408,6 +424,8 @@ class Loader:
         _CrossCheck(self.errors, path, located, parts, cases_key, agent, agent_path, personas, personas_dir).run()
         if suite is None:
             return None
+        if worlds_read:
+            self._check_worlds(path, located, suite, cases_key, agent, agent_path)
         suite = suite.model_copy(update={"agent": agent})
         prompts = self._judge_prompts(path, located, suite)
         return LoadedSuite(
@@ -418,6 +436,38 @@ class Loader:
             hosted_format=hosted,
             judge_prompts=prompts,
         )
+
+    def _check_worlds(  # noqa: PLR0917 - one private call site
+        self,
+        path: Path,
+        located: Located,
+        suite: Suite,
+        cases_key: str,
+        agent: AgentConfig | None,
+        agent_path: Path | None,
+    ) -> None:
+        """The suite's world against its world tools and ``expect_state``, each problem at its key."""
+        documents = {path: located}
+        inline = agent_path is None or agent_path.resolve() == path
+        if not inline:
+            assert agent_path is not None
+            document = self._agent_documents.get(agent_path.resolve())
+            if document is not None:
+                documents[agent_path.resolve()] = document
+
+        def tool_place(where: DataPath) -> tuple[Path, DataPath]:
+            if inline or agent_path is None or agent_path.resolve() not in documents:
+                return path, ("agent", *where) if inline else ()
+            return agent_path.resolve(), where
+
+        def report(place: tuple[Path, DataPath], message: str) -> None:
+            file, where = place
+            position = documents[file].position(where)
+            error = ConfigError(file, position.line, position.column, format_path(where), message)
+            if error not in self.errors:  # an agent file shared by suites is checked once per suite
+                self.errors.append(error)
+
+        WorldChecker(suite, cases_key, agent, tool_place, path, report).run()
 
     def _judge_prompts(self, path: Path, located: Located | None, suite: Suite) -> dict[str, str]:
         """The text of every judge prompt override, read now (bounded like every file a user gives); a file

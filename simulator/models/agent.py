@@ -186,11 +186,17 @@ class AgentBase(StrictModel):
 
     def code_refs(self) -> list[tuple[tuple[str | int, ...], str, str]]:
         """Every piece of code the config names: (key path inside the agent, ``module:attribute``, what it is)."""
-        return [
+        refs: list[tuple[tuple[str | int, ...], str, str]] = [
             (("tools", index, "function"), tool.function, "tool function")
             for index, tool in enumerate(self.tools)
             if tool.function is not None
         ]
+        refs += [
+            (("tools", index, "world", "function"), tool.world.function, "world function")
+            for index, tool in enumerate(self.tools)
+            if tool.world is not None and tool.world.function is not None
+        ]
+        return refs
 
     def reaches(self) -> tuple[str, str]:
         """What running a conversation with this agent executes or contacts: the agent, and what happens to it."""

@@ -73,6 +73,11 @@ class ToolCallRecord(DataModel):
     )
 
     @property
+    def status_label(self) -> str:
+        """The status as reports show it: ``executed (world)`` for a world tool's call, else the status."""
+        return f"{self.status} (world)" if self.world is not None and self.status == "executed" else self.status
+
+    @property
     def result_text(self) -> str:
         """The result as the agent got it (:func:`tool_content`)."""
         return tool_content(self.result)

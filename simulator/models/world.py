@@ -10,6 +10,7 @@ world the conversation left, deterministically, with a field-by-field diff as it
 from __future__ import annotations
 
 import builtins
+import json
 import re
 from typing import Annotated, Any, Literal
 
@@ -319,6 +320,31 @@ class WorldAccess(DataModel):
 
     read: list[str] = Field(default_factory=list, description="Records read, as collection/id.")
     changes: list[WorldChange] = Field(default_factory=list)
+
+    def summary(self) -> str:
+        """What the call read and changed, in one line: ``read orders/1001; changed orders/1001 (status: placed ->
+        cancelled)``; empty when it touched nothing."""
+        parts = [f"read {', '.join(self.read)}"] if self.read else []
+        changed = [_change_text(change) for change in self.changes]
+        if changed:
+            parts.append(f"changed {', '.join(changed)}")
+        return "; ".join(parts)
+
+
+def _change_text(change: WorldChange) -> str:
+    if change.action != "update":
+        return f"{change.label()} ({'inserted' if change.action == 'insert' else 'deleted'})"
+    fields = ", ".join(
+        f"{key}: {'(none)' if field.before_absent else _short(field.before)} -> "
+        f"{'(removed)' if field.after_absent else _short(field.after)}"
+        for key, field in change.fields.items()
+    )
+    return f"{change.label()} ({fields})"
+
+
+def _short(value: JsonValue) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class WorldTrace(DataModel):

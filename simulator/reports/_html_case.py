@@ -167,7 +167,7 @@ def _golden(turns: Sequence[GoldenTurnRecord], scores: Sequence[Score]) -> str:
 
 
 def _tool(call: ToolCallRecord) -> str:
-    status = _TOOL_STATUS.get(call.status, call.status)
+    status = _TOOL_STATUS.get(call.status, call.status) if call.world is None else call.status_label
     arguments = (
         f"<span class='bad'>invalid arguments: {_e(call.arguments_error)}</span>"
         if call.arguments_error
@@ -180,6 +180,8 @@ def _tool(call: ToolCallRecord) -> str:
         extra.append(f"by {call.fake}")
     if call.simulated_by and call.status == "simulated":
         extra.append(f"played by the {call.simulated_by}; the tool did not run")
+    if call.world is not None and call.world.summary():
+        extra.append(f"world: {call.world.summary()}")
     if call.duration_ms:
         extra.append(f"{call.duration_ms:.0f} ms")
     extra_html = f" <span class='muted'>({_e(', '.join(extra))})</span>" if extra else ""

@@ -471,7 +471,7 @@ def _scores_not_passed(scores: Sequence[Score]) -> list[str]:
 
 def _tool_line(call: ToolCallRecord) -> list[str]:
     arguments = call.arguments_error or _json(call.arguments)
-    status = _TOOL_STATUS[call.status]
+    status = _TOOL_STATUS[call.status] if call.world is None else escape(call.status_label)
     if call.fake and call.status == "faked":
         status += f" by {escape(call.fake)}"
     if call.simulated_by and call.status == "simulated":
@@ -482,7 +482,8 @@ def _tool_line(call: ToolCallRecord) -> list[str]:
     answer = call.error if call.error else (None if call.result is None else call.result_text)
     if answer is not None:
         line += f" → {escape(redacted_and_shortened(answer, _TOOL_RESULT_MAX))}"
-    return [line]
+    touched = call.world.summary() if call.world is not None else ""
+    return [line, f"  - world: {escape(redacted_and_shortened(touched, _TOOL_RESULT_MAX))}"] if touched else [line]
 
 
 def _finding_line(finding: FidelityFinding) -> str:

@@ -79,7 +79,9 @@ def _tool_line(call: ToolCallRecord) -> Line:
     style: Style = "tool" if call.answered else "tool_warning"
     by = call.fake or (call.simulated_by if call.status == "simulated" else None)
     source = f" by {by}" if by else ""
-    return Line(style, f"      tool {call.name}({arguments}) [{call.status}{source}] → {answer}")
+    touched = call.world.summary() if call.world is not None else ""
+    world = f" ({touched})" if touched else ""
+    return Line(style, f"      tool {call.name}({arguments}) [{call.status_label}{source}] → {answer}{world}")
 
 
 def _outcome_line(step: StepOutcome, kind: str) -> Line:

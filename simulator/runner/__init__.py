@@ -36,6 +36,7 @@ from simulator.runner._api import (
 )
 from simulator.runner._case import (
     check_environment,
+    final_world,
     find_case,
     load_prompt_overrides,
     model_roles,
@@ -79,6 +80,7 @@ __all__ = [
     "combine",
     "decide_outcome",
     "delete_run",
+    "final_world",
     "find_case",
     "get_run",
     "load_prompt_overrides",

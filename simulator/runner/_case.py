@@ -28,8 +28,9 @@ from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
 from simulator.plugins import load_plugin
 from simulator.simulated_tools import LLMToolSimulator
-from simulator.tools import ToolSimulator, live_functions
+from simulator.tools import ToolSimulator, live_functions, world_functions
 from simulator.user import LLMUser, ScriptedUser, SimulatedUser
+from simulator.world import World, apply_changes
 
 
 def model_roles(loaded: LoadedSuite, options: RunSettings) -> ModelRoles:
@@ -362,6 +363,8 @@ async def run_case(
         suite_fakes=loaded.suite.tool_fakes,
         tool_mode="live" if options.live else "test",
         tool_functions=live_functions(agent_config.tools, loaded.code_folders),
+        world=loaded.world_of(case),
+        world_functions=world_functions(agent_config.tools, loaded.code_folders),
         tool_simulator=tool_simulator(loaded, options, llm),
         seed=options.seed,
         language=loaded.suite.language,
@@ -372,6 +375,17 @@ async def run_case(
     if playback is not None:
         transcript = transcript.model_copy(update={"replay": playback.mark()})
     return transcript
+
+
+def final_world(loaded: LoadedSuite, case: Case, transcript: Transcript) -> World | None:
+    """The world the conversation left: the case's seed with the transcript's net diff made again (None: the case
+    has no world, or the transcript was recorded on another seed, whose changes cannot be laid on this one)."""
+    seed = loaded.world_of(case)
+    if seed is None or transcript.world is None or transcript.world.digest != seed.digest:
+        return None
+    world = seed.copy()
+    apply_changes(world, transcript.world.changes)
+    return world
 
 
 def _setup_failure(case: Case, persona: Persona | None, options: RunSettings, message: str) -> Transcript:
@@ -442,6 +456,7 @@ async def score_case(
         judging=loaded.suite.judging,
         plugin_scorers=tuple(loaded.suite.scorers),
         persona=persona,
+        world=final_world(loaded, case, transcript),
     )
     with metering() as meter:
         scores = await score_transcript(case, transcript, context, judge)
