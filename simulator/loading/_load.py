@@ -29,7 +29,7 @@ from simulator.loading._limits import ReadProblem, why_not_read
 from simulator.loading._limits import read_text as read_bounded_text
 from simulator.loading._paths import AGENT_FILE_NAMES, PERSONAS_DIR, YAML_SUFFIXES, display_path
 from simulator.loading._schema import SchemaChecker, describe_value, tool_parameter_problems
-from simulator.loading._world import WorldChecker, read_worlds
+from simulator.loading._world import WorldChecker, read_worlds, world_files
 from simulator.loading._yaml import DataPath, Located, format_path, parse_yaml, read_text
 from simulator.models import (
     AgentConfig,
@@ -611,6 +611,7 @@ def validate_paths(paths: Iterable[str | Path]) -> ValidationReport:
     files, errors = collect_yaml_files(paths, report.skipped)
     loader.errors.extend(errors)
     report.files = files
+    unknown: list[Path] = []
     for path in files:
         located = loader._read(path)
         if located is None:
@@ -633,16 +634,23 @@ def validate_paths(paths: Iterable[str | Path]) -> ValidationReport:
                 # A collection outside personas/ is checked on its own; suites only see personas/ folders.
                 report.personas.update({p.name: p for p, _, _ in loader._load_persona_file(path)})
         else:
-            loader.errors.append(
-                ConfigError(
-                    path,
-                    1,
-                    1,
-                    "(root)",
-                    "cannot tell what this file holds: a suite has `cases:`, a hosted evals file `evals:`, an agent "
-                    f"file is named agent.yaml, and a persona file lies in a {PERSONAS_DIR}/ folder",
-                )
+            unknown.append(path)
+    # A world file a suite names (`world: world.yaml`) was read, and checked, as that suite's world.
+    worlds = {file for loaded in report.suites for file in world_files(loaded.path, loaded.suite)}
+    for path in unknown:
+        if path.resolve() in worlds:
+            continue
+        loader.errors.append(
+            ConfigError(
+                path,
+                1,
+                1,
+                "(root)",
+                "cannot tell what this file holds: a suite has `cases:`, a hosted evals file `evals:`, an agent "
+                f"file is named agent.yaml, a persona file lies in a {PERSONAS_DIR}/ folder, and a world file is "
+                "named by a suite's `world:`",
             )
+        )
     loader.check_unused_agent_code(report.agents)
     report.errors = sorted(_unique(loader.errors), key=ConfigError.sort_key)
     return report

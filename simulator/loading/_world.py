@@ -57,6 +57,13 @@ def read_worlds(
     return (suite.model_copy(update=update) if update else suite), not reader.failed
 
 
+def world_files(path: Path, suite: Suite) -> set[Path]:
+    """The world files the suite at ``path`` names (its own and its cases'), resolved."""
+    specs = [suite.world, *(case.world for case in suite.cases)]
+    folder = path.parent.resolve()
+    return {(folder / spec.file).resolve() for spec in specs if spec is not None and spec.file is not None}
+
+
 class _WorldReader:
     def __init__(self, path: Path, located: Located, errors: list[ConfigError]) -> None:
         self.path = path

@@ -91,7 +91,7 @@ OK_SUITE = y("""\
 
 CANNOT_TELL = (
     "cannot tell what this file holds: a suite has `cases:`, a hosted evals file `evals:`, an agent file is named "
-    "agent.yaml, and a persona file lies in a personas/ folder"
+    "agent.yaml, a persona file lies in a personas/ folder, and a world file is named by a suite's `world:`"
 )
 SUITE_KEYS = (
     "name, description, language, agent, models, thresholds, judging, personas, scorers, repeats, seed, tool_fakes, "

@@ -195,3 +195,19 @@ def test_the_file_is_read_into_the_suite_and_a_case_world_is_laid_over_it(tmp_pa
     assert plain.collections == loaded.suite.world.collections
     assert own.collections == {"orders": {}, "cards": {"7": {"blocked": False}}}
     assert loaded.world_of(loaded.suite.cases[0]) is plain  # built once per case, shared by its conversations
+
+
+def test_a_yaml_world_file_beside_the_suite_is_read_as_its_world_not_reported_as_unknown(tmp_path: Path) -> None:
+    (tmp_path / "suite.yaml").write_text(
+        "name: s\nagent: {type: python, callable: 'simulator.demo.shop:respond'}\nworld: world.yaml\n"
+        "cases:\n  - {name: c, kind: scenario, goal: g}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "world.yaml").write_text("orders:\n  1001: {status: placed}\n", encoding="utf-8")
+    (tmp_path / "stray.yaml").write_text("orders:\n  1001: {status: placed}\n", encoding="utf-8")
+    report = validate_paths([tmp_path])
+    assert [(Path(error.file).name, error.message.split(":")[0]) for error in report.errors] == [
+        ("stray.yaml", "cannot tell what this file holds")
+    ]
+    assert report.suites[0].suite.world is not None
+    assert report.suites[0].suite.world.collections == {"orders": {"1001": {"status": "placed"}}}
