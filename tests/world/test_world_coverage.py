@@ -241,7 +241,7 @@ def test_every_view_shows_the_world_and_a_run_without_one_shows_none() -> None:
     plain = SUITE.model_copy(
         update={"world": None, "cases": [c.model_copy(update={"world": None}) for c in SUITE.cases]}
     )
-    bare, bare_results = world_run(plain)
+    bare, _ = world_run(plain)
     coverage = run_coverage(bare, [_stored(bare, "vip", 0, [], [])])
     assert "world" not in coverage.ratios()
     assert "world" not in coverage.model_dump(mode="json")
