@@ -32,11 +32,13 @@ from simulator.models.coverage import (
     RunCoverage,
     StepReach,
     ToolUse,
+    WorldCollectionUse,
 )
 from simulator.models.run import RunRecord, StoredResult
 from simulator.models.scores import Outcome
 from simulator.models.states import not_judged
 from simulator.models.transcript import CheckEvent, StepStatus, Transcript
+from simulator.models.world import StateExpectation, WorldChange, WorldOperation, WorldSpec
 from simulator.safety import redacted_and_shortened
 
 __all__ = ["CoverageBuilder", "run_coverage"]
@@ -107,6 +109,7 @@ class CoverageBuilder:
                 self._personas.setdefault(name, []).append(index)
         self._calls: dict[str, int] = {}
         self._played: dict[str, int] = {}
+        self._world = _WorldTally(record, self._cases)
 
     def add(self, stored: StoredResult) -> None:
         """Count one stored conversation."""
@@ -119,6 +122,7 @@ class CoverageBuilder:
         transcript = stored.result.transcript
         for call in transcript.tool_calls():
             self._calls[call.name] = self._calls.get(call.name, 0) + 1
+        self._world.add(stored.suite, transcript)
         tally = self._cases.get((stored.suite, stored.case))
         if tally is None:
             return
@@ -171,7 +175,12 @@ class CoverageBuilder:
             PersonaUse(name=name, suites=suites, conversations=self._played.get(name, 0))
             for name, suites in sorted(self._personas.items())
         ]
+        world = self._world.build()
         return RunCoverage(
+            world_ratio=CoverageRatio(
+                covered=sum(1 for c in world if c.seeded and c.touched), total=sum(1 for c in world if c.seeded)
+            ),
+            world=world,
             cells_ratio=CoverageRatio(covered=sum(1 for c in cells if c.runs), total=len(cells)),
             steps_ratio=CoverageRatio(covered=sum(1 for s in steps if s.reached), total=len(steps)),
             tools_ratio=CoverageRatio(covered=sum(1 for t in tools if t.calls), total=len(tools)),
@@ -192,6 +201,135 @@ def run_coverage(record: RunRecord, results: Iterable[StoredResult]) -> RunCover
     for stored in results:
         builder.add(stored)
     return builder.build()
+
+
+# -- the worlds: collections read, changed and checked ----------------------------------------------------------
+
+
+@dataclass
+class _CollectionTally:
+    """What the builder keeps for one collection: sets bounded by the world's records and fields (each
+    conversation has its own copy, so the ids it reads or writes are the seed's or the few it inserts)."""
+
+    suites: set[int] = field(default_factory=set)
+    seeded: set[str] = field(default_factory=set)
+    is_seeded: bool = False
+    fields: set[str] = field(default_factory=set)
+    conversations: int = 0
+    read: set[str] = field(default_factory=set)
+    changed: set[str] = field(default_factory=set)
+    fields_read: set[str] = field(default_factory=set)
+    all_fields_read: bool = False
+    fields_changed: set[str] = field(default_factory=set)
+    checked: bool = False
+    fields_checked: set[str] = field(default_factory=set)
+
+
+class _WorldTally:
+    """The world part of a run's coverage: the planned cases' worlds and state checks, then what each
+    conversation's world tools read and changed."""
+
+    def __init__(self, record: RunRecord, cases: dict[tuple[int, str], _CaseTally]) -> None:
+        self._collections: dict[str, _CollectionTally] = {}
+        #: Per suite, its agent's declarative world operations by tool name (what a read of theirs returns).
+        self._operations: dict[int, dict[str, WorldOperation]] = {}
+        seen: set[int] = set()
+        for (suite, _), tally in cases.items():
+            world = _world_of(record, suite, tally.case)
+            if world is None:
+                continue
+            if id(world) not in seen:  # a suite's world shared by its cases is read once
+                seen.add(id(world))
+                for name, records in world.collections.items():
+                    collection = self._collection(name)
+                    collection.is_seeded = True
+                    collection.seeded.update(records)
+                    for fields in records.values():
+                        collection.fields.update(fields)
+            for name in world.collections:
+                self._collection(name).suites.add(suite)
+            for expectation in _state_expectations(tally.case):
+                self._checked(expectation, world)
+        for index, snapshot in enumerate(record.snapshot):
+            agent = snapshot.suite.agent
+            tools = [] if agent is None or isinstance(agent, str) else agent.tools
+            self._operations[index] = {tool.name: tool.world for tool in tools if tool.world is not None}
+
+    def _collection(self, name: str) -> _CollectionTally:
+        return self._collections.setdefault(name, _CollectionTally())
+
+    def _checked(self, expectation: StateExpectation, world: WorldSpec) -> None:
+        for item in expectation.records:
+            self._collection(item.collection).fields_checked.update([*item.fields, *(item.where or {})])
+        for unchanged in expectation.unchanged:
+            self._collection(unchanged.collection).fields_checked.update(unchanged.fields or [])
+        for count in expectation.counts:
+            self._collection(count.collection).fields_checked.update(count.where or {})
+        named = expectation.collections() | (set(world.collections) if expectation.nothing_else_changed else set())
+        for name in named:
+            self._collection(name).checked = True
+
+    def add(self, suite: int, transcript: Transcript) -> None:
+        """Count what one conversation's world tools read and changed, and the net diff it left."""
+        operations = self._operations.get(suite, {})
+        touched: set[str] = set()
+        for call in transcript.tool_calls():
+            if call.world is None:
+                continue
+            operation = operations.get(call.name)
+            for label in call.world.read:
+                name, _, record_id = label.partition("/")
+                collection = self._collection(name)
+                collection.read.add(record_id)
+                projected = operation.fields if operation is not None and operation.collection == name else None
+                if projected:
+                    collection.fields_read.update(projected)
+                else:  # a read without `fields:` (or a Python tool's) returns the whole record
+                    collection.all_fields_read = True
+                touched.add(name)
+            for change in call.world.changes:
+                touched.add(self._changed(change))
+        for change in transcript.world.changes if transcript.world is not None else []:
+            touched.add(self._changed(change))
+        for name in touched:
+            self._collections[name].conversations += 1
+
+    def _changed(self, change: WorldChange) -> str:
+        collection = self._collection(change.collection)
+        collection.changed.add(change.id)
+        written = list(change.fields) if change.action == "update" else list(change.record or {})
+        if change.action != "delete":
+            collection.fields_changed.update(written)
+            collection.fields.update(written)
+        return change.collection
+
+    def build(self) -> list[WorldCollectionUse]:
+        """The collections, seeded ones first, each group by name."""
+        ordered = sorted(self._collections.items(), key=lambda item: (not item[1].is_seeded, item[0]))
+        return [
+            WorldCollectionUse(
+                name=name, suites=sorted(c.suites), seeded=c.is_seeded, records=len(c.seeded),
+                fields=sorted(c.fields), conversations=c.conversations, read=len(c.read), changed=len(c.changed),
+                fields_read=sorted(c.fields if c.all_fields_read else c.fields_read & c.fields),
+                fields_changed=sorted(c.fields_changed), checked=c.checked, fields_checked=sorted(c.fields_checked),
+            )
+            for name, c in ordered
+        ]  # fmt: skip
+
+
+def _world_of(record: RunRecord, suite: int, case: Case) -> WorldSpec | None:
+    """The world a case's conversations start from: its own collections laid over its suite's."""
+    base = record.snapshot[suite].suite.world if 0 <= suite < len(record.snapshot) else None
+    return case.world.merged_over(base) if case.world is not None else base
+
+
+def _state_expectations(case: Case) -> Iterable[StateExpectation]:
+    """The case's ``expect_state`` and its steps' (a simulation's)."""
+    if case.expect_state is not None:
+        yield case.expect_state
+    for step in getattr(case, "steps", None) or []:
+        if step.expect_state is not None:
+            yield step.expect_state
 
 
 # -- the planned cases: their steps and expectations -------------------------------------------------------------

@@ -121,8 +121,9 @@ def run_coverage(
 ) -> RunCoverageReport:
     """What a stored run exercised of what its suites declare. The percentage is the mean of: cases x personas
     run / planned, steps reached at least once / steps, declared tools called / declared, expectations evaluated
-    at least once / written. Stored with the run's summary; computed here, a few results at a time, for a run
-    stored without it. ``fail_under`` (a percentage, 0-100, checked first) is the bar its ``below`` compares with."""
+    at least once / written, world collections read or changed / seeded (with a world). Stored with the run's
+    summary; computed here, a few results at a time, for a run stored without it. ``fail_under`` (a percentage,
+    0-100, checked first) is the bar its ``below`` compares with."""
     from simulator.metrics import summarized
     from simulator.models.ranges import check_number
 

@@ -78,9 +78,11 @@ def coverage(
     ] = None,
 ) -> None:
     """What a run exercised of what its suites declare: the coverage percentage, the persona x case matrix,
-    how often each simulation step was reached, tools never called, personas never used and expectations
-    never evaluated. The percentage is the mean of: cases x personas run / planned, steps reached at least
-    once / steps, declared tools called / declared, expectations evaluated at least once / written."""
+    how often each simulation step was reached, tools never called, personas never used, expectations
+    never evaluated and, with a world, the records and fields read, changed and checked per collection. The
+    percentage is the mean of: cases x personas run / planned, steps reached at least once / steps, declared
+    tools called / declared, expectations evaluated at least once / written, world collections read or changed
+    / seeded (with a world)."""
     skipped: list[Unreadable] = []
     measured = simulator.run_coverage(run_ref, fail_under=fail_under_coverage, db=db, skipped=skipped)
     _print_unreadable(skipped)

@@ -11,7 +11,9 @@ there. Five views:
 * the tools the agent declares, with how often each was called (:class:`ToolUse`);
 * the personas available to the run's suites, with how often each was played (:class:`PersonaUse`);
 * every expectation written in a case (case expectations, step checks and success criteria, golden turn
-  expectations), with how often it was evaluated (:class:`ExpectationUse`).
+  expectations), with how often it was evaluated (:class:`ExpectationUse`);
+* the collections of the run's seeded worlds, with the records and fields its conversations read and changed
+  and the fields ``expect_state`` checks (:class:`WorldCollectionUse`), for runs whose suites declare a world.
 
 The single figure for gating is :attr:`RunCoverage.percent`, the mean of the :class:`CoverageRatio` figures a
 run has (see its docstring for the exact definition).
@@ -117,15 +119,52 @@ class ExpectationUse(DataModel):
     reason: str | None = None
 
 
+class WorldCollectionUse(DataModel):
+    """A collection of the run's seeded worlds (or one a conversation created), over every conversation.
+
+    ``records`` counts the records seeded (distinct ids over the worlds of the run's cases), ``fields`` the fields
+    its records have (seeded, or written by a conversation). ``read`` and ``changed`` count distinct records that
+    world tools read (``WorldAccess.read``) and changed (inserted, updated, deleted); ``fields_read`` are the
+    fields those reads returned (a read without ``fields:`` returns them all), ``fields_changed`` those an update
+    set or an insert wrote. ``checked`` says whether an ``expect_state`` of a planned case looks at the collection
+    (by name, or through ``nothing_else_changed``), ``fields_checked`` the fields it names.
+    """
+
+    name: str
+    suites: list[int] = Field(default_factory=list)
+    seeded: bool = Field(default=True, description="False: no world of the run seeds it (a conversation created it).")
+    records: int = 0
+    fields: list[str] = Field(default_factory=list)
+    conversations: int = Field(default=0, description="Conversations that read or changed a record of it.")
+    read: int = 0
+    changed: int = 0
+    fields_read: list[str] = Field(default_factory=list)
+    fields_changed: list[str] = Field(default_factory=list)
+    checked: bool = False
+    fields_checked: list[str] = Field(default_factory=list)
+
+    @property
+    def touched(self) -> bool:
+        """Whether any conversation read or changed a record of it."""
+        return self.conversations > 0
+
+    def untouched_fields(self) -> list[str]:
+        """Fields of its records no conversation read or changed."""
+        seen = {*self.fields_read, *self.fields_changed}
+        return [name for name in self.fields if name not in seen]
+
+
 class RunCoverage(DataModel):
     """What a run exercised of what its suites declare (see the module docstring), with one percentage.
 
-    ``percent`` is the mean, in %, of those of the four ratios whose total is not 0 (None when none has one):
+    ``percent`` is the mean, in %, of those of the ratios whose total is not 0 (None when none has one):
 
     * ``cells``: (case, persona) pairs with at least one finished conversation / pairs planned;
     * ``steps``: simulation steps reached at least once / simulation steps of the planned cases;
     * ``tools``: declared tools called at least once / tools the run's agents declare;
-    * ``expectations``: expectations evaluated at least once / expectations written in the planned cases.
+    * ``expectations``: expectations evaluated at least once / expectations written in the planned cases;
+    * ``world``: collections of the planned cases' seeded worlds read or changed at least once / those collections
+      (only in runs with a world).
 
     Personas never played are listed (``personas``) but not counted: which personas a run plays is chosen
     with ``--persona``.
@@ -142,6 +181,13 @@ class RunCoverage(DataModel):
     tools: list[ToolUse] = Field(default_factory=list, description="Declared tools, by name.")
     personas: list[PersonaUse] = Field(default_factory=list, description="Available personas, by name.")
     expectations: list[ExpectationUse] = Field(default_factory=list, description="Expectations, in case order.")
+    # Left out when the run has no world, so a run without one stores and shows what it did before.
+    world_ratio: CoverageRatio = Field(default_factory=CoverageRatio, exclude_if=lambda ratio: not ratio.total)
+    world: list[WorldCollectionUse] = Field(
+        default_factory=list,
+        description="Collections of the run's worlds, by name (seeded ones, then those conversations created).",
+        exclude_if=lambda collections: not collections,
+    )
 
     @model_validator(mode="after")
     def _derived(self) -> RunCoverage:
@@ -151,13 +197,16 @@ class RunCoverage(DataModel):
         return self
 
     def ratios(self) -> dict[str, CoverageRatio]:
-        """The four ratios by name, in the order the percentage lists them."""
-        return {
+        """The ratios by name, in the order the percentage lists them (``world`` only in a run with a world)."""
+        ratios = {
             "cells": self.cells_ratio,
             "steps": self.steps_ratio,
             "tools": self.tools_ratio,
             "expectations": self.expectations_ratio,
         }
+        if self.world_ratio.total:
+            ratios["world"] = self.world_ratio
+        return ratios
 
     def unreached_steps(self) -> list[StepReach]:
         """Steps no conversation reached."""
@@ -178,3 +227,12 @@ class RunCoverage(DataModel):
     def cells_not_run(self) -> list[CoverageCell]:
         """Planned (case, persona) pairs with no finished conversation."""
         return [cell for cell in self.cells if cell.runs == 0]
+
+    def untouched_collections(self) -> list[WorldCollectionUse]:
+        """Seeded collections no conversation read or changed."""
+        return [collection for collection in self.world if collection.seeded and not collection.touched]
+
+    def untouched_fields(self) -> list[tuple[WorldCollectionUse, list[str]]]:
+        """Per collection some conversation touched, the fields of its records none read or changed."""
+        found = [(collection, collection.untouched_fields()) for collection in self.world if collection.touched]
+        return [(collection, fields) for collection, fields in found if fields]

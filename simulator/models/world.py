@@ -162,7 +162,7 @@ class WorldOperation(StrictModel):
 class RecordExpectation(StrictModel):
     """A record the world must hold at the end (or must not, with ``exists: false``), found by ``id`` or ``where``."""
 
-    collection: CollectionName
+    collection: CollectionName = Field(description="The collection the record is in.")
     id: IdRef | None = Field(default=None, description="The record's id.")
     where: dict[str, JsonValue] | None = Field(
         default=None,
@@ -193,7 +193,7 @@ class RecordExpectation(StrictModel):
 class UnchangedExpectation(StrictModel):
     """Something that must be as it was seeded: a whole collection, one record, or some fields of one record."""
 
-    collection: CollectionName
+    collection: CollectionName = Field(description="The collection that must be as seeded (or holds the record).")
     id: IdRef | None = Field(default=None, description="One record (unset: the whole collection).")
     fields: list[str] | None = Field(default=None, description="Only these fields of the record (unset: all).")
 
@@ -214,7 +214,7 @@ class UnchangedExpectation(StrictModel):
 class CountExpectation(StrictModel):
     """How many records of a collection (matching ``where``) the world must hold at the end."""
 
-    collection: CollectionName
+    collection: CollectionName = Field(description="The collection whose records are counted.")
     where: dict[str, JsonValue] | None = Field(default=None, description="Count only the records with these fields.")
     count: int = Field(ge=0, description="The number of records.")
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from simulator.models.coverage import CoverageCell, ExpectationUse, RunCoverage, StepReach
+from simulator.models.coverage import CoverageCell, ExpectationUse, RunCoverage, StepReach, WorldCollectionUse
 from simulator.models.run import RunRecord
 
 __all__ = [
     "GAPS_SHOWN",
     "NO_PERSONA",
+    "WORLD_HEADER",
     "CoverageMatrix",
     "coverage_headline",
     "coverage_matrix",
@@ -26,6 +27,7 @@ __all__ = [
     "gap_sections",
     "percent_text",
     "step_text",
+    "world_row",
 ]
 
 #: How many items of each gap the compact view lists before it counts the rest.
@@ -60,6 +62,30 @@ def step_text(record: RunRecord, step: StepReach) -> str:
 def expectation_text(record: RunRecord, expectation: ExpectationUse) -> str:
     """``case › where: label``."""
     return f"{_case_title(record, expectation.suite, expectation.case)} › {expectation.where}: {expectation.label}"
+
+
+#: The columns of the world table (one row per collection, :func:`world_row`).
+WORLD_HEADER = [
+    "collection", "records", "read", "changed", "conversations", "fields changed", "fields checked", "never touched"
+]  # fmt: skip
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names) if names else "-"
+
+
+def world_row(collection: WorldCollectionUse) -> list[str]:
+    """One collection as the world table shows it: its name (``(created)`` when no world seeds it), the records
+    seeded, read and changed, the conversations that touched it, the fields changed, the fields ``expect_state``
+    checks (``whole`` when it checks the collection but names no field, ``-`` when nothing checks it), and the
+    fields no conversation read or changed (``all`` for a collection never touched)."""
+    checked = _names(collection.fields_checked) if collection.fields_checked else "whole" if collection.checked else "-"
+    untouched = _names(collection.untouched_fields()) if collection.touched else "all"
+    return [
+        collection.name if collection.seeded else f"{collection.name} (created)",
+        str(collection.records), str(collection.read), str(collection.changed), str(collection.conversations),
+        _names(collection.fields_changed), checked, untouched,
+    ]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -101,6 +127,8 @@ def gap_sections(record: RunRecord, coverage: RunCoverage, *, reasons: bool = Tr
             f"{expectation_text(record, e)} ({e.reason})" if reasons else expectation_text(record, e)
             for e in coverage.unevaluated_expectations()
         ]),
+        ("world collections never touched", [c.name for c in coverage.untouched_collections()]),
+        ("world fields never touched", [f"{c.name}: {', '.join(fields)}" for c, fields in coverage.untouched_fields()]),
     ]  # fmt: skip
     return [(heading, items) for heading, items in sections if items]
 
@@ -109,7 +137,7 @@ def coverage_summary_lines(record: RunRecord, coverage: RunCoverage, command: st
     """The compact view printed after a run: the headline, then each gap with at most :data:`GAPS_SHOWN`
     items and how many more, then ``command`` (the one that prints the whole view) when anything was left
     out. When every expectation left out has the same reason, it is said once with its count. At most
-    3 + 5 x (1 + GAPS_SHOWN) lines whatever the run's size."""
+    3 + 7 x (1 + GAPS_SHOWN) lines whatever the run's size."""
     lines = [coverage_headline(coverage)]
     cut = False
     why = Counter(e.reason or "" for e in coverage.unevaluated_expectations())
@@ -140,7 +168,8 @@ def coverage_text(record: RunRecord, coverage: RunCoverage) -> list[str]:
     lines = [f"Run {record.id}", coverage_headline(coverage)]
     lines.append(
         "  (the mean of the ratios shown: cases x personas run / planned, simulation steps reached at least once, "
-        "declared tools called, expectations evaluated at least once)"
+        "declared tools called, expectations evaluated at least once"
+        + (", world collections read or changed)" if coverage.world_ratio.total else ")")
     )
     matrix = coverage_matrix(record, coverage)
     if matrix.rows:
@@ -163,6 +192,9 @@ def coverage_text(record: RunRecord, coverage: RunCoverage) -> list[str]:
         lines += ["", "Tools declared: " + ", ".join(f"{t.name} ({t.calls} calls)" for t in coverage.tools)]
     if coverage.personas:
         lines += ["Personas available: " + ", ".join(f"{p.name} ({p.conversations})" for p in coverage.personas)]
+    if coverage.world:
+        lines += ["", "World (records seeded, read and changed over every conversation; fields expect_state checks):"]
+        lines += ["  " + line for line in _table(WORLD_HEADER, [world_row(c) for c in coverage.world])]
     sections = gap_sections(record, coverage)
     for heading, items in sections:
         lines += ["", f"{heading[0].upper()}{heading[1:]} ({len(items)}):", *(f"  {item}" for item in items)]

@@ -55,11 +55,13 @@ from simulator.reports._html_values import (
     _usage,
 )
 from simulator.reports.coverage_view import (
+    WORLD_HEADER,
     CoverageMatrix,
     coverage_headline,
     coverage_matrix,
     gap_sections,
     step_text,
+    world_row,
 )
 from simulator.reports.figures import percent
 from simulator.reports.tabular import summary_of
@@ -391,6 +393,21 @@ def _coverage(record: RunRecord) -> str:
             "<table class='metrics coverage-steps'><thead><tr><th>Step</th><th class='num'>Reached</th>"
             "<th class='num'>Complete</th><th class='num'>Failed</th><th class='num'>Unsure</th>"
             f"<th class='num'>Blocked</th><th class='num'>Not reached</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+    if coverage.world:
+        numeric = {"records", "read", "changed", "conversations"}
+        head = "".join(f"<th class='num'>{_e(h)}</th>" if h in numeric else f"<th>{_e(h)}</th>" for h in WORLD_HEADER)
+        rows = "".join(
+            "<tr>"
+            + "".join(
+                f"<td class='num'>{_e(text)}</td>" if WORLD_HEADER[i] in numeric else f"<td>{_e(text)}</td>"
+                for i, text in enumerate(world_row(c))
+            )
+            + "</tr>"
+            for c in coverage.world
+        )
+        parts.append(
+            f"<table class='metrics coverage-world'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
         )
     for heading, items in gap_sections(record, coverage):
         listed = "".join(f"<li>{_e(item)}</li>" for item in items)

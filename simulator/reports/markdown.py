@@ -67,11 +67,13 @@ from simulator.reports._states import (
     verdict_mark,
 )
 from simulator.reports.coverage_view import (
+    WORLD_HEADER,
     CoverageMatrix,
     coverage_headline,
     coverage_matrix,
     gap_sections,
     step_text,
+    world_row,
 )
 from simulator.reports.figures import percent
 from simulator.reports.tabular import ordered_results, suite_name, summary_of
@@ -327,6 +329,13 @@ def _coverage(record: RunRecord, summary: RunSummary) -> list[str]:
                 f"| {step.incomplete} | {step.unsure} | {step.blocked} | {step.not_reached} |"
             )
         lines.append("")
+    if coverage.world:
+        lines += [
+            "| " + " | ".join(WORLD_HEADER) + " |",
+            "|---|---:|---:|---:|---:|---|---|---|",
+            *("| " + " | ".join(_cell(text) for text in world_row(c)) + " |" for c in coverage.world),
+            "",
+        ]
     for heading, items in gap_sections(record, coverage):
         lines += [f"**{heading[0].upper()}{heading[1:]} ({len(items)}):**", ""]
         lines += ["- " + escape(item) for item in items]

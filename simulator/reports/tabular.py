@@ -60,7 +60,7 @@ from simulator.models.scores import Score
 from simulator.models.summary import RunSummary
 from simulator.models.transcript import AgentEvent, Transcript, Usage, UserEvent
 from simulator.reports._states import step_name, steps_in_order
-from simulator.reports.coverage_view import CoverageMatrix, coverage_matrix, step_text
+from simulator.reports.coverage_view import WORLD_HEADER, CoverageMatrix, coverage_matrix, step_text, world_row
 from simulator.safety import redacted_and_shortened, terminal_safe
 
 __all__ = [
@@ -362,9 +362,9 @@ def _summary_rows(record: RunRecord, results: Sequence[StoredResult]) -> list[li
 
 
 def coverage_rows(record: RunRecord) -> tuple[list[list[Cell]], list[int]]:
-    """The ``Coverage`` sheet: the percentage and its four ratios, then tables of the persona x case matrix,
-    step reach, declared tools, available personas and expectations (each after a blank row, with a header);
-    and the header rows' numbers (from 1). No rows for a run without coverage."""
+    """The ``Coverage`` sheet: the percentage and its ratios, then tables of the persona x case matrix, step
+    reach, declared tools, available personas, world collections (a run with a world) and expectations (each
+    after a blank row, with a header); and the header rows' numbers (from 1). No rows for a run without coverage."""
     coverage = summary_of(record).coverage
     if coverage is None:
         return [], []
@@ -393,6 +393,14 @@ def coverage_rows(record: RunRecord) -> tuple[list[list[Cell]], list[int]]:
     )  # fmt: skip
     table(["tool", "calls"], [[tool.name, tool.calls] for tool in coverage.tools])
     table(["persona", "conversations"], [[persona.name, persona.conversations] for persona in coverage.personas])
+    table(
+        list(WORLD_HEADER),
+        [
+            [row[0], c.records, c.read, c.changed, c.conversations, *row[5:]]
+            for c in coverage.world
+            for row in [world_row(c)]
+        ],
+    )
     table(
         ["expectation", "case", "scope", "needs judge", "evaluated", "conversations", "never evaluated because"],
         [

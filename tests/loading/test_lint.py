@@ -580,6 +580,8 @@ def test_every_rule_has_an_id_severity_and_docstring() -> None:
         "contradicting-checks",
         "undeclared-tool",
         "duplicate-case",
+        "unchangeable-state",
+        "unwritable-field",
     ]
     for rule in RULES.values():
         assert rule.severity in ("error", "warning", "info")

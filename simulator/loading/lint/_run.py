@@ -17,6 +17,7 @@ from simulator.loading._yaml import format_path, parse_yaml, read_text
 from simulator.loading.lint import _fact_rules  # noqa: F401
 from simulator.loading.lint import _goal_rules  # noqa: F401
 from simulator.loading.lint import _check_rules  # noqa: F401
+from simulator.loading.lint import _world_rules  # noqa: F401
 
 # isort: on
 from simulator.loading.lint._rule import RULES, SEVERITIES, Finding, Rule, SuiteView, _place
