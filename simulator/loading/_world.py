@@ -217,7 +217,8 @@ class WorldChecker:
                     f"{', '.join(sorted(names)) or 'none'}){did_you_mean(collection, sorted(names))}",
                 )
             properties = tool.parameters.get("properties")
-            if isinstance(properties, dict):
+            # No properties at all is the default schema (the person declared no parameters): nothing to hold to.
+            if isinstance(properties, dict) and properties:
                 for name in sorted(operation.placeholders() - set(properties)):
                     self.report(
                         self.tool_place(base),

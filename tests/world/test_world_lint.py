@@ -52,6 +52,8 @@ def _suite(expect_state: str, *, case_world: str = "") -> str:
 
 def _findings(tmp_path: Path, suite: str, agent: str = AGENT) -> list[Finding]:
     (tmp_path / "agent.yaml").write_text(agent, encoding="utf-8")
+    # The function tool's module, beside the agent file (lint imports the code an agent names).
+    (tmp_path / "shop_tools.py").write_text("def refund(world, order_id):\n    return {}\n", encoding="utf-8")
     path = tmp_path / "suite.yaml"
     path.write_text(suite, encoding="utf-8")
     report = lint_paths([path])
