@@ -66,6 +66,12 @@ class ToolCallRecord(DataModel):
         default=None, description="Which model played the tool (status simulated), e.g. 'user model openai/gpt-4o'."
     )
     duration_ms: float = 0.0
+    fault: str | None = Field(
+        default=None,
+        description="A fault injected on purpose answered the call (the tool was not asked): which entry and what "
+        "it did, e.g. \"suite faults[0]: error 'database down' (rate 0.3)\".",
+        exclude_if=_unset,
+    )
     world: WorldAccess | None = Field(
         default=None,
         description="A world tool's call (shown as executed (world)): the records it read and the changes it made.",
