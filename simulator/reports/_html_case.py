@@ -175,7 +175,7 @@ def _tool(call: ToolCallRecord) -> str:
     )
     text = call.error if call.error else call.result_text
     answer = f"<span class='bad'>{_e(text)}</span>" if call.error else f"<code>{_e(text)}</code>"
-    extra = []
+    extra = [f"⚡ injected fault {call.fault} (on purpose; the tool was not asked)"] if call.fault else []
     if call.fake:
         extra.append(f"by {call.fake}")
     if call.simulated_by and call.status == "simulated":

@@ -79,6 +79,8 @@ def _tool_line(call: ToolCallRecord) -> Line:
     style: Style = "tool" if call.answered else "tool_warning"
     by = call.fake or (call.simulated_by if call.status == "simulated" else None)
     source = f" by {by}" if by else ""
+    if call.fault:
+        source += f", injected fault {call.fault}"
     return Line(style, f"      tool {call.name}({arguments}) [{call.status}{source}] → {answer}")
 
 
