@@ -31,7 +31,7 @@ from simulator.models.case import (
     normalize_reference,
 )
 from simulator.models.faults import Fault, ToolFault
-from simulator.models.persona import Persona, PersonaBackground, PersonaFile, PersonaStyle
+from simulator.models.persona import Misreport, Persona, PersonaBackground, PersonaFile, PersonaStyle
 from simulator.models.settings import JudgingSettings, ModelRoles, ModelSettings, Thresholds
 from simulator.models.suite import HostedEvalsFile, Suite
 
@@ -52,6 +52,7 @@ __all__ = [
     "KeywordTerm",
     "LanggraphAgent",
     "LitellmAgent",
+    "Misreport",
     "ModelRoles",
     "ModelSettings",
     "Persona",

@@ -125,6 +125,12 @@ class UserEvent(DataModel):
         description="The end the user model asked for with this message where it could not end the conversation "
         "(a simulation), e.g. 'goal_reached: ...'.",
     )
+    misreport: str | None = Field(
+        default=None,
+        description="What the persona misreports on purpose in this message (persona `misreports`): the scripted "
+        "line said, or the claims the user model was told to make. Never a fidelity slip of the user.",
+        exclude_if=_unset,
+    )
     at: datetime = Field(default_factory=utc_now)
 
 

@@ -199,9 +199,14 @@ def _finding(finding: FidelityFinding) -> str:
 
 def _event(event: TranscriptEvent, transcript: Transcript) -> str:
     if isinstance(event, UserEvent):
+        misreport = (
+            f"<div class='muted'>misreports on purpose (persona): {_e(event.misreport)}</div>"
+            if event.misreport
+            else ""
+        )
         return (
             f"<div class='msg user'><div class='who'>user · turn {event.turn} · {_e(event.source)}</div>"
-            f"<div class='text'>{_e(event.text)}</div></div>"
+            f"<div class='text'>{_e(event.text)}</div>{misreport}</div>"
         )
     if isinstance(event, InputEvent):
         payload = f" <code>{_e(_json_text(event.payload))}</code>" if event.payload else ""

@@ -526,6 +526,8 @@ def _transcript_lines(transcript: Transcript, findings: Sequence[FidelityFinding
             lines.append(f"- ⟂ **{escape(divergence)}**")
         if isinstance(event, UserEvent):
             lines.append(f"- 🧑 **user** (turn {event.turn}): " + "\n".join(_block(event.text, "  ", at_start=False)))
+            if event.misreport:
+                lines.append(f"  - misreports on purpose (persona): {escape(event.misreport)}")
             if event.turn not in shown_at:
                 shown_at.add(event.turn)
                 lines.extend(_finding_line(finding) for finding in findings if finding.turn == event.turn)

@@ -120,6 +120,8 @@ def transcript_lines(transcript: Transcript, result: CaseResult | None = None, *
             lines.append(Line("error", f"  ⟂ {divergence}"))
         if isinstance(event, UserEvent):
             lines.append(Line("user", f"  [{event.turn}] user: {event.text}"))
+            if event.misreport:
+                lines.append(Line("user", f"      misreports on purpose (persona): {event.misreport}"))
             if event.turn not in shown_at:
                 shown_at.add(event.turn)
                 lines.extend(_finding_line(finding) for finding in findings if finding.turn == event.turn)
