@@ -44,6 +44,7 @@ from simulator.models.summary import (
     SUMMARY_VERSION,
     CaseSummary,
     Counts,
+    FaultOutcomes,
     MetricSummary,
     RepeatLabel,
     RepeatStats,
@@ -440,6 +441,7 @@ class SummaryBuilder:
         self._metrics: dict[str, _MetricTally] = {}
         self._cases: dict[tuple[int, str, str | None], list[tuple[int, str, Outcome]]] = {}
         self._suites: dict[int, tuple[_Tally, _Sum]] = {}
+        self._faults: dict[tuple[str, str], tuple[_Tally, list[int]]] = {}
         self._added = 0
         # Where the plan first meets each role, metric and case: (position, place within that result).
         self._first: dict[tuple[str, object], tuple[int, int]] = {}
@@ -464,8 +466,21 @@ class SummaryBuilder:
         tally, seconds = self._suites.setdefault(stored.suite, (_Tally(), _Sum()))
         tally.add(outcome)
         seconds.add(stored.duration_s)
+        self._add_faults(stored, outcome, position)
         if self._coverage is not None:
             self._coverage.add(stored)
+
+    def _add_faults(self, stored: StoredResult, outcome: Outcome, position: int) -> None:
+        """Count the conversation once under each fault that answered a call in it, and the calls it answered."""
+        calls: dict[tuple[str, str], int] = {}
+        for call in stored.result.transcript.tool_calls():
+            if call.fault is not None:
+                calls[call.name, call.fault] = calls.get((call.name, call.fault), 0) + 1
+        for place, (key, count) in enumerate(calls.items()):
+            tally, answered = self._faults.setdefault(key, (_Tally(), [0]))
+            tally.add(outcome)
+            answered[0] += count
+            self._met(("fault", key), position, place)
 
     def _met(self, what: tuple[str, object], position: int, place: int) -> None:
         first = self._first.get(what)
@@ -498,6 +513,10 @@ class SummaryBuilder:
             },
             cases=cases,
             suites=suites,
+            faults=[
+                self._faults[key][0].counts(FaultOutcomes, tool=key[0], fault=key[1], calls=self._faults[key][1][0])
+                for key in self._in_plan_order("fault", self._faults)
+            ],
         )
         if self._coverage is not None:
             summary.coverage = self._coverage.build()

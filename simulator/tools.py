@@ -48,6 +48,7 @@ from simulator.code_refs import CodeRefError, resolve_callable
 from simulator.models import ToolDeclaration, ToolFake
 from simulator.models.transcript import ToolCallRecord
 from simulator.plugins import PluginError, load_plugin
+from simulator.tool_faults import FaultEntry, FaultInjector, inject
 from simulator.world import World, WorldError, apply_changes, run_operation
 
 ToolMode = Literal["test", "live"]
@@ -188,6 +189,8 @@ class ToolRouter:
         simulator: ToolSimulator | None = None,
         world: World | None = None,
         world_functions: dict[str, Callable[..., Any]] | None = None,
+        faults: Sequence[FaultEntry] = (),
+        seed: int = 0,
     ) -> None:
         self.declared = {tool.name: tool for tool in declared}
         #: The conversation's own world (None: the case has none); world tools read and change only this.
@@ -211,6 +214,8 @@ class ToolRouter:
         self._simulated: dict[str, list[ToolCallRecord]] = {}
         #: Set when a simulated tool could not be played: the case must end as an error naming who played it.
         self.simulation_error: str | None = None
+        #: The faults injected on purpose (``faults:``), with each tool's call count.
+        self.faults = FaultInjector(faults, seed)
 
     @property
     def needs_approval(self) -> bool:
@@ -237,9 +242,14 @@ class ToolRouter:
         """Route one call and return its full record (also kept in :attr:`records`)."""
         started = time.perf_counter()
         record = self._new_record(name, arguments, call_id)
+        number = self.faults.next_call(record.name)
+        # Before anything else may answer: a fault answers the call whatever would have (fake, model, world).
+        fault = self._fault(record, number) if record.arguments_error is None else None
         if record.arguments_error is not None:
             record.status = "failed"
             record.error = f"the arguments are not valid JSON ({record.arguments_error}): the tool was not run"
+        elif fault is not None:
+            inject(record, fault)
         elif self.mode == "test":
             if self._answer_from_fakes(record):
                 pass
@@ -302,8 +312,17 @@ class ToolRouter:
         consistent with them, and the ids made up from now on are not theirs again."""
         for record in records:
             self._counter += 1
+            self.faults.remember([record.name])
             if record.status == "simulated":
                 self._simulated.setdefault(record.name, []).append(record)
+
+    def _fault(self, record: ToolCallRecord, number: int) -> FaultEntry | None:
+        """The fault that answers this call: in test mode any tool's; in live mode only a world tool's (it touches
+        nothing real), never a real tool's."""
+        declaration = self.declared.get(record.name)
+        if self.mode == "live" and (declaration is None or declaration.world is None):
+            return None
+        return self.faults.pick(record.name, number, record.arguments)
 
     def _simulates(self, name: str) -> bool:
         """Whether a call of ``name`` that no fake answered is played by the simulator or a plugin's tool backend:

@@ -107,6 +107,8 @@ class UserReply:
     #: The end the user model asked for where it may not end the conversation (a simulation): its message is
     #: sent, and the wish is kept on the turn as evidence ("goal_reached: ..." while the step was open is a slip).
     ending: str | None = None
+    #: What the message misreports on purpose (the persona's ``misreports``): recorded on the turn.
+    misreport: str | None = None
 
 
 class SimulatedUser(Protocol):
@@ -411,6 +413,30 @@ def _style_rng(seed: int, conversation_length: int) -> random.Random:
 # The scripted user
 
 
+def _misreport_lines(request: UserTurnRequest) -> list[str]:
+    """The persona's scripted misreports due this turn: those whose ``when_asked`` words the agent's latest message
+    has, and those without words on the user's first message."""
+    if request.persona is None:
+        return []
+    first = not any(speaker == "user" for speaker, _ in request.conversation)
+    asked = _latest_agent_text(request.conversation).lower()
+    lines = []
+    for misreport in request.persona.misreports:
+        if misreport.say is None:
+            continue
+        words = [word.strip().lower() for word in misreport.when_asked if word.strip()]
+        due = any(re.search(rf"(?<![\w-]){re.escape(word)}", asked) for word in words) if words else first
+        if due:
+            lines.append(_fill_placeholders(misreport.say, request.session))
+    return lines
+
+
+def _misreport_claims(persona: Persona | None) -> str | None:
+    """The claims the user model is told to make (the persona's ``misreports``), as its turns record them."""
+    claims = [misreport.claim.strip() for misreport in persona.misreports] if persona is not None else []
+    return " ".join(claims) or None
+
+
 class ScriptedUser:
     """A simulated user that needs no model: what runs offline by default.
 
@@ -442,9 +468,12 @@ class ScriptedUser:
         protect = _protected_values(request.session, facts)
         if request.can_end and self._repeats_itself(message, request, protect):
             return UserReply(text=None, done=True, reason=GAVE_UP_REASON, source="scripted")
+        lines = _misreport_lines(request)
+        if lines:
+            message = " ".join([message, *lines])
         rng = _style_rng(request.seed, len(request.conversation))
         text = apply_style(message, request.persona, rng, protect=protect)
-        return UserReply(text=text, source="scripted")
+        return UserReply(text=text, source="scripted", misreport=" ".join(lines) or None)
 
     @staticmethod
     def _compose(request: UserTurnRequest, facts: Mapping[str, JsonValue]) -> str:
@@ -570,6 +599,10 @@ def _persona_section(persona: Persona) -> list[str]:
             f"You make a typo in about {style.typo_rate:.0%} of your words, never in numbers, IDs or e-mail addresses."
         )
     lines += ["How you write: " + " ".join(habits)]
+    if persona.misreports:
+        # The test wants the agent to meet a claim it should check; the user model must make it, not correct it.
+        lines += ["What you claim although it is not true (on purpose; keep to it, do not admit it):"]
+        lines += [f"- {misreport.claim.strip()}" for misreport in persona.misreports]
     return lines
 
 
@@ -697,6 +730,7 @@ class LLMUser:
         move = await self._llm.structured(Role.USER, messages, UserMove)
         text = move.message.strip()
         reason = move.reason.strip()
+        misreport = _misreport_claims(request.persona)
         if move.done and request.can_end:
             return UserReply(text=text or None, done=True, reason=_ending_reason(reason), source="llm")
         if move.done:
@@ -710,5 +744,6 @@ class LLMUser:
                 reason=f"done ignored (the user cannot end this case): {reason}",
                 source="llm",
                 ending=_ending_reason(reason),
+                misreport=misreport,
             )
-        return UserReply(text=text, source="llm")
+        return UserReply(text=text, source="llm", misreport=misreport)

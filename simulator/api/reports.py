@@ -153,6 +153,7 @@ def render_overview(overview: RunOverview, *, verbose: bool = False) -> Overview
     from simulator.reports.run_text import (
         CASE_COLUMNS,
         case_rows,
+        fault_lines,
         judge_advice_for,
         more_lines,
         repeat_lines,
@@ -166,7 +167,7 @@ def render_overview(overview: RunOverview, *, verbose: bool = False) -> Overview
         header.append(f"Running now: {overview.owner.describe()}.")
     report = run_command("report", record.id, overview.store_path)
     footer = [*more_lines(overview.counts, len(overview.failing), len(overview.shown), report)]
-    footer += [*repeat_lines(record), *totals_lines(record)]
+    footer += [*repeat_lines(record), *fault_lines(record), *totals_lines(record)]
     if record.totals is not None and record.totals.coverage is not None:
         command = run_command("coverage", record.id, overview.store_path)
         footer += coverage_summary_lines(record, record.totals.coverage, command)

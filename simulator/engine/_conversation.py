@@ -15,9 +15,10 @@ from pydantic import JsonValue
 
 from simulator.agents import AgentAdapter, BuiltTurns
 from simulator.kinds import Kind, kind_of
-from simulator.models import AgentConfig, Case, ExpectationSpec, Persona, Step, ToolFake
+from simulator.models import AgentConfig, Case, ExpectationSpec, Persona, Step, ToolFake, ToolFault
 from simulator.models.transcript import AgentEvent, StepVerdict, TranscriptEvent
 from simulator.models.world import StateExpectation
+from simulator.tool_faults import fault_entries
 from simulator.tools import ToolHandle, ToolMode, ToolRouter, ToolSimulator
 from simulator.user import SimulatedUser
 from simulator.world import SeededWorld, World
@@ -62,6 +63,8 @@ class ConversationSetup:
     agent_config: AgentConfig | None = None
     persona: Persona | None = None
     suite_fakes: Sequence[ToolFake] = ()
+    #: The suite's ``faults:`` (the case's and each tool's come from the case and the agent config).
+    suite_faults: Sequence[ToolFault] = ()
     tool_mode: ToolMode = "test"
     tool_functions: dict[str, Any] = field(default_factory=dict)
     tool_simulator: ToolSimulator | None = None
@@ -108,6 +111,8 @@ class Conversation:
             simulator=setup.tool_simulator if setup.tool_mode == "test" else None,
             world=world,
             world_functions=setup.world_functions,
+            faults=fault_entries(case.faults, setup.suite_faults, declared),
+            seed=setup.seed,
         )
         tools = ToolHandle(router, asyncio.get_running_loop(), timeout=timeout)
         session: dict[str, JsonValue] = {}

@@ -98,6 +98,7 @@ async def user_node(state: State, config: RunnableConfig) -> State:
     event: EventSpec | None = None
     text: str | None = None
     ending: str | None = None
+    misreport: str | None = None
     source: Literal["llm", "scripted", "static", "golden"] = "golden"
     scripted = kind.scripted_input(case, index)
     if scripted is not None:
@@ -121,7 +122,7 @@ async def user_node(state: State, config: RunnableConfig) -> State:
                     UserEvent(turn=turn + 1, step=kind.step_number(index), text=reply.text, source=reply.source)
                 ]
             return ended
-        text, source, ending = reply.text, reply.source, reply.ending
+        text, source, ending, misreport = reply.text, reply.source, reply.ending, reply.misreport
     update: State = {"turn": number, "step_turns": state["step_turns"] + 1, "pending_event": event}
     if event is not None:
         update["events"] = [
@@ -130,7 +131,9 @@ async def user_node(state: State, config: RunnableConfig) -> State:
     else:
         assert text is not None
         update["events"] = [
-            UserEvent(turn=number, step=kind.step_number(index), text=text, source=source, ending=ending)
+            UserEvent(
+                turn=number, step=kind.step_number(index), text=text, source=source, ending=ending, misreport=misreport
+            )
         ]
     return update
 

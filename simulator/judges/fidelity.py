@@ -321,6 +321,7 @@ def _given_text(case: Case, transcript: Transcript, persona: Persona | None, ste
     parts = [brief.goal or "", *(str(v) for v in transcript.session_parameters.values())]
     if persona is not None:
         parts += [persona.description, persona.personality, *(str(v) for v in persona.background.facts.values())]
+        parts += [text for m in persona.misreports for text in (m.claim, m.say or "")]
     return " ".join(parts)
 
 
@@ -390,6 +391,8 @@ def user_brief_text(case: Case, transcript: Transcript, persona: Persona | None)
         background = persona.background.model_dump(exclude={"facts"}, exclude_none=True)
         lines += [f"  {key}: {value}" for key, value in background.items()]
         lines += [f"  fact {key}: {value}" for key, value in persona.background.facts.items()]
+        # Told to claim it: a claim that is not true is the test's, not a fact the user invented.
+        lines += [f"  misreports on purpose: {misreport.claim}" for misreport in persona.misreports]
     return "\n".join(lines)
 
 

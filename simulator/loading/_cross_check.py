@@ -4,7 +4,7 @@ case names, tools, and the code the files name."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from simulator.models import (
 )
 from simulator.models.agent import BUILTIN_AGENT_TYPES, json_type_matches
 from simulator.models.case import ExpectationSpec
+from simulator.models.faults import ToolFault
 from simulator.plugins import plugins
 from simulator.safety import one_line
 
@@ -69,11 +70,17 @@ class _SuiteParts:
     scorers: list[str]
     tool_fakes: list[tuple[int, ToolFake]]
     cases: list[tuple[int, GoldenCase | ScenarioCase | SimulationCase]]
+    faults: list[tuple[int, ToolFault]] = field(default_factory=list)
 
     @classmethod
     def of(cls, suite: Suite) -> _SuiteParts:
         return cls(
-            suite.agent, suite.personas, suite.scorers, list(enumerate(suite.tool_fakes)), list(enumerate(suite.cases))
+            suite.agent,
+            suite.personas,
+            suite.scorers,
+            list(enumerate(suite.tool_fakes)),
+            list(enumerate(suite.cases)),
+            list(enumerate(suite.faults)),
         )
 
     @classmethod
@@ -149,6 +156,7 @@ class _CrossCheck:
         self._personas(("personas",), self.parts.personas)
         self._scorers(("scorers",), self.parts.scorers)
         self._tool_fakes(("tool_fakes",), self.parts.tool_fakes)
+        self._faults(("faults",), self.parts.faults)
         self._unique_names()
         for index, case in self.parts.cases:
             base: DataPath = (self.cases_key, index)
@@ -156,6 +164,7 @@ class _CrossCheck:
             self._scorers((*base, "scorers"), case.scorers)
             self._session_parameters(base, case.session_parameters)
             self._tool_fakes((*base, "tool_fakes"), list(enumerate(case.tool_fakes)))
+            self._faults((*base, "faults"), list(enumerate(case.faults)))
             self._expectations(base, case)
 
     def _unique_names(self) -> None:
@@ -248,6 +257,11 @@ class _CrossCheck:
     def _tool_fakes(self, base: DataPath, fakes: list[tuple[int, ToolFake]]) -> None:
         for index, fake in fakes:
             self._tool_name((*base, index, "tool"), fake.tool)
+
+    def _faults(self, base: DataPath, faults: list[tuple[int, ToolFault]]) -> None:
+        for index, fault in faults:
+            if fault.tool != "*":
+                self._tool_name((*base, index, "tool"), fault.tool)
 
     def _expectations(self, base: DataPath, case: GoldenCase | ScenarioCase | SimulationCase) -> None:
         texts = {normalize_reference(e.text): e.text for e in case.expectations if e.text}

@@ -30,7 +30,8 @@ from simulator.models.case import (
     VariableExpectation,
     normalize_reference,
 )
-from simulator.models.persona import Persona, PersonaBackground, PersonaFile, PersonaStyle
+from simulator.models.faults import Fault, ToolFault
+from simulator.models.persona import Misreport, Persona, PersonaBackground, PersonaFile, PersonaStyle
 from simulator.models.settings import JudgingSettings, ModelRoles, ModelSettings, Thresholds
 from simulator.models.suite import HostedEvalsFile, Suite
 
@@ -41,6 +42,7 @@ __all__ = [
     "DataModel",
     "EventSpec",
     "ExpectationSpec",
+    "Fault",
     "GoldenCase",
     "GoldenTurn",
     "Handoff",
@@ -50,6 +52,7 @@ __all__ = [
     "KeywordTerm",
     "LanggraphAgent",
     "LitellmAgent",
+    "Misreport",
     "ModelRoles",
     "ModelSettings",
     "Persona",
@@ -69,6 +72,7 @@ __all__ = [
     "ToolCallSpec",
     "ToolDeclaration",
     "ToolFake",
+    "ToolFault",
     "TurnExpectation",
     "VariableDeclaration",
     "VariableExpectation",

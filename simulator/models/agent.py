@@ -8,6 +8,7 @@ from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, Json
 
 from simulator.models._base import Identifier, ImportRef, PositiveSeconds, Slug, StrictModel, Text, located_error
 from simulator.models.env_refs import well_formed
+from simulator.models.faults import Fault
 from simulator.models.world import WorldOperation
 
 VariableType = Literal["string", "number", "integer", "boolean", "object", "array"]
@@ -105,6 +106,12 @@ class ToolDeclaration(StrictModel):
         "mode alike (it touches nothing else), by one operation (find, get, update, insert, delete on a collection) "
         "or a Python function given the world. Recorded as executed (world) with what it read and changed.",
         exclude_if=lambda operation: operation is None,  # left out of snapshots unused: an agent hashes as before
+    )
+    faults: list[Fault] = Field(
+        default_factory=list,
+        description="Faults injected on purpose into this tool's calls: an error, a timeout or another result, at a "
+        "seeded rate, on the Nth call or on every call. Test mode only (and world tools); never on a live tool.",
+        exclude_if=lambda faults: not faults,  # left out of snapshots unused: an agent hashes as it did before
     )
     simulate: SimulateSetting = Field(
         default=None,

@@ -9,6 +9,7 @@ from pydantic import BeforeValidator, Field, JsonValue, field_validator, model_v
 
 from simulator.models._base import Identifier, Slug, StrictModel, Text, located_error
 from simulator.models.agent import ToolFake
+from simulator.models.faults import ToolFault
 from simulator.models.settings import Thresholds
 from simulator.models.world import StateExpectation, WorldSetting
 
@@ -340,6 +341,12 @@ class _CaseBase(StrictModel):
     expectations: list[Expectation] = Field(default_factory=list)
     tool_fakes: list[ToolFake] = Field(
         default_factory=list, description="Canned tool results for this case (test mode)."
+    )
+    faults: list[ToolFault] = Field(
+        default_factory=list,
+        description="Faults injected on purpose into this case's tool calls (each names its tool, or '*'), tried "
+        "before the suite's. Test mode only.",
+        exclude_if=lambda faults: not faults,  # left out of snapshots unused: a case hashes as it did before
     )
     repeats: int | None = Field(default=None, ge=1, le=1000, description="Runs of this case; overrides the suite.")
     thresholds: Thresholds | None = Field(default=None, description="Overrides the suite's thresholds for this case.")

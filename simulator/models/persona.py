@@ -40,6 +40,30 @@ class PersonaStyle(StrictModel):
     tone: str | None = Field(default=None, description="Free description of the tone, e.g. 'curt', 'warm'.")
 
 
+class Misreport(StrictModel):
+    """Something the person says that is not true, on purpose: to see whether the agent checks before it acts.
+
+    The LLM user gets ``claim`` as an instruction; the scripted user says ``say`` (when the agent's latest message
+    has one of the ``when_asked`` words, or with its first message when there are none). Either way it is recorded
+    on the message as a misreport on purpose: never a fidelity slip of the simulated user.
+    """
+
+    claim: Text = Field(
+        description="What the person claims although it is not true, as an instruction to the user model, e.g. "
+        "'You say you already restarted the router, although you did not.'"
+    )
+    say: Text | None = Field(
+        default=None,
+        description="The scripted user's line for it, e.g. 'I already restarted the router.' Unset: only the user "
+        "model misreports.",
+    )
+    when_asked: list[Text] = Field(
+        default_factory=list,
+        description="Scripted user: say the line when the agent's latest message has one of these words "
+        "(case-insensitive, a word's start), e.g. [restart, reboot]. Empty: with the first message.",
+    )
+
+
 class Persona(StrictModel):
     """A simulated user's identity: personality, background facts, language and writing style."""
 
@@ -53,6 +77,12 @@ class Persona(StrictModel):
     )
     background: PersonaBackground = Field(default_factory=PersonaBackground)
     style: PersonaStyle = Field(default_factory=PersonaStyle)
+    misreports: list[Misreport] = Field(
+        default_factory=list,
+        description="What the person misreports on purpose (a claim that is not true), to test whether the agent "
+        "checks before it acts; recorded on the message, never counted as a fidelity slip of the simulated user.",
+        exclude_if=lambda misreports: not misreports,  # left out of snapshots unused: a persona hashes as before
+    )
 
 
 class PersonaFile(StrictModel):

@@ -7,6 +7,7 @@ from pydantic import Field, JsonValue
 from simulator.models._base import Slug, StrictModel, Text
 from simulator.models.agent import AgentConfig, ToolFake
 from simulator.models.case import Case, SimulationCase
+from simulator.models.faults import ToolFault
 from simulator.models.settings import JudgingSettings, ModelRoles, Thresholds
 from simulator.models.world import WorldSetting
 
@@ -41,6 +42,12 @@ class Suite(StrictModel):
     repeats: int = Field(default=1, ge=1, le=1000, description="Runs of each case.")
     seed: int | None = Field(default=None, description="Seed for persona choice and scripted-user perturbations.")
     tool_fakes: list[ToolFake] = Field(default_factory=list, description="Canned tool results for every case.")
+    faults: list[ToolFault] = Field(
+        default_factory=list,
+        description="Faults injected on purpose into tool calls of every case (each names its tool, or '*'): an "
+        "error, a timeout or another result, at a seeded rate, on the Nth call or on every call. Test mode only.",
+        exclude_if=lambda faults: not faults,  # left out of snapshots unused: a suite hashes as it did before
+    )
     world: WorldSetting = Field(
         default=None,
         description="A seeded world for every case: collections of records by id, inline or a YAML/JSON file beside "

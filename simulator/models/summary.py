@@ -105,6 +105,19 @@ def persona_fidelity(results: Iterable[CaseResult]) -> list[PersonaFidelity]:
     return list(tallies.values())
 
 
+class FaultOutcomes(Counts):
+    """The conversations in which one injected fault (``faults:``) answered a call of one tool, and their outcomes.
+
+    ``tool`` is the tool called; ``fault`` the entry and its effect as the call's record says it (``suite
+    faults[0]: error 'database down' (rate 0.3)``); ``calls`` how many calls it answered; the counts (``total``:
+    the conversations) are those of the conversations it happened in, each counted once.
+    """
+
+    tool: str
+    fault: str
+    calls: int = 0
+
+
 class MetricSummary(DataModel):
     """Verdict counts and mean value of one metric over a run's scores (:func:`simulator.metrics.metric_summary`).
 
@@ -177,6 +190,12 @@ class RunSummary(Counts):
     metrics: dict[str, MetricSummary] = Field(default_factory=dict)
     cases: list[CaseSummary] = Field(default_factory=list)
     suites: list[SuiteSummary] = Field(default_factory=list)
+    faults: list[FaultOutcomes] = Field(
+        default_factory=list,
+        description="Outcome by injected fault: per tool and fault entry, the conversations it answered a call in "
+        "and their outcomes, in the order first met.",
+        exclude_if=lambda faults: not faults,  # a run without faults stores its summary as before
+    )
     coverage: RunCoverage | None = Field(
         default=None,
         description="What the run exercised of what its suites declare (simulator.coverage); None in a summary "

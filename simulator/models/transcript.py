@@ -66,6 +66,12 @@ class ToolCallRecord(DataModel):
         default=None, description="Which model played the tool (status simulated), e.g. 'user model openai/gpt-4o'."
     )
     duration_ms: float = 0.0
+    fault: str | None = Field(
+        default=None,
+        description="A fault injected on purpose answered the call (the tool was not asked): which entry and what "
+        "it did, e.g. \"suite faults[0]: error 'database down' (rate 0.3)\".",
+        exclude_if=_unset,
+    )
     world: WorldAccess | None = Field(
         default=None,
         description="A world tool's call (shown as executed (world)): the records it read and the changes it made.",
@@ -123,6 +129,12 @@ class UserEvent(DataModel):
         default=None,
         description="The end the user model asked for with this message where it could not end the conversation "
         "(a simulation), e.g. 'goal_reached: ...'.",
+    )
+    misreport: str | None = Field(
+        default=None,
+        description="What the persona misreports on purpose in this message (persona `misreports`): the scripted "
+        "line said, or the claims the user model was told to make. Never a fidelity slip of the user.",
+        exclude_if=_unset,
     )
     at: datetime = Field(default_factory=utc_now)
 

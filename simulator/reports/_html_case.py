@@ -175,7 +175,7 @@ def _tool(call: ToolCallRecord) -> str:
     )
     text = call.error if call.error else call.result_text
     answer = f"<span class='bad'>{_e(text)}</span>" if call.error else f"<code>{_e(text)}</code>"
-    extra = []
+    extra = [f"⚡ injected fault {call.fault} (on purpose; the tool was not asked)"] if call.fault else []
     if call.fake:
         extra.append(f"by {call.fake}")
     if call.simulated_by and call.status == "simulated":
@@ -201,9 +201,14 @@ def _finding(finding: FidelityFinding) -> str:
 
 def _event(event: TranscriptEvent, transcript: Transcript) -> str:
     if isinstance(event, UserEvent):
+        misreport = (
+            f"<div class='muted'>misreports on purpose (persona): {_e(event.misreport)}</div>"
+            if event.misreport
+            else ""
+        )
         return (
             f"<div class='msg user'><div class='who'>user · turn {event.turn} · {_e(event.source)}</div>"
-            f"<div class='text'>{_e(event.text)}</div></div>"
+            f"<div class='text'>{_e(event.text)}</div>{misreport}</div>"
         )
     if isinstance(event, InputEvent):
         payload = f" <code>{_e(_json_text(event.payload))}</code>" if event.payload else ""

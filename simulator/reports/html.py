@@ -39,7 +39,7 @@ from pydantic import JsonValue
 
 from simulator.models.run import RunRecord, StoredResult
 from simulator.models.scores import Outcome
-from simulator.models.summary import MetricSummary, persona_fidelity
+from simulator.models.summary import FaultOutcomes, MetricSummary, persona_fidelity
 from simulator.models.transcript import (
     Usage,
 )
@@ -301,6 +301,26 @@ def _metrics(summary: dict[str, MetricSummary]) -> str:
     )
 
 
+def _faults(faults: Sequence[FaultOutcomes]) -> str:
+    """Outcome by injected fault: per tool and fault entry, the conversations it answered a call in."""
+    if not faults:
+        return ""
+    rows = "".join(
+        f"<tr><td><code>{_e(fault.tool)}</code></td><td>{_e(fault.fault)}</td><td class='num'>{fault.total}</td>"
+        f"<td class='num'>{fault.calls}</td><td class='num'>{fault.passed}</td><td class='num'>{fault.failed}</td>"
+        f"<td class='num'>{fault.error}</td><td class='num'>{fault.unsure}</td>"
+        f"<td class='num'>{fault.user_error}</td><td class='num'>{_e(percent(fault.correctness))}</td></tr>"
+        for fault in faults
+    )
+    return (
+        "<section id='faults'><h2>Outcome by injected fault</h2><table class='metrics'><thead><tr><th>Tool</th>"
+        "<th>Fault</th><th class='num'>Conversations</th><th class='num'>Calls</th><th class='num'>Passed</th>"
+        "<th class='num'>Failed</th><th class='num'>Error</th><th class='num'>Unsure</th>"
+        f"<th class='num'>User error</th><th class='num'>Correctness</th></tr></thead><tbody>{rows}</tbody></table>"
+        "</section>"
+    )
+
+
 def _fidelity(results: Sequence[StoredResult]) -> str:
     """The simulated user's fidelity per persona, when the user model wrote any turn or a finding was made."""
     personas = persona_fidelity(stored.result for stored in results)
@@ -540,6 +560,7 @@ def render_html(record: RunRecord, results: list[StoredResult], *, left_out: Seq
             _totals(record),
             _metrics(summary_of(record).metrics),
             _repeats(items),
+            _faults(summary_of(record).faults),
             _coverage(record),
             _fidelity(results),
             _cases(record, items),

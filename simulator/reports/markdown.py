@@ -297,6 +297,24 @@ def _repeats(record: RunRecord, summary: RunSummary) -> list[str]:
     return [*lines, ""]
 
 
+def _faults(summary: RunSummary) -> list[str]:
+    """Outcome by injected fault: per tool and fault entry, the conversations it answered a call in."""
+    if not summary.faults:
+        return []
+    lines = [
+        "## Outcome by injected fault",
+        "",
+        "| tool | fault | conversations | calls | passed | failed | error | unsure | user error | correctness |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for fault in summary.faults:
+        lines.append(
+            f"| {escape(fault.tool)} | {_cell(fault.fault)} | {fault.total} | {fault.calls} | {fault.passed} "
+            f"| {fault.failed} | {fault.error} | {fault.unsure} | {fault.user_error} | {percent(fault.correctness)} |"
+        )
+    return [*lines, ""]
+
+
 def _coverage(record: RunRecord, summary: RunSummary) -> list[str]:
     coverage = summary.coverage
     if coverage is None:
@@ -485,6 +503,8 @@ def _tool_line(call: ToolCallRecord) -> list[str]:
         status += f" by {escape(call.fake)}"
     if call.simulated_by and call.status == "simulated":
         status += f" by {escape(call.simulated_by)} (test mode: a model played the tool, which did not run)"
+    if call.fault:
+        status += f" — ⚡ injected fault {escape(call.fault)} (on purpose; the tool was not asked)"
     mark = "🔧" if call.answered else "⚠️"
     shown = escape(redacted_and_shortened(arguments, _TOOL_RESULT_MAX))
     line = f"- {mark} tool **{escape(call.name)}**({shown}) — {status}"
@@ -516,6 +536,8 @@ def _transcript_lines(transcript: Transcript, findings: Sequence[FidelityFinding
             lines.append(f"- ⟂ **{escape(divergence)}**")
         if isinstance(event, UserEvent):
             lines.append(f"- 🧑 **user** (turn {event.turn}): " + "\n".join(_block(event.text, "  ", at_start=False)))
+            if event.misreport:
+                lines.append(f"  - misreports on purpose (persona): {escape(event.misreport)}")
             if event.turn not in shown_at:
                 shown_at.add(event.turn)
                 lines.extend(_finding_line(finding) for finding in findings if finding.turn == event.turn)
@@ -605,7 +627,7 @@ def render_markdown(record: RunRecord, results: Sequence[StoredResult], *, left_
     cases = summary.by_case()
     failures_first = sorted(ordered, key=lambda r: _OUTCOME_ORDER[r.outcome])  # stable: plan order within
     lines = _header(record, summary) + _left_out(left_out)
-    lines += _metrics(summary) + _repeats(record, summary) + _coverage(record, summary)
+    lines += _metrics(summary) + _repeats(record, summary) + _faults(summary) + _coverage(record, summary)
     lines += _fidelity(ordered)
     if failures_first:
         lines += _overview(record, failures_first)

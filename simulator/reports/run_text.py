@@ -158,6 +158,21 @@ def repeat_lines(record: RunRecord) -> list[str]:
     return (["Repeats:", *lines]) if lines else []
 
 
+def fault_lines(record: RunRecord) -> list[str]:
+    """Outcome by injected fault (from the run summary): per tool and fault entry, the conversations it answered a
+    call in, and their outcomes."""
+    faults = record.totals.faults if record.totals is not None else []
+    lines = [
+        f"  {fault.tool} — {fault.fault}: {fault.total} conversation{'s' if fault.total != 1 else ''} "
+        f"({fault.calls} call{'s' if fault.calls != 1 else ''}): {fault.passed} passed, {fault.failed} failed, "
+        f"{fault.error} error, {fault.unsure} unsure"
+        + (f", {fault.user_error} user error" if fault.user_error else "")
+        + f"; correctness {percent(fault.correctness)}"
+        for fault in faults
+    ]
+    return ["Outcome by injected fault:", *lines] if lines else []
+
+
 def judge_advice(results: list[StoredResult]) -> str | None:
     """The "no judge model" advice, once for the whole run, when some check was not judged for want of one."""
     return judge_advice_for(sum(1 for stored in results if not_judged(stored.result)))

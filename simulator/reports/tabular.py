@@ -18,6 +18,8 @@ Both formats hold one row per conversation (case x persona x repeat), in plan or
   met, not_met, unsure, error, n/a, e.g. ``met=2 not_met=1``; empty when the conversation has no score of that
   metric. Counts rather than values, because every metric has verdicts and only some have values (the values
   are in the JSON export);
+- ``faults``: only in a run where faults were injected on purpose (``faults:``): the faults that answered the
+  conversation's tool calls, one per line (``tool: entry: effect (when)``, with ``xN`` for more than one call);
 - ``reasons``: why the outcome is not ``pass``, one reason per line;
 - ``duration_s``: seconds the conversation took, rounded to milliseconds;
 - ``agent_tokens``, ``user_tokens``, ``judge_tokens``: prompt + completion tokens of each model role;
@@ -36,7 +38,8 @@ from text cells in both formats (Excel's file format cannot hold them; many CSV 
 
 The workbook has four sheets: ``Summary`` (the run's header figures and per-metric summaries), ``Cases``
 (the rows above, frozen header, autofilter), ``Steps`` (one row per step of every conversation:
-:func:`step_table`) and ``Coverage`` (:func:`coverage_rows`; left out for a run without coverage). The CSV
+:func:`step_table`) and ``Coverage`` (:func:`coverage_rows`; left out for a run without coverage); a run with
+injected faults has a ``Faults`` sheet too (outcome by fault: :func:`fault_rows`). The CSV
 text uses ``\\r\\n`` row ends (RFC 4180); write it with ``newline=""`` (and with
 ``encoding="utf-8-sig"`` if Excel is to open it).
 
@@ -66,11 +69,14 @@ from simulator.safety import redacted_and_shortened, terminal_safe
 __all__ = [
     "CASE_HEAD",
     "CASE_TAIL",
+    "FAULTS_COLUMN",
     "STEP_COLUMNS",
     "Cell",
     "case_table",
+    "fault_rows",
     "final_output",
     "first_user_message",
+    "injected_faults",
     "neutralise",
     "ordered_results",
     "render_csv",
@@ -97,6 +103,8 @@ CASE_TAIL = (
     "cached_answers",
     "cached_cost_usd",
 )
+#: The column that lists a conversation's injected faults (only in a run that had any).
+FAULTS_COLUMN = "faults"
 STEP_COLUMNS = ("suite", "case", "persona", "repeat", "step", "goal", "status", "blocked_by", "rationale")
 METRIC_PREFIX = "metric:"
 
@@ -188,11 +196,49 @@ def _verdict_counts(scores: Sequence[Score]) -> str:
     return " ".join(f"{verdict}={count}" for verdict, count in counts.items() if count)
 
 
+def injected_faults(transcript: Transcript) -> str:
+    """The faults injected into a conversation's calls, one per line: ``tool: fault`` and how many calls it
+    answered when more than one."""
+    calls: dict[str, int] = {}
+    for call in transcript.tool_calls():
+        if call.fault is not None:
+            key = f"{call.name}: {call.fault}"
+            calls[key] = calls.get(key, 0) + 1
+    return "\n".join(key if count == 1 else f"{key} x{count}" for key, count in calls.items())
+
+
+def fault_rows(record: RunRecord) -> list[list[Cell]]:
+    """The ``Faults`` sheet: outcome by injected fault (empty for a run without faults)."""
+    faults = summary_of(record).faults
+    if not faults:
+        return []
+    header: list[Cell] = ["tool", "fault", "conversations", "calls", "passed", "failed", "error", "unsure"]
+    rows: list[list[Cell]] = [[*header, "user_error", "correctness"]]
+    for fault in faults:
+        rows.append(
+            [
+                fault.tool,
+                fault.fault,
+                fault.total,
+                fault.calls,
+                fault.passed,
+                fault.failed,
+                fault.error,
+                fault.unsure,
+                fault.user_error,
+                _rate(fault.correctness),
+            ]
+        )
+    return rows
+
+
 def case_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list[str], list[list[Cell]]]:
     """The header and one row per conversation, in plan order (see the module docstring for the columns)."""
     ordered = ordered_results(record, results)
     metrics = list(summary_of(record).metrics)
-    header = [*CASE_HEAD, *(METRIC_PREFIX + metric for metric in metrics), *CASE_TAIL]
+    # Only a run with injected faults has the column: other runs' tables stay as they were.
+    faulted = [FAULTS_COLUMN] if summary_of(record).faults else []
+    header = [*CASE_HEAD, *(METRIC_PREFIX + metric for metric in metrics), *faulted, *CASE_TAIL]
     rows: list[list[Cell]] = []
     for stored in ordered:
         result = stored.result
@@ -217,6 +263,7 @@ def case_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list
                 first_user_message(transcript),
                 final_output(transcript),
                 *(_verdict_counts(by_metric.get(metric, [])) for metric in metrics),
+                *([injected_faults(transcript)] if faulted else []),
                 "\n".join(result.reasons),
                 round(stored.duration_s, 3),
                 *(transcript_tokens(transcript, role) for role in MODEL_ROLES),
@@ -495,6 +542,9 @@ def render_xlsx(record: RunRecord, results: Sequence[StoredResult]) -> bytes:
     _fill_sheet(workbook.create_sheet("Cases"), header, rows, table=True)
     step_header, step_rows = step_table(record, results)
     _fill_sheet(workbook.create_sheet("Steps"), step_header, step_rows, table=True)
+    faults = fault_rows(record)
+    if faults:
+        _fill_sheet(workbook.create_sheet("Faults"), None, faults, table=False, bold_rows=[1])
     coverage, coverage_headers = coverage_rows(record)
     if coverage:
         _fill_sheet(workbook.create_sheet("Coverage"), None, coverage, table=False, bold_rows=coverage_headers)

@@ -81,6 +81,8 @@ def _tool_line(call: ToolCallRecord) -> Line:
     source = f" by {by}" if by else ""
     touched = call.world.summary() if call.world is not None else ""
     world = f" ({touched})" if touched else ""
+    if call.fault:
+        source += f", injected fault {call.fault}"
     return Line(style, f"      tool {call.name}({arguments}) [{call.status_label}{source}] → {answer}{world}")
 
 
@@ -120,6 +122,8 @@ def transcript_lines(transcript: Transcript, result: CaseResult | None = None, *
             lines.append(Line("error", f"  ⟂ {divergence}"))
         if isinstance(event, UserEvent):
             lines.append(Line("user", f"  [{event.turn}] user: {event.text}"))
+            if event.misreport:
+                lines.append(Line("user", f"      misreports on purpose (persona): {event.misreport}"))
             if event.turn not in shown_at:
                 shown_at.add(event.turn)
                 lines.extend(_finding_line(finding) for finding in findings if finding.turn == event.turn)

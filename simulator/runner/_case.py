@@ -361,6 +361,7 @@ async def run_case(
         agent_config=agent_config,
         persona=persona,
         suite_fakes=loaded.suite.tool_fakes,
+        suite_faults=loaded.suite.faults,
         tool_mode="live" if options.live else "test",
         tool_functions=live_functions(agent_config.tools, loaded.code_folders),
         world=loaded.world_of(case),
