@@ -442,6 +442,7 @@ async def score_case(
         judging=loaded.suite.judging,
         plugin_scorers=tuple(loaded.suite.scorers),
         persona=persona,
+        budgets=loaded.suite.budgets,
     )
     with metering() as meter:
         scores = await score_transcript(case, transcript, context, judge)
