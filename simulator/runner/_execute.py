@@ -9,8 +9,8 @@
   steps in flight: ``resume`` skips finished cases and continues unfinished conversations where they stopped.
 * The run's lease is taken before anything runs and renewed while it runs (see :mod:`simulator.store`): a
   second process resuming the same run is refused, and a killed run reads ``interrupted``. The run ends
-  ``completed``, ``interrupted`` (cancelled: Ctrl-C, SIGTERM) or ``failed`` (any other error), lease given back
-  in the same transaction.
+  ``completed``, ``interrupted`` (cancelled: Ctrl-C, SIGTERM, or its ``max_cost`` reached, see
+  :mod:`simulator.runner._cost`) or ``failed`` (any other error), lease given back in the same transaction.
 * With ``executor="ray"`` the conversations run on a Ray cluster (:mod:`simulator.runner._ray`); this process
   keeps the lease and stores each result as it arrives, through the same ``save`` as a local run.
 * Live tools are a decision of the command that runs: :func:`execute` runs real tool functions only when its
