@@ -13,6 +13,7 @@ to an exit code. Anything else that escapes is a bug in Simulator.
   ``JudgeError``       a judge could not produce a valid verdict
   ``StoreError``       the run store could not be read or written
   ``DiskError``        a file could not be written: its disk is full or failing
+  ``CostLimitReached`` a run reached its ``--max-cost`` and stopped, resumable
 """
 
 from __future__ import annotations
@@ -97,3 +98,19 @@ class StoreInputError(StoreError, InputError):
 class DiskError(SimulatorError):
     """A file could not be written because its disk is full, over quota or failing (``ENOSPC``, ``EDQUOT``,
     ``EIO``); nothing partial was left under its name."""
+
+
+class CostLimitReached(SimulatorError):
+    """A run reached its ``--max-cost``: it stopped as if interrupted (``interrupted``, resumable), naming what
+    its models cost so far and the limit."""
+
+    def __init__(self, run_id: str, spent: float, limit: float, stored: int, total: int) -> None:
+        super().__init__(
+            f"cost limit reached: the models cost ${spent:.4f} so far, --max-cost is ${limit:g}; run {run_id} "
+            f"stopped with {stored} of {total} conversation(s) stored"
+        )
+        self.run_id = run_id
+        self.spent = spent
+        self.limit = limit
+        self.stored = stored
+        self.total = total

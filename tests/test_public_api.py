@@ -9,7 +9,8 @@ import simulator
 # What users may import from ``simulator``: adding or removing a name is a decision, made here on purpose.
 PUBLIC_NAMES = [
     "DEFAULT_CONCURRENCY", "MODEL_ROLES", "YAML_SUFFIXES", "AgentError", "Case", "CaseResult", "Comparison",
-    "ConfigError", "ConfigErrors", "Digest", "ErrorEvent", "GoldenCase", "ImportedRun", "ImportedSuite", "InputError",
+    "ConfigError", "ConfigErrors", "CostLimitReached", "Digest", "ErrorEvent", "GoldenCase", "ImportedRun",
+    "ImportedSuite", "InputError",
     "JudgeCheckReport", "JudgeError", "Linted", "LoadedSuite", "MergedRun", "ModelError", "ModelOptions", "ModelRole",
     "OverviewText", "Persona", "PersonaList", "PlanItem", "PlannedRun", "Progress", "Report", "ResumeCheck",
     "RunCoverage", "RunCoverageReport", "RunOutcome", "RunOverview", "RunRecord", "RunResults", "RunSettings",

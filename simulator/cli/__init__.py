@@ -10,8 +10,8 @@ the app from them.
 
 Exit codes: 0 success, 1 results below the bar (``--fail-under``), 2 invalid input, 3 the run could not
 complete (or another process is running it, or a file could not be written on a full or failing disk), 70 an
-internal error (a bug in Simulator), 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (both leave an
-``interrupted`` run that ``runs resume`` continues).
+internal error (a bug in Simulator), 130 interrupted by Ctrl-C or stopped at ``--max-cost``, 143 stopped by
+SIGTERM (all leave an ``interrupted`` run that ``runs resume`` continues).
 
 Heavy libraries (litellm takes seconds to import, langgraph too) are imported inside the commands that need
 them, so ``--help``, ``validate``, ``schema`` and ``personas`` stay fast.

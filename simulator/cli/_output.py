@@ -216,6 +216,16 @@ TrustOption = Annotated[
 ]
 
 
+MaxCostOption = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost",
+        metavar="USD",
+        help="Stop the run cleanly (interrupted, exit 130; `runs resume` continues it) once its models' cost so "
+        "far, every role and every process that ran it, reaches this many US dollars (0-1000000).",
+    ),
+]
+
 DbOption = Annotated[
     Path | None, typer.Option("--db", help="Run store (default: $SIMULATOR_DB or .simulator/runs.db).")
 ]

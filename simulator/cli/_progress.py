@@ -57,7 +57,8 @@ def _run_with_progress(
     """Run the coroutine ``start(on_event)`` (a public API call) with a progress bar on a terminal (plain lines
     on ``lines_to``, stdout by default, otherwise: see :func:`_progress_line_shown`). Ctrl-C and SIGTERM both
     stop it cleanly: the run is marked interrupted, the command to resume it is printed, and the exit code is 130
-    (Ctrl-C) or 143 (SIGTERM). A second SIGTERM ends the process at once."""
+    (Ctrl-C) or 143 (SIGTERM). A second SIGTERM ends the process at once. A run that reached its ``--max-cost``
+    stops the same way (exit 130), naming what it cost and the limit."""
     import asyncio
     import contextlib
     import signal
@@ -78,6 +79,8 @@ def _run_with_progress(
             bar.update(task, total=len(event.record.plan), completed=event.already_done)
             if on_start is not None:
                 on_start(event)
+            for note in event.notes:
+                err.print(f"warning: {note}", markup=False, soft_wrap=True)
             return
         bar.update(task, completed=event.done, description=f"{event.item.case}")
         if not console.is_terminal and _progress_line_shown(event.done, event.total, event.result.outcome):
@@ -112,6 +115,10 @@ def _run_with_progress(
     try:
         with bar:
             return asyncio.run(main())
+    except simulator.CostLimitReached as exc:
+        command = simulator.resume_command(begun[0].record, begun[0].store_path, db_given=db is not None)
+        err.print(f"{exc}; continue with a higher limit: {command} --max-cost USD", markup=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except (KeyboardInterrupt, asyncio.CancelledError) as exc:
         if isinstance(exc, asyncio.CancelledError) and not terminated:
             raise

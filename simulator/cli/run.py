@@ -24,6 +24,7 @@ from simulator.cli._output import (
     _STYLES,
     EXIT_BELOW_BAR,
     DbOption,
+    MaxCostOption,
     RayAddressOption,
     RayWorkersOption,
     SafeConsole,
@@ -158,6 +159,7 @@ def run(
         ),
     ] = None,
     db: DbOption = None,
+    max_cost: MaxCostOption = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the model request cache.")] = False,
     cache_size: Annotated[int, typer.Option("--cache-size", help="Request cache limit in MB (1-1048576).")] = 200,
     checkpoints: Annotated[
@@ -229,8 +231,8 @@ def run(
 
     Exit 0 when every case passed, user errors left out (or correctness is at least --fail-under), 1 below
     it (or below --fail-under-coverage), 2 for invalid input, 3 when the run could not complete, 130 when
-    interrupted by Ctrl-C and 143 by SIGTERM (the run can be resumed). A suite names code that runs: its python
-    agent, langgraph graph and, with --live, tool functions.
+    interrupted by Ctrl-C or stopped at --max-cost, and 143 by SIGTERM (the run can be resumed). A suite names
+    code that runs: its python agent, langgraph graph and, with --live, tool functions.
     """
     # Typer checked the formats before anything runs: not after an hour of it.
     formats = list(report_formats or [])
@@ -241,7 +243,7 @@ def run(
         concurrency=concurrency, fail_under=fail_under, fail_under_coverage=fail_under_coverage, seed=seed,
         cache=not no_cache, checkpoints=checkpoints, shard=shard, record=record, count_user_errors=count_user_errors,
         executor=executor.value, ray_address=ray_address, ray_workers=ray_workers,
-        trace=trace.value if trace is not None else None,
+        trace=trace.value if trace is not None else None, max_cost=max_cost,
     )  # fmt: skip
 
     def started(event: Any) -> None:

@@ -23,6 +23,7 @@ from simulator.cli._output import (
     EXIT_OK,
     DbOption,
     LiveOption,
+    MaxCostOption,
     RayAddressOption,
     RayWorkersOption,
     TrustOption,
@@ -166,11 +167,13 @@ def runs_resume(
     ] = None,
     ray_address: RayAddressOption = None,
     ray_workers: RayWorkersOption = None,
+    max_cost: MaxCostOption = None,
 ) -> None:
     """Finish an interrupted or failed run: finished cases are not run again; unfinished conversations continue
     where they stopped (for agents without state of their own). A run another live process runs is refused
     (exit 3). A run started with --live continues only with --live. A run started on Ray resumes on Ray (the
-    same --ray-address) unless --executor says otherwise. Exits like `run` (its --fail-under)."""
+    same --ray-address) unless --executor says otherwise. The run's --max-cost holds unless --max-cost gives
+    another; either counts what the whole run cost so far. Exits like `run` (its --fail-under)."""
     left = simulator.check_resume(run_ref, db=db, live=live, ray_workers=ray_workers)
     record = left.record
     if left.complete:
@@ -195,6 +198,7 @@ def runs_resume(
             executor=executor.value if executor else None,
             ray_address=ray_address,
             ray_workers=ray_workers,
+            max_cost=max_cost,
         ),
         db=db,
         on_start=started,
@@ -218,10 +222,12 @@ def runs_repeat(
     judge_api_base: JudgeApiBaseOption = None,
     user_api_base: UserApiBaseOption = None,
     agent_api_base: AgentApiBaseOption = None,
+    max_cost: MaxCostOption = None,
 ) -> None:
     """Run again exactly what a stored run ran (its suite snapshot and settings) as a new run; tools in test
     mode unless this command says --live; the request cache as that run had it, unless --no-cache. The model
-    options given here are laid over the stored run's (the same plan against other models or endpoints)."""
+    options given here are laid over the stored run's (the same plan against other models or endpoints), and
+    --max-cost over its cost limit."""
     given = model_options(
         user_model=user_model, judge_model=judge_model, models_file=models_file, judge_api_base=judge_api_base,
         user_api_base=user_api_base, agent_api_base=agent_api_base,
@@ -245,7 +251,7 @@ def runs_repeat(
         lambda on_event: simulator.repeat_async(
             old.id, db=db, live=live, trust_imported=yes, note=note, agent_version=agent_version,
             cache=not no_cache, judge_model=given.judge_model, user_model=given.user_model, models=given.models,
-            on_event=on_event,
+            on_event=on_event, max_cost=max_cost,
         ),
         db=db, on_start=started,
     )  # fmt: skip

@@ -19,7 +19,7 @@ from pydantic import JsonValue
 
 from simulator.judges.checks import ConversationView
 from simulator.kinds import KINDS
-from simulator.models import Case, GoldenTurn, JudgingSettings, Persona, Thresholds
+from simulator.models import Budgets, Case, GoldenTurn, JudgingSettings, Persona, Thresholds
 from simulator.models.scores import Score
 from simulator.models.transcript import AgentEvent, Transcript
 from simulator.plugins import PluginError, load_plugin, plugins
@@ -62,6 +62,8 @@ class ScoringContext:
     persona: Persona | None = None
     #: The suite's scorers from installed plugins (a case may name more).
     plugin_scorers: Sequence[str] = ()
+    #: The suite's budgets (a case's own are laid over them, figure by figure).
+    budgets: Budgets | None = None
     #: The conversation's world as it ended (its seed with the transcript's changes), where the case has one.
     world: World | None = None
 

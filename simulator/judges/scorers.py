@@ -3,7 +3,7 @@ kind of case is held to). Deterministic checks come from ``checks.py`` and ``cla
 model can answer are the judge's (``llm_judges.py``), each with its prompt file under ``prompts/``.
 
 Case scorers: ``engine`` (step outcomes, turn cap, approval), ``expectations``, ``golden_turns`` (runs the
-turn scorers per golden turn), ``hallucination``, ``goal_satisfaction``.
+turn scorers per golden turn), ``hallucination``, ``goal_satisfaction``, ``budgets`` (``budgets.py``).
 Turn scorers (golden): ``semantic_match``, ``reference_answer`` (with its side claims), ``keywords``,
 ``tool_calls``, ``handoff``, ``variables``.
 
@@ -17,6 +17,7 @@ from typing import cast
 
 from simulator.judges._gather import gather_in_order
 from simulator.judges._registry import ScoringInput, TurnInput, registered_scorers, scorer
+from simulator.judges.budgets import budget_scores
 from simulator.judges.checks import (
     check_expectation,
     check_keywords,
@@ -308,6 +309,14 @@ async def goal_satisfaction(target: ScoringInput) -> list[Score]:
         reached = any(o.status == "complete" for o in target.transcript.steps)
         score = score.model_copy(update={"required": kind.has_open_goal(case) and not reached})
     return [score]
+
+
+@scorer("budgets")
+async def budgets(target: ScoringInput) -> list[Score]:
+    """The case's budgets (the suite's, with the case's figures laid over them): one required score per figure,
+    from the transcript alone (``budgets.py``)."""
+    own = target.case.budgets
+    return budget_scores(target.transcript, own.over(target.context.budgets) if own else target.context.budgets)
 
 
 # -- turn scorers (golden), in the order of the stored scores per turn ---------------------------------------------

@@ -46,6 +46,7 @@ from simulator.llm._fake import (
     fake_server_error,
     fake_timeout,
 )
+from simulator.llm._openai import has_price
 from simulator.llm._providers import key_variables, missing_key, provider_problem, suite_model_problems
 from simulator.llm._retry import RETRY_AFTER_CAP, HoldOff, HoldOffs, RetryPolicy, log_hold_off, retry_after_seconds
 from simulator.llm._types import Completion, Role, StructuredOutputError, ToolCallRequest, UnrecordedRequest, Usage
@@ -82,6 +83,7 @@ __all__ = [
     "fake_rate_limit",
     "fake_server_error",
     "fake_timeout",
+    "has_price",
     "key_variables",
     "log_hold_off",
     "logging_calls",

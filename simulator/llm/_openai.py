@@ -221,6 +221,15 @@ def usage_cost(model: str, prompt_tokens: int, completion_tokens: int, cached_to
     return float(prompt_cost + completion_tokens * completion_price)
 
 
+def has_price(model: str) -> bool | None:
+    """Whether litellm's price list prices ``model`` (as given, or without its provider prefix), so its calls'
+    cost is known; None for a ``fake/...`` model, whose price its script decides."""
+    if model.startswith("fake/"):
+        return None
+    bare = model.partition("/")[2]
+    return usage_cost(model, 1, 1) is not None or (bool(bare) and usage_cost(bare, 1, 1) is not None)
+
+
 def response_format_param(response_format: Any) -> Any:
     """The ``response_format`` body field for a pydantic class, exactly as litellm sends it (the strict JSON
     schema, named after the class); any other value as given."""

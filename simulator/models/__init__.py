@@ -12,6 +12,7 @@ from simulator.models.agent import (
     ToolFake,
     VariableDeclaration,
 )
+from simulator.models.budgets import Budgets
 from simulator.models.case import (
     ArgumentRule,
     Case,
@@ -38,6 +39,7 @@ from simulator.models.suite import HostedEvalsFile, Suite
 __all__ = [
     "AgentConfig",
     "ArgumentRule",
+    "Budgets",
     "Case",
     "DataModel",
     "EventSpec",

@@ -9,6 +9,7 @@ from pydantic import BeforeValidator, Field, JsonValue, field_validator, model_v
 
 from simulator.models._base import Identifier, Slug, StrictModel, Text, located_error
 from simulator.models.agent import ToolFake
+from simulator.models.budgets import Budgets
 from simulator.models.faults import ToolFault
 from simulator.models.settings import Thresholds
 from simulator.models.world import StateExpectation, WorldSetting
@@ -350,6 +351,12 @@ class _CaseBase(StrictModel):
     )
     repeats: int | None = Field(default=None, ge=1, le=1000, description="Runs of this case; overrides the suite.")
     thresholds: Thresholds | None = Field(default=None, description="Overrides the suite's thresholds for this case.")
+    budgets: Budgets | None = Field(
+        default=None,
+        description="What one conversation of this case may take: each figure set here replaces the suite's "
+        "budget of the same name, the others are kept.",
+        exclude_if=lambda budgets: budgets is None,  # left out of snapshots unused: a case hashes as it did before
+    )
     world: WorldSetting = Field(
         default=None,
         description="This case's world: its collections replace the suite's collections of the same name, the "

@@ -50,6 +50,7 @@ RANGES: Final[Mapping[str, NumberRange]] = {
         NumberRange("fail_under", "--fail-under", "the correctness bar in %", 0, 100, whole=False),
         NumberRange("fail_under_coverage", "--fail-under-coverage", "the coverage bar in %", 0, 100, whole=False),
         NumberRange("ray_workers", "--ray-workers", "Ray worker processes", 1, 1024),
+        NumberRange("max_cost", "--max-cost", "the run's cost limit in US dollars", 0, 1_000_000, whole=False),
     )
 }
 

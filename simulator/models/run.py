@@ -131,6 +131,12 @@ class RunSettings(DataModel):
         description="--ray-workers: worker processes running conversations on the cluster; none means 2 on a "
         "local cluster, one per CPU of a cluster connected to.",
     )
+    max_cost: float | None = Field(
+        default=None,
+        description="--max-cost: the run stops cleanly (interrupted, resumable) once what its models cost so far, "
+        "every role and every process that ran it, reaches this many US dollars; none: no limit.",
+        exclude_if=lambda value: value is None,  # left out unused: stored settings read as they did before
+    )
     trace: Literal["otlp"] | None = Field(
         default=None,
         description="--trace otlp: spans of the run, its conversations, turns and model, agent and tool calls were "

@@ -6,6 +6,7 @@ from pydantic import Field, JsonValue
 
 from simulator.models._base import Slug, StrictModel, Text
 from simulator.models.agent import AgentConfig, ToolFake
+from simulator.models.budgets import Budgets
 from simulator.models.case import Case, SimulationCase
 from simulator.models.faults import ToolFault
 from simulator.models.settings import JudgingSettings, ModelRoles, Thresholds
@@ -53,6 +54,12 @@ class Suite(StrictModel):
         description="A seeded world for every case: collections of records by id, inline or a YAML/JSON file beside "
         "the suite. Each conversation gets its own copy; world tools read and change it.",
         exclude_if=lambda world: world is None,  # left out of snapshots unused: a suite hashes as it did before
+    )
+    budgets: Budgets | None = Field(
+        default=None,
+        description="What one conversation of the agent may take (latency per turn and in all, tokens, cost, "
+        "turns), for every case: each figure set is a required check. A case's budgets replace these one by one.",
+        exclude_if=lambda budgets: budgets is None,  # left out of snapshots unused: a suite hashes as it did before
     )
     metadata: dict[str, JsonValue] = Field(default_factory=dict, description="Free data kept with the run.")
     judge_prompts: dict[Slug, Text] = Field(

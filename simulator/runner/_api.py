@@ -35,6 +35,7 @@ from simulator.runner._case import (
     pick_persona,
     simulated_tools,
 )
+from simulator.runner._cost import cost_notes
 from simulator.runner._execute import check_live, execute, forget_checkpoints
 from simulator.runner._otlp import OtlpTarget
 from simulator.runner._plan import (
@@ -43,6 +44,7 @@ from simulator.runner._plan import (
     parse_shard,
     plan_hash,
     plan_notes,
+    restore,
     shard_part,
     snapshot_of,
     unknown_case_filters,
@@ -212,10 +214,12 @@ async def _execute(
     done = store.result_count(record.id)
     request_cache = _cache(store.path, record, cache, cache_size_mb)
     if on_event is not None:
+        limited = record.settings.max_cost is not None  # the suites are read again only for a limited run
+        notes = cost_notes([restore(snapshot) for snapshot in record.snapshot], record.settings) if limited else []
         on_event(
             RunStarted(
                 record=record, store_path=store.path, already_done=done, estimate_s=estimate_s,
-                cache_path=request_cache.path if request_cache is not None else None,
+                cache_path=request_cache.path if request_cache is not None else None, notes=tuple(notes),
             )
         )  # fmt: skip
     finished = await execute(
@@ -339,6 +343,7 @@ async def resume_async(
     executor: Literal["local", "ray"] | None = None,
     ray_address: str | None = None,
     ray_workers: int | None = None,
+    max_cost: float | None = None,
 ) -> RunOutcome:
     """Finish an interrupted or failed run (``run_ref``: an id, a unique prefix, ``latest`` or ``latest~N``):
     finished conversations are not run again, unfinished ones continue where they stopped. A run another live
@@ -346,8 +351,9 @@ async def resume_async(
     ``live=True``; an imported run only with ``trust_imported=True``. A complete run is returned as it is.
     It runs on the executor it was started with (``executor``, ``ray_address`` and ``ray_workers`` as stored)
     unless these say otherwise. A traced run (``trace="otlp"``) goes on sending spans to the collector the
-    ``OTEL_EXPORTER_OTLP_*`` variables name (its address is not stored)."""
-    check_numbers({"cache_size_mb": cache_size_mb, "ray_workers": ray_workers})
+    ``OTEL_EXPORTER_OTLP_*`` variables name (its address is not stored). ``max_cost``: the run's cost limit for
+    this process instead of its own (``--max-cost``); either counts what the whole run cost so far."""
+    check_numbers({"cache_size_mb": cache_size_mb, "ray_workers": ray_workers, "max_cost": max_cost})
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         left = _resumable(store, run_ref, live)
@@ -358,6 +364,8 @@ async def resume_async(
         check_environment_of(record)
         register_record_secrets(record)
         record = _on_executor(record, executor, ray_address, ray_workers)
+        if max_cost is not None:
+            record = record.model_copy(update={"settings": checked_settings(record.settings, {"max_cost": max_cost})})
         with on_cluster(record.settings):
             return await _execute(
                 store, record, live=live, cache=record.settings.cache and cache, cache_size_mb=cache_size_mb,
@@ -396,17 +404,21 @@ async def repeat_async(
     models: Mapping[Any, Mapping[str, Any]] | None = None,
     cache_size_mb: int = 200,
     on_event: EventHandler | None = None,
+    max_cost: float | None = None,
 ) -> RunOutcome:
     """Run again exactly what a stored run ran (its suite snapshot, settings and plan) as a new run; tools in
     test mode unless ``live=True``; the request cache as the stored run had it, off with ``cache=False``.
     ``judge_model``, ``user_model`` and ``models`` (per-role settings as ``run`` takes them) are laid over the
-    stored run's model settings: the same plan, other models or endpoints."""
-    check_number("cache_size_mb", cache_size_mb)
+    stored run's model settings: the same plan, other models or endpoints. ``max_cost`` replaces the stored
+    run's cost limit (``--max-cost``; the new run counts its own cost)."""
+    check_numbers({"cache_size_mb": cache_size_mb, "max_cost": max_cost})
     store = RunStore(Path(db) if db is not None else default_db_path())
     with store:
         old = _repeatable(store, run_ref)
         check_trust(old, trust_imported, "repeating")
         settings = model_options(user_model, judge_model, models).over(old.settings)
+        if max_cost is not None:
+            settings = settings.model_copy(update={"max_cost": max_cost})
         register_record_secrets(old, settings)
         trace_to = trace_target(settings)  # before anything is stored
         check_environment_of(old, settings)

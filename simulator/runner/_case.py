@@ -458,6 +458,7 @@ async def score_case(
         plugin_scorers=tuple(loaded.suite.scorers),
         persona=persona,
         world=final_world(loaded, case, transcript),
+        budgets=loaded.suite.budgets,
     )
     with metering() as meter:
         scores = await score_transcript(case, transcript, context, judge)

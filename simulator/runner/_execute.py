@@ -9,8 +9,8 @@
   steps in flight: ``resume`` skips finished cases and continues unfinished conversations where they stopped.
 * The run's lease is taken before anything runs and renewed while it runs (see :mod:`simulator.store`): a
   second process resuming the same run is refused, and a killed run reads ``interrupted``. The run ends
-  ``completed``, ``interrupted`` (cancelled: Ctrl-C, SIGTERM) or ``failed`` (any other error), lease given back
-  in the same transaction.
+  ``completed``, ``interrupted`` (cancelled: Ctrl-C, SIGTERM, or its ``max_cost`` reached, see
+  :mod:`simulator.runner._cost`) or ``failed`` (any other error), lease given back in the same transaction.
 * With ``executor="ray"`` the conversations run on a Ray cluster (:mod:`simulator.runner._ray`); this process
   keeps the lease and stores each result as it arrives, through the same ``save`` as a local run.
 * Live tools are a decision of the command that runs: :func:`execute` runs real tool functions only when its
@@ -37,7 +37,7 @@ from simulator._version import __version__
 from simulator.agents import prepare_agent
 from simulator.cassettes import Playback, cassette_of, encode
 from simulator.engine import forget, forget_threads, load_graph, open_checkpointer
-from simulator.errors import CredentialsError, InputError, StoreError
+from simulator.errors import CostLimitReached, CredentialsError, InputError, StoreError
 from simulator.llm import (
     LLMClient,
     ModelCall,
@@ -53,6 +53,7 @@ from simulator.models.run import PlanItem, RunRecord, RunStatus, StoredResult
 from simulator.models.scores import CaseResult
 from simulator.runner._case import model_roles
 from simulator.runner._converse import converse
+from simulator.runner._cost import CostAccount
 from simulator.runner._gc import old_objects_frozen, rarer_young_collections
 from simulator.runner._otlp import OtlpExporter, OtlpTarget, RunTracer
 from simulator.runner._plan import restore
@@ -111,6 +112,26 @@ class _RunRefused(Exception):
         self.refusal = refusal
 
 
+class _CostStop(Exception):
+    """The run's models cost what its ``max_cost`` allows: the run stops as if interrupted."""
+
+
+def _cost_account(store: RunStore, record: RunRecord) -> CostAccount | None:
+    """The run's cost so far against its ``max_cost`` (None without one), counting what earlier processes
+    stored; an InputError when that already reaches the limit, so a resume is told to raise it rather than
+    stopping at once."""
+    limit = record.settings.max_cost
+    if limit is None:
+        return None
+    account = CostAccount(limit, (stored.result for stored in store.iter_results(record.id)))
+    if account.reached and store.result_count(record.id) < len(record.plan):
+        raise InputError(
+            f"run {record.id} has already cost ${account.spent:.4f}, which reaches its --max-cost ${limit:g}: "
+            f"continue it with a higher limit (simulator runs resume {record.id} --max-cost USD)"
+        )
+    return account
+
+
 class LeaseLost(StoreError):
     """Another process took over the run's lease (this one looked dead to it): this one stops."""
 
@@ -158,6 +179,7 @@ async def execute(
             models[index] = LLMClient(model_roles(suites[index], base), cache=cache)
         return models[index]
 
+    account = _cost_account(store, record)
     lease = store.acquire(record.id)  # first: a second process is refused before it loads anything
     try:
         for loaded in suites if playbacks is None else ():  # a playback calls models only for what changed
@@ -239,6 +261,10 @@ async def execute(
         finished += 1
         if on_progress is not None:
             on_progress(Progress(finished, total, item, result, duration))
+        if account is not None:
+            account.add(result)
+            if account.reached and finished < total:
+                raise _CostStop  # the conversations in flight stop as by SIGTERM: see simulator.runner._cost
 
     async def run_all(saver: Any) -> None:
         # A fixed pool of workers taking the next item, not a task per conversation: memory stays flat in the
@@ -323,7 +349,7 @@ async def execute(
                 f"{holder.describe() if holder else 'another process'} while this one ran it (its heartbeat "
                 "looked stale); this process stopped so that nothing runs twice"
             ) from exc
-        cancelled = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit)
+        cancelled = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit | _CostStop)
         status: RunStatus = "interrupted" if cancelled else "failed"
         _finish(store, lease, status, previous + time.monotonic() - started, quiet=True)
         if tracer is not None:
@@ -332,6 +358,10 @@ async def execute(
                 await tracer.finish(status)
         if isinstance(exc, sqlite3.Error) and disk_full(exc):  # the checkpoints' file: the store's are StoreErrors
             raise StoreError(f"cannot write the checkpoints {checkpoint_path(store.path)}: {exc}") from exc
+        if isinstance(exc, _CostStop) and account is not None and account.spent is not None:
+            raise CostLimitReached(
+                record.id, account.spent, account.limit, store.result_count(record.id), total
+            ) from None
         if isinstance(exc, _RunRefused):
             left = total - store.result_count(record.id)
             raise CredentialsError(

@@ -168,6 +168,7 @@ HOW_IT_RUNS: Final = frozenset(
         "ray_address",
         "trace",
         "ray_workers",
+        "max_cost",
     }
 )
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")

@@ -37,6 +37,8 @@ class RunStarted:
     already_done: int
     estimate_s: float | None = None
     cache_path: Path | None = None
+    #: What a person should read before it runs (a cost limit that cannot be enforced).
+    notes: tuple[str, ...] = ()
 
 
 RunEvent = RunStarted | Progress

@@ -95,7 +95,7 @@ CANNOT_TELL = (
 )
 SUITE_KEYS = (
     "name, description, language, agent, models, thresholds, judging, personas, scorers, repeats, seed, tool_fakes, "
-    "faults, world, metadata, judge_prompts, cases"
+    "faults, world, budgets, metadata, judge_prompts, cases"
 )
 ALIAS_BOMB = (
     "aliases expand to more values than the 100,000-value limit (an alias bomb?): write the repeated parts out or "
@@ -198,7 +198,8 @@ INVALID: list[ParameterSet] = [
                 5,
                 "cases[0].goal",
                 "unknown key 'goal'; allowed keys: name, description, tags, personas, scorers, session_parameters, "
-                "expectations, tool_fakes, faults, repeats, thresholds, world, expect_state, kind, steps, initiator",
+                "expectations, tool_fakes, faults, repeats, thresholds, budgets, world, expect_state, kind, steps, "
+                "initiator",
             )
         ],
     ),
