@@ -2,8 +2,9 @@
 kind of case is held to). Deterministic checks come from ``checks.py`` and ``claims.py``; the questions only a
 model can answer are the judge's (``llm_judges.py``), each with its prompt file under ``prompts/``.
 
-Case scorers: ``engine`` (step outcomes, turn cap, approval), ``expectations``, ``golden_turns`` (runs the
-turn scorers per golden turn), ``hallucination``, ``goal_satisfaction``.
+Case scorers: ``engine`` (step outcomes, turn cap, approval), ``expectations``, ``state`` (the case's
+``expect_state`` on its final world), ``golden_turns`` (runs the turn scorers per golden turn), ``hallucination``,
+``goal_satisfaction``.
 Turn scorers (golden): ``semantic_match``, ``reference_answer`` (with its side claims), ``keywords``,
 ``tool_calls``, ``handoff``, ``variables``.
 
@@ -27,12 +28,13 @@ from simulator.judges.checks import (
 from simulator.judges.claims import ClaimTool, find_unsupported_claims
 from simulator.judges.fidelity import invented_fact_question
 from simulator.judges.llm_judges import UserTurns
-from simulator.judges.step import NO_JUDGE, render_conversation
+from simulator.judges.step import NO_JUDGE, NO_WORLD, render_conversation
 from simulator.kinds import kind_of
 from simulator.models import ExpectationSpec, GoldenCase
 from simulator.models.case import normalize_reference
 from simulator.models.scores import Score, ScoreVerdict
 from simulator.models.transcript import AgentEvent, CheckDetail, Transcript, TranscriptEvent
+from simulator.world import check_state
 
 # -- case scorers, in the order of the stored scores ------------------------------------------------------------
 
@@ -142,6 +144,38 @@ async def _expectation(
             declared_tools=claim_tools(target),
         )
     return score.model_copy(update={"check": prefix + score.check, "step": step, "turn": turn})
+
+
+@scorer("state")
+async def state(target: ScoringInput) -> list[Score]:
+    """The case's ``expect_state`` against the world the conversation left: one required score per item, met or
+    not met with the diff as its reason (no model). Without a world to read, one error score says why: a state
+    nobody could check is never a pass."""
+    expectation = target.case.expect_state
+    if expectation is None:
+        return []
+    world = target.context.world
+    if world is None:
+        return [
+            Score(
+                metric="state",
+                check="state",
+                source="engine",
+                verdict="error",
+                reason=NO_WORLD,
+            )
+        ]
+    return [
+        Score(
+            metric="state",
+            check=result.check,
+            source="deterministic",
+            verdict="met" if result.met else "not_met",
+            reason=result.evidence,
+            missing=result.missing,
+        )
+        for result in check_state(expectation, world)
+    ]
 
 
 @scorer("golden_turns", kinds={"golden"})

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 
+from simulator.judges import StepJudge
+from simulator.judges.llm_judges import LLMJudge
+from simulator.judges.scoring import ScoringContext, score_transcript
+from simulator.judges.step import NO_WORLD
+from simulator.metrics import case_metrics, case_outcome, state_correctness
+from simulator.models import Case
+from simulator.models.case import Expectation
+from simulator.models.scores import Score, ScoreVerdict
+from simulator.models.transcript import AgentEvent, StepVerdict, Transcript
 from simulator.models.world import StateExpectation, WorldSpec
 from simulator.world import SeededWorld, World, check_state, show_value
+from tests.factories import run
 
 SEED: dict[str, Any] = {
     "orders": {
@@ -332,3 +343,114 @@ def test_the_check_reads_without_changing_the_world_or_recording_reads() -> None
 )
 def test_values_are_shown_on_one_line(value: Any, shown: str) -> None:
     assert show_value(value) == shown
+
+
+# -- the case's expect_state as scores, a step's as check details -------------------------------------------------
+
+CASE: TypeAdapter[Any] = TypeAdapter(Case)
+CANCEL_1001 = {"records": [{"collection": "orders", "id": "1001", "fields": {"status": "cancelled"}}]}
+
+
+def state_scores(expect_state: dict[str, Any] | None, world: World | None) -> list[Score]:
+    data: dict[str, Any] = {"name": "c", "kind": "scenario", "goal": "cancel order 1001"}
+    if expect_state is not None:
+        data["expect_state"] = expect_state
+    case = CASE.validate_python(data)
+    transcript = Transcript(case="c", kind="scenario")
+    scores = run(score_transcript(case, transcript, ScoringContext(world=world), LLMJudge(None)))
+    return [score for score in scores if score.metric == "state"]
+
+
+@pytest.mark.parametrize(
+    ("change", "verdict", "reason"),
+    [
+        (cancel_1001, "met", "orders/1001: status 'cancelled' as expected"),
+        (
+            cancel_1002,
+            "not_met",
+            "orders/1001 status: expected 'cancelled', is 'placed' (seeded 'placed', not changed)",
+        ),
+    ],
+)
+def test_the_case_state_is_a_required_deterministic_score(change: Change, verdict: str, reason: str) -> None:
+    (score,) = state_scores(CANCEL_1001, world_after(change))
+    assert (score.check, score.source, score.verdict, score.reason, score.required) == (
+        "state: orders/1001",
+        "deterministic",
+        verdict,
+        reason,
+        True,
+    )
+
+
+def test_a_failed_state_fails_the_case_with_the_diff_as_its_reason() -> None:
+    scores = state_scores(CANCEL_1001, world_after(cancel_1002))
+    outcome, reasons = case_outcome(Transcript(case="c", kind="scenario"), scores)
+    assert (outcome, reasons) == (
+        "fail",
+        ["state: orders/1001: orders/1001 status: expected 'cancelled', is 'placed' (seeded 'placed', not changed)"],
+    )
+    assert case_metrics(Transcript(case="c", kind="scenario"), scores)["state_correctness"] == 0.0
+
+
+def test_a_state_with_no_world_to_read_is_an_error_not_a_pass() -> None:
+    (score,) = state_scores(CANCEL_1001, None)
+    assert (score.verdict, score.reason, score.required) == ("error", NO_WORLD, True)
+    assert case_outcome(Transcript(case="c", kind="scenario"), [score])[0] == "error"
+
+
+def test_a_case_without_expect_state_has_no_state_score() -> None:
+    assert state_scores(None, world_after(cancel_1001)) == []
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "expected"),
+    [((), None), (("met", "not_met", "met", "met"), 0.75), (("error",), None), (("met",), 1.0)],
+)
+def test_state_correctness_is_the_share_of_items_met(
+    verdicts: tuple[ScoreVerdict, ...], expected: float | None
+) -> None:
+    scores = [
+        Score(metric="state", check=f"state: {i}", source="deterministic", verdict=v) for i, v in enumerate(verdicts)
+    ]
+    assert state_correctness(scores) == expected
+
+
+def step_verdict(state: dict[str, Any] | None, world: World | None, checks: Sequence[Any] = ()) -> StepVerdict:
+    reply = AgentEvent(turn=1, messages=["Order 1001 is cancelled."])
+    return run(
+        StepJudge().check_step(
+            goal="cancel the order",
+            criteria=None,
+            checks=[TypeAdapter(Expectation).validate_python(c) for c in checks],
+            replies=[reply],
+            events=[reply],
+            variables={},
+            state=StateExpectation.model_validate(state) if state is not None else None,
+            world=world,
+        )
+    )
+
+
+def test_a_step_state_is_met_when_the_world_shows_it() -> None:
+    verdict = step_verdict(CANCEL_1001, world_after(cancel_1001), [{"must_contain": ["cancelled"]}])
+    assert verdict.verdict == "met"
+    assert [(d.check, d.verdict) for d in verdict.details] == [
+        ("must_contain (all, substring): 'cancelled'", "met"),
+        ("state: orders/1001", "met"),
+    ]
+
+
+def test_a_step_state_not_met_makes_the_step_not_met_with_the_diff() -> None:
+    verdict = step_verdict(CANCEL_1001, world_after(cancel_1002), [{"must_contain": ["cancelled"]}])
+    assert verdict.verdict == "not_met"
+    assert verdict.rationale == (
+        "state: orders/1001: orders/1001 status: expected 'cancelled', is 'placed' (seeded 'placed', not changed)"
+    )
+    assert verdict.details[-1].missing
+
+
+def test_a_step_state_without_a_world_is_not_decided() -> None:
+    verdict = step_verdict(CANCEL_1001, None)
+    assert (verdict.verdict, verdict.settled) == ("unsure", False)
+    assert [(d.check, d.verdict, d.evidence) for d in verdict.details] == [("state", "unsure", NO_WORLD)]
