@@ -25,7 +25,7 @@ from simulator.judges.checks import (
     describe_call,
     tool_call_correctness,
 )
-from simulator.judges.claims import ClaimTool, find_unsupported_claims
+from simulator.judges.claims import ClaimFinding, ClaimTool, contradicted_by_state, find_unsupported_claims
 from simulator.judges.fidelity import invented_fact_question
 from simulator.judges.llm_judges import UserTurns
 from simulator.judges.step import NO_JUDGE, NO_WORLD, render_conversation
@@ -223,7 +223,8 @@ async def _ready(scores: list[Score]) -> list[Score]:
 
 @scorer("hallucination", prompts=("hallucination", "hallucination_batch", "hallucination_fidelity_batch"))
 async def hallucination(target: ScoringInput) -> list[Score]:
-    """Per agent turn with a message: a claim of tool use no call supports (deterministic), else the judge:
+    """Per agent turn with a message: a claim of tool use no call supports, or in the last reply a claimed action
+    the case's ``expect_state`` finds undone (deterministic), else the judge:
     the turns left for it in one request (``hallucination_batch``), or one request per turn when the suite
     says ``judging: {batch: false}`` (see :func:`_batched`). One score per turn either way, in turn order.
 
@@ -232,6 +233,9 @@ async def hallucination(target: ScoringInput) -> list[Score]:
     for the fidelity check, which needs it only if the conversation fails, so no later request waits for it."""
     required = target.thresholds.fail_on_hallucination
     flagged = {f.turn: f for f in find_unsupported_claims(target.replies, claim_tools(target))}
+    contradicted = _state_contradiction(target)
+    if contradicted is not None:
+        flagged.setdefault(contradicted.turn, contradicted)
     scores: list[Score | None] = []
     asked: list[AgentEvent] = []
     for reply in target.replies:
@@ -278,6 +282,16 @@ async def hallucination(target: ScoringInput) -> list[Score]:
         )
     answers = iter(verdicts)
     return [score if score is not None else next(answers) for score in scores]
+
+
+def _state_contradiction(target: ScoringInput) -> ClaimFinding | None:
+    """An action claim in the agent's last reply that the case's ``expect_state`` contradicts (a record it
+    expects is not as expected in the world the conversation left)."""
+    expectation, world = target.case.expect_state, target.context.world
+    if expectation is None or world is None:
+        return None
+    unmet = [r.evidence for r in check_state(expectation, world) if r.item == "record" and not r.met]
+    return contradicted_by_state(target.replies, claim_tools(target), unmet)
 
 
 def claim_tools(target: ScoringInput) -> list[ClaimTool]:
