@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from simulator.models.world import WorldTrace
-from simulator.world import describe_change
 
 
 def world_summary(trace: WorldTrace) -> str:
@@ -18,4 +17,4 @@ def world_summary(trace: WorldTrace) -> str:
 
 def change_lines(trace: WorldTrace) -> list[str]:
     """One line per changed record, e.g. ``orders/1001 changed: status 'placed' -> 'cancelled'``."""
-    return [describe_change(change) for change in trace.changes]
+    return [change.describe() for change in trace.changes]

@@ -8,7 +8,7 @@ copy costs nothing whatever the world's size and the diff is what the copy holds
 """
 
 from simulator.world._operations import OperationOutcome, run_operation
-from simulator.world._state import StateResult, check_state, describe_change, show_value
+from simulator.world._state import StateResult, check_state
 from simulator.world._world import SeededWorld, World, WorldError, apply_changes
 
 __all__ = [
@@ -19,7 +19,5 @@ __all__ = [
     "WorldError",
     "apply_changes",
     "check_state",
-    "describe_change",
     "run_operation",
-    "show_value",
 ]

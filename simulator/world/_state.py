@@ -9,7 +9,6 @@ a short, exact diff, one line per record or field that differs, e.g.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,22 +17,19 @@ from pydantic import JsonValue
 from simulator.models.transcript import CheckDetail
 from simulator.models.world import (
     CountExpectation,
-    FieldChange,
     Record,
     RecordExpectation,
     StateExpectation,
     UnchangedExpectation,
     WorldChange,
+    show_value,
 )
 from simulator.world._world import World
 
-__all__ = ["StateItem", "StateResult", "check_state", "describe_change", "show_value"]
+__all__ = ["StateItem", "StateResult", "check_state"]
 
 #: Which part of an ``expect_state`` a result is about.
 StateItem = Literal["record", "unchanged", "count", "nothing_else_changed"]
-
-#: Values longer than this are shortened in evidence (the diff names the record and field; the value is a hint).
-_LONGEST_VALUE = 80
 
 
 @dataclass(frozen=True)
@@ -71,37 +67,6 @@ def check_state(expectation: StateExpectation, world: World) -> list[StateResult
     if expectation.nothing_else_changed:
         results.append(_nothing_else(world, named))
     return results
-
-
-# --- values as evidence shows them ---
-
-
-def show_value(value: JsonValue) -> str:
-    """A value as evidence writes it: text in single quotes with control characters escaped (a value never
-    breaks a line), anything else as JSON (``true``, ``50``, ``null``); long values shortened."""
-    if isinstance(value, str):
-        inner = json.dumps(value, ensure_ascii=False)[1:-1].replace('\\"', '"').replace("'", "\\'")
-        text = f"'{inner}'"
-    else:
-        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return text if len(text) <= _LONGEST_VALUE else text[: _LONGEST_VALUE - 1] + "…"
-
-
-def _show_field(change: FieldChange) -> tuple[str, str]:
-    before = "(absent)" if change.before_absent else show_value(change.before)
-    after = "(removed)" if change.after_absent else show_value(change.after)
-    return before, after
-
-
-def describe_change(change: WorldChange) -> str:
-    """One changed record in words: ``cards/c-2 changed: blocked false -> true``, ``tickets/7 inserted: {...}``,
-    ``orders/1003 deleted``."""
-    if change.action == "insert":
-        return f"{change.label()} inserted: {show_value(change.record or {})}"
-    if change.action == "delete":
-        return f"{change.label()} deleted"
-    fields = ", ".join(f"{key} {' -> '.join(_show_field(field))}" for key, field in change.fields.items())
-    return f"{change.label()} changed: {fields}"
 
 
 # --- records ---
@@ -202,7 +167,7 @@ def _check_unchanged(expected: UnchangedExpectation, world: World) -> StateResul
         size = len(world.seed.collections[collection])
         kept = f" ({size} record{'s' * (size != 1)})" if expected.id is None else ""
         return StateResult("unchanged", check, met=True, evidence=f"{expected.label()}: as seeded{kept}")
-    return StateResult("unchanged", check, met=False, evidence="\n".join(describe_change(c) for c in changed))
+    return StateResult("unchanged", check, met=False, evidence="\n".join(c.describe() for c in changed))
 
 
 def _narrowed(change: WorldChange, fields: list[str] | None) -> WorldChange | None:
@@ -230,7 +195,9 @@ def _nothing_else(world: World, named: set[tuple[str, str]]) -> StateResult:
     others = [change for change in world.diff() if (change.collection, change.id) not in named]
     if not others:
         return StateResult("nothing_else_changed", check, met=True, evidence="no record other than those named changed")
-    return StateResult("nothing_else_changed", check, met=False, evidence="\n".join(map(describe_change, others)))
+    return StateResult(
+        "nothing_else_changed", check, met=False, evidence="\n".join(change.describe() for change in others)
+    )
 
 
 def _ids(ids: list[str]) -> str:

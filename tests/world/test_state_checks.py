@@ -17,8 +17,8 @@ from simulator.models import Case
 from simulator.models.case import Expectation
 from simulator.models.scores import Score, ScoreVerdict
 from simulator.models.transcript import AgentEvent, StepVerdict, Transcript
-from simulator.models.world import StateExpectation, WorldSpec
-from simulator.world import SeededWorld, World, check_state, show_value
+from simulator.models.world import StateExpectation, WorldSpec, show_value
+from simulator.world import SeededWorld, World, check_state
 from tests.factories import run
 
 SEED: dict[str, Any] = {
