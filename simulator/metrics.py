@@ -11,6 +11,7 @@ Per case:
   with the reasons (scoring turns a ``fail`` the simulated user caused into ``user_error``:
   ``simulator.judges.fidelity``).
 - :func:`task_completion` -- 1 / 0 / None: the case's task was (not) completed, or the judge was unsure.
+- :func:`state_correctness` -- the share of the case's ``expect_state`` items its final world meets.
 - :func:`case_metrics` -- the per-case numbers stored on a result (``CaseResult.metrics``).
 
 Per run:
@@ -74,6 +75,7 @@ __all__ = [
     "persona_fidelity",
     "repeat_stats",
     "run_summary",
+    "state_correctness",
     "summarized",
     "task_completion",
     "wilson_interval",
@@ -226,6 +228,18 @@ def task_completion(result: CaseResult) -> int | None:
     return None
 
 
+def state_correctness(scores: Sequence[Score]) -> float | None:
+    """State correctness of one case: the share of its ``expect_state`` items the world it left meets.
+
+    Definition: over the scores of metric ``state`` (one per item: each record, each unchanged entry, each count,
+    and "nothing else changed"), ``met / (met + not_met)``. A state check is never unsure; a state that could not
+    be checked (no world: an ``error`` score) is not counted. None when no state item was decided (the case has
+    no ``expect_state``, or it could not be checked), never 0 or 1.
+    """
+    decided = [score.verdict for score in scores if score.metric == "state" and score.verdict in ("met", "not_met")]
+    return decided.count("met") / len(decided) if decided else None
+
+
 def case_metrics(
     transcript: Transcript, scores: Sequence[Score], outcome: Outcome | None = None
 ) -> dict[str, float | None]:
@@ -243,6 +257,7 @@ def case_metrics(
     - ``hallucinations``: how many scores of metric ``hallucination`` have verdict ``not_met`` (hallucinated
       turns, required or not).
     - ``turns``: the transcript's number of turns.
+    - ``state_correctness``: :func:`state_correctness` of the scores, only when the case's state was checked.
     - For every other metric with at least one score whose ``value`` is not None: the mean of those values
       under the metric's name (e.g. ``tool_call_correctness``, ``semantic_match``, ``hallucination``).
       ``goal_achievement`` always comes from the transcript, never from score values.
@@ -259,6 +274,9 @@ def case_metrics(
         "hallucinations": float(sum(1 for s in scores if s.metric == "hallucination" and s.verdict == "not_met")),
         "turns": float(transcript.turns),
     }
+    state = state_correctness(scores)
+    if state is not None:
+        numbers["state_correctness"] = state
     values: dict[str, list[float]] = {}
     for score in scores:
         if score.value is not None:

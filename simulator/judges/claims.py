@@ -23,6 +23,14 @@ they are certain and a judge that reads only the text can be fooled by them:
   action: it is backed by any call that ran and returned the state it names ("cancelled", or a translation),
   and after "I see that" / "laut" it is a result (see ``_claim_finder``).
 
+* a world tool's call (``executed (world)``) that changed nothing because the world refused (a ``require`` not
+  met, no such record: its result is ``{"error": ...}``) backs no action claim: "I have cancelled your order"
+  after it is contradicted by the world, which shows nothing changed. A world call that changed records backs
+  a claim as any call that ran does; a world lookup backs results whatever it found.
+
+* the agent's last reply claims an action while the case's ``expect_state`` finds a record not as expected
+  (:func:`contradicted_by_state`): the state check's diff is the evidence.
+
 * the agent states results although every tool call of this turn did not run (``not_executed`` in test mode,
   or ``failed``) and it does not say so ("could not", "unable", "konnte nicht" ...).
 
@@ -44,7 +52,14 @@ from simulator.judges._inflect import fold
 from simulator.models.transcript import AgentEvent, ToolCallRecord
 from simulator.safety import redacted_and_shortened
 
-__all__ = ["ClaimFinding", "ClaimTool", "DescribedTool", "find_unsupported_claims"]
+__all__ = [
+    "ClaimFinding",
+    "ClaimTool",
+    "DescribedTool",
+    "contradicted_by_state",
+    "find_unsupported_claims",
+    "world_refusal",
+]
 
 _RESULT_WORD = re.compile(r"[^\W\d_]+")
 
@@ -127,6 +142,25 @@ def find_unsupported_claims(replies: Sequence[AgentEvent], declared_tools: Decla
     return findings
 
 
+def contradicted_by_state(
+    replies: Sequence[AgentEvent], declared_tools: DeclaredTools, unmet: Sequence[str]
+) -> ClaimFinding | None:
+    """The agent's last reply, when it claims an action ("I have blocked your card") while records the case
+    expects (``unmet``: the state check's evidence for each record not as expected) are not so: the world
+    contradicts it, whatever call the agent made. None when every expected record is as expected, or the last
+    reply claims no action."""
+    last = next((reply for reply in reversed(replies) if any(m.strip() for m in reply.messages)), None)
+    if not unmet or last is None:
+        return None
+    vocab = vocabulary(_entries(declared_tools))
+    text = "\n".join(last.messages).replace("\u2019", "'")
+    claim = next((found for found in find_claims(text, sentences(text), vocab) if found.kind == "action"), None)
+    if claim is None:
+        return None
+    diff = "; ".join(line for evidence in unmet for line in evidence.splitlines())
+    return ClaimFinding(last.turn, claim.text, f"claims “{claim.text}” but the world does not show it ({diff})")
+
+
 def _admits_failure(parsed: Sequence[Sentence], vocab: Vocabulary) -> bool:
     """Whether the reply says its tools did not work ("could not", "unable", "konnte ... nicht")."""
     return any(vocab.lexicon.admissions.find(clause.words) for sentence in parsed for clause in sentence.clauses)
@@ -151,6 +185,29 @@ def _ran(call: ToolCallRecord) -> bool:
     return call.answered
 
 
+def world_refusal(call: ToolCallRecord) -> str | None:
+    """What the world answered a world tool's call that changed nothing because it could not (``{"error": ...}``),
+    or None: the call is no world call, changed something, or answered without an error."""
+    if call.world is None or call.world.changes or not isinstance(call.result, dict):
+        return None
+    error = call.result.get("error")
+    return None if error is None else redacted_and_shortened(str(error), 160, mark="")
+
+
+def _backs_action(call: ToolCallRecord) -> bool:
+    """Whether the call can back a claim of an action: it ran, and the world did not refuse it."""
+    return _ran(call) and world_refusal(call) is None
+
+
+def _refused(calls: Sequence[ToolCallRecord]) -> str | None:
+    """Why an action claim these calls do not back is contradicted by the world: the first refusal among them."""
+    for call in calls:
+        refusal = world_refusal(call)
+        if refusal is not None:
+            return f"the world shows nothing changed ({call.name} answered: {refusal})"
+    return None
+
+
 def _unbacked(
     claim: Claim, vocab: Vocabulary, this_turn: Sequence[ToolCallRecord], called: Sequence[ToolCallRecord]
 ) -> str | None:
@@ -158,25 +215,33 @@ def _unbacked(
     or None when it is."""
     if not called:
         return "no tool was called in the conversation"
+    backs = _backs_action if claim.kind == "action" else _ran
     if claim.kind == "action" and claim.reported:
         states = _stated_states(claim, vocab)
-        if any(_ran(call) and not states.isdisjoint(_result_words(call)) for call in called):
+        if any(backs(call) and not states.isdisjoint(_result_words(call)) for call in called):
             return None
     named = _named(claim, vocab)
     if named:
         of_tool = [call for call in called if call.name in named]
-        if any(_ran(call) for call in of_tool):
+        if any(backs(call) for call in of_tool):
             return None
         tools = " or ".join(named)
         if not of_tool:
             return f"{tools} was never called"
+        refused = _refused(of_tool) if claim.kind == "action" else None
+        if refused is not None:
+            return refused
         statuses = ", ".join(f"{call.name} [{call.status}]" for call in of_tool)
         return f"{tools} never ran ({statuses})"
     ran = [call for call in this_turn if _ran(call)]
     if not ran:
         return "no tool was called in this turn"
-    if any(_backs(vocab.kind_of(call.name), claim) for call in ran):
+    of_kind = [call for call in ran if _backs(vocab.kind_of(call.name), claim)]
+    if any(backs(call) for call in of_kind):
         return None
+    refused = _refused(of_kind) if claim.kind == "action" else None
+    if refused is not None:
+        return refused
     names = ", ".join(dict.fromkeys(call.name for call in ran))
     if claim.kind == "action":
         return f"no tool that changes something ran in this turn (only the lookup {names})"

@@ -2,8 +2,9 @@
 kind of case is held to). Deterministic checks come from ``checks.py`` and ``claims.py``; the questions only a
 model can answer are the judge's (``llm_judges.py``), each with its prompt file under ``prompts/``.
 
-Case scorers: ``engine`` (step outcomes, turn cap, approval), ``expectations``, ``golden_turns`` (runs the
-turn scorers per golden turn), ``hallucination``, ``goal_satisfaction``, ``budgets`` (``budgets.py``).
+Case scorers: ``engine`` (step outcomes, turn cap, approval), ``expectations``, ``state`` (the case's
+``expect_state`` on its final world), ``golden_turns`` (runs the turn scorers per golden turn), ``hallucination``,
+``goal_satisfaction``, ``budgets`` (``budgets.py``).
 Turn scorers (golden): ``semantic_match``, ``reference_answer`` (with its side claims), ``keywords``,
 ``tool_calls``, ``handoff``, ``variables``.
 
@@ -25,15 +26,16 @@ from simulator.judges.checks import (
     describe_call,
     tool_call_correctness,
 )
-from simulator.judges.claims import ClaimTool, find_unsupported_claims
+from simulator.judges.claims import ClaimFinding, ClaimTool, contradicted_by_state, find_unsupported_claims
 from simulator.judges.fidelity import invented_fact_question
 from simulator.judges.llm_judges import UserTurns
-from simulator.judges.step import NO_JUDGE, render_conversation
+from simulator.judges.step import NO_JUDGE, NO_WORLD, render_conversation
 from simulator.kinds import kind_of
 from simulator.models import ExpectationSpec, GoldenCase
 from simulator.models.case import normalize_reference
 from simulator.models.scores import Score, ScoreVerdict
 from simulator.models.transcript import AgentEvent, CheckDetail, Transcript, TranscriptEvent
+from simulator.world import check_state
 
 # -- case scorers, in the order of the stored scores ------------------------------------------------------------
 
@@ -145,6 +147,38 @@ async def _expectation(
     return score.model_copy(update={"check": prefix + score.check, "step": step, "turn": turn})
 
 
+@scorer("state")
+async def state(target: ScoringInput) -> list[Score]:
+    """The case's ``expect_state`` against the world the conversation left: one required score per item, met or
+    not met with the diff as its reason (no model). Without a world to read, one error score says why: a state
+    nobody could check is never a pass."""
+    expectation = target.case.expect_state
+    if expectation is None:
+        return []
+    world = target.context.world
+    if world is None:
+        return [
+            Score(
+                metric="state",
+                check="state",
+                source="engine",
+                verdict="error",
+                reason=NO_WORLD,
+            )
+        ]
+    return [
+        Score(
+            metric="state",
+            check=result.check,
+            source="deterministic",
+            verdict="met" if result.met else "not_met",
+            reason=result.evidence,
+            missing=result.missing,
+        )
+        for result in check_state(expectation, world)
+    ]
+
+
 @scorer("golden_turns", kinds={"golden"})
 async def golden_turns(target: ScoringInput) -> list[Score]:
     """Every golden turn with an ``expect``: the turn scorers in order, or ``not_met`` for a turn never reached."""
@@ -190,7 +224,8 @@ async def _ready(scores: list[Score]) -> list[Score]:
 
 @scorer("hallucination", prompts=("hallucination", "hallucination_batch", "hallucination_fidelity_batch"))
 async def hallucination(target: ScoringInput) -> list[Score]:
-    """Per agent turn with a message: a claim of tool use no call supports (deterministic), else the judge:
+    """Per agent turn with a message: a claim of tool use no call supports, or in the last reply a claimed action
+    the case's ``expect_state`` finds undone (deterministic), else the judge:
     the turns left for it in one request (``hallucination_batch``), or one request per turn when the suite
     says ``judging: {batch: false}`` (see :func:`_batched`). One score per turn either way, in turn order.
 
@@ -199,6 +234,9 @@ async def hallucination(target: ScoringInput) -> list[Score]:
     for the fidelity check, which needs it only if the conversation fails, so no later request waits for it."""
     required = target.thresholds.fail_on_hallucination
     flagged = {f.turn: f for f in find_unsupported_claims(target.replies, claim_tools(target))}
+    contradicted = _state_contradiction(target)
+    if contradicted is not None:
+        flagged.setdefault(contradicted.turn, contradicted)
     scores: list[Score | None] = []
     asked: list[AgentEvent] = []
     for reply in target.replies:
@@ -245,6 +283,16 @@ async def hallucination(target: ScoringInput) -> list[Score]:
         )
     answers = iter(verdicts)
     return [score if score is not None else next(answers) for score in scores]
+
+
+def _state_contradiction(target: ScoringInput) -> ClaimFinding | None:
+    """An action claim in the agent's last reply that the case's ``expect_state`` contradicts (a record it
+    expects is not as expected in the world the conversation left)."""
+    expectation, world = target.case.expect_state, target.context.world
+    if expectation is None or world is None:
+        return None
+    unmet = [r.evidence for r in check_state(expectation, world) if r.item == "record" and not r.met]
+    return contradicted_by_state(target.replies, claim_tools(target), unmet)
 
 
 def claim_tools(target: ScoringInput) -> list[ClaimTool]:

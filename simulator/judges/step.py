@@ -10,7 +10,10 @@ How a step is decided:
     ``unsure`` (a pass means every check was decided). When every deterministic check beside them is met, the
     verdict is *settled*: no later turn can judge the criteria, so the step is unsure at once and the
     conversation moves on; the rationale says how many checks were met and which criteria need a judge;
-  * a step with neither is met once the agent has replied (nothing was asked of it).
+  * ``expect_state`` is checked like the deterministic checks, one detail per item, on the conversation's world
+    as it is after the reply (``simulator.world.check_state``): not met until the world shows it, so the step
+    goes on until its max turns; without a world to read the detail is unsure (:data:`NO_WORLD`);
+  * a step with none of these is met once the agent has replied (nothing was asked of it).
 """
 
 from __future__ import annotations
@@ -32,14 +35,17 @@ from simulator.judges.rendering import render_conversation
 from simulator.models import ExpectationSpec
 from simulator.models.transcript import AgentEvent, CheckDetail, StepVerdict, TranscriptEvent
 from simulator.models.world import StateExpectation
-from simulator.world import World
+from simulator.world import World, check_state
 
 if TYPE_CHECKING:
     from simulator.llm import LLMClient
 
-__all__ = ["NO_JUDGE", "STEP_PROMPT", "CriterionVerdict", "StepJudge", "render_conversation", "step_prompt"]
+__all__ = ["NO_JUDGE", "NO_WORLD", "STEP_PROMPT", "CriterionVerdict", "StepJudge", "render_conversation", "step_prompt"]
 
 NO_JUDGE = "not judged: no judge model is configured (set models.judge in the suite or pass --judge-model)"
+#: Why an ``expect_state`` was not checked: there is no world to read (a case or step that expects a state
+#: belongs in a suite or case with ``world:``).
+NO_WORLD = "not checked: the case has no world to check expect_state against (declare world: on the suite or case)"
 
 
 class CriterionVerdict(BaseModel):
@@ -99,6 +105,8 @@ class StepJudge:
                 deterministic.append(detail)
             else:
                 questions.append(self._judge(check.text or check.message or "", goal, events, "check"))
+        if state is not None:
+            deterministic.extend(_state_details(state, world))
         if criteria:
             questions.append(self._judge(criteria, goal, events, "success_criteria"))
         # The step's judge questions do not depend on each other: asked at once, kept in this order.
@@ -130,6 +138,14 @@ class StepJudge:
             if overruled is not None:
                 return CheckDetail(check=label, verdict=overruled.verdict, evidence=overruled.reason)
         return CheckDetail(check=label, verdict=verdict.verdict, evidence=verdict.reason)
+
+
+def _state_details(state: StateExpectation, world: World | None) -> list[CheckDetail]:
+    """The step's ``expect_state``, one detail per item, on the world as it is now. Without a world the state is
+    not decidable: one unsure detail says why (never met, and not the agent's failure either)."""
+    if world is None:
+        return [CheckDetail(check="state", verdict="unsure", evidence=NO_WORLD)]
+    return [result.detail() for result in check_state(state, world)]
 
 
 def _combine(deterministic: list[CheckDetail], judged: list[CheckDetail]) -> StepVerdict:

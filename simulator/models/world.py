@@ -291,6 +291,21 @@ WorldSetting = Annotated[
 # --- what a conversation did to its world (produced by Simulator, stored with the transcript) ---
 
 
+#: Values longer than this are shortened where a diff shows them (it names the record and field; the value is a hint).
+_LONGEST_VALUE = 80
+
+
+def show_value(value: JsonValue) -> str:
+    """A value as a diff writes it: text in single quotes with control characters escaped (a value never breaks
+    a line), anything else as JSON (``true``, ``50``, ``null``); long values shortened."""
+    if isinstance(value, str):
+        inner = json.dumps(value, ensure_ascii=False)[1:-1].replace('\\"', '"').replace("'", "\\'")
+        text = f"'{inner}'"
+    else:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= _LONGEST_VALUE else text[: _LONGEST_VALUE - 1] + "…"
+
+
 class FieldChange(DataModel):
     """One field of one record, before and after (``None`` with ``absent``: the field did not exist)."""
 
@@ -298,6 +313,12 @@ class FieldChange(DataModel):
     after: JsonValue = None
     before_absent: bool = Field(default=False, exclude_if=lambda value: not value)
     after_absent: bool = Field(default=False, exclude_if=lambda value: not value)
+
+    def describe(self) -> str:
+        """``false -> true``, ``(absent) -> 'x'`` or ``'x' -> (removed)``."""
+        before = "(absent)" if self.before_absent else show_value(self.before)
+        after = "(removed)" if self.after_absent else show_value(self.after)
+        return f"{before} -> {after}"
 
 
 class WorldChange(DataModel):
@@ -313,6 +334,16 @@ class WorldChange(DataModel):
     def label(self) -> str:
         """``orders/1001``."""
         return f"{self.collection}/{self.id}"
+
+    def describe(self) -> str:
+        """The change in words, as state checks and reports show it: ``cards/c-2 changed: blocked false -> true``,
+        ``tickets/7 inserted: {...}``, ``orders/1003 deleted``."""
+        if self.action == "insert":
+            return f"{self.label()} inserted: {show_value(self.record or {})}"
+        if self.action == "delete":
+            return f"{self.label()} deleted"
+        fields = ", ".join(f"{key} {field.describe()}" for key, field in self.fields.items())
+        return f"{self.label()} changed: {fields}"
 
 
 class WorldAccess(DataModel):

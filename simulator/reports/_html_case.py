@@ -37,6 +37,7 @@ from simulator.reports._states import (
     unsure_note,
     verdict_state,
 )
+from simulator.reports._world_view import change_lines, world_summary
 from simulator.safety import redacted_and_shortened
 
 CaseDefinition = GoldenCase | ScenarioCase | SimulationCase
@@ -285,6 +286,16 @@ def _transcript(item: _Item, transcript: Transcript) -> str:
     return f"<h4>Transcript</h4>{origin}<div class='transcript'>{''.join(parts)}</div>"
 
 
+def _world(transcript: Transcript) -> str:
+    """The conversation's world: what it left changed, one record a line (nothing without a world)."""
+    if transcript.world is None:
+        return ""
+    changes = "".join(f"<li><code>{_e(line)}</code></li>" for line in change_lines(transcript.world))
+    return f"<h4>World</h4><p class='muted'>{_e(world_summary(transcript.world))}</p>" + (
+        f"<ul class='world-changes'>{changes}</ul>" if changes else ""
+    )
+
+
 def _score_row(score: Score) -> str:
     value = _number(score.value)
     if score.threshold is not None:
@@ -390,6 +401,7 @@ def _case(item: _Item, *, expand: bool) -> str:
             f"<p class='muted'>Session parameters: <code>{_e(_json_text(transcript.session_parameters))}</code></p>"
         )
     body.append(_transcript(item, transcript))
+    body.append(_world(transcript))
     body.append(_scores(result.scores))
     open_attr = " open" if expand and outcome != "pass" else ""
     return (

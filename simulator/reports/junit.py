@@ -60,16 +60,21 @@ def testcase_name(stored: StoredResult) -> str:
     return f"{stored.case}{persona} #{stored.repeat + 1}"
 
 
+def _indented(head: str, text: str) -> str:
+    """``head`` and ``text``, the text's later lines (a state check's diff has one per record) indented under it."""
+    return head + text.replace("\n", "\n" + " " * len(head))
+
+
 def _failure_body(stored: StoredResult) -> str:
     result = stored.result
-    lines = ["Why:", *(f"  - {reason}" for reason in result.reasons)]
+    lines = ["Why:", *(_indented("  - ", reason) for reason in result.reasons)]
     steps = [step for step in steps_in_order(result.transcript.steps) if step.status != "complete"]
     if steps:
         lines.append("Steps not completed:")
         for step in steps:
             lines.append(f"  {step_mark(step.status)} step {step.index + 1}: {step.label}: {step_words(step)}")
             if step.rationale:
-                lines.append(f"    {step.rationale}")
+                lines.append(_indented("    ", step.rationale))
     scores = [score for score in result.scores if score.verdict in ("not_met", "unsure", "error")]
     if scores:
         lines.append("Scores that did not pass:")
@@ -78,7 +83,7 @@ def _failure_body(stored: StoredResult) -> str:
             value = "" if score.value is None else f" = {score.value:g}"
             lines.append(f"  {score_mark(score)} [{score.verdict}, {score.source}{required}] {score.check}{value}")
             if score.reason:
-                lines.append(f"    {score.reason}")
+                lines.append(_indented("    ", score.reason))
     return "\n".join(lines)
 
 

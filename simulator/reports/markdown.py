@@ -66,6 +66,7 @@ from simulator.reports._states import (
     unsure_note,
     verdict_mark,
 )
+from simulator.reports._world_view import change_lines, world_summary
 from simulator.reports.coverage_view import (
     WORLD_HEADER,
     CoverageMatrix,
@@ -168,7 +169,8 @@ def _block(text: str, indent: str, *, at_start: bool) -> list[str]:
 
 
 def _cell(text: str) -> str:
-    return escape(text) or " "
+    # A table row is one Markdown line: the text's own lines (a state check's diff) are kept apart by <br>.
+    return "<br>".join(line for line in escape_lines(text, first_at_start=False) if line) or " "
 
 
 def _json(value: object) -> str:
@@ -616,7 +618,16 @@ def _case_lines(record: RunRecord, stored: StoredResult, stats: RepeatStats | No
         lines += _golden_lines(stored)
     lines += _scores_not_passed(result.scores)
     lines += _transcript_lines(transcript, result.fidelity)
+    lines += _world_lines(transcript)
     return lines
+
+
+def _world_lines(transcript: Transcript) -> list[str]:
+    """The conversation's world: what it left changed, record by record (nothing without a world)."""
+    if transcript.world is None:
+        return []
+    changes = [f"- {escape(line)}" for line in change_lines(transcript.world)]
+    return ["#### World", "", escape(world_summary(transcript.world)), "", *changes, *([""] if changes else [])]
 
 
 def render_markdown(record: RunRecord, results: Sequence[StoredResult], *, left_out: Sequence[str] = ()) -> str:

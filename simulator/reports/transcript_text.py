@@ -35,6 +35,7 @@ from simulator.reports._states import (
     step_state,
     step_words,
 )
+from simulator.reports._world_view import change_lines, world_summary
 
 Style = Literal[
     "header",
@@ -143,7 +144,7 @@ def transcript_lines(transcript: Transcript, result: CaseResult | None = None, *
             mark = MARK[event.verdict]
             text = f"      {mark} check {step}: {event.verdict}"
             rationale = event.rationale if said is None else said.check(event)
-            lines.append(Line(style, f"{text} — {rationale}" if rationale else text))
+            lines.extend(_block(style, f"{text} — ", rationale) if rationale else [Line(style, text)])
         elif isinstance(event, ErrorEvent):
             lines.append(Line("error", f"  error ({event.where}): {event.message}"))
     # An ending without a closing message has no user line of its own.
@@ -153,8 +154,8 @@ def transcript_lines(transcript: Transcript, result: CaseResult | None = None, *
         for outcome in transcript.steps:
             lines.append(_outcome_line(outcome, transcript.kind))
             if outcome.rationale:
-                lines.append(
-                    Line("plain", f"      {outcome.rationale if said is None else brief_text(outcome.rationale)}")
+                lines.extend(
+                    _block("plain", "      ", outcome.rationale if said is None else brief_text(outcome.rationale))
                 )
     states = golden_turn_states(transcript.golden_turns, result.scores) if result is not None else {}
     for record in transcript.golden_turns:
@@ -168,7 +169,18 @@ def transcript_lines(transcript: Transcript, result: CaseResult | None = None, *
         if record.expected_tools or record.actual_tools:
             called = f"called {record.actual_tools or '[]'}"
             lines.append(Line("plain", f"{indent}tools expected {record.expected_tools or '[]'}, {called}"))
+    if transcript.world is not None:
+        lines.append(Line("header", f"World: {world_summary(transcript.world)}"))
+        lines.extend(Line("plain", f"  {line}") for line in change_lines(transcript.world))
     return lines
+
+
+def _block(style: Style, head: str, text: str) -> list[Line]:
+    """``head`` and ``text``, the text's later lines (a state check's diff has one per record) indented under
+    its first."""
+    first, *rest = text.splitlines() or [""]
+    indent = " " * len(head)
+    return [Line(style, head + first), *(Line(style, indent + line) for line in rest)]
 
 
 def finding_text(finding: FidelityFinding) -> str:
@@ -184,7 +196,7 @@ def result_lines(result: CaseResult, *, all_scores: bool = True) -> list[Line]:
     """A scored case: its outcome and why, then every score with the check that produced it and its evidence."""
     style: Style = {"pass": "pass", "fail": "fail", "error": "error"}.get(result.outcome, "check_other")  # type: ignore[assignment]
     lines = [Line(style, f"Outcome: {result.outcome}")]
-    lines.extend(Line("plain", f"  why: {reason}") for reason in result.reasons)
+    lines.extend(line for reason in result.reasons for line in _block("plain", "  why: ", reason))
     shown = [s for s in result.scores if all_scores or s.verdict != "met"]
     if shown:
         lines.append(Line("header", "Scores:"))
@@ -195,7 +207,7 @@ def result_lines(result: CaseResult, *, all_scores: bool = True) -> list[Line]:
         score_style: Style = "check_met" if score_state(score) in ("met", "n/a") else "check_other"
         lines.append(Line(score_style, f"  {mark} [{score.source}] {score.check}{value}{info}"))
         if score.reason:
-            lines.append(Line("plain", f"      {score.reason}"))
+            lines.extend(_block("plain", "      ", score.reason))
     return lines
 
 
@@ -285,7 +297,7 @@ def case_lines(result: CaseResult, *, verbose: bool = False) -> list[Line]:
             whys.setdefault(tail, []).append(head)
     for tail, heads in whys.items():
         text = f"{'; '.join(heads)}: {tail}" if heads else tail
-        lines.append(Line("plain", f"  why: {_counted(text, len(heads))}"))
+        lines.extend(_block("plain", "  why: ", _counted(text, len(heads))))
     rest = [
         score
         for index, score in enumerate(result.scores)
@@ -304,5 +316,5 @@ def case_lines(result: CaseResult, *, verbose: bool = False) -> list[Line]:
         score_style: Style = "check_met" if score_state(first) in ("met", "n/a") else "check_other"
         lines.append(Line(score_style, _score_head(first, [score.check for score in group])))
         if first.reason:
-            lines.append(Line("plain", f"      {_counted(brief_text(first.reason), len(group))}"))
+            lines.extend(_block("plain", "      ", _counted(brief_text(first.reason), len(group))))
     return lines
