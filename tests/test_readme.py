@@ -22,6 +22,7 @@ PYTHON_EXAMPLES: dict[str, tuple[str, ...]] = {
     "docs/python.md": ("outcome", "again", "report", "results"),
     "docs/compare.md": ("recorded", "replayed"),
     "docs/tools.md": ("list_holidays", "orders"),
+    "docs/worlds.md": ("block_card", "answer", "refund_booking"),
     "docs/verdicts.md": ("fidelity_run", "stored"),
     "docs/agents.md": ("run_tools",),
     "docs/pytest.md": ("test_golden_conversations",),
