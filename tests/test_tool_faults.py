@@ -373,3 +373,23 @@ def test_a_misreport_shows_on_the_turn_in_the_transcript() -> None:
     )
     text = "\n".join(line.text for line in transcript_lines(transcript))
     assert "misreports on purpose (persona): I restarted it." in text
+
+
+@pytest.mark.parametrize(
+    ("suite_seed", "given", "expected"),
+    [(41, None, 41), (41, 7, 7), (None, 7, 7)],
+    ids=["the-suite-seed", "--seed-wins", "no-suite-seed"],
+)
+def test_the_suites_seed_is_the_runs_seed_unless_one_is_given(
+    tmp_path: Path, suite_seed: int | None, given: int | None, expected: int
+) -> None:
+    # A seeded fault rate reproduces from the suite alone: its `seed:` plans the run when no --seed is given.
+    seed_line = f"seed: {suite_seed}\n" if suite_seed is not None else ""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        "name: s\nagent: {type: python, callable: 'simulator.demo.shop:respond'}\n"
+        f"{seed_line}cases:\n  - {{name: c, kind: scenario, goal: g, say: [hi]}}\n",
+        encoding="utf-8",
+    )
+    options = {} if given is None else {"seed": given}
+    assert simulator.plan(str(suite), **options).settings.seed == expected

@@ -147,14 +147,20 @@ def run(
         ),
     ] = False,
     seed: Annotated[
-        int | None, typer.Option("--seed", help="Seed for persona choice and the scripted user (0 or more).")
+        int | None,
+        typer.Option(
+            "--seed",
+            help="Seed for persona choice, the scripted user and fault rates (0 or more); unset: the suite's `seed:`, "
+            "else a random one (recorded in the run).",
+        ),
     ] = None,
     shard: Annotated[
         str | None,
         typer.Option(
             "--shard",
             metavar="K/N",
-            help="Run only the K-th of N parts of the plan (one per CI job; seed 0 unless --seed); put the parts "
+            help="Run only the K-th of N parts of the plan (one per CI job; seed 0 unless --seed or the suite's "
+            "`seed:`); put the parts "
             "back together with `simulator runs merge`.",
         ),
     ] = None,

@@ -101,15 +101,19 @@ def plan(suites: Suites, settings: RunSettings | None = None, **options: Any) ->
     personas x repeats expanded with a fixed seed.
 
     ``shard="K/N"`` keeps the K-th of N parts of the plan (see :mod:`simulator.runner._plan`); a part may be
-    empty. Every shard must plan the same, so a sharded plan without a seed takes seed 0, not a random one."""
+    empty. Without ``seed=``, the first suite's ``seed:`` is the run's seed; without either, a random one (every
+    shard must plan the same, so a sharded plan without a seed takes seed 0, not a random one)."""
     options = dict(options)
     seed = options.pop("seed", None)
     chosen = checked_settings(settings, options if seed is None else {**options, "seed": seed})
     shard = parse_shard(chosen.shard) if chosen.shard is not None else None
     loaded = _load(suites)
     if seed is None and (settings is None or "seed" not in settings.model_fields_set):
-        # A random seed, recorded in the run, so the persona choice and the scripted user can be reproduced.
-        chosen = chosen.model_copy(update={"seed": 0 if shard else random.SystemRandom().randrange(2**31)})
+        # The seed a suite writes (the first that writes one), else a random one; recorded in the run either way,
+        # so the persona choice, the scripted user and the faults' rates can be reproduced.
+        written = [item.suite.seed for item in loaded if item.suite.seed is not None]
+        fallback = 0 if shard else random.SystemRandom().randrange(2**31)
+        chosen = chosen.model_copy(update={"seed": written[0] if written else fallback})
     if not chosen.paths:
         chosen = chosen.model_copy(update={"paths": [_path_as_given(item) for item in loaded]})
     unknown = unknown_case_filters(loaded, chosen)

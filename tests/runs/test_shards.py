@@ -82,9 +82,17 @@ def test_the_shard_hash_is_sha256_and_not_pythons_hash() -> None:
 
 
 def test_a_sharded_plan_without_a_seed_takes_seed_0_so_every_shard_plans_the_same() -> None:
+    first = simulator.plan(["suites/demo/golden.yaml"], persona="random", shard="1/2")
+    second = simulator.plan(["suites/demo/golden.yaml"], persona="random", shard="2/2")
+    assert first.settings.seed == second.settings.seed == 0
+    assert first.settings.plan_hash == second.settings.plan_hash
+
+
+def test_a_sharded_plan_takes_the_suites_seed_when_it_writes_one() -> None:
+    # suites/demo/scenarios.yaml writes `seed: 7`, the first seed of the folder's suites.
     first = simulator.plan(["suites/demo"], persona="random", shard="1/2")
     second = simulator.plan(["suites/demo"], persona="random", shard="2/2")
-    assert first.settings.seed == second.settings.seed == 0
+    assert first.settings.seed == second.settings.seed == 7
     assert first.settings.plan_hash == second.settings.plan_hash
 
 
