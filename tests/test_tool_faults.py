@@ -391,5 +391,5 @@ def test_the_suites_seed_is_the_runs_seed_unless_one_is_given(
         f"{seed_line}cases:\n  - {{name: c, kind: scenario, goal: g, say: [hi]}}\n",
         encoding="utf-8",
     )
-    options = {} if given is None else {"seed": given}
-    assert simulator.plan(str(suite), **options).settings.seed == expected
+    planned = simulator.plan(str(suite)) if given is None else simulator.plan(str(suite), seed=given)
+    assert planned.settings.seed == expected

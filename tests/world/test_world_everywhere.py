@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import simulator
 
@@ -17,7 +18,7 @@ EXAMPLE = Path(__file__).resolve().parent.parent.parent / "examples" / "airline"
 BUGGY = "cancel_the_paris_flight"
 
 
-def _worlds(results: list[simulator.StoredResult]) -> dict[str, object]:
+def _worlds(results: list[simulator.StoredResult]) -> dict[str, tuple[str, dict[str, Any] | None]]:
     return {
         stored.key: (
             stored.outcome,
@@ -42,7 +43,7 @@ def test_merged_shards_hold_the_same_worlds_as_the_unsharded_run(tmp_path: Path)
     assert len(buggy) == 2
     for outcome, world in buggy:
         assert outcome == "fail"
-        assert isinstance(world, dict)
+        assert world is not None
         assert [(change["collection"], change["id"]) for change in world["changes"]] == [("bookings", "BK1003")]
 
 
