@@ -177,12 +177,14 @@ class World:
         return WorldTrace(digest=self.seed.digest, records=self.seed.size, changes=self.diff())
 
     def initial(self, collection: str, record_id: str) -> Record | None:
-        """The record as seeded (None: it was not in the seed)."""
-        return self.seed.collections.get(collection, {}).get(str(record_id))
+        """The record as seeded (a copy; None: it was not in the seed)."""
+        found = self.seed.collections.get(collection, {}).get(str(record_id))
+        return copy.deepcopy(found) if found is not None else None
 
     def current(self, collection: str, record_id: str) -> Record | None:
-        """The record now, without recording a read (state checks use this)."""
-        return self._current(collection, str(record_id))
+        """The record now (a copy), without recording a read (state checks use this)."""
+        found = self._current(collection, str(record_id))
+        return copy.deepcopy(found) if found is not None else None
 
     # --- inside ---
 

@@ -143,3 +143,20 @@ def test_placeholders_keep_the_arguments_type_alone_and_are_written_in_inside_te
     world = seeded().copy()
     operate(world, {"n": 3, "o": "1001"}, update="orders", id="{o}", set={"total": "{n}", "note": "n={n}"})
     assert world.current("orders", "1001") == {**COLLECTIONS["orders"]["1001"], "total": 3, "note": "n=3"}
+
+
+@pytest.mark.parametrize("read", ["get", "current", "initial", "find", "collection"])
+def test_what_a_world_function_reads_is_a_copy_so_editing_it_changes_neither_the_world_nor_the_seed(read: str) -> None:
+    seed = SeededWorld(WorldSpec(collections={"cards": {"k1": {"status": "active", "limits": {"day": 100}}}}))
+    world = seed.copy()
+    if read == "find":
+        record = world.find("cards")[0]
+    elif read == "collection":
+        record = world.collection("cards")["k1"]
+    else:
+        record = getattr(world, read)("cards", "k1")
+    record["status"] = "blocked"
+    record["limits"]["day"] = 0
+    assert world.diff() == []
+    assert seed.copy().get("cards", "k1") == {"status": "active", "limits": {"day": 100}}
+    assert world.current("cards", "k1") == {"status": "active", "limits": {"day": 100}}
