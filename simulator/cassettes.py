@@ -30,7 +30,7 @@ from simulator.agents import AgentAdapter, AgentInput, AgentReply
 from simulator.errors import AgentError, InputError
 from simulator.llm import Completion, Role, UnrecordedRequest
 from simulator.models.cassette import CASSETTE_FORMAT, Cassette, CassetteEntry
-from simulator.models.transcript import ReplayMark, ToolCallRecord, ToolRound
+from simulator.models.transcript import ReplayMark, ReportedUsage, ToolCallRecord, ToolRound
 from simulator.safety import redact_data
 from simulator.taps import Tape, active_tape
 from simulator.user import RECORDING_ENDS, SimulatedUser, UserReply, UserTurnRequest
@@ -94,6 +94,8 @@ class _RecordingAgent:
         if reply.tool_rounds is not None:
             # Only when there were any: a turn without tool calls is recorded as it always was.
             said["tool_rounds"] = [round_.model_dump(mode="json") for round_ in reply.tool_rounds]
+        if reply.usage is not None:
+            said["usage"] = reply.usage.model_dump(mode="json")
         tape.add("agent", "turn", given, said)
         return reply
 
@@ -370,10 +372,21 @@ class _ReplayedAgent:
             handoff=str(handoff) if handoff is not None else None,
             variables=dict[str, JsonValue](variables),
             tool_rounds=_rounds(response.get("tool_rounds")),
+            usage=_usage(response.get("usage")),
         )
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+def _usage(value: JsonValue) -> ReportedUsage | None:
+    """A recorded turn's reported tokens; None for a turn that reported none (or a recording that kept none)."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        return ReportedUsage.model_validate(value)
+    except ValidationError:
+        return None
 
 
 def _rounds(value: JsonValue) -> list[ToolRound] | None:

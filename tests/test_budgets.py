@@ -17,15 +17,19 @@ from simulator.llm import FakeScript
 from simulator.loading import load_suite
 from simulator.metrics import case_outcome
 from simulator.models import Budgets, Suite
-from simulator.models.transcript import AgentEvent, Transcript, Usage, UserEvent
+from simulator.models.transcript import AgentEvent, ReportedUsage, Transcript, Usage, UserEvent
 
 
-def conversation(*latencies_s: float, usage: Usage | None = None) -> Transcript:
-    """A conversation whose agent took these seconds per turn, with the agent's usage as reported (or none)."""
+def conversation(
+    *latencies_s: float, usage: Usage | None = None, reported: list[ReportedUsage | None] | None = None
+) -> Transcript:
+    """A conversation whose agent took these seconds per turn, with the agent's usage as Simulator counted it (a
+    litellm agent) or as each reply reported it (an http agent), or none."""
     events: list[Any] = []
     for turn, seconds in enumerate(latencies_s, start=1):
         events.append(UserEvent(turn=turn, text="hi", source="scripted"))
-        events.append(AgentEvent(turn=turn, messages=["hello"], latency_ms=seconds * 1000))
+        said = reported[turn - 1] if reported else None
+        events.append(AgentEvent(turn=turn, messages=["hello"], latency_ms=seconds * 1000, usage=said))
     return Transcript(
         case="c", kind="scenario", events=events, turns=len(latencies_s), usage={"agent": usage} if usage else {}
     )
@@ -66,6 +70,32 @@ USED = Usage(prompt_tokens=300, completion_tokens=100, calls=2, cost=0.004)
         ({"tokens": 399}, conversation(1, usage=USED), "not_met", "the agent used 400 tokens, the budget is 399"),
         ({"cost": 0.01}, conversation(1, usage=USED), "met", "the agent cost $0.0040, the budget is $0.01"),
         ({"cost": 0.001}, conversation(1, usage=USED), "not_met", "the agent cost $0.0040, the budget is $0.001"),
+        (
+            {"tokens": 400},
+            conversation(1, 1, reported=[ReportedUsage(prompt_tokens=200), ReportedUsage(prompt_tokens=150)]),
+            "met",
+            "the agent used 350 tokens (as its responses reported them, 2 of 2 replies), the budget is 400",
+        ),
+        (
+            {"tokens": 300},
+            conversation(1, 1, reported=[ReportedUsage(prompt_tokens=200), None]),
+            "unsure",
+            "the budget of 300 tokens cannot be checked: the agent reported 200 tokens for 1 of its 2 replies and "
+            "nothing for the others",
+        ),
+        (
+            {"tokens": 100},
+            conversation(1, 1, reported=[ReportedUsage(prompt_tokens=200), None]),
+            "not_met",
+            "the agent used 200 tokens (as its responses reported them, 1 of 2 replies), the budget is 100",
+        ),
+        (
+            {"cost": 0.5},
+            conversation(1, reported=[ReportedUsage(prompt_tokens=200)]),
+            "unsure",
+            "the budget of $0.5 cannot be checked: the agent reported its tokens but not their price (Simulator did "
+            "not make its model calls)",
+        ),
         ({"turns": 2}, conversation(1, 1), "met", "the conversation took 2 turns, the budget is 2"),
         ({"turns": 2}, conversation(1, 1, 1), "not_met", "the conversation took 3 turns, the budget is 2"),
     ],

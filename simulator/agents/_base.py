@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from pydantic import JsonValue
 
 from simulator.models import EventSpec
-from simulator.models.transcript import ToolRound
+from simulator.models.transcript import ReportedUsage, ToolRound
 from simulator.tools import ToolHandle
 
 #: OpenAI chat-completions style messages: {"role": "user" | "assistant" | "tool" | "system", "content": ...}; an
@@ -55,6 +55,8 @@ class AgentReply:
     handoff: str | None = None
     variables: dict[str, JsonValue] = field(default_factory=dict)
     tool_rounds: list[ToolRound] | None = None
+    #: Tokens the agent reported for the turn (an http agent's responses' ``usage``), None when it reported none.
+    usage: ReportedUsage | None = None
 
 
 class AgentAdapter(Protocol):

@@ -58,7 +58,7 @@ from simulator.errors import AgentError
 from simulator.llm import RetryPolicy, retry_after_seconds
 from simulator.models import HttpAgent
 from simulator.models.env_refs import UnsetVariable, expand
-from simulator.models.transcript import ToolRound
+from simulator.models.transcript import ReportedUsage, ToolRound
 from simulator.safety import redacted_and_shortened, register_secret
 from simulator.taps import active_tape
 
@@ -200,14 +200,17 @@ class HttpAdapter:
         messages.extend(wire_messages(request.messages))
         texts: list[str] = []
         rounds: list[ToolRound] = []
+        usage: ReportedUsage | None = None
         for round_ in range(MAX_TOOL_ROUNDS + 1):
-            message = await self._post(messages)
+            message, reported = await self._post(messages)
+            if reported is not None:
+                usage = reported if usage is None else usage + reported
             text = text_of(message.get("content"))
             if text:
                 texts.append(text)
             calls = message.get("tool_calls") or []
             if not isinstance(calls, list) or not calls:
-                return AgentReply(messages=texts, tool_rounds=rounds or None)
+                return AgentReply(messages=texts, tool_rounds=rounds or None, usage=usage)
             if round_ == MAX_TOOL_ROUNDS:
                 break
             # Ids are made up only if the endpoint sent none: the tool messages must point at their call, and the
@@ -251,15 +254,16 @@ class HttpAdapter:
         request = attempts * self.config.timeout + self.config.retries * self._retry.longest_wait()
         return (MAX_TOOL_ROUNDS + 1) * request
 
-    async def _post(self, messages: list[Message]) -> dict[str, Any]:
-        """Send one request, again while no reply came back and retries are left; the reply's message."""
+    async def _post(self, messages: list[Message]) -> tuple[dict[str, Any], ReportedUsage | None]:
+        """Send one request, again while no reply came back and retries are left; the reply's message and the
+        tokens the response reports (``usage``), if it reports them."""
         body: dict[str, Any] = {"model": self.config.model, "messages": messages}
         if self._tools:
             body["tools"] = self._tools  # some servers refuse an empty list, so it is left out instead
         attempts = self.config.retries + 1
         for attempt in range(1, attempts + 1):
             try:
-                message = await self._attempt(body)
+                message, usage = await self._attempt(body)
             except _NoReply as failure:
                 if attempt == attempts:
                     raise AgentError(self._gave_up(failure, attempts)) from None
@@ -268,10 +272,10 @@ class HttpAdapter:
             tape = active_tape()
             if tape is not None:
                 tape.add("agent", "http", copy.deepcopy(body), copy.deepcopy(message), url=self.url)
-            return message
+            return message, usage
         raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
 
-    async def _attempt(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def _attempt(self, body: dict[str, Any]) -> tuple[dict[str, Any], ReportedUsage | None]:
         """One request. :class:`_NoReply` when nothing came back, :class:`AgentError` for a reply that is unusable."""
         import aiohttp
 
@@ -334,7 +338,7 @@ class HttpAdapter:
                 f"the HTTP agent at {self.url} sent JSON without `choices[0].message` (is it an OpenAI-compatible "
                 f"chat-completions endpoint?): {self._excerpt(_text(raw, response.charset))}"
             )
-        return message
+        return message, _reported_usage(data)
 
     def _gave_up(self, failure: _NoReply, attempts: int) -> str:
         if failure.kind == "timeout":
@@ -352,6 +356,18 @@ class HttpAdapter:
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return redacted_and_shortened(text, _EXCERPT)
+
+
+def _reported_usage(data: Any) -> ReportedUsage | None:
+    """The response's ``usage`` (OpenAI's ``prompt_tokens`` and ``completion_tokens``), None when it has none
+    that can be read: whole numbers of 0 or more, booleans not counted."""
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    counts = [usage.get("prompt_tokens"), usage.get("completion_tokens")]
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+        return None
+    return ReportedUsage(prompt_tokens=counts[0], completion_tokens=counts[1])
 
 
 def _from_env(variable: str, key: str) -> str:

@@ -190,6 +190,7 @@ async def agent_node(state: State, config: RunnableConfig) -> State:
         handoff=reply.handoff,
         variables=reply.variables,
         latency_ms=latency,
+        usage=reply.usage,
     )
     update: State = {
         "events": [event],

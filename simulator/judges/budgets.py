@@ -76,15 +76,37 @@ def _conversation_latency(transcript: Transcript, budget: float) -> Score:
 
 def _tokens(transcript: Transcript, budget: int) -> Score:
     used = transcript.usage.get("agent")
-    if used is None:
+    reported = [reply.usage for reply in transcript.agent_events() if reply.usage is not None]
+    if used is not None:
+        total, source = used.total_tokens, ""
+    elif reported:
+        total = sum(usage.total_tokens for usage in reported)
+        replies = len(transcript.agent_events())
+        source = f" (as its responses reported them, {len(reported)} of {replies} replies)"
+        if len(reported) < replies and total <= budget:
+            # Replies that reported nothing may have used any number of tokens: under the budget is not shown.
+            return _score(
+                "tokens",
+                "unsure",
+                f"the budget of {budget} tokens cannot be checked: the agent reported {total} tokens for "
+                f"{len(reported)} of its {replies} replies and nothing for the others",
+            )
+    else:
         return _score("tokens", "unsure", _unreported(f"{budget} tokens"))
-    verdict: ScoreVerdict = "met" if used.total_tokens <= budget else "not_met"
-    return _score("tokens", verdict, f"the agent used {used.total_tokens} tokens, the budget is {budget}")
+    verdict: ScoreVerdict = "met" if total <= budget else "not_met"
+    return _score("tokens", verdict, f"the agent used {total} tokens{source}, the budget is {budget}")
 
 
 def _cost(transcript: Transcript, budget: float) -> Score:
     used = transcript.usage.get("agent")
     if used is None:
+        if any(reply.usage is not None for reply in transcript.agent_events()):
+            return _score(
+                "cost",
+                "unsure",
+                f"the budget of ${budget:g} cannot be checked: the agent reported its tokens but not their price "
+                "(Simulator did not make its model calls)",
+            )
         return _score("cost", "unsure", _unreported(f"${budget:g}"))
     if used.cost is None:
         return _score(

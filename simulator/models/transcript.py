@@ -161,6 +161,27 @@ class ToolRound(DataModel):
     content: Literal["text", "empty", "null"] = "null"
 
 
+class ReportedUsage(DataModel):
+    """Tokens the agent under test said one turn used (an http agent whose responses carry ``usage``, added up
+    over the turn's requests). Simulator did not make these calls: they are the agent's own account, unpriced."""
+
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: ReportedUsage) -> ReportedUsage:
+        if not isinstance(other, ReportedUsage):
+            return NotImplemented
+        return ReportedUsage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
+
 class AgentEvent(DataModel):
     """The agent's reply to one user turn: one or more messages, the tool calls made, hand-off, variables."""
 
@@ -178,6 +199,11 @@ class AgentEvent(DataModel):
     handoff: str | None = None
     variables: dict[str, JsonValue] = Field(default_factory=dict, description="Session variables the agent set.")
     latency_ms: float = 0.0
+    usage: ReportedUsage | None = Field(
+        default=None,
+        description="Tokens the agent itself reported for this turn (an http agent whose responses carry `usage`).",
+        exclude_if=_unset,
+    )
     at: datetime = Field(default_factory=utc_now)
 
     @property

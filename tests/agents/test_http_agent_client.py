@@ -23,7 +23,7 @@ from simulator.errors import AgentError
 from simulator.llm import RetryPolicy
 from simulator.models import HttpAgent
 from tests._certificates import self_signed_certificate
-from tests.agents.test_adapters import make_input, make_router, text_reply
+from tests.agents.test_adapters import make_input, make_router, text_reply, tool_reply
 from tests.factories import no_sleep
 
 INSTANT = RetryPolicy(sleep=no_sleep)
@@ -278,3 +278,41 @@ def test_a_run_can_have_the_client_library_imported_in_a_thread_before_the_first
     finally:
         http_agent.import_client_meanwhile.cache_clear()
     assert imported_in == ["simulator-aiohttp-import"]
+
+
+@pytest.mark.parametrize(
+    ("usages", "expected"),
+    [
+        ([{"prompt_tokens": 120, "completion_tokens": 8}, {"prompt_tokens": 150, "completion_tokens": 20}], (270, 28)),
+        ([None, {"prompt_tokens": 150, "completion_tokens": 20}], (150, 20)),
+        ([None, None], None),
+        ([{"prompt_tokens": "many", "completion_tokens": 1}, {"prompt_tokens": True, "completion_tokens": 2}], None),
+        ([{"prompt_tokens": -1, "completion_tokens": 1}, {"total_tokens": 9}], None),
+    ],
+    ids=["added-over-the-turns-requests", "one-request-reports", "none-reported", "not-numbers", "negative-or-partial"],
+)
+def test_the_tokens_an_http_agents_responses_report_are_added_up_per_turn(
+    usages: list[dict[str, Any] | None], expected: tuple[int, int] | None
+) -> None:
+    replies = [tool_reply(("c1", "lookup_order", '{"order_id": "A1"}')), text_reply("done")]
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        body = dict(replies[len(seen.targets) - 1])
+        usage = usages[len(seen.targets) - 1]
+        if usage is not None:
+            body["usage"] = usage
+        return web.json_response(body)
+
+    seen = Seen()
+
+    async def go() -> Any:
+        async with serving(handler, seen=seen) as (url, _):
+            adapter = agent(url)
+            reply = await adapter.respond(make_input(make_router()))
+            await adapter.aclose()
+            return reply
+
+    reply = asyncio.run(go())
+    assert reply.messages == ["done"]
+    got = (reply.usage.prompt_tokens, reply.usage.completion_tokens) if reply.usage is not None else None
+    assert got == expected

@@ -156,7 +156,9 @@ def test_what_a_world_function_reads_is_a_copy_so_editing_it_changes_neither_the
     else:
         record = getattr(world, read)("cards", "k1")
     record["status"] = "blocked"
-    record["limits"]["day"] = 0
+    limits = record["limits"]
+    assert isinstance(limits, dict)
+    limits["day"] = 0
     assert world.diff() == []
     assert seed.copy().get("cards", "k1") == {"status": "active", "limits": {"day": 100}}
     assert world.current("cards", "k1") == {"status": "active", "limits": {"day": 100}}
