@@ -34,7 +34,7 @@ from simulator.kinds import kind_of
 from simulator.models import ExpectationSpec, GoldenCase
 from simulator.models.case import normalize_reference
 from simulator.models.scores import Score, ScoreVerdict
-from simulator.models.transcript import AgentEvent, CheckDetail, Transcript, TranscriptEvent
+from simulator.models.transcript import AgentEvent, CheckDetail, CheckEvent, Transcript, TranscriptEvent
 from simulator.world import check_state
 
 # -- case scorers, in the order of the stored scores ------------------------------------------------------------
@@ -234,8 +234,7 @@ async def hallucination(target: ScoringInput) -> list[Score]:
     for the fidelity check, which needs it only if the conversation fails, so no later request waits for it."""
     required = target.thresholds.fail_on_hallucination
     flagged = {f.turn: f for f in find_unsupported_claims(target.replies, claim_tools(target))}
-    contradicted = _state_contradiction(target)
-    if contradicted is not None:
+    for contradicted in _state_contradictions(target):
         flagged.setdefault(contradicted.turn, contradicted)
     scores: list[Score | None] = []
     asked: list[AgentEvent] = []
@@ -285,14 +284,34 @@ async def hallucination(target: ScoringInput) -> list[Score]:
     return [score if score is not None else next(answers) for score in scores]
 
 
-def _state_contradiction(target: ScoringInput) -> ClaimFinding | None:
-    """An action claim in the agent's last reply that the case's ``expect_state`` contradicts (a record it
-    expects is not as expected in the world the conversation left)."""
+def _state_contradictions(target: ScoringInput) -> list[ClaimFinding]:
+    """Action claims the world contradicts: in the agent's last reply, when the case's ``expect_state`` finds a
+    record not as expected in the world the conversation left; and in a step's last reply, when the step's
+    ``expect_state`` found one so at the step's last check (its evidence is on that check)."""
+    tools = claim_tools(target)
+    found: list[ClaimFinding] = []
     expectation, world = target.case.expect_state, target.context.world
-    if expectation is None or world is None:
-        return None
-    unmet = [r.evidence for r in check_state(expectation, world) if r.item == "record" and not r.met]
-    return contradicted_by_state(target.replies, claim_tools(target), unmet)
+    if expectation is not None and world is not None:
+        unmet = [r.evidence for r in check_state(expectation, world) if r.item == "record" and not r.met]
+        finding = contradicted_by_state(target.replies, tools, unmet)
+        if finding is not None:
+            found.append(finding)
+    kind = kind_of(target.case)
+    for index in range(kind.step_count(target.case)):
+        step = kind.step(target.case, index)
+        if step is None or step.expect_state is None:
+            continue
+        number = kind.step_number(index)
+        records = {f"state: {item.label()}" + ("" if item.exists else " absent") for item in step.expect_state.records}
+        checks = [e for e in target.transcript.events if isinstance(e, CheckEvent) and e.step == number]
+        if not checks:
+            continue
+        unmet = [d.evidence for d in checks[-1].details if d.check in records and d.verdict == "not_met"]
+        replies = [reply for reply in target.replies if reply.step == number]
+        finding = contradicted_by_state(replies, tools, unmet)
+        if finding is not None:
+            found.append(finding)
+    return found
 
 
 def claim_tools(target: ScoringInput) -> list[ClaimTool]:

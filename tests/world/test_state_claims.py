@@ -14,9 +14,9 @@ from simulator.judges.llm_judges import LLMJudge
 from simulator.judges.scoring import ScoringContext, score_transcript
 from simulator.models import Case
 from simulator.models.scores import Score
-from simulator.models.transcript import AgentEvent, ToolCallRecord, Transcript, UserEvent
-from simulator.models.world import WorldOperation, WorldSpec
-from simulator.world import SeededWorld, World, run_operation
+from simulator.models.transcript import AgentEvent, CheckEvent, ToolCallRecord, Transcript, UserEvent
+from simulator.models.world import StateExpectation, WorldOperation, WorldSpec
+from simulator.world import SeededWorld, World, check_state, run_operation
 from tests.factories import run
 
 SEED = SeededWorld(
@@ -183,3 +183,43 @@ def test_the_wrong_record_changed_contradicts_the_claim_with_the_diff() -> None:
 def test_the_right_record_changed_leaves_the_turn_to_the_judge() -> None:
     (score,) = hallucination_scores("1001")
     assert (score.source, score.verdict) == ("judge", "unsure")
+
+
+@pytest.mark.parametrize(("order_id", "contradicted"), [("1002", True), ("1001", False)])
+def test_a_steps_unmet_state_contradicts_the_action_its_last_reply_claims(order_id: str, contradicted: bool) -> None:
+    world = SEED.copy()
+    call = world_call(world, "cancel_order", CANCEL, order_id)
+    case = CASE.validate_python(
+        {
+            "name": "c",
+            "kind": "simulation",
+            "steps": [
+                {"goal": "cancel order 1001", "expect_state": EXPECT_1001},
+                {"goal": "say thanks"},
+            ],
+        }
+    )
+    details = [
+        result.detail() for result in check_state(TypeAdapter(StateExpectation).validate_python(EXPECT_1001), world)
+    ]
+    events = [
+        UserEvent(turn=1, step=0, text="Please cancel order 1001.", source="scripted"),
+        AgentEvent(turn=1, step=0, messages=["I have cancelled your order 1001."], tool_calls=[call]),
+        CheckEvent(
+            turn=1,
+            step=0,
+            verdict="met" if all(d.verdict == "met" for d in details) else "not_met",
+            rationale="",
+            details=details,
+        ),
+    ]
+    transcript = Transcript(case="c", kind="simulation", events=events, turns=1)
+    # The final world is not what decides a step's claim: the step's own last check is.
+    context = ScoringContext(world=SEED.copy(), declared_tools=list(TOOLS))
+    scores = run(score_transcript(case, transcript, context, LLMJudge(None)))
+    (score,) = [score for score in scores if score.metric == "hallucination"]
+    if contradicted:
+        assert (score.source, score.verdict) == ("deterministic", "not_met")
+        assert score.reason == f"claims “I have cancelled” but the world does not show it ({UNMET_1001})"
+    else:
+        assert (score.source, score.verdict) == ("judge", "unsure")
