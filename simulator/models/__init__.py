@@ -33,6 +33,7 @@ from simulator.models.case import (
 )
 from simulator.models.faults import Fault, ToolFault
 from simulator.models.persona import Misreport, Persona, PersonaBackground, PersonaFile, PersonaStyle
+from simulator.models.review import Review, ReviewedResult, RunReviews
 from simulator.models.settings import JudgingSettings, ModelRoles, ModelSettings, Thresholds
 from simulator.models.suite import HostedEvalsFile, Suite
 
@@ -63,6 +64,9 @@ __all__ = [
     "PersonaStyle",
     "PythonAgent",
     "ReferenceAnswerSpec",
+    "Review",
+    "ReviewedResult",
+    "RunReviews",
     "ScenarioCase",
     "SimulatedTool",
     "SimulationCase",

@@ -49,6 +49,15 @@ Schema (built by the numbered migrations below; the ``migrations`` table records
                 key        TEXT NOT NULL         -- the PlanItem key; PRIMARY KEY (run_id, key)
                 data       BLOB NOT NULL         -- zlib JSON Cassette (simulator.models.cassette), secrets scrubbed
 
+    reviews     id         TEXT PRIMARY KEY      -- random hex
+                run_id     TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE
+                key        TEXT NOT NULL         -- the PlanItem key of the result reviewed
+                target     TEXT NOT NULL         -- result | step N | a score's check text
+                verdict    TEXT NOT NULL         -- pass / fail (result), met / not_met (step, check)
+                reason     TEXT NOT NULL
+                reviewer   TEXT NOT NULL
+                created_at TEXT NOT NULL         -- ISO 8601 UTC; insert-only: the newest of a target counts
+
     leases      run_id     TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE
                 pid        INTEGER NOT NULL      -- the process running the run ...
                 host       TEXT NOT NULL         -- ... on this host (socket.gethostname())

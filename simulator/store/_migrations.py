@@ -182,6 +182,28 @@ def _m005_cassettes(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m006_reviews(conn: sqlite3.Connection) -> None:
+    """Reviews: a person's verdicts on results, steps and checks, kept apart from the results (which they never
+    change); history is kept, the newest review of a target counts. Deleting the run deletes them.
+
+    Written so that it can run again on a file where it ran in part (every step checks first)."""
+    conn.execute(
+        """
+        CREATE TABLE IF NOT EXISTS reviews (
+            id         TEXT PRIMARY KEY NOT NULL,
+            run_id     TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            "key"      TEXT NOT NULL,
+            target     TEXT NOT NULL,
+            verdict    TEXT NOT NULL,
+            reason     TEXT NOT NULL,
+            reviewer   TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )
+        """
+    )
+    conn.execute("CREATE INDEX IF NOT EXISTS reviews_by_run ON reviews (run_id, created_at, id)")
+
+
 #: Every migration, oldest first. Append only: never rename, reorder or edit one that has shipped.
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     _m001_tables,
@@ -189,6 +211,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     _m003_indexes,
     _m004_leases,
     _m005_cassettes,
+    _m006_reviews,
 )
 
 

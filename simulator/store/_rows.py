@@ -78,6 +78,7 @@ _NEWEST_FIRST: Final = "ORDER BY runs.created DESC, runs.id DESC"
 _LEASE_COLUMNS: Final = ("pid", "host", "token", "started", "heartbeat")
 _LEASE_MIGRATION: Final = "m004_leases"
 _REPLAY_MIGRATION: Final = "m005_cassettes"
+_REVIEW_MIGRATION: Final = "m006_reviews"
 
 
 @dataclass(frozen=True)

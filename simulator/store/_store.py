@@ -36,12 +36,14 @@ from simulator.store._migrations import (
     migrate,
     migration_name,
 )
+from simulator.store._reviews import ReviewMethods
 from simulator.store._rows import (
     _LEASE_COLUMNS,
     _LEASE_MIGRATION,
     _NEWEST_FIRST,
     _REPLAY_MIGRATION,
     _RESULT_COLUMNS,
+    _REVIEW_MIGRATION,
     _ROW_COLUMNS,
     _RUN_COLUMNS,
     _SNAPSHOT,
@@ -68,7 +70,7 @@ _LATEST: Final = re.compile(r"^latest(?:~(\d+))?$")
 _MATCHES_SHOWN: Final = 10
 
 
-class RunStore(LeaseMethods):
+class RunStore(LeaseMethods, ReviewMethods):
     """Runs and their results in one SQLite file; see the module docstring for the schema.
 
     Use as a context manager, or call :meth:`close`. One store may be shared between threads (calls are
@@ -91,6 +93,8 @@ class RunStore(LeaseMethods):
         self._leases = True
         #: Whether the schema has ``runs.replay_of`` and the cassettes table (a read-only older store has not).
         self._replays = True
+        #: Whether the schema has the reviews table (a read-only older store has not).
+        self._reviews = True
         if read_only:
             self._conn = self._open_read_only(timeout)
             return
@@ -160,6 +164,7 @@ class RunStore(LeaseMethods):
                 raise
             self._leases = _LEASE_MIGRATION in applied
             self._replays = _REPLAY_MIGRATION in applied
+            self._reviews = _REVIEW_MIGRATION in applied
             return conn
         raise StoreError(f"cannot open the read-only run store {self.path} ({_explain(last) if last else '?'}): {_FIX}")
 
