@@ -69,6 +69,7 @@ if _typing.TYPE_CHECKING:
         run_report,
         write_reports,
     )
+    from simulator.api.reviews import add_review, export_review_labels, judge_check_reviews, reviews, run_reviews
     from simulator.api.runs import (
         RunResults,
         count_results,
@@ -112,6 +113,7 @@ if _typing.TYPE_CHECKING:
     )
     from simulator.models.coverage import RunCoverage
     from simulator.models.ranges import check_number
+    from simulator.models.review import Review, ReviewedResult, RunReviews
     from simulator.models.run import (
         DEFAULT_CONCURRENCY,
         MODEL_ROLES,
@@ -280,6 +282,14 @@ _LAZY = {
     "plan_simulation": "simulator.runner",
     "printable": "simulator.runner",
     "ModelOptions": "simulator.models.run",
+    "Review": "simulator.models.review",
+    "ReviewedResult": "simulator.models.review",
+    "RunReviews": "simulator.models.review",
+    "add_review": "simulator.api.reviews",
+    "export_review_labels": "simulator.api.reviews",
+    "judge_check_reviews": "simulator.api.reviews",
+    "reviews": "simulator.api.reviews",
+    "run_reviews": "simulator.api.reviews",
 }
 
 
@@ -332,12 +342,15 @@ __all__ = [
     "Progress",
     "Report",
     "ResumeCheck",
+    "Review",
+    "ReviewedResult",
     "RunCoverage",
     "RunCoverageReport",
     "RunOutcome",
     "RunOverview",
     "RunRecord",
     "RunResults",
+    "RunReviews",
     "RunSettings",
     "RunStarted",
     "ScenarioCase",
@@ -351,6 +364,7 @@ __all__ = [
     "Unreadable",
     "ValidationReport",
     "__version__",
+    "add_review",
     "case_lines",
     "check_number",
     "check_repeat",
@@ -366,6 +380,7 @@ __all__ = [
     "disk_trouble",
     "export_cases",
     "export_results",
+    "export_review_labels",
     "export_run",
     "find_run",
     "get_run",
@@ -378,6 +393,7 @@ __all__ = [
     "json_schema",
     "judge_check",
     "judge_check_async",
+    "judge_check_reviews",
     "lint",
     "lint_async",
     "list_personas",
@@ -412,12 +428,14 @@ __all__ = [
     "resume",
     "resume_async",
     "resume_command",
+    "reviews",
     "run",
     "run_async",
     "run_command",
     "run_coverage",
     "run_overview",
     "run_report",
+    "run_reviews",
     "simulate",
     "simulate_async",
     "terminal_safe",

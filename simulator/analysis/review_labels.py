@@ -93,7 +93,13 @@ def labels_from_reviews(runs: Sequence[ReviewedRun], folder: str) -> LabelsExpor
                 continue
             name = f"{folder}/{run.record.id}-{len(export.transcripts) + 1}.json"
             export.transcripts[name] = stored.result.model_dump_json(indent=2)
+            # The path as the run was given it: from the folder it was run in, it names the same file.
             suite = Path(run.record.snapshot[stored.suite].path).resolve()
+            if not suite.is_file():
+                export.left_out.append(
+                    f"run {run.record.id}, {stored.key}: its suite {suite} is not there; the labels name it all the "
+                    "same (export from the folder the run was made in, or edit `suite:`)"
+                )
             item = {"transcript": name, "suite": str(suite), "case": stored.case, "labels": labels}
             export.data["items"].append(item)
     return export

@@ -20,7 +20,7 @@ from simulator.runner import decide_outcome
 
 __all__ = ["current_reviews", "judged_outcome", "matching_scores", "review_targets", "reviewed_outcome", "run_reviews"]
 
-_SHOWN: Final = 12
+_SHOWN: Final = 40
 
 
 def judged_outcome(stored: StoredResult) -> Outcome:

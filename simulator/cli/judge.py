@@ -19,12 +19,28 @@ from simulator.cli._models import (
     model_options,
     note_unused_roles,
 )
-from simulator.cli._output import EXIT_INVALID, _handles_errors, _print_json, err, out
+from simulator.cli._output import EXIT_INVALID, DbOption, _handles_errors, _print_json, err, out
 
 
 @_handles_errors
 def judge_check_command(
-    file: Annotated[Path, typer.Argument(help="YAML file of labelled transcripts (see judge_labels/demo.yaml).")],
+    sources: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="FILE | RUN...",
+            help="YAML file of labelled transcripts (see judge_labels/demo.yaml); with --from-reviews, the runs whose "
+            "reviews to use (none: every stored run).",
+        ),
+    ] = None,
+    from_reviews: Annotated[
+        bool,
+        typer.Option(
+            "--from-reviews",
+            help="Measure the judge against people's reviews (`simulator review`) of the checks and steps it "
+            "decided, in stored runs: its stored verdicts are compared, no model is asked.",
+        ),
+    ] = False,
+    db: DbOption = None,
     judge_model: JudgeModelOption = None,
     user_model: UserModelOption = None,
     models_file: ModelsFileOption = None,
@@ -35,21 +51,23 @@ def judge_check_command(
 ) -> None:
     """Score labelled transcripts with the judge model and report its agreement with the person who labelled
     them: accuracy and Cohen's kappa per question, and every disagreement with the judge's reason. The judge is
-    the first item's suite's (models.judge), with the model options given here laid over it."""
+    the first item's suite's (models.judge), with the model options given here laid over it. With
+    --from-reviews, the reviews people recorded of stored runs are the labels instead."""
     from dataclasses import asdict
 
-    given = model_options(
-        user_model=user_model, judge_model=judge_model, models_file=models_file, judge_api_base=judge_api_base,
-        user_api_base=user_api_base, agent_api_base=agent_api_base,
-    )  # fmt: skip
-    unused = note_unused_roles(given, "judge-check")
-    if unused:
-        err.print(f"note: {unused}", markup=False)
-    try:
-        report = simulator.judge_check(file, judge_model=given.judge_model, models=given.models)
-    except simulator.JudgeError as exc:
-        err.print(f"error: {exc}", markup=False)
-        raise typer.Exit(EXIT_INVALID) from None
+    if from_reviews:
+        report = simulator.judge_check_reviews(sources or [], db=db)
+        title = f"Judge agreement with the reviews of {', '.join(sources) if sources else 'every stored run'}"
+    else:
+        if not sources or len(sources) != 1:
+            err.print("error: give one labels file (YAML), or --from-reviews [RUN...]", markup=False)
+            raise typer.Exit(EXIT_INVALID)
+        given = model_options(
+            user_model=user_model, judge_model=judge_model, models_file=models_file, judge_api_base=judge_api_base,
+            user_api_base=user_api_base, agent_api_base=agent_api_base,
+        )  # fmt: skip
+        report = _from_labels(Path(sources[0]), given)
+        title = f"Judge agreement with the labels in {sources[0]}"
     if as_json:
         payload = {
             "overall": _agreement_dict(report.overall),
@@ -58,7 +76,7 @@ def judge_check_command(
         }
         _print_json(payload)
         return
-    table = Table(title=f"Judge agreement with the labels in {file}", title_justify="left")
+    table = Table(title=title, title_justify="left")
     for column in ("question", "n", "accuracy", "Cohen's kappa"):
         table.add_column(column)
     rows = [*report.by_question.items(), ("all", report.overall)]
@@ -75,6 +93,17 @@ def judge_check_command(
             f"person {judgement.human}, judge {judgement.judge} — {judgement.reason}",
             markup=False,
         )
+
+
+def _from_labels(file: Path, given: simulator.ModelOptions) -> simulator.JudgeCheckReport:
+    unused = note_unused_roles(given, "judge-check")
+    if unused:
+        err.print(f"note: {unused}", markup=False)
+    try:
+        return simulator.judge_check(file, judge_model=given.judge_model, models=given.models)
+    except simulator.JudgeError as exc:
+        err.print(f"error: {exc}", markup=False)
+        raise typer.Exit(EXIT_INVALID) from None
 
 
 def _fraction(value: float | None) -> str:

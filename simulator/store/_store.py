@@ -595,6 +595,14 @@ class RunStore(LeaseMethods, ReviewMethods):
         with self._sql(f"read the results of run {run_id}") as conn:
             return int(conn.execute(query, params).fetchone()[0])
 
+    def result(self, run_id: str, key: str) -> StoredResult | None:
+        """The stored result of one key of the run, or None when it has none."""
+        with self._sql(f"read result {key} of run {run_id}") as conn:
+            row = conn.execute(
+                f'SELECT {_RESULT_COLUMNS} FROM results WHERE run_id = ? AND "key" = ?', (run_id, key)
+            ).fetchone()
+        return None if row is None else self._result(row)
+
     def completed_keys(self, run_id: str) -> set[str]:
         """Keys of the run's stored results: the conversations a resumed run must not run again."""
         with self._sql(f"read the results of run {run_id}") as conn:
