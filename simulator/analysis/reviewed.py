@@ -18,14 +18,22 @@ from simulator.models.run import RunRecord, StoredResult
 from simulator.models.scores import Outcome, Score
 from simulator.runner import decide_outcome
 
-__all__ = ["current_reviews", "judged_outcome", "matching_scores", "review_targets", "reviewed_outcome", "run_reviews"]
+__all__ = [
+    "current_reviews",
+    "judged_outcome",
+    "matching_scores",
+    "review_targets",
+    "reviewed_outcome",
+    "run_reviews",
+    "with_reviews",
+]
 
 _SHOWN: Final = 40
 
 
 def judged_outcome(stored: StoredResult) -> Outcome:
-    """The outcome the run's totals count for a result: the one its evidence decides for one kept as imported."""
-    return stored.result.trusted.derived if stored.result.trusted is not None else stored.outcome
+    """The outcome the run's totals count for a result (:attr:`StoredResult.counted_outcome`)."""
+    return stored.counted_outcome
 
 
 def current_reviews(reviews: Iterable[Review]) -> dict[str, list[Review]]:
@@ -91,6 +99,23 @@ def run_reviews(record: RunRecord, results: Iterable[StoredResult], reviews: Seq
     return RunReviews(
         run_id=record.id, reviews=list(reviews), results=found, judged=counts(judged), reviewed=counts(reviewed)
     )
+
+
+def with_reviews(
+    record: RunRecord, results: Sequence[StoredResult], summary: RunReviews
+) -> tuple[RunRecord, list[StoredResult]]:
+    """The run and its results as a report shows them with reviews: each reviewed result with its reviews that
+    count and its outcome as reviewed, the summary with the counts as reviewed. Unchanged without reviews."""
+    if not summary.reviews:
+        return record, list(results)
+    marked = []
+    for stored in results:
+        found = summary.results.get(stored.key)
+        update = {"reviews": found.reviews, "reviewed_outcome": found.reviewed} if found is not None else {}
+        marked.append(stored.model_copy(update=update) if update else stored)
+    if record.totals is not None:
+        record = record.model_copy(update={"totals": record.totals.model_copy(update={"reviewed": summary.reviewed})})
+    return record, marked
 
 
 def review_targets(stored: StoredResult) -> list[str]:

@@ -13,6 +13,7 @@ from simulator.api._store import PathLike, open_store
 if TYPE_CHECKING:
     from simulator.analysis.compare import Comparison
     from simulator.analysis.digest import Digest
+    from simulator.models.review import Review
     from simulator.models.run import RunRecord, StoredResult
     from simulator.runner import RunOutcome
     from simulator.store import Lease, RunStore, Unreadable
@@ -49,11 +50,21 @@ class Report:
         return write_file(Path(path) if path is not None else Path(self.filename), file_bytes(self.fmt, self.data))
 
 
-def _report(fmt: str, record: RunRecord, results: list[StoredResult], left_out: Sequence[str] = ()) -> Report:
+def _report(
+    fmt: str,
+    record: RunRecord,
+    results: list[StoredResult],
+    left_out: Sequence[str] = (),
+    reviews: Sequence[Review] = (),
+) -> Report:
     from simulator.metrics import summarized
     from simulator.reports.formats import default_filename, render
 
     summary = summarized(record, results)
+    if reviews and fmt != "junit":  # JUnit reports the judged outcomes only
+        from simulator.analysis.reviewed import run_reviews, with_reviews
+
+        summary, results = with_reviews(summary, results, run_reviews(summary, results, reviews))
     return Report(render(fmt, summary, results, left_out=left_out), fmt, default_filename(summary, fmt))
 
 
@@ -61,14 +72,16 @@ def run_report(
     run_ref: str, fmt: str = "md", *, db: PathLike | None = None, skipped: list[Unreadable] | None = None
 ) -> Report:
     """A stored run's report in ``fmt`` (see :func:`report_formats`); results that cannot be read are left out,
-    said in the report, and added to ``skipped``."""
+    said in the report, and added to ``skipped``. People's reviews (:func:`simulator.add_review`) are shown
+    beside the judge's verdicts, with correctness as reviewed beside as judged (JUnit: judged only)."""
     collected: list[Unreadable] = []
     with open_store(db) as store:
         record = store.get_run(run_ref)
         results = store.results(record.id, skipped=collected)
+        reviews = store.list_reviews(record.id)
     if skipped is not None:
         skipped.extend(collected)
-    return _report(fmt, record, results, [item.describe() for item in collected])
+    return _report(fmt, record, results, [item.describe() for item in collected], reviews)
 
 
 def write_reports(outcome: RunOutcome, formats: Sequence[str], directory: PathLike) -> list[Path]:

@@ -25,6 +25,7 @@ from pydantic_core import CoreSchema, core_schema
 
 from simulator.models._base import DataModel
 from simulator.models.persona import Persona
+from simulator.models.review import Review
 from simulator.models.scores import CaseResult, Outcome
 from simulator.models.settings import ModelRoles
 from simulator.models.suite import Suite
@@ -418,6 +419,17 @@ class StoredResult(DataModel):
     duration_s: float = 0.0
     finished: datetime
     result: CaseResult
+    reviews: list[Review] = Field(
+        default_factory=list,
+        description="People's reviews of this result that count (the newest of each target), as a report shows "
+        "them; never stored with the result (reviews have their own table).",
+        exclude_if=lambda reviews: not reviews,  # a result without reviews dumps as before
+    )
+    reviewed_outcome: Outcome | None = Field(
+        default=None,
+        description="The outcome as reviewed, beside the judged one, when the result has reviews (reports only).",
+        exclude_if=lambda outcome: outcome is None,
+    )
 
     @property
     def counted_outcome(self) -> Outcome:

@@ -196,6 +196,12 @@ class RunSummary(Counts):
         "and their outcomes, in the order first met.",
         exclude_if=lambda faults: not faults,  # a run without faults stores its summary as before
     )
+    reviewed: Counts | None = Field(
+        default=None,
+        description="The counts and correctness as people's reviews make them (a result nobody reviewed counts as "
+        "judged), when the run has reviews; set for a report, never stored (the judged figures are the run's).",
+        exclude_if=lambda counts: counts is None,  # a run without reviews dumps its summary as before
+    )
     coverage: RunCoverage | None = Field(
         default=None,
         description="What the run exercised of what its suites declare (simulator.coverage); None in a summary "
