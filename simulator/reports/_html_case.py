@@ -23,6 +23,7 @@ from simulator.models.transcript import (
     UserEvent,
 )
 from simulator.reports._html_values import _e, _json_text, _number, _seconds
+from simulator.reports._reviews import review_texts
 from simulator.reports._states import (
     CSS_CLASS,
     FIDELITY_MARK,
@@ -388,6 +389,13 @@ def _case(item: _Item, *, expand: bool) -> str:
     goal = kind_of(item.definition).report_goal(item.definition) if item.definition is not None else None
     if goal is not None and not steps:
         body.append(f"<p>Goal: {_e(goal)}</p>")
+    if stored.reviews:
+        reviews = "".join(f"<li>{_e(text)}</li>" for text in review_texts(stored))
+        body.append(
+            f"<h4>Reviewed: {_e(stored.reviewed_outcome or outcome)} (judged {_e(outcome)})</h4>"
+            f"<ul class='reviews'>{reviews}</ul>"
+        )
+        summary.append(f"<span class='reviewed'>reviewer: {_e(stored.reviewed_outcome or outcome)}</span>")
     body.append(_error_card(result))
     if result.reasons and outcome != "error":
         reasons = "".join(f"<li>{_e(reason)}</li>" for reason in result.reasons)

@@ -227,8 +227,14 @@ def _totals(record: RunRecord) -> str:
         if total.cached_calls
         else []
     )
+    reviewed = (
+        [("reviewed", "Correctness as reviewed", percent(counts.reviewed.correctness))]
+        if counts.reviewed is not None
+        else []
+    )
     tiles = [
         ("correctness", "Correctness", percent(correctness)),
+        *reviewed,
         ("pass", "Passed", str(counts.passed)),
         ("fail", "Failed", str(counts.failed)),
         ("error", "Error", str(counts.error)),

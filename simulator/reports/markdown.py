@@ -52,6 +52,7 @@ from simulator.models.transcript import (
     Usage,
     UserEvent,
 )
+from simulator.reports._reviews import review_texts
 from simulator.reports._states import (
     FIDELITY_MARK,
     MARK,
@@ -211,6 +212,12 @@ def _header(record: RunRecord, breakdown: RunSummary) -> list[str]:
     judged = breakdown.total - breakdown.user_error
     left_out = f"; {breakdown.user_error} user error left out" if breakdown.user_error else ""
     lines.append(f"- **Correctness:** {percent(breakdown.correctness)} ({breakdown.passed} of {judged}{left_out})")
+    if breakdown.reviewed is not None:
+        reviewed = breakdown.reviewed
+        lines.append(
+            f"- **Correctness as reviewed:** {percent(reviewed.correctness)} ({reviewed.passed} of "
+            f"{reviewed.total - reviewed.user_error}; as judged {percent(breakdown.correctness)})"
+        )
     user_errors = f", {breakdown.user_error} user error" if breakdown.user_error else ""
     lines.append(
         f"- **Outcomes:** {breakdown.passed} passed, {breakdown.failed} failed, {breakdown.error} error, "
@@ -601,6 +608,9 @@ def _case_lines(record: RunRecord, stored: StoredResult, stats: RepeatStats | No
     if stats is not None:
         facts.append(f"repeats: {_label(stats)} ({stats.passes}/{stats.k} passed)")
     lines += [" · ".join(facts), ""]
+    if stored.reviews:
+        lines += [f"**Reviewed:** {stored.reviewed_outcome or stored.outcome} (judged {stored.outcome})", ""]
+        lines += [f"- {escape(text)}" for text in review_texts(stored)] + [""]
     if stored.outcome == "error":
         lines += _error_card(stored)
     elif result.reasons:

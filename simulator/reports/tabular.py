@@ -62,6 +62,7 @@ from simulator.models.run import MODEL_ROLES, RunRecord, StoredResult
 from simulator.models.scores import Score
 from simulator.models.summary import RunSummary
 from simulator.models.transcript import AgentEvent, Transcript, Usage, UserEvent
+from simulator.reports._reviews import reviews_cell
 from simulator.reports._states import step_name, steps_in_order
 from simulator.reports.coverage_view import WORLD_HEADER, CoverageMatrix, coverage_matrix, step_text, world_row
 from simulator.safety import redacted_and_shortened, terminal_safe
@@ -105,6 +106,8 @@ CASE_TAIL = (
 )
 #: The column that lists a conversation's injected faults (only in a run that had any).
 FAULTS_COLUMN = "faults"
+#: The columns a run with reviews adds last: the outcome as reviewed and the reviews that count.
+REVIEW_COLUMNS = ("reviewed_outcome", "reviews")
 STEP_COLUMNS = ("suite", "case", "persona", "repeat", "step", "goal", "status", "blocked_by", "rationale")
 METRIC_PREFIX = "metric:"
 
@@ -238,7 +241,10 @@ def case_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list
     metrics = list(summary_of(record).metrics)
     # Only a run with injected faults has the column: other runs' tables stay as they were.
     faulted = [FAULTS_COLUMN] if summary_of(record).faults else []
+    # Only a run with reviews has their columns: other runs' tables stay as they were.
+    reviewed = any(stored.reviews for stored in ordered)
     header = [*CASE_HEAD, *(METRIC_PREFIX + metric for metric in metrics), *faulted, *CASE_TAIL]
+    header += list(REVIEW_COLUMNS) if reviewed else []
     rows: list[list[Cell]] = []
     for stored in ordered:
         result = stored.result
@@ -270,6 +276,7 @@ def case_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list
                 None if cost is None else round(cost, 6),
                 sum(used.cached_calls for used in transcript.usage.values()),
                 None if cached_cost is None else round(cached_cost, 6),
+                *([stored.reviewed_outcome or "", reviews_cell(stored.reviews)] if reviewed else []),
             ]
         )
     return header, rows
