@@ -19,6 +19,7 @@ from simulator.models.scores import Outcome, Score
 from simulator.runner import decide_outcome
 
 __all__ = [
+    "as_reviewed",
     "current_reviews",
     "judged_outcome",
     "matching_scores",
@@ -116,6 +117,25 @@ def with_reviews(
     if record.totals is not None:
         record = record.model_copy(update={"totals": record.totals.model_copy(update={"reviewed": summary.reviewed})})
     return record, marked
+
+
+def as_reviewed(
+    record: RunRecord, results: Sequence[StoredResult], reviews: Sequence[Review]
+) -> tuple[RunRecord, list[StoredResult]]:
+    """The run as if the judge had decided what people reviewed: each reviewed result with its outcome as
+    reviewed, and no stored summary (a comparison computes it from these results). Unchanged without reviews."""
+    if not reviews:
+        return record, list(results)
+    summary = run_reviews(record, results, reviews)
+    changed = []
+    for stored in results:
+        found = summary.results.get(stored.key)
+        if found is None:
+            changed.append(stored)
+            continue
+        result = stored.result.model_copy(update={"outcome": found.reviewed, "trusted": None})
+        changed.append(stored.model_copy(update={"outcome": found.reviewed, "result": result}))
+    return record.model_copy(update={"totals": None}), changed
 
 
 def review_targets(stored: StoredResult) -> list[str]:

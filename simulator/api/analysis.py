@@ -24,16 +24,27 @@ ModelSettings = Mapping[Any, Mapping[str, Any]]
 
 
 def compare_runs(
-    run_a: str, run_b: str, *, db: PathLike | None = None, skipped: list[Unreadable] | None = None
+    run_a: str,
+    run_b: str,
+    *,
+    db: PathLike | None = None,
+    skipped: list[Unreadable] | None = None,
+    reviewed: bool = False,
 ) -> Comparison:
     """Compare two stored runs case by case and step by step (``run_a`` the baseline): the settings that differ,
     regressed, improved, new, removed and not comparable cases, correctness and McNemar's test. Render it with
-    :func:`simulator.render_comparison`."""
+    :func:`simulator.render_comparison`. ``reviewed``: each result's outcome as people reviewed it
+    (:func:`simulator.add_review`) instead of as judged."""
     from simulator.analysis.compare import compare_runs as compare
+    from simulator.analysis.reviewed import as_reviewed
 
     with open_store(db) as store:
         a, b = store.get_run(run_a), store.get_run(run_b)
-        return compare(a, store.results(a.id, skipped=skipped), b, store.results(b.id, skipped=skipped))
+        results_a, results_b = store.results(a.id, skipped=skipped), store.results(b.id, skipped=skipped)
+        if reviewed:
+            a, results_a = as_reviewed(a, results_a, store.list_reviews(a.id))
+            b, results_b = as_reviewed(b, results_b, store.list_reviews(b.id))
+        return compare(a, results_a, b, results_b)
 
 
 async def digest_run_async(

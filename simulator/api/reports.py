@@ -13,7 +13,7 @@ from simulator.api._store import PathLike, open_store
 if TYPE_CHECKING:
     from simulator.analysis.compare import Comparison
     from simulator.analysis.digest import Digest
-    from simulator.models.review import Review
+    from simulator.models.review import Review, RunReviews
     from simulator.models.run import RunRecord, StoredResult
     from simulator.runner import RunOutcome
     from simulator.store import Lease, RunStore, Unreadable
@@ -109,6 +109,8 @@ class RunOverview:
     not_judged: int
     store_path: Path
     skipped: list[Unreadable] = field(default_factory=list)
+    #: What people's reviews make of the run (None when it has none).
+    reviews: RunReviews | None = None
 
 
 def run_overview(run_ref: str, *, db: PathLike | None = None) -> RunOverview:
@@ -126,9 +128,15 @@ def run_overview(run_ref: str, *, db: PathLike | None = None) -> RunOverview:
         failing = store.first_results(record.id, FAILING, failing_limit, skipped=skipped)
         shown = failing + store.first_results(record.id, OTHERS, others_limit, skipped=skipped)
         mentions = store.count_mentioning(record.id, NO_JUDGE_ADVICE)
+        found = store.list_reviews(record.id)
+        reviewed = None
+        if found:
+            from simulator.analysis.reviewed import run_reviews
+
+            reviewed = run_reviews(record, store.iter_results(record.id, skipped=skipped), found)
         # Once each: the summary and the rows may both have met the same result.
         once = list({item.cause: item for item in skipped}.values())
-        return RunOverview(record, owner, counts, failing, shown, mentions, store.path, once)
+        return RunOverview(record, owner, counts, failing, shown, mentions, store.path, once, reviewed)
 
 
 def _current(store: RunStore, record: RunRecord, skipped: list[Unreadable]) -> RunRecord:
@@ -181,6 +189,8 @@ def render_overview(overview: RunOverview, *, verbose: bool = False) -> Overview
     report = run_command("report", record.id, overview.store_path)
     footer = [*more_lines(overview.counts, len(overview.failing), len(overview.shown), report)]
     footer += [*repeat_lines(record), *fault_lines(record), *totals_lines(record)]
+    if overview.reviews is not None:
+        footer.append(reviewed_line(overview.reviews))
     if record.totals is not None and record.totals.coverage is not None:
         command = run_command("coverage", record.id, overview.store_path)
         footer += coverage_summary_lines(record, record.totals.coverage, command)
@@ -189,6 +199,17 @@ def render_overview(overview: RunOverview, *, verbose: bool = False) -> Overview
         footer.append(advice)
     rows = [list(row) for row in case_rows(overview.shown, verbose=verbose)]
     return OverviewText(header, CASE_COLUMNS, rows, footer)
+
+
+def reviewed_line(reviews: RunReviews) -> str:
+    """``Correctness as reviewed 66.7% (as judged 58.3%; 3 results reviewed, 4 reviews)``."""
+    from simulator.reports.figures import percent
+
+    return (
+        f"Correctness as reviewed {percent(reviews.reviewed.correctness)} (as judged "
+        f"{percent(reviews.judged.correctness)}; {len(reviews.results)} result(s) reviewed, "
+        f"{len(reviews.reviews)} review(s): simulator reviews {reviews.run_id})"
+    )
 
 
 def render_comparison(comparison: Comparison, fmt: Literal["text", "md", "html", "json"] = "text") -> str:

@@ -99,9 +99,9 @@ def coverage(
         raise typer.Exit(EXIT_BELOW_BAR)
 
 
-def _comparison(run_a: str, run_b: str, db: Path | None) -> Comparison:
+def _comparison(run_a: str, run_b: str, db: Path | None, *, reviewed: bool = False) -> Comparison:
     skipped: list[Unreadable] = []
-    found = simulator.compare_runs(run_a, run_b, db=db, skipped=skipped)
+    found = simulator.compare_runs(run_a, run_b, db=db, skipped=skipped, reviewed=reviewed)
     _print_unreadable(skipped)
     return found
 
@@ -123,6 +123,13 @@ def compare_command(
             help="Exit 1 when a case regressed (passed in A, not in B); a not comparable case never counts.",
         ),
     ] = False,
+    reviewed: Annotated[
+        bool,
+        typer.Option(
+            "--reviewed",
+            help="Compare the outcomes as people reviewed them (`simulator review`) instead of as judged.",
+        ),
+    ] = False,
 ) -> None:
     """Compare two runs case by case and step by step: first the settings that differ between them, then the
     regressed cases, improved, new, removed and not comparable ones (judged in one run only, or defined
@@ -131,7 +138,9 @@ def compare_command(
     document."""
     if as_json and fmt is not None:
         raise InputError(f"--json and --format {fmt} ask for two formats: give one of them")
-    comparison = _comparison(run_a, run_b, db)
+    comparison = _comparison(run_a, run_b, db, reviewed=reviewed)
+    if reviewed:
+        err.print("note: outcomes as reviewed (a result nobody reviewed as judged)", markup=False)
     text = simulator.render_comparison(comparison, "json" if as_json else (fmt or CompareFormat.text).value)
     if output is None:
         _print_document(text, "json" if as_json else "text")

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 import simulator
-from simulator.cli._output import DbOption, _handles_errors, _print_json, err, out
+from simulator.cli._output import EXIT_BELOW_BAR, DbOption, _handles_errors, _print_json, err, out
 
 
 @_handles_errors
@@ -54,10 +54,21 @@ def reviews_command(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the reviews and what they make of the run.")] = False,
+    fail_under: Annotated[
+        float | None,
+        typer.Option(
+            "--fail-under", help="Exit 1 when correctness (%, 0-100) is below this: as judged, unless --reviewed."
+        ),
+    ] = None,
+    reviewed: Annotated[
+        bool, typer.Option("--reviewed", help="--fail-under holds correctness as reviewed to the bar.")
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """List a run's reviews (every one, oldest first; the newest of a target counts) and its correctness as
     judged and as reviewed."""
+    if fail_under is not None and not 0 <= fail_under <= 100:
+        raise simulator.InputError(f"--fail-under {fail_under:g} is not a percentage: give a number from 0 to 100")
     if export is not None:
         left_out = simulator.export_review_labels(run_ref, export, db=db)
         out.print(f"wrote {export}")
@@ -67,10 +78,20 @@ def reviews_command(
     summary = simulator.run_reviews(run_ref, db=db)
     if as_json:
         _print_json(summary.model_dump(mode="json"))
-        return
-    if not summary.reviews:
+    elif not summary.reviews:
         out.print(f"run {summary.run_id} has no reviews yet (add one with `simulator review RUN KEY ...`)")
-        return
+    else:
+        _print_reviews(summary)
+    if fail_under is not None:
+        counted = summary.reviewed if reviewed else summary.judged
+        correctness = (counted.correctness or 0.0) * 100
+        if correctness < fail_under:
+            how = "as reviewed" if reviewed else "as judged"
+            err.print(f"correctness {how} {correctness:.1f}% is below --fail-under {fail_under:g}%")
+            raise typer.Exit(EXIT_BELOW_BAR)
+
+
+def _print_reviews(summary: simulator.RunReviews) -> None:
     for review in summary.reviews:
         current = summary.of(review.key, review.target) == review
         mark = "" if current else " (replaced by a newer review)"
