@@ -437,6 +437,7 @@ def test_a_new_file_gets_every_migration_and_opening_again_changes_nothing(tmp_p
         "m003_indexes",
         "m004_leases",
         "m005_cassettes",
+        "m006_reviews",
     ]
     objects = schema(db)
     assert {"runs", "results", "migrations", "runs_keep_what_was_run", "results_insert_only"} <= objects
@@ -742,11 +743,12 @@ def test_an_older_read_only_store_is_read_without_migrating_it(tmp_path: Path) -
         store.create_run(make_run(status="running"))
     with raw(db) as conn:
         conn.execute("DROP TABLE cassettes")
+        conn.execute("DROP TABLE reviews")
         conn.execute("DROP TABLE leases")
         conn.execute("DROP TRIGGER runs_keep_where_from")
         conn.execute("ALTER TABLE runs DROP COLUMN imported_from")
         conn.execute("UPDATE runs SET status = 'incomplete', note = 'imported from 20250101-000000-abcdef'")
-        conn.execute("DELETE FROM migrations WHERE name IN ('m004_leases', 'm005_cassettes')")
+        conn.execute("DELETE FROM migrations WHERE name IN ('m004_leases', 'm005_cassettes', 'm006_reviews')")
         conn.commit()
     make_read_only(db)
     try:
@@ -754,6 +756,7 @@ def test_an_older_read_only_store_is_read_without_migrating_it(tmp_path: Path) -
             run = store.get_run("latest")
             assert (run.status, run.imported_from) == ("interrupted", "20250101-000000-abcdef")
             assert store.owner(run.id) is None
+            assert store.list_reviews(run.id) == []
         assert [name for name, _ in migration_rows(db)] == ["m001_tables", "m002_immutability", "m003_indexes"]
     finally:
         db.parent.chmod(0o755)
