@@ -66,7 +66,8 @@ Schema (built by the numbered migrations below; the ``migrations`` table records
                 heartbeat  TEXT NOT NULL         -- renewed every HEARTBEAT_S seconds while it runs
 
     indexes     runs(created, id) for listing and ``latest``; runs(suite_hash, status, created) for
-                estimates and comparison defaults; results(run_id, key) through the UNIQUE constraint.
+                estimates and comparison defaults; results(run_id, key) through the UNIQUE constraint; reviews(run_id,
+                created_at, id) for a run's reviews in order.
 
 Immutability is enforced by the database itself, whoever writes to the file:
 
