@@ -535,6 +535,7 @@ def _data(record: RunRecord, items: Sequence[_Item]) -> dict[str, JsonValue]:
     cases: list[JsonValue] = [
         {
             "id": item.anchor,
+            "key": item.stored.key,
             "case": item.stored.case,
             "outcome": item.stored.outcome,
             "persona": item.stored.persona,
