@@ -22,7 +22,8 @@ fail, ? unsure, ⊘ blocked or not reached; repeats are numbered from 1.
 Escaping. Every text taken from the runs (run ids, suite, case and persona names, step labels, rationales,
 reasons) is untrusted. In Markdown it goes through :func:`simulator.reports.markdown.escape` (HTML written
 as entities, Markdown syntax backslash-escaped, so no text adds a link, table cell or HTML element); in HTML
-through ``html.escape(..., quote=True)``. The HTML page embeds the run report's stylesheet
+through ``html.escape(..., quote=True)`` after its control characters and bidi marks are written as visible
+escapes (``\\u202e``). The HTML page embeds the run report's stylesheet
 (``assets/report.css``) and has no script at all: its Content-Security-Policy (:data:`CONTENT_SECURITY_POLICY`)
 allows inline styles only, so even text that escaped escaping could run nothing and load nothing.
 """
@@ -48,6 +49,7 @@ from simulator.reports.compare_text import (
 )
 from simulator.reports.figures import percent
 from simulator.reports.markdown import escape as md_escape
+from simulator.safety import terminal_safe
 
 __all__ = [
     "CONTENT_SECURITY_POLICY",
@@ -263,8 +265,9 @@ def render_compare_markdown(comparison: Comparison) -> str:
 
 
 def _e(value: object) -> str:
-    """Any value as HTML text or attribute content: ``&``, ``<``, ``>``, ``"`` and ``'`` escaped."""
-    return html.escape(str(value), quote=True)
+    """Any value as HTML text or attribute content: ``&``, ``<``, ``>``, ``"`` and ``'`` escaped, control
+    characters and bidi marks written as visible escapes, as the run report writes them."""
+    return html.escape(terminal_safe(str(value)), quote=True)
 
 
 def _html_steps(diff: CaseDiff) -> str:

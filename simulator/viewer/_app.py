@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -172,10 +172,9 @@ class _Handlers:
 
     async def note(self, request: Request) -> Response:
         run_ref = request.path_params["run"]
-        form = await request.form()
-        text = form.get("note", "")
-        if not isinstance(text, str):
-            return _page(_pages.message_page("Note not saved", ["the note must be text"]), 400)
+        text = await _form_field(request, "note")
+        if text is None:
+            return _page(_pages.message_page("Note not saved", [_FORM_RULE]), 400)
         try:
             await self._call(simulator.note_run, run_ref, text, db=self.db)
         except simulator.InputError as exc:
@@ -215,6 +214,24 @@ class _Handlers:
         if name not in _STATIC:
             return _not_found(f"no file {name!r}")
         return Response(_static_text(name), media_type=_STATIC[name])
+
+
+_FORM_LIMIT = 64 * 1024
+_FORM_RULE = "send the note as a form field (application/x-www-form-urlencoded, UTF-8, at most 64 KiB)"
+
+
+async def _form_field(request: Request, name: str) -> str | None:
+    """The field ``name`` of a URL-encoded form (empty when absent), or None for a body that is not one."""
+    if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/x-www-form-urlencoded":
+        return None
+    body = await request.body()
+    if len(body) > _FORM_LIMIT:
+        return None
+    try:
+        fields = parse_qs(body.decode("utf-8"), keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        return None
+    return fields.get(name, [""])[0]
 
 
 def _refused(action: str, record: simulator.RunRecord) -> str:
