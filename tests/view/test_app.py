@@ -10,7 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from starlette.testclient import TestClient
@@ -20,7 +20,6 @@ from simulator.cli import app as cli_app
 from simulator.models.run import Plan, PlanItem
 from simulator.store import RunStore
 from simulator.viewer import EXTRA_HINT, create_app
-from simulator.viewer import _jobs as jobs
 from tests.factories import make_result, make_run
 
 LOCAL = "http://127.0.0.1:8710"
@@ -139,7 +138,7 @@ def test_the_runs_list_shows_every_run_with_its_figures(client: TestClient) -> N
 def test_the_runs_list_filters_and_sorts_on_the_server(client: TestClient, query: str, expected: list[str]) -> None:
     assert [row["id"] for row in client.get(f"/api/runs?{query}").json()["runs"]] == expected
     page = client.get(f"/?{query}").text
-    assert [run_id for run_id in sorted(expected, key=page.find)] == expected
+    assert sorted(expected, key=page.find) == expected
 
 
 def test_run_status_endpoint(client: TestClient) -> None:
@@ -210,7 +209,8 @@ def test_the_conversation_page_shows_one_result_open(client: TestClient) -> None
     key = f"0:{HOSTILE}:-:0"
     response = client.get(f"/runs/{DONE}/conversation", params={"key": key})
     assert response.status_code == 200
-    assert "<details class='case" in response.text and " open" in response.text
+    assert "<details class='case" in response.text
+    assert " open" in response.text
     assert "class='review-slot'" in response.text
     assert "<script>alert" not in response.text
 
@@ -249,7 +249,8 @@ def test_the_token_in_the_address_becomes_a_cookie(guarded: TestClient) -> None:
     assert response.status_code == 303
     assert response.headers["location"] == "/?status=running"
     cookie = response.headers["set-cookie"]
-    assert "simulator_view_token=s3cret" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+    for part in ("simulator_view_token=s3cret", "HttpOnly", "SameSite=strict"):
+        assert part in cookie
     assert guarded.get("/api/runs").status_code == 200  # the client keeps the cookie
 
 
@@ -372,7 +373,7 @@ def test_stop_says_when_it_cannot(client: TestClient, run_id: str, said: str) ->
 
 
 class _FakePopen:
-    started: list[list[str]] = []
+    started: ClassVar[list[list[str]]] = []
 
     def __init__(self, words: list[str], **options: Any) -> None:
         type(self).started.append(words)
@@ -385,7 +386,7 @@ def test_resume_and_repeat_start_a_process_of_their_own(
     client: TestClient, db: Path, monkeypatch: pytest.MonkeyPatch, action: str, run_id: str
 ) -> None:
     _FakePopen.started = []
-    monkeypatch.setattr(jobs.subprocess, "Popen", _FakePopen)
+    monkeypatch.setattr(subprocess, "Popen", _FakePopen)
     response = client.post(f"/runs/{run_id}/{action}", headers=_same_origin())
     assert response.status_code == 200
     assert f"simulator runs {action} {run_id} started (pid 12345)" in response.text
@@ -404,7 +405,7 @@ def test_actions_that_are_not_started(
     client: TestClient, monkeypatch: pytest.MonkeyPatch, path: str, status: int, said: str
 ) -> None:
     _FakePopen.started = []
-    monkeypatch.setattr(jobs.subprocess, "Popen", _FakePopen)
+    monkeypatch.setattr(subprocess, "Popen", _FakePopen)
     response = client.post(path, headers=_same_origin())
     assert (response.status_code, _FakePopen.started) == (status, [])
     assert said in response.text
@@ -415,7 +416,7 @@ def test_an_imported_run_is_not_started_from_the_app(
 ) -> None:
     with RunStore(db) as store:
         store.create_run(make_run("20260104-000000-dddddd", "billing", status="completed", imported_from="x"))
-    monkeypatch.setattr(jobs.subprocess, "Popen", _FakePopen)
+    monkeypatch.setattr(subprocess, "Popen", _FakePopen)
     response = client.post("/runs/20260104-000000-dddddd/repeat", headers=_same_origin())
     assert response.status_code == 409
     assert "--yes" in response.text
