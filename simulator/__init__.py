@@ -31,6 +31,8 @@ from simulator.errors import (
 )
 
 if _typing.TYPE_CHECKING:
+    from pathlib import Path as _Path
+
     from simulator._files import disk_trouble, write_file
     from simulator.analysis.compare import Comparison
     from simulator.analysis.digest import Digest
@@ -55,6 +57,17 @@ if _typing.TYPE_CHECKING:
         import_csv,
         import_run,
         write_export,
+    )
+    from simulator.api.pages import (
+        RunState,
+        comparison_page,
+        conversation_page,
+        html_text,
+        page_asset,
+        run_page,
+        run_state,
+        stop_run,
+        store_path,
     )
     from simulator.api.plugins import installed_plugins, plugin_groups
     from simulator.api.reports import (
@@ -128,6 +141,7 @@ if _typing.TYPE_CHECKING:
     from simulator.models.transcript import ErrorEvent
     from simulator.reports.figures import percent
     from simulator.reports.formats import render as render_report
+    from simulator.reports.html import HtmlParts
     from simulator.reports.transcript_text import case_lines, not_judged, result_lines, transcript_lines
     from simulator.runner import (
         PlannedRun,
@@ -160,6 +174,17 @@ if _typing.TYPE_CHECKING:
     )
     from simulator.safety import json_safe, one_line, redact, terminal_safe
     from simulator.store import Unreadable
+
+    # Served from simulator.viewer, a front end above the API: declared here, not imported, so the package and
+    # the web app (which uses names of the package) do not import each other.
+    def view(
+        db: str | _Path | None = None,
+        *,
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        open_browser: bool = True,
+    ) -> None:
+        """Serve ``simulator view`` (see :func:`simulator.viewer.serve`)."""
 
 
 # Names served lazily from the module that owns them (see the module docstring).
@@ -282,14 +307,25 @@ _LAZY = {
     "plan_simulation": "simulator.runner",
     "printable": "simulator.runner",
     "ModelOptions": "simulator.models.run",
+    "HtmlParts": "simulator.reports.html",
     "Review": "simulator.models.review",
     "ReviewedResult": "simulator.models.review",
     "RunReviews": "simulator.models.review",
+    "RunState": "simulator.api.pages",
     "add_review": "simulator.api.reviews",
+    "comparison_page": "simulator.api.pages",
+    "conversation_page": "simulator.api.pages",
     "export_review_labels": "simulator.api.reviews",
+    "html_text": "simulator.api.pages",
     "judge_check_reviews": "simulator.api.reviews",
+    "page_asset": "simulator.api.pages",
     "reviews": "simulator.api.reviews",
+    "run_page": "simulator.api.pages",
     "run_reviews": "simulator.api.reviews",
+    "run_state": "simulator.api.pages",
+    "stop_run": "simulator.api.pages",
+    "store_path": "simulator.api.pages",
+    "view": "simulator.viewer:serve",
 }
 
 
@@ -323,6 +359,7 @@ __all__ = [
     "Digest",
     "ErrorEvent",
     "GoldenCase",
+    "HtmlParts",
     "ImportedRun",
     "ImportedSuite",
     "InputError",
@@ -353,6 +390,7 @@ __all__ = [
     "RunReviews",
     "RunSettings",
     "RunStarted",
+    "RunState",
     "ScenarioCase",
     "SimulationCase",
     "SimulationPlan",
@@ -372,6 +410,8 @@ __all__ = [
     "code_it_runs",
     "combine",
     "compare_runs",
+    "comparison_page",
+    "conversation_page",
     "count_results",
     "counts",
     "delete_run",
@@ -385,6 +425,7 @@ __all__ = [
     "find_run",
     "get_run",
     "golden_from_run",
+    "html_text",
     "import_csv",
     "import_run",
     "installed_plugins",
@@ -404,6 +445,7 @@ __all__ = [
     "not_judged",
     "note_run",
     "one_line",
+    "page_asset",
     "percent",
     "persona_fidelity",
     "plan",
@@ -434,14 +476,19 @@ __all__ = [
     "run_command",
     "run_coverage",
     "run_overview",
+    "run_page",
     "run_report",
     "run_reviews",
+    "run_state",
     "simulate",
     "simulate_async",
+    "stop_run",
+    "store_path",
     "terminal_safe",
     "transcript_lines",
     "validate",
     "validate_paths",
+    "view",
     "write_export",
     "write_file",
     "write_reports",

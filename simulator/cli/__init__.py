@@ -4,9 +4,9 @@ One module per command group, each a thin layer (parse the options, call the pub
 the work, print): ``suites`` (validate, schema, personas, import csv), ``run`` (run, simulate), ``runs`` (stored
 runs), ``reports`` (report, compare, digest), ``exchange`` (export, import run / csv-turns, golden), ``judge``
 (judge-check), ``review`` (review, reviews), ``replay`` (replay and rerun of recorded runs), ``lint`` (spec
-lint); ``_output`` holds what they share (consoles, exit codes, error handling, option aliases), ``_models``
-the model options of every command that asks a model, and ``_progress`` the progress bar and signal handling of a
-running run. This module builds the app from them.
+lint), ``view`` (the web app); ``_output`` holds what they share (consoles, exit codes, error handling, option
+aliases), ``_models`` the model options of every command that asks a model, and ``_progress`` the progress bar and
+signal handling of a running run. This module builds the app from them.
 
 Exit codes: 0 success, 1 results below the bar (``--fail-under``), 2 invalid input, 3 the run could not
 complete (or another process is running it, or a file could not be written on a full or failing disk), 70 an
@@ -24,7 +24,7 @@ from typing import Annotated
 import typer
 
 from simulator import __version__
-from simulator.cli import exchange, judge, lint, plugins, replay, reports, review, run, runs, suites
+from simulator.cli import exchange, judge, lint, plugins, replay, reports, review, run, runs, suites, view
 from simulator.cli._output import (
     EXIT_BELOW_BAR,
     EXIT_INCOMPLETE,
@@ -114,6 +114,7 @@ app.command()(replay.rerun)
 app.command("plugins")(plugins.plugins_command)
 app.command("review")(review.review_command)
 app.command("reviews")(review.reviews_command)
+app.command("view")(view.view)
 
 
 def main() -> None:

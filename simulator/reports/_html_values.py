@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from pydantic import JsonValue
@@ -16,6 +17,17 @@ from simulator.models.transcript import (
 )
 from simulator.reports.tabular import summary_of
 from simulator.safety import terminal_safe
+
+
+@dataclass(frozen=True)
+class HtmlParts:
+    """A page without its styles and script: its title, its body's HTML, and the JSON its script reads (empty
+    when it has none). The static report embeds them in one file; ``simulator view`` serves the same parts with
+    its CSS and JavaScript as files of its own."""
+
+    title: str
+    body: str
+    data: str = ""
 
 
 def _e(value: object) -> str:

@@ -22,7 +22,8 @@ fail, ? unsure, ⊘ blocked or not reached; repeats are numbered from 1.
 Escaping. Every text taken from the runs (run ids, suite, case and persona names, step labels, rationales,
 reasons) is untrusted. In Markdown it goes through :func:`simulator.reports.markdown.escape` (HTML written
 as entities, Markdown syntax backslash-escaped, so no text adds a link, table cell or HTML element); in HTML
-through ``html.escape(..., quote=True)``. The HTML page embeds the run report's stylesheet
+through ``html.escape(..., quote=True)`` after its control characters and bidi marks are written as visible
+escapes (``\\u202e``). The HTML page embeds the run report's stylesheet
 (``assets/report.css``) and has no script at all: its Content-Security-Policy (:data:`CONTENT_SECURITY_POLICY`)
 allows inline styles only, so even text that escaped escaping could run nothing and load nothing.
 """
@@ -36,6 +37,7 @@ from importlib import resources
 from simulator.models.comparison import CaseDiff, Change, Comparison, McNemar, StepDiff
 from simulator.models.summary import Counts
 from simulator.models.transcript import StepStatus
+from simulator.reports._html_values import HtmlParts
 from simulator.reports._states import CSS_CLASS, step_state, step_status_text
 from simulator.reports.compare_text import (
     case_label,
@@ -47,8 +49,15 @@ from simulator.reports.compare_text import (
 )
 from simulator.reports.figures import percent
 from simulator.reports.markdown import escape as md_escape
+from simulator.safety import terminal_safe
 
-__all__ = ["CONTENT_SECURITY_POLICY", "render_compare_html", "render_compare_markdown"]
+__all__ = [
+    "CONTENT_SECURITY_POLICY",
+    "compare_css",
+    "render_compare_html",
+    "render_compare_markdown",
+    "render_compare_parts",
+]
 
 #: The comparison page's Content-Security-Policy: no network access and no script, inline styles only.
 CONTENT_SECURITY_POLICY = (
@@ -256,8 +265,9 @@ def render_compare_markdown(comparison: Comparison) -> str:
 
 
 def _e(value: object) -> str:
-    """Any value as HTML text or attribute content: ``&``, ``<``, ``>``, ``"`` and ``'`` escaped."""
-    return html.escape(str(value), quote=True)
+    """Any value as HTML text or attribute content: ``&``, ``<``, ``>``, ``"`` and ``'`` escaped, control
+    characters and bidi marks written as visible escapes, as the run report writes them."""
+    return html.escape(terminal_safe(str(value)), quote=True)
 
 
 def _html_steps(diff: CaseDiff) -> str:
@@ -323,9 +333,8 @@ def _html_section(anchor: str, title: str, diffs: Sequence[CaseDiff], body: str)
     return f"<section id='{anchor}'><h2>{_e(title)} ({len(diffs)})</h2>{body}</section>"
 
 
-def render_compare_html(comparison: Comparison) -> str:
-    """The comparison as one self-contained HTML page (inline CSS, no script, no network at view time), in
-    the order of :func:`render_compare_markdown`. Pure; all run text is HTML-escaped."""
+def render_compare_parts(comparison: Comparison) -> HtmlParts:
+    """The comparison page of :func:`render_compare_html` as parts: its title and body (it has no script)."""
     test = comparison.mcnemar
     facts = [
         ("Run A (baseline)", f"<code>{_e(comparison.run_a)}</code>"),
@@ -386,11 +395,24 @@ def render_compare_html(comparison: Comparison) -> str:
         f"<footer>Run <code>{_e(comparison.run_b)}</code> (B) against <code>{_e(comparison.run_a)}</code> (A) · "
         "self-contained page, no network access</footer>"
     )
+    return HtmlParts(title, body)
+
+
+def compare_css() -> str:
+    """The comparison page's styles: the run report's and its own."""
+    return _CSS + _EXTRA_CSS
+
+
+def render_compare_html(comparison: Comparison) -> str:
+    """The comparison as one self-contained HTML page (inline CSS, no script, no network at view time), in
+    the order of :func:`render_compare_markdown`. Pure; all run text is HTML-escaped."""
+    parts = render_compare_parts(comparison)
     return (
         "<!DOCTYPE html>\n<html lang='en'>\n<head>\n<meta charset='utf-8'>\n"
         f"<meta http-equiv='Content-Security-Policy' content=\"{_e(CONTENT_SECURITY_POLICY)}\">\n"
         "<meta name='referrer' content='no-referrer'>\n"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>\n"
         "<link rel='icon' href='data:,'>\n"
-        f"<title>{_e(title)}</title>\n<style>\n{_CSS}{_EXTRA_CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
+        f"<title>{_e(parts.title)}</title>\n<style>\n{_CSS}{_EXTRA_CSS}</style>\n</head>\n"
+        f"<body>\n{parts.body}\n</body>\n</html>\n"
     )

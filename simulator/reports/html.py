@@ -45,6 +45,7 @@ from simulator.models.transcript import (
 )
 from simulator.reports._html_case import CaseDefinition, _case, _Item
 from simulator.reports._html_values import (
+    HtmlParts,
     _cost,
     _e,
     _left_out,
@@ -66,7 +67,17 @@ from simulator.reports.coverage_view import (
 from simulator.reports.figures import percent
 from simulator.reports.tabular import summary_of
 
-__all__ = ["CONTENT_SECURITY_POLICY", "OPEN_LIMIT", "OUTCOME_ORDER", "render_html"]
+__all__ = [
+    "CONTENT_SECURITY_POLICY",
+    "OPEN_LIMIT",
+    "OUTCOME_ORDER",
+    "HtmlParts",
+    "asset_text",
+    "html_text",
+    "render_case_parts",
+    "render_html",
+    "render_html_parts",
+]
 
 #: The page's Content-Security-Policy: no network access of any kind, inline styles and scripts only.
 CONTENT_SECURITY_POLICY = (
@@ -530,6 +541,7 @@ def _data(record: RunRecord, items: Sequence[_Item]) -> dict[str, JsonValue]:
     cases: list[JsonValue] = [
         {
             "id": item.anchor,
+            "key": item.stored.key,
             "case": item.stored.case,
             "outcome": item.stored.outcome,
             "persona": item.stored.persona,
@@ -542,18 +554,22 @@ def _data(record: RunRecord, items: Sequence[_Item]) -> dict[str, JsonValue]:
     return {"run": record.id, "cases": cases}
 
 
-def render_html(record: RunRecord, results: list[StoredResult], *, left_out: Sequence[str] = ()) -> str:
-    """The run as one self-contained HTML page (inline CSS and JS, no network at view time).
+def asset_text(name: str) -> str:
+    """The run page's asset ``report.css`` or ``report.js`` as text (KeyError for another name)."""
+    texts = {"report.css": _CSS, "report.js": _JS}
+    if name not in texts:
+        raise KeyError(name)
+    return texts[name]
 
-    The page holds the run header (suites, agent and its version, note, status, correctness, outcome counts,
-    tokens and cost per model role, duration, settings, versions, seed), a table per metric, pass^k and
-    flaky labels for cases that ran more than once, the run's coverage (percentage, persona x case matrix,
-    step reach, gaps), the simulated user's fidelity per persona (when a model played the user), and every
-    result, failures first (error, fail, user error, unsure, pass), with its goals, transcript (each user turn
-    followed by its fidelity findings, ⚑), scores and errors; ``left_out`` (stored results that could not be
-    read, each with its fix) is listed under the header. All text from the run is HTML-escaped; see the
-    module docstring for how. Pure: the same record and results always give the same page.
-    """
+
+def html_text(value: object) -> str:
+    """Any value as HTML text or attribute content, as every page writes it: escaped, with control characters
+    and bidi marks shown as visible escapes."""
+    return _e(value)
+
+
+def render_html_parts(record: RunRecord, results: list[StoredResult], *, left_out: Sequence[str] = ()) -> HtmlParts:
+    """The run page of :func:`render_html` as parts: its title, body and the JSON its filters read."""
     items = _items(record, results)
     title = f"Simulator run {record.id}"
     suites = ", ".join(s.suite.name for s in record.snapshot)
@@ -574,13 +590,40 @@ def render_html(record: RunRecord, results: list[StoredResult], *, left_out: Seq
             f"{_e(record.versions.get('simulator', ''))} · self-contained page, no network access</footer>",
         )
     )
+    return HtmlParts(title, body, _script_json(_data(record, items)))
+
+
+def render_case_parts(record: RunRecord, results: list[StoredResult], key: str) -> HtmlParts | None:
+    """One conversation of the run (the result stored under ``key``) as the run page shows it, open: goals,
+    transcript with verdicts, tool calls, world diffs, fidelity findings, scores and tokens. None when the run
+    has no result under that key."""
+    for item in _items(record, results):
+        if item.stored.key == key:
+            title = f"Simulator run {record.id} — {item.stored.case}"
+            return HtmlParts(title, _case(item, expand=True))
+    return None
+
+
+def render_html(record: RunRecord, results: list[StoredResult], *, left_out: Sequence[str] = ()) -> str:
+    """The run as one self-contained HTML page (inline CSS and JS, no network at view time).
+
+    The page holds the run header (suites, agent and its version, note, status, correctness, outcome counts,
+    tokens and cost per model role, duration, settings, versions, seed), a table per metric, pass^k and
+    flaky labels for cases that ran more than once, the run's coverage (percentage, persona x case matrix,
+    step reach, gaps), the simulated user's fidelity per persona (when a model played the user), and every
+    result, failures first (error, fail, user error, unsure, pass), with its goals, transcript (each user turn
+    followed by its fidelity findings, ⚑), scores and errors; ``left_out`` (stored results that could not be
+    read, each with its fix) is listed under the header. All text from the run is HTML-escaped; see the
+    module docstring for how. Pure: the same record and results always give the same page.
+    """
+    parts = render_html_parts(record, results, left_out=left_out)
     return (
         "<!DOCTYPE html>\n<html lang='en'>\n<head>\n<meta charset='utf-8'>\n"
         f"<meta http-equiv='Content-Security-Policy' content=\"{_e(CONTENT_SECURITY_POLICY)}\">\n"
         "<meta name='referrer' content='no-referrer'>\n"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>\n"
         "<link rel='icon' href='data:,'>\n"
-        f"<title>{_e(title)}</title>\n<style>\n{_CSS}</style>\n</head>\n<body>\n{body}\n"
-        f"<script type='application/json' id='simulator-report-data'>{_script_json(_data(record, items))}</script>\n"
+        f"<title>{_e(parts.title)}</title>\n<style>\n{_CSS}</style>\n</head>\n<body>\n{parts.body}\n"
+        f"<script type='application/json' id='simulator-report-data'>{parts.data}</script>\n"
         f"<script id='simulator-report-script'>\n{_JS}</script>\n</body>\n</html>\n"
     )

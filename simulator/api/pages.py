@@ -1,0 +1,136 @@
+"""Stored runs as the parts of web pages (title, body, the data its script reads), the very ones the static HTML
+reports are made of, for a front end that serves them with its own assets; and the control of a run from
+outside its process: its state while it runs, and stopping it through its lease."""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from simulator.api._store import PathLike, open_store
+
+if TYPE_CHECKING:
+    from simulator.reports.html import HtmlParts
+
+
+def run_page(run_ref: str, *, db: PathLike | None = None) -> HtmlParts:
+    """A stored run's report page as parts: the same header, summaries, coverage and cases, failures first, as
+    ``simulator report -f html`` writes (results that cannot be read are listed on it)."""
+    from simulator.api.reports import _current
+    from simulator.reports.html import render_html_parts
+    from simulator.store import Unreadable
+
+    skipped: list[Unreadable] = []
+    with open_store(db) as store:
+        record = store.get_run(run_ref)
+        results = store.results(record.id, skipped=skipped)
+        record = _current(store, record, [])
+    return render_html_parts(record, results, left_out=[item.describe() for item in skipped])
+
+
+def conversation_page(run_ref: str, key: str, *, db: PathLike | None = None) -> HtmlParts | None:
+    """One conversation of a stored run (the result stored under ``key``: :attr:`StoredResult.key`) as its
+    report shows it, open; None when the run has no such result."""
+    from simulator.api.reports import _current
+    from simulator.reports.html import render_case_parts
+
+    with open_store(db) as store:
+        record = store.get_run(run_ref)
+        results = store.results(record.id)
+        record = _current(store, record, [])
+    return render_case_parts(record, results, key)
+
+
+def comparison_page(run_a: str, run_b: str, *, db: PathLike | None = None) -> HtmlParts:
+    """The comparison of two stored runs (``run_a`` the baseline) as parts, as ``simulator compare -f html``
+    writes it."""
+    from simulator.api.analysis import compare_runs
+    from simulator.reports.compare_report import render_compare_parts
+
+    return render_compare_parts(compare_runs(run_a, run_b, db=db))
+
+
+def page_asset(name: str) -> str:
+    """The text of a page asset: ``report.css`` and ``report.js`` (a run's page), ``compare.css`` (a
+    comparison's). KeyError for any other name."""
+    if name == "compare.css":
+        from simulator.reports.compare_report import compare_css
+
+        return compare_css()
+    from simulator.reports.html import asset_text
+
+    return asset_text(name)
+
+
+def html_text(value: object) -> str:
+    """Any value as HTML text or attribute content, as the reports write it: escaped, with control characters
+    and bidi marks and overrides shown as visible escapes (``\\u202e``)."""
+    from simulator.reports.html import html_text as text
+
+    return text(value)
+
+
+def store_path(db: PathLike | None = None) -> Path:
+    """The run store a call with ``db`` opens: ``db`` itself, else ``$SIMULATOR_DB`` or ``.simulator/runs.db``."""
+    from simulator.store import default_db_path
+
+    return Path(db) if db is not None else default_db_path()
+
+
+@dataclass(frozen=True)
+class RunState:
+    """Where a stored run is now: its status, how many conversations it planned and has stored, the count of
+    each outcome, and the process running it (``pid N on HOST ...``; empty when none does)."""
+
+    id: str
+    status: str
+    planned: int
+    stored: int
+    counts: dict[str, int]
+    running_by: str
+
+
+def run_state(run_ref: str, *, db: PathLike | None = None) -> RunState:
+    """A stored run's :class:`RunState`, read without its results (cheap enough to poll)."""
+    with open_store(db) as store:
+        record = store.get_run(run_ref)
+        counts = store.outcome_counts(record.id)
+        owner = store.owner(record.id) if record.status == "running" else None
+    return RunState(
+        record.id,
+        record.status,
+        len(record.plan),
+        sum(counts.values()),
+        counts,
+        owner.describe() if owner is not None else "",
+    )
+
+
+def stop_run(run_ref: str, *, db: PathLike | None = None) -> str:
+    """Stop a running run the way SIGTERM does (it ends cleanly, ``interrupted``, and can be resumed): the signal
+    goes to the process its lease names, which must run on this host. Returns what was done; raises
+    :class:`simulator.InputError` when no live process runs it or that process runs on another host."""
+    from simulator.errors import InputError
+    from simulator.store import HOST
+
+    with open_store(db) as store:
+        record = store.get_run(run_ref)
+        owner = store.owner(record.id)
+    if owner is None:
+        raise InputError(f"run {record.id} is not being run by any live process ({record.status}): nothing to stop")
+    if owner.host != HOST:
+        raise InputError(
+            f"run {record.id} runs on another host ({owner.describe()}): stop it there with kill -TERM {owner.pid}"
+        )
+    try:
+        os.kill(owner.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        raise InputError(f"run {record.id}: its process {owner.pid} has just ended: nothing to stop") from None
+    except PermissionError:
+        raise InputError(
+            f"run {record.id} is run by pid {owner.pid}, which this user may not signal: stop it as its owner"
+        ) from None
+    return f"sent SIGTERM to pid {owner.pid} running {record.id}: it stops cleanly, and runs resume continues it"
