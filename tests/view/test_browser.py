@@ -102,3 +102,74 @@ def test_a_note_with_a_bidi_mark_survives_being_saved_again(page: Page, address:
     page.click(form + " button")  # saved untouched, as when a person saves after reading it
     wait_until(lambda: page.loads > before, "the runs list after saving the note")
     assert next(record for record in simulator.list_runs(db=store, limit=None) if record.id == run).note == note
+
+
+def _plan(*cases: str) -> Plan:
+    return Plan([PlanItem(key=f"0:{case}:-:0", suite=0, case=case) for case in cases])
+
+
+def test_a_running_run_s_page_follows_it_without_a_reload(
+    page: Page, address: str, store: Path, tmp_path: Path
+) -> None:
+    with RunStore(store) as runs:
+        record = make_run(LIVE, "support", plan=_plan("greet", "bye"))
+        runs.create_run(record)
+        runs.save_result(make_result(record, 0, "greet", "pass", kind="scenario"))
+        lease = runs.acquire(LIVE)  # run by this very process, as a runner holds it
+        page.goto(f"{address}/runs/{LIVE}")
+        assert "1 of 2 conversations stored" in page.text(".live")
+        page.screenshot(tmp_path, "view-run-live")
+        opened = page.loads
+
+        runs.save_result(make_result(record, 0, "bye", "fail", kind="scenario"))
+        page.wait_for("(document.querySelector('.live') || {}).innerText?.includes('2 of 2')", "the second result")
+        runs.finish(lease, "completed")
+        page.wait_for("document.readyState === 'complete' && !document.querySelector('.live')", "the run's end")
+    assert page.loads > opened + 1, "the page did not reload itself"
+    assert page.evaluate("document.querySelectorAll('[data-outcome]').length") >= 2
+    page.screenshot(tmp_path, "view-run-finished")
+
+
+def test_a_comparison_picked_in_the_form_shows_both_runs(
+    page: Page, address: str, store: Path, tmp_path: Path
+) -> None:
+    baseline, new = sorted(_run_ids(store))[:2]
+    page.goto(address + "/compare")
+    page.evaluate(
+        f"document.querySelector('select[name=a]').value = {baseline!r};"
+        f"document.querySelector('select[name=b]').value = {new!r}"
+    )
+    before = page.loads
+    page.click("form[action='/compare'] button")
+    wait_until(lambda: page.loads > before, "the comparison to load")
+    assert page.evaluate("location.search") == f"?a={baseline}&b={new}"
+    text = page.text()
+    assert baseline in text and new in text
+    page.screenshot(tmp_path, "view-compare")
+
+
+def test_a_run_page_opens_each_conversation(page: Page, address: str, store: Path, tmp_path: Path) -> None:
+    run = sorted(_run_ids(store))[0]
+    page.goto(f"{address}/runs/{run}")
+    links = page.wait_for("document.querySelectorAll('a.open-conversation').length", "the conversation links")
+    assert links == simulator.run_state(run, db=store).stored
+    page.screenshot(tmp_path, "view-run")
+    before = page.loads
+    page.evaluate("document.querySelector('a.open-conversation').click()")
+    wait_until(lambda: page.loads > before, "the conversation page")
+    assert page.evaluate("location.pathname") == f"/runs/{run}/conversation"
+    assert page.evaluate("document.querySelectorAll('[data-outcome]').length") == 1
+    page.screenshot(tmp_path, "view-conversation")
+
+
+def test_the_checks_see_console_errors_and_requests_elsewhere(browser: Chromium) -> None:
+    opened = browser.new_page()
+    try:
+        opened.evaluate("console.error('broken'); setTimeout(() => { throw new Error('uncaught') }, 0)")
+        opened.evaluate("new Image().src = 'http://127.0.0.2:9/pixel.png'")
+        wait_until(lambda: len(opened.errors) >= 2 and opened.requests, "the error, the exception and the request")
+    finally:
+        opened.close()
+    assert any("broken" in error for error in opened.errors)
+    assert any("uncaught" in error for error in opened.errors)
+    assert "http://127.0.0.2:9/pixel.png" in opened.requests
