@@ -118,6 +118,7 @@ def test_a_running_run_s_page_follows_it_without_a_reload(
         lease = runs.acquire(LIVE)  # run by this very process, as a runner holds it
         page.goto(f"{address}/runs/{LIVE}")
         assert "1 of 2 conversations stored" in page.text(".live")
+        assert page.text("h1 .status").lower() == "running"
         page.screenshot(tmp_path, "view-run-live")
         opened = page.loads
 
@@ -126,6 +127,7 @@ def test_a_running_run_s_page_follows_it_without_a_reload(
         runs.finish(lease, "completed")
         page.wait_for("document.readyState === 'complete' && !document.querySelector('.live')", "the run's end")
     assert page.loads > opened + 1, "the page did not reload itself"
+    assert page.text("h1 .status").lower() == "completed"
     assert page.evaluate("document.querySelectorAll('[data-outcome]').length") >= 2
     page.screenshot(tmp_path, "view-run-finished")
 
