@@ -52,12 +52,18 @@ def page(browser: Chromium, address: str) -> Iterator[Page]:
     yield opened
     opened.close()
     assert not opened.errors, "the pages logged errors:\n" + "\n".join(opened.errors)
-    outside = [url for url in opened.requests if not (url.startswith(address + "/") or url.startswith("data:"))]
+    outside = [url for url in opened.requests if not url.startswith((address + "/", "data:"))]
     assert not outside, f"requests left the app ({address}): {outside}"
 
 
 def _run_ids(store: Path) -> list[str]:
     return [record.id for record in simulator.list_runs(db=store, limit=None)]
+
+
+def _demo_runs(store: Path) -> tuple[str, str]:
+    """The demo suite's two runs: the baseline (agent version v1) and the new one (v2)."""
+    versions = {record.agent_version: record.id for record in simulator.list_runs(db=store, limit=None)}
+    return versions["v1"], versions["v2"]
 
 
 def test_the_runs_list_shows_every_run(page: Page, address: str, store: Path, tmp_path: Path) -> None:
@@ -71,7 +77,7 @@ def test_the_runs_list_shows_every_run(page: Page, address: str, store: Path, tm
 
 
 def test_the_note_edited_in_place_persists(page: Page, address: str, store: Path, tmp_path: Path) -> None:
-    run = _run_ids(store)[-1]
+    run = _demo_runs(store)[0]
     note = "judge too strict on refunds <b>not bold</b> 'quoted' & \"double\""
     field = f"tr[data-run='{run}'] .note-form input[name=note]"
     page.goto(address + "/")
@@ -93,7 +99,7 @@ def test_the_note_edited_in_place_persists(page: Page, address: str, store: Path
     "the escape's letters instead of the character",
 )
 def test_a_note_with_a_bidi_mark_survives_being_saved_again(page: Page, address: str, store: Path) -> None:
-    run = _run_ids(store)[0]
+    run = _demo_runs(store)[1]
     note = "refunds \u202eright to left\u202c done"
     simulator.note_run(run, note, db=store)
     form = f"tr[data-run='{run}'] .note-form"
@@ -132,10 +138,8 @@ def test_a_running_run_s_page_follows_it_without_a_reload(
     page.screenshot(tmp_path, "view-run-finished")
 
 
-def test_a_comparison_picked_in_the_form_shows_both_runs(
-    page: Page, address: str, store: Path, tmp_path: Path
-) -> None:
-    baseline, new = sorted(_run_ids(store))[:2]
+def test_a_comparison_picked_in_the_form_shows_both_runs(page: Page, address: str, store: Path, tmp_path: Path) -> None:
+    baseline, new = _demo_runs(store)
     page.goto(address + "/compare")
     page.evaluate(
         f"document.querySelector('select[name=a]').value = {baseline!r};"
@@ -145,13 +149,17 @@ def test_a_comparison_picked_in_the_form_shows_both_runs(
     page.click("form[action='/compare'] button")
     wait_until(lambda: page.loads > before, "the comparison to load")
     assert page.evaluate("location.search") == f"?a={baseline}&b={new}"
-    text = page.text()
-    assert baseline in text and new in text
+    assert page.text("h1") == f"Run comparison: {new} against {baseline}"
+    differ = page.evaluate(
+        "[...document.querySelectorAll('tr')].map(row => [...row.cells].map(cell => cell.innerText.trim()))"
+    )
+    assert ["agent version", "v1", "v2"] in differ
+    assert "McNemar" in page.text()
     page.screenshot(tmp_path, "view-compare")
 
 
 def test_a_run_page_opens_each_conversation(page: Page, address: str, store: Path, tmp_path: Path) -> None:
-    run = sorted(_run_ids(store))[0]
+    run = _demo_runs(store)[0]
     page.goto(f"{address}/runs/{run}")
     links = page.wait_for("document.querySelectorAll('a.open-conversation').length", "the conversation links")
     assert links == simulator.run_state(run, db=store).stored
