@@ -176,10 +176,19 @@ class _Handlers:
         if text is None:
             return _page(_pages.message_page("Note not saved", [_FORM_RULE]), 400)
         try:
-            await self._call(simulator.note_run, run_ref, text, db=self.db)
+            await self._call(self._save_note, run_ref, text)
         except simulator.InputError as exc:
             return _not_found(str(exc))
         return RedirectResponse("/", status_code=303)
+
+    def _save_note(self, run_ref: str, text: str) -> None:
+        """Store a run's note from its field. The field shows a stored note's bidi and control characters as
+        visible escapes (every page does); a field saved as it was shown keeps the note as stored, rather than
+        turning those characters into the escapes' letters."""
+        _, record = simulator.find_run(run_ref, db=self.db)
+        if record is not None and record.note != text and simulator.terminal_safe(record.note) == text:
+            return
+        simulator.note_run(run_ref, text, db=self.db)
 
     async def stop(self, request: Request) -> Response:
         try:

@@ -93,11 +93,6 @@ def test_the_note_edited_in_place_persists(page: Page, address: str, store: Path
     assert next(record for record in simulator.list_runs(db=store, limit=None) if record.id == run).note == note
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the note's input shows a bidi or control character as its visible escape, so saving it again stores "
-    "the escape's letters instead of the character",
-)
 def test_a_note_with_a_bidi_mark_survives_being_saved_again(page: Page, address: str, store: Path) -> None:
     run = _demo_runs(store)[1]
     note = "refunds \u202eright to left\u202c done"
