@@ -27,6 +27,11 @@
       link.href = "/runs/" + encodeURIComponent(data.run) + "/conversation?key=" + encodeURIComponent(info.key);
       link.textContent = "open";
       summary.appendChild(link);
+      var review = document.createElement("a");
+      review.className = "open-conversation";
+      review.href = link.href + "#review";
+      review.textContent = "review";
+      summary.appendChild(review);
     });
   }
 
