@@ -82,7 +82,16 @@ if _typing.TYPE_CHECKING:
         run_report,
         write_reports,
     )
-    from simulator.api.reviews import add_review, export_review_labels, judge_check_reviews, reviews, run_reviews
+    from simulator.api.reviews import (
+        ReviewTarget,
+        add_review,
+        export_review_labels,
+        judge_check_reviews,
+        review_targets,
+        reviewed_runs,
+        reviews,
+        run_reviews,
+    )
     from simulator.api.runs import (
         RunResults,
         count_results,
@@ -311,6 +320,9 @@ _LAZY = {
     "Review": "simulator.models.review",
     "ReviewedResult": "simulator.models.review",
     "RunReviews": "simulator.models.review",
+    "ReviewTarget": "simulator.api.reviews",
+    "review_targets": "simulator.api.reviews",
+    "reviewed_runs": "simulator.api.reviews",
     "RunState": "simulator.api.pages",
     "add_review": "simulator.api.reviews",
     "comparison_page": "simulator.api.pages",
@@ -380,6 +392,7 @@ __all__ = [
     "Report",
     "ResumeCheck",
     "Review",
+    "ReviewTarget",
     "ReviewedResult",
     "RunCoverage",
     "RunCoverageReport",
@@ -470,6 +483,8 @@ __all__ = [
     "resume",
     "resume_async",
     "resume_command",
+    "review_targets",
+    "reviewed_runs",
     "reviews",
     "run",
     "run_async",

@@ -12,7 +12,7 @@ PUBLIC_NAMES = [
     "ConfigError", "ConfigErrors", "CostLimitReached", "Digest", "ErrorEvent", "GoldenCase", "HtmlParts",
     "ImportedRun", "ImportedSuite", "InputError", "JudgeCheckReport", "JudgeError", "Linted", "LoadedSuite",
     "MergedRun", "ModelError", "ModelOptions", "ModelRole", "OverviewText", "Persona", "PersonaList", "PlanItem",
-    "PlannedRun", "Progress", "Report", "ResumeCheck", "Review", "ReviewedResult", "RunCoverage",
+    "PlannedRun", "Progress", "Report", "ResumeCheck", "Review", "ReviewTarget", "ReviewedResult", "RunCoverage",
     "RunCoverageReport", "RunOutcome", "RunOverview", "RunRecord", "RunResults", "RunReviews", "RunSettings",
     "RunStarted", "RunState", "ScenarioCase", "SimulationCase", "SimulationPlan", "SimulatorError", "Step",
     "StoreError", "StoredResult", "Suite", "Unreadable", "ValidationReport", "__version__", "add_review",
@@ -25,10 +25,10 @@ PUBLIC_NAMES = [
     "note_run", "one_line", "page_asset", "percent", "persona_fidelity", "plan", "plan_simulation", "plugin_groups",
     "printable", "read_model_file", "read_run", "redact", "render_comparison", "render_digest", "render_overview",
     "render_report", "repeat", "repeat_async", "replay", "replay_async", "report_formats", "rerun", "rerun_async",
-    "result_lines", "resume", "resume_async", "resume_command", "reviews", "run", "run_async", "run_command",
-    "run_coverage", "run_overview", "run_page", "run_report", "run_reviews", "run_state", "simulate",
-    "simulate_async", "stop_run", "store_path", "terminal_safe", "transcript_lines", "validate", "validate_paths",
-    "view", "write_export", "write_file", "write_reports", "yaml_kind",
+    "result_lines", "resume", "resume_async", "resume_command", "review_targets", "reviewed_runs", "reviews", "run",
+    "run_async", "run_command", "run_coverage", "run_overview", "run_page", "run_report", "run_reviews", "run_state",
+    "simulate", "simulate_async", "stop_run", "store_path", "terminal_safe", "transcript_lines", "validate",
+    "validate_paths", "view", "write_export", "write_file", "write_reports", "yaml_kind",
 ]  # fmt: skip
 
 

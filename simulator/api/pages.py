@@ -13,12 +13,25 @@ from typing import TYPE_CHECKING
 from simulator.api._store import PathLike, open_store
 
 if TYPE_CHECKING:
+    from simulator.models.review import Review
+    from simulator.models.run import RunRecord, StoredResult
     from simulator.reports.html import HtmlParts
+
+
+def _reviewed(
+    record: RunRecord, results: list[StoredResult], reviews: list[Review]
+) -> tuple[RunRecord, list[StoredResult]]:
+    if not reviews:
+        return record, results
+    from simulator.analysis.reviewed import run_reviews, with_reviews
+
+    return with_reviews(record, results, run_reviews(record, results, reviews))
 
 
 def run_page(run_ref: str, *, db: PathLike | None = None) -> HtmlParts:
     """A stored run's report page as parts: the same header, summaries, coverage and cases, failures first, as
-    ``simulator report -f html`` writes (results that cannot be read are listed on it)."""
+    ``simulator report -f html`` writes (results that cannot be read are listed on it; people's reviews beside
+    the judge's verdicts, correctness as reviewed beside as judged)."""
     from simulator.api.reports import _current
     from simulator.reports.html import render_html_parts
     from simulator.store import Unreadable
@@ -28,12 +41,14 @@ def run_page(run_ref: str, *, db: PathLike | None = None) -> HtmlParts:
         record = store.get_run(run_ref)
         results = store.results(record.id, skipped=skipped)
         record = _current(store, record, [])
+        reviews = store.list_reviews(record.id)
+    record, results = _reviewed(record, results, reviews)
     return render_html_parts(record, results, left_out=[item.describe() for item in skipped])
 
 
 def conversation_page(run_ref: str, key: str, *, db: PathLike | None = None) -> HtmlParts | None:
     """One conversation of a stored run (the result stored under ``key``: :attr:`StoredResult.key`) as its
-    report shows it, open; None when the run has no such result."""
+    report shows it, open (with its reviews); None when the run has no such result."""
     from simulator.api.reports import _current
     from simulator.reports.html import render_case_parts
 
@@ -41,6 +56,8 @@ def conversation_page(run_ref: str, key: str, *, db: PathLike | None = None) -> 
         record = store.get_run(run_ref)
         results = store.results(record.id)
         record = _current(store, record, [])
+        reviews = store.list_reviews(record.id)
+    record, results = _reviewed(record, results, reviews)
     return render_case_parts(record, results, key)
 
 

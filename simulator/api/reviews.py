@@ -5,6 +5,7 @@ measure the judge against them, and write them as a labels file for ``judge-chec
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -76,6 +77,60 @@ def run_reviews(run: str, *, db: PathLike | None = None) -> RunReviews:
     with open_store(db) as store:
         record = store.get_run(run)
         return build(record, store.iter_results(record.id), store.list_reviews(record.id))
+
+
+def reviewed_runs(*, db: PathLike | None = None) -> dict[str, RunReviews]:
+    """By run id, what the reviews make of every stored run that has any (:func:`run_reviews`); a run nobody
+    reviewed is left out, and costs one shared query only."""
+    from simulator.analysis.reviewed import run_reviews as build
+
+    found: dict[str, RunReviews] = {}
+    with open_store(db) as store:
+        for run_id in sorted(store.reviewed_run_ids()):
+            record = store.get_run(run_id)
+            found[run_id] = build(record, store.iter_results(record.id), store.list_reviews(record.id))
+    return found
+
+
+@dataclass(frozen=True)
+class ReviewTarget:
+    """One thing of a stored result a person may review: its ``target`` (as :func:`add_review` takes it), what it
+    is (``result``, ``step`` or ``check``), the judge's verdict on it, the verdicts a review may give, and the
+    review of it that counts now (None when nobody reviewed it)."""
+
+    target: str
+    kind: str
+    judged: str
+    verdicts: tuple[str, ...]
+    review: Review | None
+
+
+def review_targets(run: str, key: str, *, db: PathLike | None = None) -> list[ReviewTarget]:
+    """Everything of the result ``key`` of a stored run a review may name: the whole result, each step, each
+    check, in that order, each with the judge's verdict and its current review. An unknown run or key is an
+    InputError."""
+    from simulator.analysis.reviewed import current_reviews
+    from simulator.analysis.reviewed import review_targets as targets_of
+    from simulator.errors import InputError
+    from simulator.models.review import target_kind
+    from simulator.reports import judged_verdict
+
+    with open_store(db) as store:
+        record = store.get_run(run)
+        stored = store.result(record.id, key)
+        if stored is None:
+            raise InputError(f"run {record.id} has no result with key {key!r}")
+        current = {review.target: review for review in current_reviews(store.list_reviews(record.id)).get(key, [])}
+    return [
+        ReviewTarget(
+            target,
+            target_kind(target),
+            judged_verdict(stored, target),
+            ("pass", "fail") if target_kind(target) == "result" else ("met", "not_met"),
+            current.get(target),
+        )
+        for target in targets_of(stored)
+    ]
 
 
 def _reviewed_runs(store: RunStore, runs: Sequence[str]) -> list[ReviewedRun]:

@@ -80,3 +80,10 @@ class ReviewMethods:
                     "changed by hand or by another version of Simulator"
                 ) from exc
         return found
+
+    def reviewed_run_ids(self) -> set[str]:
+        """The ids of the runs that have at least one review (one indexed query, for a list of runs)."""
+        if not self._reviews:
+            return set()
+        with self._sql("read which runs have reviews") as conn:
+            return {row[0] for row in conn.execute("SELECT DISTINCT run_id FROM reviews").fetchall()}

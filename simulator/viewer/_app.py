@@ -6,6 +6,7 @@ run writes, so a page never waits for a running run (and never holds it up)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,8 @@ class _Handlers:
         skipped: list[simulator.Unreadable] = []
         records = simulator.list_runs(db=self.db, limit=None, skipped=skipped)
         left_out.extend(item.describe() for item in skipped)
-        return [_pages.run_row(record, self.db) for record in records]
+        reviewed = simulator.reviewed_runs(db=self.db)
+        return [_pages.run_row(record, self.db, reviewed.get(record.id)) for record in records]
 
     def _listed(self, request: Request) -> tuple[list[_pages.RunRow], int, dict[str, str], list[str]]:
         query = {key: request.query_params.get(key, "") for key in ("q", "status", "sort", "order")}
@@ -137,16 +139,56 @@ class _Handlers:
         key = request.query_params.get("key", "")
         try:
             parts = await self._call(simulator.conversation_page, run_ref, key, db=self.db)
+            if parts is None:
+                return _not_found(f"run {run_ref} has no conversation {key!r}")
+            run_id = (await self._call(simulator.find_run, run_ref, db=self.db))[0]
+            targets = await self._call(simulator.review_targets, run_id, key, db=self.db)
         except simulator.InputError as exc:
             return _not_found(str(exc))
-        if parts is None:
-            return _not_found(f"run {run_ref} has no conversation {key!r}")
-        run = quote(run_ref, safe="")
+        run = quote(run_id, safe="")
         body = (
             f"<p><a href='/runs/{_e(run)}'>Back to the run</a></p>{parts.body}"
-            f"{_pages.review_slot('result', f'{run_ref}/{key}')}"
+            f"{_pages.review_section(run_id, key, targets)}"
         )
-        return _page(_pages.layout(parts.title, body, styles=("report.css", "view.css")))
+        html = _pages.layout(parts.title, body, scripts=("view.js",), styles=("report.css", "view.css"))
+        return _page(html)
+
+    async def reviews(self, request: Request) -> Response:
+        try:
+            found = await self._call(simulator.reviews, request.path_params["run"], db=self.db)
+        except simulator.InputError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        return JSONResponse([review.model_dump(mode="json") for review in found])
+
+    async def add_review(self, request: Request) -> Response:
+        run_ref = request.path_params["run"]
+        as_json = _media(request) == "application/json"
+        fields = await (_json_fields(request) if as_json else _form_fields(request))
+        if fields is None:
+            return _review_refused(as_json, run_ref, "", _REVIEW_RULE, 400)
+        key = fields.get("key", "")
+        try:
+            run_id = (await self._call(simulator.find_run, run_ref, db=self.db))[0]
+        except simulator.InputError as exc:
+            return _review_refused(as_json, run_ref, key, str(exc), 404)
+        try:
+            review = await self._call(
+                simulator.add_review,
+                run_id,
+                key,
+                target=fields.get("target", ""),
+                verdict=fields.get("verdict", ""),
+                reason=fields.get("reason", ""),
+                reviewer=fields.get("reviewer", ""),
+                db=self.db,
+            )
+        except simulator.InputError as exc:
+            return _review_refused(as_json, run_id, key, str(exc), 400)
+        except simulator.StoreError as exc:
+            return _review_refused(as_json, run_id, key, str(exc), 409)
+        if as_json:
+            return JSONResponse(review.model_dump(mode="json"), status_code=201)
+        return RedirectResponse(_conversation_url(run_id, key) + "#review", status_code=303)
 
     async def report(self, request: Request) -> Response:
         run_ref, fmt = request.path_params["run"], request.path_params["fmt"]
@@ -225,6 +267,54 @@ class _Handlers:
         return Response(_static_text(name), media_type=_STATIC[name])
 
 
+_REVIEW_FIELDS = ("key", "target", "verdict", "reason", "reviewer")
+_REVIEW_RULE = (
+    "send a review as a JSON object or a URL-encoded form (UTF-8, at most 64 KiB) with the text fields "
+    + ", ".join(_REVIEW_FIELDS)
+)
+
+
+def _media(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def _conversation_url(run_id: str, key: str) -> str:
+    return f"/runs/{quote(run_id, safe='')}/conversation?key={quote(key, safe='')}"
+
+
+async def _json_fields(request: Request) -> dict[str, str] | None:
+    """The review's fields of a JSON object body (each a string), or None for a body that is not one."""
+    body = await request.body()
+    if len(body) > _FORM_LIMIT:
+        return None
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(data, dict) or not all(isinstance(data.get(name, ""), str) for name in _REVIEW_FIELDS):
+        return None
+    return {name: data.get(name, "") for name in _REVIEW_FIELDS}
+
+
+async def _form_fields(request: Request) -> dict[str, str] | None:
+    """The review's fields of a URL-encoded form, or None for a body that is not one."""
+    found = {}
+    for name in _REVIEW_FIELDS:
+        value = await _form_field(request, name)  # the body is read once and kept by the request
+        if value is None:
+            return None
+        found[name] = value
+    return found
+
+
+def _review_refused(as_json: bool, run_id: str, key: str, message: str, status: int) -> Response:
+    """A review not recorded: the API's message as JSON (a script's request) or as a page (a plain form)."""
+    if as_json:
+        return JSONResponse({"error": message}, status_code=status)
+    back = _conversation_url(run_id, key) + "#review" if key else "/"
+    return _page(_pages.message_page("Review not saved", [message], back=back), status)
+
+
 _FORM_LIMIT = 64 * 1024
 _FORM_RULE = "send the note as a form field (application/x-www-form-urlencoded, UTF-8, at most 64 KiB)"
 
@@ -273,6 +363,8 @@ def build_app(db: str | Path | None, *, token: str | None, loopback: bool) -> St
         Route("/", handlers.runs),
         Route("/api/runs", handlers.runs_json),
         Route("/api/runs/{run}/status", handlers.run_status),
+        Route("/api/runs/{run}/reviews", handlers.reviews, methods=["GET"]),
+        Route("/api/runs/{run}/reviews", handlers.add_review, methods=["POST"]),
         Route("/runs/{run}", handlers.run),
         Route("/runs/{run}/conversation", handlers.conversation),
         Route("/runs/{run}/report.{fmt}", handlers.report),

@@ -18,7 +18,7 @@ __all__ = [
     "downloads",
     "layout",
     "message_page",
-    "review_slot",
+    "review_section",
     "run_row",
     "runs_page",
     "sorted_rows",
@@ -33,6 +33,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("suites", "Suites"),
     ("note", "Note"),
     ("correctness", "Correctness"),
+    ("reviewed", "Reviewed"),
     ("passed", "Pass"),
     ("failed", "Fail"),
     ("error", "Error"),
@@ -56,6 +57,8 @@ class RunRow:
     suites: str
     note: str
     correctness: float | None
+    #: Correctness as reviewed (None when nobody reviewed the run).
+    reviewed: float | None
     passed: int
     failed: int
     error: int
@@ -71,8 +74,9 @@ class RunRow:
         return dict(vars(self))
 
 
-def run_row(record: simulator.RunRecord, db: Any) -> RunRow:
-    """The row of ``record``; a run without a summary yet (running) counts its stored results."""
+def run_row(record: simulator.RunRecord, db: Any, reviewed: simulator.RunReviews | None = None) -> RunRow:
+    """The row of ``record`` (``reviewed``: what its reviews make of it, if it has any); a run without a summary
+    yet (running) counts its stored results."""
     totals = record.totals
     usage = list(totals.usage.values()) if totals is not None else []
     costs = [use.cost for use in usage]
@@ -96,7 +100,9 @@ def run_row(record: simulator.RunRecord, db: Any) -> RunRow:
         record.agent_version or "",
         ", ".join(snapshot.suite.name for snapshot in record.snapshot),
         record.note,
-        *figures,
+        figures[0],
+        reviewed.reviewed.correctness if reviewed is not None else None,
+        *figures[1:],
         len(record.plan),
         totals.duration_s if totals is not None else 0.0,
         sum(use.total_tokens for use in usage),
@@ -139,6 +145,8 @@ def _figure(row: RunRow, column: str) -> str:
     value = getattr(row, column)
     if column == "correctness":
         return _e(simulator.percent(value))
+    if column == "reviewed":
+        return "" if value is None else _e(simulator.percent(value))
     if column == "cost":
         return "unknown" if value is None else f"${value:.4f}"
     if column == "duration_s":
@@ -225,13 +233,46 @@ def downloads(run_id: str) -> str:
     return f"<nav class='downloads'>Download the report: {links}</nav>"
 
 
-def review_slot(kind: str, ref: str) -> str:
-    """The place a person's review of a result, step or check goes, beside the judge's verdict.
+_VERDICT_WORDS = {"pass": "pass", "fail": "fail", "met": "met", "not_met": "not met"}
 
-    Human review (reviewer verdicts stored apart from the judge's, correctness as judged and as reviewed) is
-    built on its own public API; until then this slot writes only an empty, marked element it will fill.
-    """
-    return f"<section class='review-slot' data-review-kind='{_e(kind)}' data-review-ref='{_e(ref)}' hidden></section>"
+
+def _review_form(run_id: str, key: str, index: int, target: simulator.ReviewTarget) -> str:
+    """One target's form: the judge's verdict and the review that counts, then verdict, reason and name."""
+    what = "The whole result" if target.kind == "result" else target.target
+    if target.kind == "step":
+        what = target.target.capitalize()
+    now = (
+        f"<p class='review-now'>{_e(target.review.describe(target.judged))}</p>"
+        if target.review is not None
+        else f"<p class='review-now'>judge: {_e(target.judged)} · not reviewed</p>"
+    )
+    options = "".join(
+        f"<label><input type='radio' name='verdict' value='{_e(v)}' required> {_e(_VERDICT_WORDS.get(v, v))}</label> "
+        for v in target.verdicts
+    )
+    ident = f"review-{index}"
+    return (
+        f"<form method='post' action='/api/runs/{quote(run_id, safe='')}/reviews' class='review-form' "
+        f"id='{ident}' data-review-kind='{_e(target.kind)}'>"
+        f"<h3>{_e(what)}</h3>{now}"
+        f"<input type='hidden' name='key' value='{_e(key)}'>"
+        f"<input type='hidden' name='target' value='{_e(target.target)}'>"
+        f"<fieldset><legend>Your verdict</legend>{options}</fieldset>"
+        f"<label>Reason <input name='reason' required maxlength='4000'></label> "
+        f"<label>Your name <input name='reviewer' required maxlength='200' autocomplete='name'></label> "
+        f"<button type='submit'>Save review</button> <output class='review-error' role='alert'></output></form>"
+    )
+
+
+def review_section(run_id: str, key: str, targets: Sequence[simulator.ReviewTarget]) -> str:
+    """The review forms of one result: the whole result (pass / fail), each step and each check (met / not met),
+    each beside the judge's verdict and the review that counts now. A review never changes the judge's verdict."""
+    forms = "".join(_review_form(run_id, key, index, target) for index, target in enumerate(targets))
+    return (
+        "<section class='review-section' id='review'><h2>Review</h2>"
+        "<p class='muted'>Record your own verdict beside the judge's: it is stored apart and counted in the "
+        f"correctness as reviewed; the judge's verdict never changes.</p>{forms}</section>"
+    )
 
 
 def message_page(title: str, lines: Sequence[str], *, back: str = "/") -> str:

@@ -211,7 +211,7 @@ def test_the_conversation_page_shows_one_result_open(client: TestClient) -> None
     assert response.status_code == 200
     assert "<details class='case" in response.text
     assert " open" in response.text
-    assert "class='review-slot'" in response.text
+    assert "class='review-section'" in response.text  # the review forms
     assert "<script>alert" not in response.text
 
 

@@ -27,8 +27,63 @@
       link.href = "/runs/" + encodeURIComponent(data.run) + "/conversation?key=" + encodeURIComponent(info.key);
       link.textContent = "open";
       summary.appendChild(link);
+      var review = document.createElement("a");
+      review.className = "open-conversation";
+      review.href = link.href + "#review";
+      review.textContent = "review";
+      summary.appendChild(review);
     });
   }
+
+  // Review forms: the reviewer's name is remembered in this browser (localStorage; no cookie), the review is
+  // sent as JSON and the page reloads to show it beside the judge's verdict; a refusal shows the API's message.
+  var NAME_KEY = "simulator-view-reviewer";
+  var remembered = "";
+  try {
+    remembered = window.localStorage.getItem(NAME_KEY) || "";
+  } catch (error) {
+    remembered = "";
+  }
+  document.querySelectorAll("form.review-form").forEach(function (form) {
+    var reviewer = form.querySelector("input[name=reviewer]");
+    var said = form.querySelector("output.review-error");
+    if (reviewer && remembered && !reviewer.value) {
+      reviewer.value = remembered;
+    }
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var fields = {};
+      ["key", "target", "verdict", "reason", "reviewer"].forEach(function (name) {
+        var chosen = form.querySelector("[name=" + name + "]:checked") || form.querySelector("[name=" + name + "]");
+        var isChoice = chosen && chosen.type === "radio";
+        fields[name] = chosen && (!isChoice || chosen.checked) ? chosen.value : "";
+      });
+      try {
+        window.localStorage.setItem(NAME_KEY, fields.reviewer);
+      } catch (error) {
+        // A browser without storage still records the review; it only forgets the name.
+      }
+      said.textContent = "Saving…";
+      fetch(form.getAttribute("action"), {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(fields)
+      })
+        .then(function (response) {
+          if (response.ok) {
+            window.location.hash = form.id;
+            window.location.reload();
+            return null;
+          }
+          return response.json().then(
+            function (answer) { said.textContent = answer.error || "Not saved (" + response.status + ")"; },
+            function () { said.textContent = "Not saved (" + response.status + ")"; }
+          );
+        })
+        .catch(function () { said.textContent = "Not saved: the app cannot be reached."; });
+    });
+  });
 
   // A running run's page follows it: its status is polled, and the page reloads when a result is stored or
   // the run ends.
