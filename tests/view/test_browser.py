@@ -156,7 +156,7 @@ def test_a_comparison_picked_in_the_form_shows_both_runs(page: Page, address: st
 def test_a_run_page_opens_each_conversation(page: Page, address: str, store: Path, tmp_path: Path) -> None:
     run = _demo_runs(store)[0]
     page.goto(f"{address}/runs/{run}")
-    links = page.wait_for("document.querySelectorAll('a.open-conversation').length", "the conversation links")
+    links = page.wait_for("document.querySelectorAll('a.open-conversation:not(.review-conversation)').length", "the conversation links")
     assert links == simulator.run_state(run, db=store).stored
     page.screenshot(tmp_path, "view-run")
     before = page.loads

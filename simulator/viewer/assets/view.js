@@ -28,7 +28,7 @@
       link.textContent = "open";
       summary.appendChild(link);
       var review = document.createElement("a");
-      review.className = "open-conversation";
+      review.className = "open-conversation review-conversation";
       review.href = link.href + "#review";
       review.textContent = "review";
       summary.appendChild(review);
