@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -156,7 +157,9 @@ def test_a_comparison_picked_in_the_form_shows_both_runs(page: Page, address: st
 def test_a_run_page_opens_each_conversation(page: Page, address: str, store: Path, tmp_path: Path) -> None:
     run = _demo_runs(store)[0]
     page.goto(f"{address}/runs/{run}")
-    links = page.wait_for("document.querySelectorAll('a.open-conversation:not(.review-conversation)').length", "the conversation links")
+    links = page.wait_for(
+        "document.querySelectorAll('a.open-conversation:not(.review-conversation)').length", "the conversation links"
+    )
     assert links == simulator.run_state(run, db=store).stored
     page.screenshot(tmp_path, "view-run")
     before = page.loads
@@ -178,3 +181,34 @@ def test_the_checks_see_console_errors_and_requests_elsewhere(browser: Chromium)
     assert any("broken" in error for error in opened.errors)
     assert any("uncaught" in error for error in opened.errors)
     assert "http://127.0.0.2:9/pixel.png" in opened.requests
+
+
+def test_a_review_changes_the_reviewed_correctness_and_not_the_judged(
+    page: Page, address: str, store: Path, tmp_path: Path
+) -> None:
+    # A run of its own (the demo's planted failure alone), so the other pages keep their figures.
+    scenarios = str(ROOT / "suites" / "demo" / "scenarios.yaml")
+    outcome = simulator.run(scenarios, db=store, cases=["express_delivery_date_is_made_up"], note="to review")
+    (failed,) = outcome.results()
+    assert failed.outcome == "fail"
+    page.goto(f"{address}/runs/{outcome.id}/conversation?key={quote(failed.key, safe='')}#review")
+    form = "form.review-form[data-review-kind='result']"
+    page.wait_for(f"!!document.querySelector({form!r})", "the result's review form")
+    page.click(f"{form} input[name='verdict'][value='pass']")
+    page.fill(f"{form} input[name='reason']", "the date is in the order data")
+    page.fill(f"{form} input[name='reviewer']", "ann")
+    before = page.loads
+    page.click(f"{form} button[type='submit']")
+    wait_until(lambda: page.loads > before, "the page after the review")
+    assert "reviewer: pass" in page.text(form)
+    page.screenshot(tmp_path, "view-reviewed")
+    (review,) = simulator.reviews(outcome.id, db=store)
+    assert (review.target, review.verdict, review.reviewer) == ("result", "pass", "ann")
+    page.goto(f"{address}/runs/{outcome.id}")
+    body = page.wait_for("document.body.innerText", "the run page")
+    assert "correctness as reviewed" in body.casefold()
+    # The judge's verdict and the stored figures are as they were.
+    record = simulator.get_run(outcome.id, db=store).record
+    assert record.totals is not None
+    assert (record.totals.passed, record.totals.failed) == (0, 1)
+    assert simulator.run_state(outcome.id, db=store).counts == {"fail": 1}
