@@ -28,6 +28,7 @@ from simulator.models.run import (
 from simulator.models.summary import RunSummary
 from simulator.store._file import _FIX, _RECENT_SHOWN, new_run_id, writable
 from simulator.store._leases import LeaseMethods, _reserve_size
+from simulator.store._listing import RunListing, listing, listing_query, read_status
 from simulator.store._migrations import (
     MIGRATIONS,
     _applied,
@@ -36,7 +37,6 @@ from simulator.store._migrations import (
     migrate,
     migration_name,
 )
-from simulator.store._listing import RunListing, listing, listing_query, read_status
 from simulator.store._reviews import ReviewMethods
 from simulator.store._rows import (
     _LEASE_COLUMNS,
