@@ -97,6 +97,7 @@ if _typing.TYPE_CHECKING:
         count_results,
         find_run,
         iter_result_rows,
+        list_run_listings,
         list_runs,
         note_run,
         read_run,
@@ -182,7 +183,7 @@ if _typing.TYPE_CHECKING:
         simulate_async,
     )
     from simulator.safety import json_safe, one_line, redact, terminal_safe
-    from simulator.store import Unreadable
+    from simulator.store import RunListing, Unreadable
 
     # Served from simulator.viewer, a front end above the API: declared here, not imported, so the package and
     # the web app (which uses names of the package) do not import each other.
@@ -239,6 +240,7 @@ _LAZY = {
     "render_report": "simulator.reports.formats:render",
     "Comparison": "simulator.analysis.compare",
     "Digest": "simulator.analysis.digest",
+    "RunListing": "simulator.store",
     "Unreadable": "simulator.store",
     "DEFAULT_CONCURRENCY": "simulator.models.run",
     "MODEL_ROLES": "simulator.models.run",
@@ -266,6 +268,7 @@ _LAZY = {
     "count_results": "simulator.api.runs",
     "find_run": "simulator.api.runs",
     "iter_result_rows": "simulator.api.runs",
+    "list_run_listings": "simulator.api.runs",
     "list_runs": "simulator.api.runs",
     "note_run": "simulator.api.runs",
     "read_run": "simulator.api.runs",
@@ -396,6 +399,7 @@ __all__ = [
     "ReviewedResult",
     "RunCoverage",
     "RunCoverageReport",
+    "RunListing",
     "RunOutcome",
     "RunOverview",
     "RunRecord",
@@ -451,6 +455,7 @@ __all__ = [
     "lint",
     "lint_async",
     "list_personas",
+    "list_run_listings",
     "list_runs",
     "load_personas",
     "load_suite",

@@ -14,7 +14,7 @@ from simulator.api._store import PathLike, open_store
 
 if TYPE_CHECKING:
     from simulator.models.run import RunRecord, StoredResult
-    from simulator.store import Lease, ResultRow, Unreadable
+    from simulator.store import Lease, ResultRow, RunListing, Unreadable
 
 
 def list_runs(
@@ -24,6 +24,14 @@ def list_runs(
     out and added to ``skipped``."""
     with open_store(db) as store:
         return store.list_runs(limit=limit, skipped=skipped)
+
+
+def list_run_listings(*, db: PathLike | None = None, skipped: list[Unreadable] | None = None) -> list[RunListing]:
+    """Every stored run as a runs list shows it (status, created, version, suites, note, planned, and from its
+    summary the counts, usage and duration), newest first, without reading whole records: cheap for hundreds of
+    runs. A run that cannot be read is left out and added to ``skipped``."""
+    with open_store(db) as store:
+        return store.run_listings(skipped=skipped)
 
 
 @dataclass(frozen=True)

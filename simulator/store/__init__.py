@@ -119,6 +119,7 @@ version does not know was written by a newer Simulator: it is refused, never dow
 
 from simulator.store._file import DB_ENV, default_db_path, new_run_id, writable
 from simulator.store._leases import HEARTBEAT_S, HOST, STALE_AFTER_S, Lease, RunBusyError, pid_alive
+from simulator.store._listing import RunListing
 from simulator.store._migrations import MIGRATIONS, Migration, imported_from_note, migrate, migration_name
 from simulator.store._rows import ResultRow, Unreadable, UnreadableRunError
 from simulator.store._store import RunStore
@@ -133,6 +134,7 @@ __all__ = [
     "Migration",
     "ResultRow",
     "RunBusyError",
+    "RunListing",
     "RunStore",
     "Unreadable",
     "UnreadableRunError",

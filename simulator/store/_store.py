@@ -27,7 +27,8 @@ from simulator.models.run import (
 )
 from simulator.models.summary import RunSummary
 from simulator.store._file import _FIX, _RECENT_SHOWN, new_run_id, writable
-from simulator.store._leases import LeaseMethods, _lease, _reserve_size
+from simulator.store._leases import LeaseMethods, _reserve_size
+from simulator.store._listing import RunListing, listing, listing_query, read_status
 from simulator.store._migrations import (
     MIGRATIONS,
     _applied,
@@ -347,6 +348,22 @@ class RunStore(LeaseMethods, ReviewMethods):
                 skipped.append(Unreadable(exc.run_id, str(exc), fix))
         return records
 
+    def run_listings(self, *, skipped: list[Unreadable] | None = None) -> list[RunListing]:
+        """Every stored run as a runs list shows it (:class:`RunListing`), newest first, without reading whole
+        records. A run that cannot be read raises :class:`UnreadableRunError`, unless ``skipped`` is given (as
+        :meth:`list_runs`)."""
+        with self._sql("list runs") as conn:
+            rows = conn.execute(listing_query(leases=self._leases)).fetchall()
+        listings = []
+        for row in rows:
+            try:
+                listings.append(listing(row, str(self.path)))
+            except UnreadableRunError as exc:
+                if skipped is None:
+                    raise
+                skipped.append(Unreadable(exc.run_id, str(exc), f"delete it with `simulator runs delete {exc.run_id}`"))
+        return listings
+
     def latest_completed(self, suite_hash: str) -> RunRecord | None:
         """The newest completed run of the suites with this hash, if any."""
         with self._sql("find the latest completed run") as conn:
@@ -634,13 +651,7 @@ class RunStore(LeaseMethods, ReviewMethods):
     # --- rows to models
 
     def _record(self, row: sqlite3.Row) -> RunRecord:
-        status = LEGACY_STATUSES.get(row["status"], row["status"])
-        if status == "running":
-            lease = None
-            if row["lease_token"] is not None:
-                lease = _lease(row["id"], [row[f"lease_{name}"] for name in _LEASE_COLUMNS])
-            if lease is None or not lease.alive():
-                status = "interrupted"  # nothing runs it any more: killed, or the machine went down
+        status = read_status(row)
         imported = row["imported_from"] if self._leases else imported_from_note(str(row["note"] or ""))
         text = _compose(
             {

@@ -72,10 +72,10 @@ class _Handlers:
 
     def _rows(self, left_out: list[str]) -> list[_pages.RunRow]:
         skipped: list[simulator.Unreadable] = []
-        records = simulator.list_runs(db=self.db, limit=None, skipped=skipped)
+        listings = simulator.list_run_listings(db=self.db, skipped=skipped)
         left_out.extend(item.describe() for item in skipped)
         reviewed = simulator.reviewed_runs(db=self.db)
-        return [_pages.run_row(record, self.db, reviewed.get(record.id)) for record in records]
+        return [_pages.run_row(listing, self.db, reviewed.get(listing.id)) for listing in listings]
 
     def _listed(self, request: Request) -> tuple[list[_pages.RunRow], int, dict[str, str], list[str]]:
         query = {key: request.query_params.get(key, "") for key in ("q", "status", "sort", "order")}

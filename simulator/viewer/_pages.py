@@ -74,37 +74,37 @@ class RunRow:
         return dict(vars(self))
 
 
-def run_row(record: simulator.RunRecord, db: Any, reviewed: simulator.RunReviews | None = None) -> RunRow:
-    """The row of ``record`` (``reviewed``: what its reviews make of it, if it has any); a run without a summary
-    yet (running) counts its stored results."""
-    totals = record.totals
-    usage = list(totals.usage.values()) if totals is not None else []
+def run_row(listing: simulator.RunListing, db: Any, reviewed: simulator.RunReviews | None = None) -> RunRow:
+    """The row of a run (``reviewed``: what its reviews make of it, if it has any); a run without a summary yet
+    (running) counts its stored results."""
+    usage = list(listing.usage.values())
     costs = [use.cost for use in usage]
-    if totals is None or record.status == "running":
-        counts = simulator.run_state(record.id, db=db).counts
-        judged = sum(counts.values()) - counts.get("user_error", 0)
+    counts = listing.counts
+    if counts is None or listing.status == "running":
+        stored = simulator.run_state(listing.id, db=db).counts
+        judged = sum(stored.values()) - stored.get("user_error", 0)
         figures = (
-            counts.get("pass", 0) / judged if judged else None,
-            counts.get("pass", 0),
-            counts.get("fail", 0),
-            counts.get("error", 0),
-            counts.get("unsure", 0),
-            counts.get("user_error", 0),
+            stored.get("pass", 0) / judged if judged else None,
+            stored.get("pass", 0),
+            stored.get("fail", 0),
+            stored.get("error", 0),
+            stored.get("unsure", 0),
+            stored.get("user_error", 0),
         )
     else:
-        figures = (totals.correctness, totals.passed, totals.failed, totals.error, totals.unsure, totals.user_error)
+        figures = (counts.correctness, counts.passed, counts.failed, counts.error, counts.unsure, counts.user_error)
     return RunRow(
-        record.id,
-        record.status,
-        f"{record.created:%Y-%m-%d %H:%M:%S}",
-        record.agent_version or "",
-        ", ".join(snapshot.suite.name for snapshot in record.snapshot),
-        record.note,
+        listing.id,
+        listing.status,
+        f"{listing.created:%Y-%m-%d %H:%M:%S}",
+        listing.agent_version or "",
+        ", ".join(listing.suites),
+        listing.note,
         figures[0],
         reviewed.reviewed.correctness if reviewed is not None else None,
         *figures[1:],
-        len(record.plan),
-        totals.duration_s if totals is not None else 0.0,
+        listing.planned,
+        listing.duration_s,
         sum(use.total_tokens for use in usage),
         None if any(cost is None for cost in costs) else sum(cost or 0.0 for cost in costs),
     )
