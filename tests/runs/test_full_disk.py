@@ -81,7 +81,9 @@ def full_disk_outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
 
 
 def test_a_run_whose_store_fills_the_disk_ends_failed_and_resumes_with_its_results(tmp_path: Path) -> None:
-    found = _on_small_disk("store", tmp_path, "2m")
+    # The run fills what is left of the disk (600 KB); the disk is larger so that once the filler is gone the
+    # resume has room for the store, its write-ahead log and the checkpoints together, however far the run got.
+    found = _on_small_disk("store", tmp_path, "4m")
     first, resumed = found["run"], found["resume"]
     assert first["code"] == 3, first["stderr"]
     (line,) = _errors(first["stderr"])
