@@ -66,6 +66,7 @@ if _typing.TYPE_CHECKING:
         page_asset,
         run_page,
         run_state,
+        search_results,
         stop_run,
         store_path,
     )
@@ -336,6 +337,7 @@ _LAZY = {
     "page_asset": "simulator.api.pages",
     "reviews": "simulator.api.reviews",
     "run_page": "simulator.api.pages",
+    "search_results": "simulator.api.pages",
     "run_reviews": "simulator.api.reviews",
     "run_state": "simulator.api.pages",
     "stop_run": "simulator.api.pages",
@@ -500,6 +502,7 @@ __all__ = [
     "run_report",
     "run_reviews",
     "run_state",
+    "search_results",
     "simulate",
     "simulate_async",
     "stop_run",

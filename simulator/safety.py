@@ -60,6 +60,7 @@ from simulator._visible import UNSAFE_CHARACTERS, one_line, terminal_safe
 __all__ = [
     "MIN_CUT_LENGTH",
     "MIN_SECRET_LENGTH",
+    "UNSAFE_CHARACTERS",
     "contains_secret",
     "is_secret_name",
     "json_safe",

@@ -27,9 +27,9 @@ PUBLIC_NAMES = [
     "render_digest", "render_overview", "render_report", "repeat", "repeat_async", "replay", "replay_async",
     "report_formats", "rerun", "rerun_async", "result_lines", "resume", "resume_async", "resume_command",
     "review_targets", "reviewed_runs", "reviews", "run", "run_async", "run_command", "run_coverage", "run_overview",
-    "run_page", "run_report", "run_reviews", "run_state", "simulate", "simulate_async", "stop_run", "store_path",
-    "terminal_safe", "transcript_lines", "validate", "validate_paths", "view", "write_export", "write_file",
-    "write_reports", "yaml_kind",
+    "run_page", "run_report", "run_reviews", "run_state", "search_results", "simulate", "simulate_async", "stop_run",
+    "store_path", "terminal_safe", "transcript_lines", "validate", "validate_paths", "view", "write_export",
+    "write_file", "write_reports", "yaml_kind",
 ]  # fmt: skip
 
 

@@ -15,7 +15,7 @@ from simulator.api._store import PathLike, open_store
 if TYPE_CHECKING:
     from simulator.models.review import Review
     from simulator.models.run import RunRecord, StoredResult
-    from simulator.reports.html import HtmlParts
+    from simulator.reports.html import CasePart, HtmlParts
 
 
 def _reviewed(
@@ -28,37 +28,73 @@ def _reviewed(
     return with_reviews(record, results, run_reviews(record, results, reviews))
 
 
-def run_page(run_ref: str, *, db: PathLike | None = None) -> HtmlParts:
+def run_page(run_ref: str, *, db: PathLike | None = None, details: bool = True) -> HtmlParts:
     """A stored run's report page as parts: the same header, summaries, coverage and cases, failures first, as
     ``simulator report -f html`` writes (results that cannot be read are listed on it; people's reviews beside
-    the judge's verdicts, correctness as reviewed beside as judged)."""
+    the judge's verdicts, correctness as reviewed beside as judged).
+
+    ``details=False``: a case that starts closed holds only its summary line, one that starts open all but its
+    transcript, world and scores; the page loads the rest when a case is opened (:func:`conversation_page` with
+    ``part``; its text search asks :func:`search_results`), and the results are read without their transcripts'
+    events: a run of a thousand results renders in a fraction of the time."""
     from simulator.api.reports import _current
-    from simulator.reports.html import render_html_parts
+    from simulator.reports.html import opened_at_first, render_html_parts
     from simulator.store import Unreadable
 
     skipped: list[Unreadable] = []
     with open_store(db) as store:
         record = store.get_run(run_ref)
-        results = store.results(record.id, skipped=skipped)
+        results = store.results(record.id, skipped=skipped, light=not details)
         record = _current(store, record, [])
         reviews = store.list_reviews(record.id)
+        if not details:
+            # Read whole: the cards shown open (their goals link into the transcript) and the reviewed results
+            # (an outcome as reviewed is decided again from the whole transcript).
+            whole = set(opened_at_first(results)) | {review.key for review in reviews}
+            results = [
+                (store.result(record.id, stored.key) or stored) if stored.key in whole else stored for stored in results
+            ]
     record, results = _reviewed(record, results, reviews)
-    return render_html_parts(record, results, left_out=[item.describe() for item in skipped])
+    return render_html_parts(record, results, left_out=[item.describe() for item in skipped], details=details)
 
 
-def conversation_page(run_ref: str, key: str, *, db: PathLike | None = None) -> HtmlParts | None:
+def conversation_page(
+    run_ref: str, key: str, *, db: PathLike | None = None, number: int = 1, part: CasePart | None = None
+) -> HtmlParts | None:
     """One conversation of a stored run (the result stored under ``key``: :attr:`StoredResult.key`) as its
-    report shows it, open (with its reviews); None when the run has no such result."""
+    report shows it, open (with its reviews); None when the run has no such result. Only that result is read.
+    ``number`` and ``part`` (``body`` or ``detail``): see :func:`simulator.reports.html.render_case_parts` (the
+    part a run page of :func:`run_page` with ``details=False`` loads into its case number ``number``)."""
     from simulator.api.reports import _current
     from simulator.reports.html import render_case_parts
 
     with open_store(db) as store:
         record = store.get_run(run_ref)
-        results = store.results(record.id)
+        stored = store.result(record.id, key)
+        if stored is None:
+            return None
         record = _current(store, record, [])
-        reviews = store.list_reviews(record.id)
-    record, results = _reviewed(record, results, reviews)
-    return render_case_parts(record, results, key)
+        reviews = [review for review in store.list_reviews(record.id) if review.key == key]
+    record, results = _reviewed(record, [stored], reviews)
+    return render_case_parts(record, results[0], number=number, part=part)
+
+
+def search_results(run_ref: str, text: str, *, db: PathLike | None = None) -> list[str]:
+    """The keys of a stored run's results that contain every word of ``text`` (any case), in store order: in any
+    text of the result (messages, tool calls and results, reasons, rationales, evidence, ...), its case, persona,
+    outcome and suite, or its case's tags and description. What a run page of :func:`run_page` with
+    ``details=False`` searches, since its cards do not hold their conversations. An empty ``text`` matches
+    every result."""
+    from simulator.reports.search import RunSearch
+
+    with open_store(db) as store:
+        record = store.get_run(run_ref)
+        search = RunSearch(record, text)
+        return [
+            row.key
+            for row in store.result_texts(record.id, search.in_json)
+            if search.matches(row.suite, row.case, row.persona, row.outcome, row.result)
+        ]
 
 
 def comparison_page(run_a: str, run_b: str, *, db: PathLike | None = None) -> HtmlParts:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from simulator.kinds import kind_named, kind_of
 from simulator.models.case import GoldenCase, ScenarioCase, SimulationCase
@@ -344,7 +345,52 @@ def _error_card(result: CaseResult) -> str:
     )
 
 
-def _case(item: _Item, *, expand: bool) -> str:
+def case_detail(item: _Item) -> str:
+    """What a case's card holds below its goals: the transcript (tool calls, checks, fidelity findings), the
+    world it left changed and the scores."""
+    result = item.stored.result
+    return _transcript(item, result.transcript) + _world(result.transcript) + _scores(result.scores)
+
+
+#: The parts of a card a page may load later (:func:`_case` with ``detail=False``): ``body``, everything below
+#: the summary line, or ``detail``, what :func:`case_detail` holds.
+CasePart = Literal["body", "detail"]
+
+
+def case_part(item: _Item, part: CasePart) -> str:
+    """One part of a case's card, as :func:`_case` leaves it for the page's script to load."""
+    return _body(item) + case_detail(item) if part == "body" else case_detail(item)
+
+
+def _pending(part: CasePart) -> str:
+    what = "This case" if part == "body" else "The transcript, world and scores"
+    return (
+        f"<div class='case-detail' data-pending='{part}'><p class='muted'>{what} is loaded when the case is opened."
+        "</p></div>"
+    )
+
+
+def _case(item: _Item, *, expand: bool, detail: bool = True) -> str:
+    """A case's card: summary line, then the body: facts, reviews, errors, reasons, goals, golden turns, and its
+    detail (:func:`case_detail`). With ``detail=False`` (the result may have been read without its transcript's
+    events) a card that starts closed holds only its summary line, and one that starts open its body without
+    the detail: the page's script loads the rest (:func:`case_part`) when the card is opened."""
+    stored = item.stored
+    outcome = stored.outcome
+    opened = expand and outcome != "pass"
+    if detail:
+        body = _body(item) + case_detail(item)
+    elif opened:
+        body = _body(item) + _pending("detail")
+    else:
+        body = _pending("body")
+    return (
+        f"<details class='case outcome-{_e(outcome)}' id='{item.anchor}' data-outcome='{_e(outcome)}'"
+        f"{' open' if opened else ''}><summary>{_summary(item)}</summary><div class='case-body'>{body}</div></details>"
+    )
+
+
+def _summary(item: _Item) -> str:
     stored = item.stored
     result = stored.result
     transcript = result.transcript
@@ -370,6 +416,17 @@ def _case(item: _Item, *, expand: bool) -> str:
             f"<span class='case-why'>{_e(redacted_and_shortened(result.reasons[0], _WHY_LENGTH, flat=True))}</span>"
         )
 
+    if stored.reviews:
+        summary.append(f"<span class='reviewed'>reviewer: {_e(stored.reviewed_outcome or outcome)}</span>")
+    return "".join(summary)
+
+
+def _body(item: _Item) -> str:
+    stored = item.stored
+    result = stored.result
+    transcript = result.transcript
+    outcome = stored.outcome
+    steps = transcript.steps
     meta = [
         f"{transcript.kind}",
         f"stopped: {transcript.stop_reason}",
@@ -395,7 +452,6 @@ def _case(item: _Item, *, expand: bool) -> str:
             f"<h4>Reviewed: {_e(stored.reviewed_outcome or outcome)} (judged {_e(outcome)})</h4>"
             f"<ul class='reviews'>{reviews}</ul>"
         )
-        summary.append(f"<span class='reviewed'>reviewer: {_e(stored.reviewed_outcome or outcome)}</span>")
     body.append(_error_card(result))
     if result.reasons and outcome != "error":
         reasons = "".join(f"<li>{_e(reason)}</li>" for reason in result.reasons)
@@ -408,11 +464,4 @@ def _case(item: _Item, *, expand: bool) -> str:
         body.append(
             f"<p class='muted'>Session parameters: <code>{_e(_json_text(transcript.session_parameters))}</code></p>"
         )
-    body.append(_transcript(item, transcript))
-    body.append(_world(transcript))
-    body.append(_scores(result.scores))
-    open_attr = " open" if expand and outcome != "pass" else ""
-    return (
-        f"<details class='case outcome-{_e(outcome)}' id='{item.anchor}' data-outcome='{_e(outcome)}'{open_attr}>"
-        f"<summary>{''.join(summary)}</summary><div class='case-body'>{''.join(body)}</div></details>"
-    )
+    return "".join(body)

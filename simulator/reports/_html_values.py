@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,7 +17,7 @@ from simulator.models.transcript import (
     Usage,
 )
 from simulator.reports.tabular import summary_of
-from simulator.safety import terminal_safe
+from simulator.safety import UNSAFE_CHARACTERS, terminal_safe
 
 
 @dataclass(frozen=True)
@@ -57,10 +58,17 @@ def _left_out(left_out: Sequence[str]) -> str:
     return f"<section class='left-out'><h2>{title}</h2><ul>{items}</ul></section>"
 
 
+#: What a character :func:`terminal_safe` escapes looks like in JSON text: itself, or the escape JSON writes for
+#: it (``\u001b``, ``\b``, ``\f``, ``\r``). An escaped backslash before such letters matches too: harmless.
+_MAYBE_UNSAFE = re.compile(f"[{UNSAFE_CHARACTERS}]|\\\\(?:u00[01]|u007f|[bfr])", re.IGNORECASE)
+
+
 def _script_json(value: object) -> str:
     """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&`` in it at all, and
     its texts as the page shows them (:func:`_visible_data`)."""
-    text = json.dumps(_visible_data(value), ensure_ascii=False, sort_keys=True)
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    if _MAYBE_UNSAFE.search(text) is not None:  # rare: only then is every string looked at
+        text = json.dumps(_visible_data(value), ensure_ascii=False, sort_keys=True)
     for char, escaped in (
         ("&", "\\u0026"),
         ("<", "\\u003c"),

@@ -39,11 +39,11 @@ from pydantic import JsonValue
 
 from simulator.models.run import RunRecord, StoredResult
 from simulator.models.scores import Outcome
-from simulator.models.summary import FaultOutcomes, MetricSummary, persona_fidelity
+from simulator.models.summary import CaseSummary, FaultOutcomes, MetricSummary, persona_fidelity
 from simulator.models.transcript import (
     Usage,
 )
-from simulator.reports._html_case import CaseDefinition, _case, _Item
+from simulator.reports._html_case import CaseDefinition, CasePart, _case, _Item, case_part
 from simulator.reports._html_values import (
     HtmlParts,
     _cost,
@@ -71,9 +71,11 @@ __all__ = [
     "CONTENT_SECURITY_POLICY",
     "OPEN_LIMIT",
     "OUTCOME_ORDER",
+    "CasePart",
     "HtmlParts",
     "asset_text",
     "html_text",
+    "opened_at_first",
     "render_case_parts",
     "render_html",
     "render_html_parts",
@@ -133,23 +135,31 @@ def _items(record: RunRecord, results: Sequence[StoredResult]) -> list[_Item]:
         {case.name: case for case in snapshot.suite.cases} for snapshot in record.snapshot
     ]
     cases = summary_of(record).by_case()
-    items: list[_Item] = []
-    for number, stored in enumerate(sorted(results, key=_order_key), start=1):
-        known = 0 <= stored.suite < len(record.snapshot)
-        definition = definitions[stored.suite].get(stored.case) if known else None
-        case = cases.get((stored.suite, stored.case, stored.persona))
-        items.append(
-            _Item(
-                number=number,
-                stored=stored,
-                suite_name=record.snapshot[stored.suite].suite.name if known else f"suite {stored.suite + 1}",
-                definition=definition,
-                tags=list(dict.fromkeys(definition.tags)) if definition is not None else [],
-                runs=case.stats.k if case is not None else 1,
-                repeat_stats=case.stats if case is not None and case.stats.k > 1 else None,
-            )
-        )
-    return items
+    return [
+        _item(record, definitions, cases, number, stored)
+        for number, stored in enumerate(sorted(results, key=_order_key), start=1)
+    ]
+
+
+def _item(
+    record: RunRecord,
+    definitions: Sequence[dict[str, CaseDefinition]],
+    cases: dict[tuple[int, str, str | None], CaseSummary],
+    number: int,
+    stored: StoredResult,
+) -> _Item:
+    known = 0 <= stored.suite < len(record.snapshot)
+    definition = definitions[stored.suite].get(stored.case) if known else None
+    case = cases.get((stored.suite, stored.case, stored.persona))
+    return _Item(
+        number=number,
+        stored=stored,
+        suite_name=record.snapshot[stored.suite].suite.name if known else f"suite {stored.suite + 1}",
+        definition=definition,
+        tags=list(dict.fromkeys(definition.tags)) if definition is not None else [],
+        runs=case.stats.k if case is not None else 1,
+        repeat_stats=case.stats if case is not None and case.stats.k > 1 else None,
+    )
 
 
 # -- header and summaries -------------------------------------------------------------------------------------
@@ -512,11 +522,18 @@ def _filters(record: RunRecord, items: Sequence[_Item]) -> str:
 # -- one case -------------------------------------------------------------------------------------------------
 
 
-def _cases(record: RunRecord, items: Sequence[_Item]) -> str:
+def opened_at_first(results: Sequence[StoredResult]) -> list[str]:
+    """The keys of the results whose cards a run page of ``results`` shows open at first: every one that did not
+    pass, unless there are more than :data:`OPEN_LIMIT` of them."""
+    shut = [stored.key for stored in results if stored.outcome != "pass"]
+    return shut if len(shut) <= OPEN_LIMIT else []
+
+
+def _cases(record: RunRecord, items: Sequence[_Item], *, details: bool) -> str:
     by_outcome: dict[str, list[_Item]] = defaultdict(list)
     for item in items:
         by_outcome[item.stored.outcome].append(item)
-    expand = sum(1 for item in items if item.stored.outcome != "pass") <= OPEN_LIMIT
+    expand = bool(opened_at_first([item.stored for item in items]))
     jumps = " ".join(
         f"<a href='#group-{o}'>{len(by_outcome[o])} {_GROUP_COUNT[o][len(by_outcome[o]) != 1]}</a>"
         for o in OUTCOME_ORDER
@@ -524,7 +541,7 @@ def _cases(record: RunRecord, items: Sequence[_Item]) -> str:
     )
     groups = "".join(
         f"<section class='group' id='group-{o}' data-group='{o}'><h3>{_GROUP_TITLE[o]} ({len(by_outcome[o])})</h3>"
-        + "".join(_case(item, expand=expand) for item in by_outcome[o])
+        + "".join(_case(item, expand=expand, detail=details) for item in by_outcome[o])
         + "</section>"
         for o in OUTCOME_ORDER
         if by_outcome[o]
@@ -537,7 +554,7 @@ def _cases(record: RunRecord, items: Sequence[_Item]) -> str:
     )
 
 
-def _data(record: RunRecord, items: Sequence[_Item]) -> dict[str, JsonValue]:
+def _data(record: RunRecord, items: Sequence[_Item], *, details: bool) -> dict[str, JsonValue]:
     cases: list[JsonValue] = [
         {
             "id": item.anchor,
@@ -551,7 +568,10 @@ def _data(record: RunRecord, items: Sequence[_Item]) -> dict[str, JsonValue]:
         }
         for item in items
     ]
-    return {"run": record.id, "cases": cases}
+    data: dict[str, JsonValue] = {"run": record.id, "cases": cases}
+    if not details:
+        data["lazy"] = True
+    return data
 
 
 def asset_text(name: str) -> str:
@@ -568,8 +588,16 @@ def html_text(value: object) -> str:
     return _e(value)
 
 
-def render_html_parts(record: RunRecord, results: list[StoredResult], *, left_out: Sequence[str] = ()) -> HtmlParts:
-    """The run page of :func:`render_html` as parts: its title, body and the JSON its filters read."""
+def render_html_parts(
+    record: RunRecord, results: list[StoredResult], *, left_out: Sequence[str] = (), details: bool = True
+) -> HtmlParts:
+    """The run page of :func:`render_html` as parts: its title, body and the JSON its filters read.
+
+    ``details=False`` (the results may then be read without their transcripts' events): a card that starts
+    closed holds only its summary line, one that starts open (:func:`opened_at_first`: read those results whole)
+    all but its transcript, world and scores; a front end loads the rest when the card is opened
+    (:func:`render_case_parts` with ``part``); the JSON says ``"lazy": true``, and the filters' text search
+    then asks the page's address ``+ "/search?q=..."`` for the keys of the matching results."""
     items = _items(record, results)
     title = f"Simulator run {record.id}"
     suites = ", ".join(s.suite.name for s in record.snapshot)
@@ -585,23 +613,29 @@ def render_html_parts(record: RunRecord, results: list[StoredResult], *, left_ou
             _faults(summary_of(record).faults),
             _coverage(record),
             _fidelity(results),
-            _cases(record, items),
+            _cases(record, items, details=details),
             f"<footer>Run <code>{_e(record.id)}</code> · generated by simulator "
             f"{_e(record.versions.get('simulator', ''))} · self-contained page, no network access</footer>",
         )
     )
-    return HtmlParts(title, body, _script_json(_data(record, items)))
+    return HtmlParts(title, body, _script_json(_data(record, items, details=details)))
 
 
-def render_case_parts(record: RunRecord, results: list[StoredResult], key: str) -> HtmlParts | None:
-    """One conversation of the run (the result stored under ``key``) as the run page shows it, open: goals,
-    transcript with verdicts, tool calls, world diffs, fidelity findings, scores and tokens. None when the run
-    has no result under that key."""
-    for item in _items(record, results):
-        if item.stored.key == key:
-            title = f"Simulator run {record.id} — {item.stored.case}"
-            return HtmlParts(title, _case(item, expand=True))
-    return None
+def render_case_parts(
+    record: RunRecord, stored: StoredResult, *, number: int = 1, part: CasePart | None = None
+) -> HtmlParts:
+    """One conversation of the run (``stored``, one of its results) as the run page shows it, open: goals,
+    transcript with verdicts, tool calls, world diffs, fidelity findings, scores and tokens. ``number``: the
+    case's place on the run page (its element ids are ``case-NUMBER...``); ``part``: only that part of its card
+    (``body`` or ``detail``), for a run page whose cards load it when opened."""
+    known = 0 <= stored.suite < len(record.snapshot)
+    definitions = [
+        {case.name: case for case in snapshot.suite.cases} if index == stored.suite else {}
+        for index, snapshot in enumerate(record.snapshot)
+    ]
+    item = _item(record, definitions, summary_of(record).by_case() if known else {}, number, stored)
+    title = f"Simulator run {record.id} — {stored.case}"
+    return HtmlParts(title, _case(item, expand=True) if part is None else case_part(item, part))
 
 
 def render_html(record: RunRecord, results: list[StoredResult], *, left_out: Sequence[str] = ()) -> str:

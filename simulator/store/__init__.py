@@ -121,7 +121,7 @@ from simulator.store._file import DB_ENV, default_db_path, new_run_id, writable
 from simulator.store._leases import HEARTBEAT_S, HOST, STALE_AFTER_S, Lease, RunBusyError, pid_alive
 from simulator.store._listing import RunListing
 from simulator.store._migrations import MIGRATIONS, Migration, imported_from_note, migrate, migration_name
-from simulator.store._rows import ResultRow, Unreadable, UnreadableRunError
+from simulator.store._rows import ResultRow, SearchRow, Unreadable, UnreadableRunError
 from simulator.store._store import RunStore
 
 __all__ = [
@@ -136,6 +136,7 @@ __all__ = [
     "RunBusyError",
     "RunListing",
     "RunStore",
+    "SearchRow",
     "Unreadable",
     "UnreadableRunError",
     "default_db_path",

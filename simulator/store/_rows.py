@@ -7,7 +7,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, get_args
+from typing import Any, Final, NamedTuple, get_args
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -46,9 +46,11 @@ def _stored(row: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _compose(fields: dict[str, Any], raw: dict[str, str | None]) -> str:
     """A JSON object from plain values and from JSON texts already stored (inserted as they are)."""
-    parts = [f"{json.dumps(name)}:{json.dumps(value)}" for name, value in fields.items()]
-    parts += [f"{json.dumps(name)}:{'null' if text is None else text}" for name, text in raw.items()]
-    return "{" + ",".join(parts) + "}"
+    plain = json.dumps(fields)  # one call for the plain values: a result page reads a thousand rows
+    parts = [f"{json.dumps(name)}:{'null' if text is None else text}" for name, text in raw.items()]
+    if not parts:
+        return plain
+    return plain[:-1] + ("," if fields else "") + ",".join(parts) + "}"
 
 
 def _first_problem(exc: ValidationError) -> str:
@@ -67,6 +69,14 @@ _RUN_COLUMNS: Final = (
     "repeat_of"
 )
 _RESULT_COLUMNS: Final = 'run_id, "key", suite, case_name, persona, "repeat", outcome, duration_s, finished, result'
+#: :data:`_RESULT_COLUMNS` with each result's transcript events left out (by SQLite, before Python reads the
+#: text): what a page that shows a result's goals, reasons and scores but not its conversation needs. A result
+#: whose JSON is damaged is read as it is, so it is reported as damaged, not silently changed.
+_LIGHT_RESULT_COLUMNS: Final = (
+    'run_id, "key", suite, case_name, persona, "repeat", outcome, duration_s, finished, '
+    "CASE WHEN json_valid(result) AND json_type(result, '$.transcript.events') IS NOT NULL "
+    "THEN json_remove(result, '$.transcript.events') ELSE result END AS result"
+)
 _ROW_COLUMNS: Final = 'run_id, "key", suite, case_name, persona, "repeat", outcome, duration_s'
 #: The terminal table's order: errors, failures, user errors, unsure, passes; then case, persona ("" for none),
 #: repeat.
@@ -94,6 +104,17 @@ class ResultRow:
     outcome: str
     duration_s: float
     reasons: list[str]
+
+
+class SearchRow(NamedTuple):
+    """A stored result as a text search reads it: its row's columns and its JSON as stored."""
+
+    key: str
+    suite: int
+    case: str
+    persona: str | None
+    outcome: str
+    result: str
 
 
 def _row(row: sqlite3.Row) -> ResultRow:

@@ -41,6 +41,7 @@ from simulator.store._reviews import ReviewMethods
 from simulator.store._rows import (
     _LEASE_COLUMNS,
     _LEASE_MIGRATION,
+    _LIGHT_RESULT_COLUMNS,
     _NEWEST_FIRST,
     _REPLAY_MIGRATION,
     _RESULT_COLUMNS,
@@ -51,6 +52,7 @@ from simulator.store._rows import (
     _TABLE_ORDER,
     _VERSIONS,
     ResultRow,
+    SearchRow,
     Unreadable,
     UnreadableRunError,
     _compose,
@@ -473,22 +475,29 @@ class RunStore(LeaseMethods, ReviewMethods):
         with self._sql(f"read the cassettes of run {run_id}") as conn:
             return {str(row[0]) for row in conn.execute('SELECT "key" FROM cassettes WHERE run_id = ?', (run_id,))}
 
-    def results(self, run_id: str, *, skipped: list[Unreadable] | None = None) -> list[StoredResult]:
+    def results(
+        self, run_id: str, *, skipped: list[Unreadable] | None = None, light: bool = False
+    ) -> list[StoredResult]:
         """The stored results of a run, in plan order (results whose key is not in the plan last); for
-        ``skipped`` see :meth:`iter_results`."""
-        return list(self.iter_results(run_id, skipped=skipped))
+        ``skipped`` and ``light`` see :meth:`iter_results`."""
+        return list(self.iter_results(run_id, skipped=skipped, light=light))
 
     def iter_results(
-        self, run_id: str, *, batch: int = 64, skipped: list[Unreadable] | None = None
+        self, run_id: str, *, batch: int = 64, skipped: list[Unreadable] | None = None, light: bool = False
     ) -> Iterator[StoredResult]:
         """The stored results of a run one by one, in the order of :meth:`results`: at most ``batch`` results
         are read at a time, so a run of any size can be summed up in flat memory.
 
         A result that cannot be read raises :class:`StoreError`, unless ``skipped`` is given: it is then left
         out and described there, so one damaged row does not hide the rest of the run.
+
+        ``light``: each result's transcript comes without its events (an empty list; steps, usage, stop reason,
+        scores and reasons are all there), about half the reading time: for a page that lists results and
+        loads a conversation only when it is opened. Never for anything that decides, sums up or exports.
         """
+        columns = _LIGHT_RESULT_COLUMNS if light else _RESULT_COLUMNS
         for chunk in self._ordered_ids(run_id, batch):
-            by_id = self._by_ids(run_id, chunk, _RESULT_COLUMNS)
+            by_id = self._by_ids(run_id, chunk, columns)
             for result_id in chunk:
                 if result_id in by_id:  # else deleted with its run meanwhile
                     found = self._readable(by_id[result_id], skipped)
@@ -594,6 +603,31 @@ class RunStore(LeaseMethods, ReviewMethods):
         by_id = self._by_ids(run_id, ids, _RESULT_COLUMNS)
         found = (self._readable(by_id[result_id], skipped) for result_id in ids if result_id in by_id)
         return [result for result in found if result is not None]
+
+    def result_texts(self, run_id: str, in_json: Sequence[str] = ()) -> Iterator[SearchRow]:
+        """Each result of the run as a text search reads it (:class:`SearchRow`), in store order, a few at a time:
+        only those whose JSON holds every one of ``in_json`` (any case), decided by SQLite without Python reading
+        the others. Only the words that are plain ASCII and written the same inside a JSON string are so decided;
+        the caller looks for the others."""
+        plain = [word.lower() for word in in_json if word.isascii() and json.dumps(word)[1:-1] == word]
+        where = "".join(" AND instr(lower(result), ?) > 0" for _ in plain)
+        with self._sql(f"search the results of run {run_id}") as conn:
+            ids = [
+                int(row[0])
+                for row in conn.execute(f"SELECT id FROM results WHERE run_id = ?{where} ORDER BY id", (run_id, *plain))
+            ]
+        for start in range(0, len(ids), 64):
+            chunk = ids[start : start + 64]
+            by_id = self._by_ids(run_id, chunk, '"key", suite, case_name, persona, outcome, result')
+            for row in (by_id[result_id] for result_id in chunk if result_id in by_id):
+                yield SearchRow(
+                    str(row["key"]),
+                    int(row["suite"]),
+                    str(row["case_name"]),
+                    None if row["persona"] is None else str(row["persona"]),
+                    str(row["outcome"]),
+                    str(row["result"]),
+                )
 
     def count_mentioning(self, run_id: str, text: str) -> int:
         """How many results of the run have ``text`` in one of their reasons, a score's reason or a step's

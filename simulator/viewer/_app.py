@@ -55,6 +55,13 @@ def _page(html: str, status: int = 200) -> HTMLResponse:
     return response
 
 
+def _fragment(html: str, status: int = 200) -> HTMLResponse:
+    """Part of a page, for the page's script to put in place (never a page of its own: no styles, no scripts)."""
+    response = HTMLResponse(html, status_code=status)
+    response.headers["content-security-policy"] = _guard.content_security_policy(())
+    return response
+
+
 def _not_found(what: str) -> HTMLResponse:
     return _page(_pages.message_page("Not found", [what]), 404)
 
@@ -113,7 +120,7 @@ class _Handlers:
     async def run(self, request: Request) -> Response:
         run_ref = request.path_params["run"]
         try:
-            parts = await self._call(simulator.run_page, run_ref, db=self.db)
+            parts = await self._call(simulator.run_page, run_ref, db=self.db, details=False)
             state = await self._call(simulator.run_state, run_ref, db=self.db)
         except simulator.InputError as exc:
             return _not_found(str(exc))
@@ -137,6 +144,9 @@ class _Handlers:
     async def conversation(self, request: Request) -> Response:
         run_ref = request.path_params["run"]
         key = request.query_params.get("key", "")
+        part = request.query_params.get("part", "")
+        if part:
+            return await self._part(run_ref, key, part, request.query_params.get("n", ""))
         try:
             parts = await self._call(simulator.conversation_page, run_ref, key, db=self.db)
             if parts is None:
@@ -152,6 +162,32 @@ class _Handlers:
         )
         html = _pages.layout(parts.title, body, scripts=("view.js",), styles=("report.css", "view.css"))
         return _page(html)
+
+    async def _part(self, run_ref: str, key: str, part: str, number: str) -> Response:
+        """What a case's card on the run page loads when it is opened: its body, or its transcript, world and
+        scores (the card's ``number`` on the page names the parts' element ids)."""
+        if part != "body" and part != "detail":  # noqa: PLR1714 - the comparisons narrow the type
+            return _fragment(f"<p class='bad'>part must be body or detail, not {_e(part)}</p>", 400)
+        if not number.isdigit() or not 0 < int(number) < 10**9:
+            return _fragment(f"<p class='bad'>n must be the case's number on the page, not {_e(number)}</p>", 400)
+        try:
+            parts = await self._call(
+                simulator.conversation_page, run_ref, key, db=self.db, number=int(number), part=part
+            )
+        except simulator.InputError as exc:
+            return _fragment(f"<p class='bad'>{_e(exc)}</p>", 404)
+        if parts is None:
+            return _fragment(f"<p class='bad'>run {_e(run_ref)} has no conversation {_e(key)}</p>", 404)
+        return _fragment(parts.body)
+
+    async def search(self, request: Request) -> Response:
+        try:
+            keys = await self._call(
+                simulator.search_results, request.path_params["run"], request.query_params.get("q", ""), db=self.db
+            )
+        except simulator.InputError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        return JSONResponse({"keys": keys})
 
     async def reviews(self, request: Request) -> Response:
         try:
@@ -367,6 +403,7 @@ def build_app(db: str | Path | None, *, token: str | None, loopback: bool) -> St
         Route("/api/runs/{run}/reviews", handlers.add_review, methods=["POST"]),
         Route("/runs/{run}", handlers.run),
         Route("/runs/{run}/conversation", handlers.conversation),
+        Route("/runs/{run}/search", handlers.search),
         Route("/runs/{run}/report.{fmt}", handlers.report),
         Route("/runs/{run}/note", handlers.note, methods=["POST"]),
         Route("/runs/{run}/stop", handlers.stop, methods=["POST"]),

@@ -7,6 +7,7 @@ without chromium every test skips, saying how to install it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -212,3 +213,32 @@ def test_a_review_changes_the_reviewed_correctness_and_not_the_judged(
     assert record.totals is not None
     assert (record.totals.passed, record.totals.failed) == (0, 1)
     assert simulator.run_state(outcome.id, db=store).counts == {"fail": 1}
+
+
+def test_a_closed_case_loads_its_conversation_when_opened_and_search_reaches_it(
+    page: Page, address: str, store: Path, tmp_path: Path
+) -> None:
+    run = _demo_runs(store)[0]
+    closed = next(stored for stored in simulator.read_run(run, db=store).results if stored.outcome == "pass")
+    message = next(event for event in closed.result.transcript.agent_events() if event.messages)
+    word = max(message.messages[0].split(), key=len).strip(".,!?:;'\"").lower()
+    page.goto(f"{address}/runs/{run}")
+    page.wait_for("document.documentElement.getAttribute('data-report-ready')", "the page's script")
+    card = page.evaluate(
+        "(function () { var data = JSON.parse(document.getElementById('simulator-report-data').textContent);"
+        f" return data.cases.filter(function (c) {{ return c.key === {json.dumps(closed.key)}; }})[0].id; }})()"
+    )
+    assert page.evaluate(f"document.getElementById('{card}').open") is False
+    assert page.evaluate(f"!!document.querySelector('#{card} .transcript')") is False
+    page.evaluate(f"document.getElementById('{card}').open = true")
+    page.wait_for(f"!!document.querySelector('#{card} .transcript')", "the transcript loaded into the card")
+    assert word in page.text(f"#{card} .transcript").lower()
+    # The search finds results by what only their conversations hold, which the page does not have.
+    page.evaluate(f"document.getElementById('{card}').open = false")
+    page.fill("#filters input[name=q]", word)
+    expected = len(simulator.search_results(run, word, db=store))
+    page.wait_for(
+        f"document.getElementById('shown').textContent.indexOf('Showing {expected} of') === 0", "the search's answer"
+    )
+    assert page.evaluate(f"document.getElementById('{card}').hidden") is False
+    page.screenshot(tmp_path, "view-run-search")

@@ -3,6 +3,9 @@
  * Filters: outcome checkboxes, tag / persona / suite selects and a search box. The filter state is kept in the
  * address's fragment as "#?outcome=fail,error&tag=...&persona=...&suite=...&q=..." so a filtered view can be
  * bookmarked; any other fragment (e.g. "#case-12") is a plain link to a case and opens it.
+ * A page whose cards load their conversations when opened (its data says "lazy": true; simulator view serves
+ * such pages) cannot search them here: its text search asks the page's own address + "/search?q=..." for the
+ * keys of the results that match, and shows the local matches until the answer comes.
  */
 (function () {
   "use strict";
@@ -46,6 +49,9 @@
       if (persona !== state.persona) { return false; }
     }
     if (state.suite && String(info.suite) !== state.suite) { return false; }
+    if (state.q && lazy && remote.q === state.q) {
+      return remote.keys[info.key] === true;
+    }
     if (state.q) {
       var words = state.q.split(/\s+/);
       for (var i = 0; i < words.length; i += 1) {
@@ -53,6 +59,28 @@
       }
     }
     return true;
+  }
+
+  var lazy = data.lazy === true;
+  var remote = { q: null, keys: {}, asked: null, timer: null };
+
+  function askServer(q) {
+    if (!lazy || !q || remote.asked === q) { return; }
+    remote.asked = q;
+    window.clearTimeout(remote.timer);
+    remote.timer = window.setTimeout(function () {
+      var address = location.pathname.replace(/\/+$/, "") + "/search?q=" + encodeURIComponent(q);
+      fetch(address, { credentials: "same-origin" })
+        .then(function (response) { return response.ok ? response.json() : null; })
+        .then(function (answer) {
+          if (!answer || remote.asked !== q) { return; }
+          remote.q = q;
+          remote.keys = {};
+          (answer.keys || []).forEach(function (key) { remote.keys[key] = true; });
+          apply(false);
+        })
+        .catch(function () { remote.asked = null; });
+    }, 150);
   }
 
   function writeHash(state) {
@@ -75,6 +103,7 @@
 
   function apply(updateHash) {
     var state = readState();
+    askServer(state.q);
     var visible = 0;
     entries.forEach(function (entry) {
       var show = matches(entry, state);

@@ -1,5 +1,6 @@
 /* simulator view: the little the app's pages do in the browser. No data is read from the page but attributes
-   the server wrote escaped; no text is ever inserted as HTML. */
+   the server wrote escaped; the only HTML ever put in a page is the app's own (escaped by the server, as every
+   page is), parsed inert by DOMParser: a case's detail, loaded when its card is opened. */
 (function () {
   "use strict";
 
@@ -32,7 +33,43 @@
       review.href = link.href + "#review";
       review.textContent = "review";
       summary.appendChild(review);
+      loadWhenOpened(data.run, info, card);
     });
+  }
+
+  // A run's page holds a closed case as its summary line alone, an open one without its transcript, world and
+  // scores: the rest is loaded into the card the first time it is opened (a card that starts open, at once).
+  function loadWhenOpened(run, info, card) {
+    var slot = card.querySelector(".case-detail[data-pending]");
+    if (!slot) {
+      return;
+    }
+    var address = "/runs/" + encodeURIComponent(run) + "/conversation?part=" +
+      encodeURIComponent(slot.getAttribute("data-pending")) + "&key=" + encodeURIComponent(info.key) +
+      "&n=" + encodeURIComponent(info.id.replace(/^case-/, ""));
+    var part = slot.getAttribute("data-pending");
+    var load = function () {
+      if (!card.open || !slot.hasAttribute("data-pending")) {
+        return;
+      }
+      slot.removeAttribute("data-pending");
+      slot.setAttribute("aria-busy", "true");
+      fetch(address, { credentials: "same-origin" })
+        .then(function (response) { return response.text(); })
+        .then(function (text) {
+          var parsed = new DOMParser().parseFromString(text, "text/html");
+          slot.replaceChildren.apply(slot, Array.prototype.slice.call(parsed.body.childNodes));
+          slot.removeAttribute("aria-busy");
+          slot.setAttribute("data-loaded", "1");
+        })
+        .catch(function () {
+          slot.setAttribute("data-pending", part);
+          slot.removeAttribute("aria-busy");
+          slot.textContent = "Not loaded: the app cannot be reached. Close and open the case to try again.";
+        });
+    };
+    card.addEventListener("toggle", load);
+    load();
   }
 
   // Review forms: the reviewer's name is remembered in this browser (localStorage; no cookie), the review is
