@@ -134,6 +134,7 @@ def main() -> int:
     from simulator.viewer import create_app
 
     IMAGES.mkdir(exist_ok=True)
+    home = Path.cwd()
     with tempfile.TemporaryDirectory(prefix="simulator-screenshots-") as temp:
         work = Path(temp)
         first, second, failing = build_store(work)
@@ -149,6 +150,7 @@ def main() -> int:
                 image = IMAGES / name
                 shoot(chromium, address + path, image, height, work / "chromium")
                 print(f"wrote {image.relative_to(ROOT)} ({image.stat().st_size // 1024} KB)")
+        os.chdir(home)  # out of the folder before it is removed
     return 0
 
 
