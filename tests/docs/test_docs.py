@@ -80,3 +80,61 @@ def test_the_extending_page_quotes_the_example_plugin() -> None:
     assert all(text.strip() for _, text in quoted)
     changed = [(path, text.replace("polite", "courteous")) for path, text in quoted]
     assert any(text not in (ROOT / path).read_text("utf-8") for path, text in changed)
+
+
+IMAGE = re.compile(r"!\[[^\]]*\]\((?P<markdown>[^)\s]+)|<img\b[^>]*\bsrc=[\"'](?P<html>[^\"']+)")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+VIEW_SCREENSHOTS = ["view-runs.png", "view-run.png", "view-conversation.png", "view-compare.png"]
+
+
+def images(page: Path) -> list[str]:
+    """What a page shows as images (markdown ``![alt](src)`` and HTML ``<img src>``), as written."""
+    return [found["markdown"] or found["html"] for found in IMAGE.finditer(page.read_text("utf-8"))]
+
+
+def image_problems(page: Path) -> list[str]:
+    """Each image of the page that is not a PNG file beside the docs (missing, elsewhere, or another format)."""
+    problems = []
+    for source in images(page):
+        path = page.parent / source
+        if not path.is_file():
+            problems.append(f"{page.name} shows {source}, which is not in the repository")
+        elif path.read_bytes()[: len(PNG_SIGNATURE)] != PNG_SIGNATURE:
+            problems.append(f"{page.name} shows {source}, which is not a PNG")
+    return problems
+
+
+@pytest.mark.parametrize("page", sorted((ROOT / "docs").glob("*.md")), ids=lambda path: path.name)
+def test_every_image_a_page_shows_is_a_png_in_the_repository(page: Path) -> None:
+    assert image_problems(page) == []
+
+
+@pytest.mark.parametrize(
+    ("markdown", "files", "problem"),
+    [
+        ("![the runs](images/runs.png)", {}, "which is not in the repository"),
+        ('<img alt="the runs" src="images/runs.png">', {}, "which is not in the repository"),
+        ("![the runs](https://example.com/runs.png)", {}, "which is not in the repository"),
+        ("![the runs](images/runs.png)", {"images/runs.png": b"\xff\xd8\xff\xe0 a JPEG"}, "which is not a PNG"),
+        ("![the runs](images/runs.png)", {"images/runs.png": PNG_SIGNATURE + b"..."}, None),
+    ],
+)
+def test_an_image_that_is_missing_or_not_a_png_is_named(
+    tmp_path: Path, markdown: str, files: dict[str, bytes], problem: str | None
+) -> None:
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    page = tmp_path / "page.md"
+    page.write_text(f"# A page\n\n{markdown}\n", encoding="utf-8")
+    found = image_problems(page)
+    if problem is None:
+        assert found == []
+    else:
+        assert len(found) == 1
+        assert problem in found[0]
+
+
+def test_the_view_page_shows_the_four_screenshots() -> None:
+    shown = images(ROOT / "docs" / "view.md")
+    assert sorted(shown) == sorted(f"images/{name}" for name in VIEW_SCREENSHOTS)
