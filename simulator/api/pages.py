@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -59,12 +60,19 @@ def run_page(run_ref: str, *, db: PathLike | None = None, details: bool = True) 
 
 
 def conversation_page(
-    run_ref: str, key: str, *, db: PathLike | None = None, number: int = 1, part: CasePart | None = None
+    run_ref: str,
+    key: str,
+    *,
+    db: PathLike | None = None,
+    number: int = 1,
+    part: CasePart | None = None,
+    beside: Mapping[str, str] | None = None,
 ) -> HtmlParts | None:
     """One conversation of a stored run (the result stored under ``key``: :attr:`StoredResult.key`) as its
     report shows it, open (with its reviews); None when the run has no such result. Only that result is read.
     ``number`` and ``part`` (``body`` or ``detail``): see :func:`simulator.reports.html.render_case_parts` (the
-    part a run page of :func:`run_page` with ``details=False`` loads into its case number ``number``)."""
+    part a run page of :func:`run_page` with ``details=False`` loads into its case number ``number``); ``beside``:
+    HTML to show beside the result, a step or a check, by review target (a front end's review forms)."""
     from simulator.api.reports import _current
     from simulator.reports.html import render_case_parts
 
@@ -76,7 +84,7 @@ def conversation_page(
         record = _current(store, record, [])
         reviews = [review for review in store.list_reviews(record.id) if review.key == key]
     record, results = _reviewed(record, [stored], reviews)
-    return render_case_parts(record, results[0], number=number, part=part)
+    return render_case_parts(record, results[0], number=number, part=part, beside=beside)
 
 
 def search_results(run_ref: str, text: str, *, db: PathLike | None = None) -> list[str]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
 from simulator.kinds import kind_named, kind_of
@@ -74,6 +74,9 @@ class _Item:
     tags: list[str]
     runs: int
     repeat_stats: RepeatStats | None
+    #: HTML (already escaped) to show beside what it names: ``result``, ``step N`` or a check's text; whatever
+    #: has no place of its own on the card (a check without a score row) comes at the end of the card.
+    beside: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def anchor(self) -> str:
@@ -129,6 +132,7 @@ def _steps(item: _Item, transcript: Transcript) -> str:
             f" · <a href='#{item.anchor}-step-{step.index + 1}'>in the transcript</a>" if step.index in stepped else ""
         )
         body.append(f"<p class='muted'>{_e(', '.join(facts))}{link}</p>")
+        body.append(item.beside.get(f"step {step.index + 1}", ""))
         rows.append(
             f"<li class='step step-{_e(step_name(step.status))}'><details{'' if complete else ' open'}><summary>{mark} "
             f"<strong>{_e(_step_label(step, transcript.kind))}:</strong> {_e(step.label)} — {status_html}</summary>"
@@ -298,7 +302,7 @@ def _world(transcript: Transcript) -> str:
     )
 
 
-def _score_row(score: Score) -> str:
+def _score_row(score: Score, beside: str = "") -> str:
     value = _number(score.value)
     if score.threshold is not None:
         value += f" / {_number(score.threshold)}"
@@ -314,16 +318,20 @@ def _score_row(score: Score) -> str:
         f"<td>{_e(score.metric)}</td><td>{_e(score.check)}</td><td>{_e(score.source)}</td>"
         f"<td class='num'>{_e(value)}</td><td>{'required' if score.required else '<span class=muted>info</span>'}</td>"
         f"<td>{_e(', '.join(where))}</td><td class='reason'>{_e(score.reason)}{raw}</td></tr>"
+        + (f"<tr class='beside'><td colspan='8'>{beside}</td></tr>" if beside else "")
     )
 
 
-def _scores(scores: Sequence[Score]) -> str:
+def _scores(scores: Sequence[Score], beside: Mapping[str, str] | None = None) -> str:
+    """The scores table; ``beside``: HTML to show under the first row of each check it names."""
     if not scores:
         return "<h4>Scores</h4><p class='muted'>No scores.</p>"
+    pending = dict(beside or {})
     return (
         f"<h4>Scores ({len(scores)})</h4><table class='scores'><thead><tr><th>Verdict</th><th>Metric</th>"
         "<th>Check</th><th>Source</th><th class='num'>Value / pass mark</th><th>Decides</th><th>Where</th>"
-        f"<th>Reason</th></tr></thead><tbody>{''.join(_score_row(s) for s in scores)}</tbody></table>"
+        f"<th>Reason</th></tr></thead><tbody>{''.join(_score_row(s, pending.pop(s.check, '')) for s in scores)}</tbody>"
+        "</table>"
     )
 
 
@@ -349,7 +357,20 @@ def case_detail(item: _Item) -> str:
     """What a case's card holds below its goals: the transcript (tool calls, checks, fidelity findings), the
     world it left changed and the scores."""
     result = item.stored.result
-    return _transcript(item, result.transcript) + _world(result.transcript) + _scores(result.scores)
+    elsewhere = {RESULT_BESIDE, *(f"step {step.index + 1}" for step in result.transcript.steps)}
+    checks = {target: html for target, html in item.beside.items() if target not in elsewhere}
+    scored = {score.check for score in result.scores}
+    rest = "".join(html for target, html in checks.items() if target not in scored)
+    return (
+        _transcript(item, result.transcript)
+        + _world(result.transcript)
+        + _scores(result.scores, checks)
+        + (f"<div class='beside'>{rest}</div>" if rest else "")
+    )
+
+
+#: What :attr:`_Item.beside` names the whole result by.
+RESULT_BESIDE = "result"
 
 
 #: The parts of a card a page may load later (:func:`_case` with ``detail=False``): ``body``, everything below
@@ -438,7 +459,7 @@ def _body(item: _Item) -> str:
         meta.append(f"{tokens:,} tokens")
     if transcript.seed is not None:
         meta.append(f"seed {transcript.seed}")
-    body = [f"<p class='case-meta'>{_e(' · '.join(meta))}</p>"]
+    body = [f"<p class='case-meta'>{_e(' · '.join(meta))}</p>", item.beside.get(RESULT_BESIDE, "")]
     if item.tags:
         body.append("<p>" + "".join(f"<span class='chip'>{_e(tag)}</span>" for tag in item.tags) + "</p>")
     if item.definition is not None and item.definition.description:

@@ -32,7 +32,8 @@ are written (escaping included).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from importlib import resources
 
 from pydantic import JsonValue
@@ -622,18 +623,27 @@ def render_html_parts(
 
 
 def render_case_parts(
-    record: RunRecord, stored: StoredResult, *, number: int = 1, part: CasePart | None = None
+    record: RunRecord,
+    stored: StoredResult,
+    *,
+    number: int = 1,
+    part: CasePart | None = None,
+    beside: Mapping[str, str] | None = None,
 ) -> HtmlParts:
     """One conversation of the run (``stored``, one of its results) as the run page shows it, open: goals,
     transcript with verdicts, tool calls, world diffs, fidelity findings, scores and tokens. ``number``: the
     case's place on the run page (its element ids are ``case-NUMBER...``); ``part``: only that part of its card
-    (``body`` or ``detail``), for a run page whose cards load it when opened."""
+    (``body`` or ``detail``), for a run page whose cards load it when opened. ``beside``: HTML (escaped
+    already) to show beside what it names: ``result`` at the top of the card, ``step N`` in that step, a check's
+    text under its first score; one without such a place at the end of the card (a front end's review forms)."""
     known = 0 <= stored.suite < len(record.snapshot)
     definitions = [
         {case.name: case for case in snapshot.suite.cases} if index == stored.suite else {}
         for index, snapshot in enumerate(record.snapshot)
     ]
     item = _item(record, definitions, summary_of(record).by_case() if known else {}, number, stored)
+    if beside:
+        item = replace(item, beside=dict(beside))
     title = f"Simulator run {record.id} — {stored.case}"
     return HtmlParts(title, _case(item, expand=True) if part is None else case_part(item, part))
 

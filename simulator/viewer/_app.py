@@ -148,18 +148,16 @@ class _Handlers:
         if part:
             return await self._part(run_ref, key, part, request.query_params.get("n", ""))
         try:
-            parts = await self._call(simulator.conversation_page, run_ref, key, db=self.db)
-            if parts is None:
-                return _not_found(f"run {run_ref} has no conversation {key!r}")
             run_id = (await self._call(simulator.find_run, run_ref, db=self.db))[0]
             targets = await self._call(simulator.review_targets, run_id, key, db=self.db)
+            beside = _pages.review_forms(run_id, key, targets)
+            parts = await self._call(simulator.conversation_page, run_id, key, db=self.db, beside=beside)
         except simulator.InputError as exc:
             return _not_found(str(exc))
+        if parts is None:
+            return _not_found(f"run {run_ref} has no conversation {key!r}")
         run = quote(run_id, safe="")
-        body = (
-            f"<p><a href='/runs/{_e(run)}'>Back to the run</a></p>{parts.body}"
-            f"{_pages.review_section(run_id, key, targets)}"
-        )
+        body = f"<p><a href='/runs/{_e(run)}'>Back to the run</a></p>{parts.body}"
         html = _pages.layout(parts.title, body, scripts=("view.js",), styles=("report.css", "view.css"))
         return _page(html)
 

@@ -18,7 +18,7 @@ __all__ = [
     "downloads",
     "layout",
     "message_page",
-    "review_section",
+    "review_forms",
     "run_row",
     "runs_page",
     "sorted_rows",
@@ -237,42 +237,58 @@ _VERDICT_WORDS = {"pass": "pass", "fail": "fail", "met": "met", "not_met": "not 
 
 
 def _review_form(run_id: str, key: str, index: int, target: simulator.ReviewTarget) -> str:
-    """One target's form: the judge's verdict and the review that counts, then verdict, reason and name."""
+    """One target's form: the judge's verdict and the review that counts, then verdict, reason and name. A step's
+    or a check's form is folded under that line (it sits beside the step or the check's score)."""
     what = "The whole result" if target.kind == "result" else target.target
     if target.kind == "step":
         what = target.target.capitalize()
     now = (
-        f"<p class='review-now'>{_e(target.review.describe(target.judged))}</p>"
+        target.review.describe(target.judged)
         if target.review is not None
-        else f"<p class='review-now'>judge: {_e(target.judged)} · not reviewed</p>"
+        else f"judge: {_VERDICT_WORDS.get(target.judged, target.judged)} · not reviewed"
     )
     options = "".join(
         f"<label><input type='radio' name='verdict' value='{_e(v)}' required> {_e(_VERDICT_WORDS.get(v, v))}</label> "
         for v in target.verdicts
     )
     ident = f"review-{index}"
-    return (
-        f"<form method='post' action='/api/runs/{quote(run_id, safe='')}/reviews' class='review-form' "
-        f"id='{ident}' data-review-kind='{_e(target.kind)}'>"
-        f"<h3>{_e(what)}</h3>{now}"
+    fields = (
         f"<input type='hidden' name='key' value='{_e(key)}'>"
         f"<input type='hidden' name='target' value='{_e(target.target)}'>"
         f"<fieldset><legend>Your verdict</legend>{options}</fieldset>"
         f"<label>Reason <input name='reason' required maxlength='4000'></label> "
         f"<label>Your name <input name='reviewer' required maxlength='200' autocomplete='name'></label> "
-        f"<button type='submit'>Save review</button> <output class='review-error' role='alert'></output></form>"
+        f"<button type='submit'>Save review</button> <output class='review-error' role='alert'></output>"
     )
-
-
-def review_section(run_id: str, key: str, targets: Sequence[simulator.ReviewTarget]) -> str:
-    """The review forms of one result: the whole result (pass / fail), each step and each check (met / not met),
-    each beside the judge's verdict and the review that counts now. A review never changes the judge's verdict."""
-    forms = "".join(_review_form(run_id, key, index, target) for index, target in enumerate(targets))
+    action = f"/api/runs/{quote(run_id, safe='')}/reviews"
+    if target.kind == "result":
+        return (
+            f"<form method='post' action='{action}' class='review-form' id='{ident}' data-review-kind='result'>"
+            f"<h3>{_e(what)}</h3><p class='review-now'>{_e(now)}</p>{fields}</form>"
+        )
     return (
-        "<section class='review-section' id='review'><h2>Review</h2>"
-        "<p class='muted'>Record your own verdict beside the judge's: it is stored apart and counted in the "
-        f"correctness as reviewed; the judge's verdict never changes.</p>{forms}</section>"
+        f"<details class='review-beside'><summary>Review {_e(what if target.kind == 'step' else 'this check')} · "
+        f"<span class='review-now'>{_e(now)}</span></summary>"
+        f"<form method='post' action='{action}' class='review-form' id='{ident}' data-review-kind='{_e(target.kind)}'>"
+        f"{fields}</form></details>"
     )
+
+
+def review_forms(run_id: str, key: str, targets: Sequence[simulator.ReviewTarget]) -> dict[str, str]:
+    """The review forms of one result by target, to show beside what they review: the whole result (pass /
+    fail) at the top of the conversation, with what a review does; each step (met / not met) in the step, each
+    check under its score. Each beside the judge's verdict and the review that counts now; a review never
+    changes the judge's verdict."""
+    forms = {target.target: _review_form(run_id, key, index, target) for index, target in enumerate(targets)}
+    whole = next((target.target for target in targets if target.kind == "result"), None)
+    if whole is not None:
+        forms[whole] = (
+            "<section class='review-section' id='review'><h2>Review</h2>"
+            "<p class='muted'>Record your own verdict beside the judge's, on the whole result here or on a step or "
+            "a check where it is shown: it is stored apart and counted in the correctness as reviewed; the judge's "
+            f"verdict never changes.</p>{forms[whole]}</section>"
+        )
+    return forms
 
 
 def message_page(title: str, lines: Sequence[str], *, back: str = "/") -> str:

@@ -63,6 +63,30 @@ def post(client: TestClient, demo: simulator.RunOutcome, body: dict[str, str], *
     return client.post(f"/api/runs/{demo.id}/reviews", json=body, headers={"origin": LOCAL, **headers})
 
 
+@pytest.mark.parametrize("case", [FAILS, PASSES])
+def test_each_form_is_beside_what_it_reviews(client: TestClient, demo: simulator.RunOutcome, case: str) -> None:
+    page = client.get(conversation(demo, case)).text
+    result = next(r for r in demo.results() if r.case == case)
+    # The whole result's form first, above the goals and the transcript.
+    assert page.index("id='review'") < page.index("<h4>Transcript</h4>")
+    if result.result.transcript.steps:
+        assert page.index("id='review'") < page.index("<h4>Goals")
+    # Each step's form inside that step.
+    steps = re.findall(r"<li class='step [^']*'>.*?</li>", page, re.S)
+    assert len(steps) == len(result.result.transcript.steps)
+    for number, step in enumerate(steps, start=1):
+        assert f"name='target' value='step {number}'" in step
+    # Each check's form right under its first score row.
+    checks = dict.fromkeys(s.check for s in result.result.scores if s.check.strip())
+    assert checks
+    for check in checks:
+        target = f"name='target' value='{simulator.html_text(check)}'"
+        beside = re.search(rf"<tr class='beside'><td colspan='8'>(?:(?!</tr>).)*{re.escape(target)}", page, re.S)
+        assert beside is not None, check
+        row = page[: beside.start()].rsplit("<tr class='verdict-", 1)[1]
+        assert f"<td>{simulator.html_text(check)}</td>" in row
+
+
 @pytest.mark.parametrize(
     ("case", "target", "kind"), [(FAILS, "result", "result"), (PASSES, "step 3", "step"), (FAILS, CHECK, "check")]
 )
@@ -71,7 +95,12 @@ def test_the_conversation_page_has_a_review_form_per_result_step_and_check(
 ) -> None:
     verdicts = ("pass", "fail") if kind == "result" else ("met", "not_met")
     page = client.get(conversation(demo, case)).text
-    forms = re.findall(r"<form method='post' action='/api/runs/[^']+/reviews' class='review-form'.*?</form>", page)
+    # A step's or a check's form is folded under the line that says the judge's verdict and the review.
+    forms = re.findall(
+        r"(?:<details class='review-beside'><summary>(?:(?!</summary>).)*</summary>)?"
+        r"<form method='post' action='/api/runs/[^']+/reviews' class='review-form'.*?</form>",
+        page,
+    )
     mine = [form for form in forms if f"name='target' value='{simulator.html_text(target)}'" in form]
     assert len(mine) == 1, forms[:3]
     form = mine[0]
