@@ -51,14 +51,14 @@ def _static_text(name: str) -> str:
 
 def _page(html: str, status: int = 200) -> HTMLResponse:
     response = HTMLResponse(html, status_code=status)
-    response.headers["content-security-policy"] = _guard.content_security_policy(_guard.style_hashes(html))
+    response.headers["content-security-policy"] = _guard.content_security_policy()
     return response
 
 
 def _fragment(html: str, status: int = 200) -> HTMLResponse:
     """Part of a page, for the page's script to put in place (never a page of its own: no styles, no scripts)."""
     response = HTMLResponse(html, status_code=status)
-    response.headers["content-security-policy"] = _guard.content_security_policy(())
+    response.headers["content-security-policy"] = _guard.content_security_policy()
     return response
 
 

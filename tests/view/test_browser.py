@@ -124,14 +124,31 @@ def test_a_running_run_s_page_follows_it_without_a_reload(
         assert page.text("h1 .status").lower() == "running"
         page.screenshot(tmp_path, "view-run-live")
         opened = page.loads
+        # What the reader did on the page: a mark on the window (gone on a reload), a filter, a case closed.
+        page.evaluate("window.readerWasHere = true")
+        page.fill("#filters input[name=q]", "greet")
+        page.wait_for("location.hash.indexOf('q=greet') > 0", "the filter in the address")
+        greet = page.evaluate("document.querySelector('details.case').id")
+        page.evaluate(f"document.getElementById('{greet}').open = true")
 
         runs.save_result(make_result(record, 0, "bye", "fail", kind="scenario"))
         page.wait_for("(document.querySelector('.live') || {}).innerText?.includes('2 of 2')", "the second result")
         runs.finish(lease, "completed")
-        page.wait_for("document.readyState === 'complete' && !document.querySelector('.live')", "the run's end")
-    assert page.loads > opened + 1, "the page did not reload itself"
+        page.wait_for("!document.querySelector('.live')", "the run's end")
+    assert page.loads == opened, "the page reloaded itself"
+    assert page.evaluate("window.readerWasHere") is True
     assert page.text("h1 .status").lower() == "completed"
     assert page.evaluate("document.querySelectorAll('[data-outcome]').length") >= 2
+    # The filter still applies to the newer content, and the case opened is open in it.
+    assert page.evaluate("document.querySelector('#filters input[name=q]').value") == "greet"
+    assert page.text("#shown").startswith("Showing 1 of 2")
+    greet_now = page.evaluate(
+        "(function () { var data = JSON.parse(document.getElementById('simulator-report-data').textContent);"
+        " return data.cases.filter(function (c) { return c.case === 'greet'; })[0].id; })()"
+    )
+    assert page.evaluate(f"document.getElementById('{greet_now}').open") is True
+    # The newer page's outcome bar is drawn: a pass and a fail.
+    assert page.evaluate("document.querySelectorAll('.bar rect').length") == 2
     page.screenshot(tmp_path, "view-run-finished")
 
 

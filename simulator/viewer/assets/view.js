@@ -1,6 +1,7 @@
 /* simulator view: the little the app's pages do in the browser. No data is read from the page but attributes
    the server wrote escaped; the only HTML ever put in a page is the app's own (escaped by the server, as every
-   page is), parsed inert by DOMParser: a case's detail, loaded when its card is opened. */
+   page is), parsed inert by DOMParser: a case's detail, loaded when its card is opened, and a running run's
+   newer page. */
 (function () {
   "use strict";
 
@@ -13,9 +14,12 @@
     });
   });
 
-  // A run's page links each case to its own conversation page.
-  var dataNode = document.getElementById("simulator-report-data");
-  if (dataNode) {
+  // A run's page links each case to its own conversation page, and loads a case's conversation when opened.
+  function setUpRunPage() {
+    var dataNode = document.getElementById("simulator-report-data");
+    if (!dataNode) {
+      return;
+    }
     var data = JSON.parse(dataNode.textContent || "{}");
     (data.cases || []).forEach(function (info) {
       var card = document.getElementById(info.id);
@@ -122,10 +126,53 @@
     });
   });
 
-  // A running run's page follows it: its status is polled, and the page reloads when a result is stored or
-  // the run ends.
-  var live = document.querySelector(".live[data-run]");
-  if (live) {
+  // A running run's page follows it: its status is polled, and when a result is stored or the run ends the
+  // page's content is swapped for the newer page's (no reload: the filters, the cases opened and the scroll
+  // position stay).
+  function openKeys() {
+    var keys = {};
+    var dataNode = document.getElementById("simulator-report-data");
+    var data = dataNode ? JSON.parse(dataNode.textContent || "{}") : {};
+    (data.cases || []).forEach(function (info) {
+      var card = document.getElementById(info.id);
+      if (card) {
+        keys[info.key] = card.open;
+      }
+    });
+    return keys;
+  }
+
+  function swapIn(text) {
+    var parsed = new DOMParser().parseFromString(text, "text/html");
+    var fresh = parsed.querySelector("main");
+    var main = document.querySelector("main");
+    if (!fresh || !main) {
+      return false;
+    }
+    var wasOpen = openKeys();
+    main.replaceChildren.apply(main, Array.prototype.slice.call(fresh.childNodes));
+    document.title = parsed.title;
+    var dataNode = document.getElementById("simulator-report-data");
+    var data = dataNode ? JSON.parse(dataNode.textContent || "{}") : {};
+    (data.cases || []).forEach(function (info) {
+      var card = document.getElementById(info.id);
+      if (card && Object.prototype.hasOwnProperty.call(wasOpen, info.key)) {
+        card.open = wasOpen[info.key];
+      }
+    });
+    if (window.simulatorReport) {
+      window.simulatorReport.start(true);
+    }
+    setUpRunPage();
+    follow();
+    return true;
+  }
+
+  function follow() {
+    var live = document.querySelector(".live[data-run]");
+    if (!live) {
+      return;
+    }
     var run = live.getAttribute("data-run");
     var stored = live.getAttribute("data-stored");
     var status = live.getAttribute("data-status");
@@ -134,16 +181,25 @@
         .then(function (response) { return response.ok ? response.json() : null; })
         .then(function (state) {
           if (!state) {
-            return;
+            return null;
           }
-          if (String(state.stored) !== stored || state.status !== status) {
-            window.location.reload();
-            return;
+          if (String(state.stored) === stored && state.status === status) {
+            window.setTimeout(poll, 2000);
+            return null;
           }
-          window.setTimeout(poll, 2000);
+          return fetch(window.location.pathname + window.location.search, { credentials: "same-origin" })
+            .then(function (response) { return response.ok ? response.text() : null; })
+            .then(function (text) {
+              if (!text || !swapIn(text)) {
+                window.setTimeout(poll, 2000);
+              }
+            });
         })
         .catch(function () { window.setTimeout(poll, 5000); });
     };
     window.setTimeout(poll, 2000);
   }
+
+  setUpRunPage();
+  follow();
 })();
