@@ -170,6 +170,39 @@ def test_compare_and_fail_under_use_the_judged_figures_unless_asked_for_the_revi
     assert runner.invoke(app, [*bar, "--reviewed"]).exit_code == 0  # as reviewed: 2 of 3
 
 
+@pytest.mark.parametrize(
+    ("reviews", "judged_exit", "reviewed_exit"),
+    [
+        ([], EXIT_BELOW_BAR, EXIT_BELOW_BAR),  # no reviews: the same as judged
+        ([(FAILS, "result", "pass")], EXIT_BELOW_BAR, EXIT_BELOW_BAR),  # the unsure case still stands
+        ([(FAILS, "result", "pass"), (UNSURE, "result", "pass")], EXIT_BELOW_BAR, 0),  # every case passes
+        ([(PASSES, "result", "fail")], EXIT_BELOW_BAR, EXIT_BELOW_BAR),
+    ],
+)
+def test_resume_exits_on_the_reviewed_figures_when_asked(
+    demo: simulator.RunOutcome,
+    db: Path,
+    reviews: list[tuple[str, str, str]],
+    judged_exit: int,
+    reviewed_exit: int,
+) -> None:
+    for case, target, verdict in reviews:
+        review(db, key_of(demo, case), target, verdict)
+    resume = ["runs", "resume", demo.id, "--db", str(db)]
+    judged = runner.invoke(app, resume)
+    assert "nothing to resume" in judged.output
+    assert judged.exit_code == judged_exit
+    assert runner.invoke(app, [*resume, "--reviewed"]).exit_code == reviewed_exit
+
+
+def test_exit_code_holds_the_reviewed_counts_to_the_bar(demo: simulator.RunOutcome, db: Path) -> None:
+    review(db, key_of(demo, FAILS), "result", "pass")
+    outcome = simulator.get_run(demo.id, db=db)
+    counts = simulator.run_reviews(demo.id, db=db).reviewed
+    assert (outcome.exit_code(60), outcome.exit_code(60, reviewed=counts)) == (EXIT_BELOW_BAR, 0)  # 1/3, 2/3
+    assert outcome.exit_code(70, reviewed=counts) == EXIT_BELOW_BAR
+
+
 # --- judge-check --from-reviews and the labels export
 
 

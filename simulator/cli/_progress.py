@@ -161,13 +161,20 @@ def _print_run_record(run_ref: str, db: Path | None, *, verbose: bool = False) -
 
 
 def _exit_for(
-    outcome: simulator.RunOutcome, fail_under: float | None, fail_under_coverage: float | None = None
+    outcome: simulator.RunOutcome,
+    fail_under: float | None,
+    fail_under_coverage: float | None = None,
+    *,
+    reviewed: bool = False,
 ) -> None:
-    code = outcome.exit_code(fail_under, fail_under_coverage)
+    """Exit as the run's outcome says (``reviewed``: its counts as people's reviews make them)."""
+    counts = simulator.run_reviews(outcome.id, db=outcome.store_path).reviewed if reviewed else None
+    code = outcome.exit_code(fail_under, fail_under_coverage, reviewed=counts)
     if code == EXIT_BELOW_BAR and fail_under is not None:
-        correctness = (outcome.correctness or 0.0) * 100
+        correctness = ((outcome.correctness if counts is None else counts.correctness) or 0.0) * 100
         if correctness < fail_under:
-            err.print(f"correctness {correctness:.1f}% is below --fail-under {fail_under:g}%", markup=False)
+            how = " as reviewed" if counts is not None else ""
+            err.print(f"correctness{how} {correctness:.1f}% is below --fail-under {fail_under:g}%", markup=False)
     if code == EXIT_BELOW_BAR and fail_under_coverage is not None:
         coverage = outcome.coverage or 0.0
         if coverage < fail_under_coverage:

@@ -168,18 +168,27 @@ def runs_resume(
     ray_address: RayAddressOption = None,
     ray_workers: RayWorkersOption = None,
     max_cost: MaxCostOption = None,
+    reviewed: Annotated[
+        bool,
+        typer.Option(
+            "--reviewed",
+            help="Exit on the run's correctness as people's reviews make it (reviews recorded while it was "
+            "interrupted) rather than as judged.",
+        ),
+    ] = False,
 ) -> None:
     """Finish an interrupted or failed run: finished cases are not run again; unfinished conversations continue
     where they stopped (for agents without state of their own). A run another live process runs is refused
     (exit 3). A run started with --live continues only with --live. A run started on Ray resumes on Ray (the
     same --ray-address) unless --executor says otherwise. The run's --max-cost holds unless --max-cost gives
-    another; either counts what the whole run cost so far. Exits like `run` (its --fail-under)."""
+    another; either counts what the whole run cost so far. Exits like `run` (its --fail-under; with --reviewed
+    on the correctness as reviewed)."""
     left = simulator.check_resume(run_ref, db=db, live=live, ray_workers=ray_workers)
     record = left.record
     if left.complete:
         out.print(f"run {record.id} is complete: nothing to resume", markup=False)
         _print_run_record(record.id, db)
-        _exit_for(left.outcome, record.settings.fail_under, record.settings.fail_under_coverage)
+        _exit_for(left.outcome, record.settings.fail_under, record.settings.fail_under_coverage, reviewed=reviewed)
         return
     _confirm_imported(record, yes, live, "resuming")
     out.print(f"Resuming {record.id}: {left.left} of {len(record.plan)} conversation(s) left.", markup=False)
@@ -204,7 +213,9 @@ def runs_resume(
         on_start=started,
     )
     _print_run(outcome)
-    _exit_for(outcome, outcome.record.settings.fail_under, outcome.record.settings.fail_under_coverage)
+    _exit_for(
+        outcome, outcome.record.settings.fail_under, outcome.record.settings.fail_under_coverage, reviewed=reviewed
+    )
 
 
 @_handles_errors

@@ -14,6 +14,7 @@ from typing import Any, ParamSpec, TypeVar
 from simulator.loading import LoadedSuite
 from simulator.models.ranges import check_numbers
 from simulator.models.run import PlanItem, RunRecord, RunSettings, StoredResult, SuiteSnapshot
+from simulator.models.summary import Counts
 from simulator.runner._case import (
     model_limits,
     simulated_tools,
@@ -138,18 +139,30 @@ class RunOutcome:
         totals = self.record.totals
         return totals.coverage.percent if totals is not None and totals.coverage is not None else None
 
-    def exit_code(self, fail_under: float | None = None, fail_under_coverage: float | None = None) -> int:
+    def exit_code(
+        self,
+        fail_under: float | None = None,
+        fail_under_coverage: float | None = None,
+        *,
+        reviewed: Counts | None = None,
+    ) -> int:
         """What the command line exits with for this run: 0 pass (or correctness at least ``fail_under`` %),
         1 below the bar (or coverage below ``fail_under_coverage`` %: a run with nothing to cover counts as
-        0%), 3 when the run did not complete. A bar outside 0-100 is an InputError."""
+        0%), 3 when the run did not complete. A bar outside 0-100 is an InputError. ``reviewed``: the run's
+        counts as people's reviews make them (:attr:`simulator.RunReviews.reviewed`), held to the bar instead of
+        the judged ones."""
         check_numbers({"fail_under": fail_under, "fail_under_coverage": fail_under_coverage})
         if not self.completed or self.record.totals is None:
             return 3
         if fail_under_coverage is not None and (self.coverage or 0.0) < fail_under_coverage:
             return 1
+        counts: Counts = self.record.totals if reviewed is None else reviewed
         if fail_under is not None:
-            return 0 if (self.record.totals.correctness or 0.0) * 100 >= fail_under else 1
-        return 0 if self.passed else 1
+            return 0 if (counts.correctness or 0.0) * 100 >= fail_under else 1
+        if reviewed is None:
+            return 0 if self.passed else 1
+        judged = reviewed.total - reviewed.user_error
+        return 0 if reviewed.passed == judged and (judged > 0 or reviewed.total == 0) else 1
 
 
 def blocking(function: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:

@@ -207,5 +207,5 @@ def test_a_bar_out_of_range_given_to_exit_code_is_refused(
 ) -> None:
     db, run_id = stored
     with pytest.raises(InputError) as caught:
-        simulator.get_run(run_id, db=db).exit_code(**bars)
+        simulator.get_run(run_id, db=db).exit_code(bars.get("fail_under"), bars.get("fail_under_coverage"))
     assert str(caught.value) == message
