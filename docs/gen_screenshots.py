@@ -1,7 +1,7 @@
 """Take the screenshots of ``simulator view`` shown in ``docs/view.md`` into ``docs/images/``.
 
-``python docs/gen_screenshots.py`` runs the demo suite offline twice (seed 1) into a throwaway store, notes one
-run, records two reviews (one of them disagreeing with the judge), serves the web app on a free loopback port and
+``python docs/gen_screenshots.py`` runs the demo suite offline twice (seed 1) into a throwaway store, the second
+time against a "v2" of the demo agent with a regression, notes that run, records two reviews (one of them disagreeing with the judge), serves the web app on a free loopback port and
 has headless chromium photograph the runs list, a run, a failing conversation (its review part) and the
 comparison. The inputs are fixed, so a new set differs from the last only in times and run ids.
 
@@ -28,6 +28,10 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parent.parent
 IMAGES = ROOT / "docs" / "images"
 WIDTH, HEIGHT = 1280, 900
+#: The runs list has sixteen columns: wide enough to show them all.
+RUNS_WIDTH = 1600
+#: Tall enough to show a run's first cases below its header and totals.
+RUN_HEIGHT = 1700
 #: The failing case of the demo suite (its planted bug): the conversation shown, and the one reviewed.
 FAILING_CASE = "express_delivery_date_is_made_up"
 #: A case the judge could not decide: a reviewer's pass makes the reviewed correctness differ from the judged one.
@@ -35,6 +39,20 @@ UNSURE_CASE = "refund_after_30_days_is_refused"
 #: Tall enough for the conversation's review and first steps, short enough for a PNG of about 250 KB (a
 #: ``#review`` fragment is no help: headless chromium photographs a scrolled page blank).
 CONVERSATION_HEIGHT = 1200
+
+
+AGENT_V2 = '''"""The demo agent, version 2: its refund confirmation leaves out the refund's reference."""
+
+import re
+
+from simulator.demo.shop import respond as respond_v1
+
+
+def respond(messages, *, session, tools, event=None):
+    reply = respond_v1(messages, session=session, tools=tools, event=event)
+    reply["content"] = re.sub(r" ?\\(?reference RF-\\w+\\)?| RF-\\w+", "", reply["content"])
+    return reply
+'''
 
 
 def chromium_binary() -> str | None:
@@ -55,8 +73,16 @@ def build_store(work: Path) -> tuple[str, str, str]:
     (work / ".git").mkdir()  # the run's project root, so nothing of the checkout around it is read
     os.chdir(work)
     db = work / "runs.db"
-    first, second = (simulator.run("suites/demo", checkpoints=False, cache=False, db=db, seed=1) for _ in range(2))
-    simulator.note_run(second.id, "prompt v2: express delivery dates come from lookup_order", db=db)
+    first = simulator.run("suites/demo", checkpoints=False, cache=False, db=db, seed=1, agent_version="v1")
+    # The second run's agent is a "v2" of the demo agent that no longer tells the customer the refund's
+    # reference, so the comparison has a regression to show.
+    (work / "suites" / "demo" / "shop_v2.py").write_text(AGENT_V2, encoding="utf-8")
+    agent = work / "suites" / "demo" / "agent.yaml"
+    agent.write_text(
+        agent.read_text(encoding="utf-8").replace("simulator.demo.shop:respond", "shop_v2:respond"), encoding="utf-8"
+    )
+    second = simulator.run("suites/demo", checkpoints=False, cache=False, db=db, seed=1, agent_version="v2")
+    simulator.note_run(second.id, "prompt v2: shorter refund confirmations", db=db)
     keys = {result.case: result.key for result in second.results()}
     failing = keys[FAILING_CASE]
     simulator.add_review(
@@ -103,8 +129,8 @@ def serving(app: Any) -> Iterator[str]:
         listener.close()
 
 
-def shoot(chromium: str, url: str, image: Path, height: int, profile: Path) -> None:
-    """Photograph ``url`` in a window ``WIDTH`` x ``height`` into ``image``."""
+def shoot(chromium: str, url: str, image: Path, size: tuple[int, int], profile: Path) -> None:
+    """Photograph ``url`` in a window of ``size`` (width, height) into ``image``."""
     command = [
         chromium,
         "--headless",
@@ -112,7 +138,7 @@ def shoot(chromium: str, url: str, image: Path, height: int, profile: Path) -> N
         "--disable-gpu",
         "--hide-scrollbars",
         f"--user-data-dir={profile}",
-        f"--window-size={WIDTH},{height}",
+        f"--window-size={size[0]},{size[1]}",
         f"--screenshot={image}",
         url,
     ]
@@ -140,15 +166,15 @@ def main() -> int:
         first, second, failing = build_store(work)
         run, conversation = f"/runs/{second}", f"/runs/{second}/conversation?{urlencode({'key': failing})}"
         shots = {
-            "view-runs.png": ("/", HEIGHT),
-            "view-run.png": (run, HEIGHT),
-            "view-conversation.png": (conversation, CONVERSATION_HEIGHT),
-            "view-compare.png": (f"/compare?{urlencode({'a': first, 'b': second})}", HEIGHT),
+            "view-runs.png": ("/", (RUNS_WIDTH, 500)),
+            "view-run.png": (run, (WIDTH, RUN_HEIGHT)),
+            "view-conversation.png": (conversation, (WIDTH, CONVERSATION_HEIGHT)),
+            "view-compare.png": (f"/compare?{urlencode({'a': first, 'b': second})}", (WIDTH, HEIGHT)),
         }
         with serving(create_app(work / "runs.db")) as address:
-            for name, (path, height) in shots.items():
+            for name, (path, size) in shots.items():
                 image = IMAGES / name
-                shoot(chromium, address + path, image, height, work / "chromium")
+                shoot(chromium, address + path, image, size, work / "chromium")
                 print(f"wrote {image.relative_to(ROOT)} ({image.stat().st_size // 1024} KB)")
         os.chdir(home)  # out of the folder before it is removed
     return 0

@@ -210,11 +210,18 @@ def runs_page(rows: Sequence[RunRow], total: int, query: dict[str, str], left_ou
                     "<button type='submit'>Save</button></form></td>"
                 )
             else:
-                numeric = column not in {"created", "agent_version", "suites"}
-                cells.append(f"<td{' class=num' if numeric else ''}>{_figure(row, column)}</td>")
+                kind = (
+                    ""
+                    if column in {"agent_version", "suites"}
+                    else " class='when'"
+                    if column == "created"
+                    else (" class='num'")
+                )
+                cells.append(f"<td{kind}>{_figure(row, column)}</td>")
         lines.append(f"<tr data-run='{_e(row.id)}'>{''.join(cells)}<td>{_actions(row)}</td></tr>")
     table = (
-        f"<table class='runs'><thead><tr>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table>"
+        f"<div class='table-scroll'><table class='runs'><thead><tr>{head}</tr></thead><tbody>{''.join(lines)}</tbody>"
+        "</table></div>"
         if rows
         else "<p class='muted'>No runs match.</p>"
     )

@@ -135,14 +135,14 @@ def test_a_review_that_passes_a_failing_case_changes_the_reviewed_correctness_on
     assert "Correctness as reviewed" not in before
     [row] = client.get("/api/runs").json()["runs"]
     assert (row["correctness"], row["reviewed"]) == (0.5, None)
-    assert "<td class=num></td>" in client.get("/").text  # the reviewed column is blank without reviews
+    assert "<td class='num'></td>" in client.get("/").text  # the reviewed column is blank without reviews
 
     response = post(client, demo, review(key_of(demo, FAILS), "result", "pass", reason="the date was looked up"))
     assert response.status_code == 201, response.text
 
     [row] = client.get("/api/runs").json()["runs"]
     assert (row["correctness"], row["reviewed"]) == (0.5, 1.0)  # judged unchanged, reviewed up
-    assert "<td class=num>100.0%</td>" in client.get("/").text
+    assert "<td class='num'>100.0%</td>" in client.get("/").text
     page = client.get(f"/runs/{demo.id}").text
     assert "Correctness as reviewed" in page
     assert "judge: fail · reviewer: pass — the date was looked up (ann)" in page
