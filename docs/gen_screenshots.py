@@ -1,9 +1,10 @@
 """Take the screenshots of ``simulator view`` shown in ``docs/view.md`` into ``docs/images/``.
 
 ``python docs/gen_screenshots.py`` runs the demo suite offline twice (seed 1) into a throwaway store, the second
-time against a "v2" of the demo agent with a regression, notes that run, records two reviews (one of them disagreeing with the judge), serves the web app on a free loopback port and
-has headless chromium photograph the runs list, a run, a failing conversation (its review part) and the
-comparison. The inputs are fixed, so a new set differs from the last only in times and run ids.
+time against a "v2" of the demo agent with a regression, notes that run, records two reviews (one of them
+disagreeing with the judge), serves the web app on a free loopback port and has headless chromium photograph the
+runs list, a run, a failing conversation (its review part) and the comparison. The inputs are fixed, so a new set
+differs from the last only in times and run ids.
 
 Needs chromium (``apt-get install chromium``) and the view extra (``pip install 'simulator[view]'``).
 """
