@@ -17,7 +17,7 @@ PUBLIC_NAMES = [
     "RunSettings", "RunStarted", "RunState", "ScenarioCase", "SimulationCase", "SimulationPlan", "SimulatorError",
     "Step", "StoreError", "StoredResult", "Suite", "Unreadable", "ValidationReport", "__version__", "add_review",
     "case_lines", "check_number", "check_repeat", "check_resume", "code_it_runs", "combine", "compare_runs",
-    "comparison_page", "conversation_page", "count_results", "counts", "delete_run", "digest_run",
+    "comparison_page", "conversation_page", "count_results", "counts", "delete_run", "digest_page", "digest_run",
     "digest_run_async", "disk_trouble", "export_cases", "export_results", "export_review_labels", "export_run",
     "find_run", "get_run", "golden_from_run", "html_text", "import_csv", "import_run", "installed_plugins",
     "iter_result_rows", "json_safe", "json_schema", "judge_check", "judge_check_async", "judge_check_reviews",

@@ -114,6 +114,19 @@ def comparison_page(run_a: str, run_b: str, *, db: PathLike | None = None) -> Ht
     return render_compare_parts(compare_runs(run_a, run_b, db=db))
 
 
+def digest_page(run_ref: str, *, db: PathLike | None = None) -> HtmlParts:
+    """A stored run's failure digest as page parts: its causes most frequent first, each with its cases, reasons
+    and examples. No model is asked for suggestions (``simulator digest`` with a judge model does that): opening a
+    page never sends anything."""
+    from simulator.analysis.digest import build_digest
+    from simulator.reports.digest_report import render_digest_html
+
+    with open_store(db) as store:
+        record = store.get_run(run_ref)
+        digest = build_digest(store.iter_results(record.id))
+    return render_digest_html(digest, f"Failure digest of run {record.id}")
+
+
 def page_asset(name: str) -> str:
     """The text of a page asset: ``report.css`` and ``report.js`` (a run's page), ``compare.css`` (a
     comparison's). KeyError for any other name."""

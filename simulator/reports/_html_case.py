@@ -456,7 +456,8 @@ def _body(item: _Item) -> str:
     ]
     tokens = sum(u.total_tokens for u in transcript.usage.values())
     if tokens:
-        meta.append(f"{tokens:,} tokens")
+        roles = [f"{role} {use.total_tokens:,}" for role, use in transcript.usage.items() if use.total_tokens]
+        meta.append(f"{tokens:,} tokens ({', '.join(roles)})")
     if transcript.seed is not None:
         meta.append(f"seed {transcript.seed}")
     body = [f"<p class='case-meta'>{_e(' · '.join(meta))}</p>", item.beside.get(RESULT_BESIDE, "")]

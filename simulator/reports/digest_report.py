@@ -1,4 +1,4 @@
-"""A failure digest as terminal lines or Markdown (pure functions, no I/O).
+"""A failure digest as terminal lines, Markdown or HTML parts (pure functions, no I/O).
 
 The digest is :func:`simulator.analysis.digest.build_digest`'s (:class:`~simulator.models.digest.Digest`), with
 the judge model's suggestions when it was asked; they are shown under :data:`SUGGESTIONS_HEADING`, as
@@ -8,11 +8,12 @@ unverified. Every text from the results and the model is escaped in Markdown.
 from __future__ import annotations
 
 from simulator.models.digest import SUGGESTIONS_HEADING, Digest, FailureGroup
+from simulator.reports._html_values import HtmlParts, _e
 from simulator.reports.markdown import escape as md_escape
 from simulator.reports.markdown import escape_lines as md_lines
 from simulator.safety import redacted_and_shortened
 
-__all__ = ["render_digest_markdown", "render_digest_text"]
+__all__ = ["render_digest_html", "render_digest_markdown", "render_digest_text"]
 
 _SHOWN_TEXT = 300
 _SHOWN_CASES = 10
@@ -146,3 +147,53 @@ def render_digest_markdown(digest: Digest) -> str:
     while lines and not lines[-1]:
         lines.pop()
     return "\n".join(lines) + "\n"
+
+
+def _html_text(text: str) -> str:
+    return _e(redacted_and_shortened(text, _SHOWN_TEXT, flat=True)) or "<em>(empty)</em>"
+
+
+def render_digest_html(digest: Digest, title: str) -> HtmlParts:
+    """The digest as HTML parts (its body for a page with the report's styles): the summary, a section per group
+    (most frequent first: count, cases, the most common reasons, examples), the model suggestions as unverified,
+    the note. Every text from the results and the model is escaped as the reports escape it."""
+    parts = [f"<h1>{_e(title)}</h1>"]
+    if not digest.groups:
+        parts.append(f"<p>{_e(f'{digest.not_passed} of {digest.results} conversations did not pass.')}</p>")
+    else:
+        parts.append(f"<p>{_e(_summary(digest))}</p>")
+    for number, group in enumerate(digest.groups, start=1):
+        reasons = "".join(f"<li>{reason.count}× {_html_text(reason.text)}</li>" for reason in group.reasons)
+        examples = []
+        for example in group.examples:
+            where = f", turn {example.turn}" if example.turn is not None else ""
+            lines = [f"<p class='muted'>Example: {_e(example.case.describe())}{_e(where)}</p>"]
+            if example.user is not None:
+                lines.append(f"<div class='msg user'><div class='text'>{_html_text(example.user)}</div></div>")
+            lines += [f"<div class='tool'>tool <code>{_e(tool)}</code></div>" for tool in example.tools]
+            lines += [
+                f"<div class='msg agent'><div class='text'>{_html_text(message)}</div></div>"
+                for message in example.agent
+            ] or ["<div class='msg agent'><em>(no message)</em></div>"]
+            examples.append(f"<div class='transcript'>{''.join(lines)}</div>")
+        suggestion = ""
+        if group.suggestion is not None:
+            found = group.suggestion
+            suggestion = (
+                f"<p class='muted'>{_e(SUGGESTIONS_HEADING)}: no suggestion: {_e(found.error or '')}</p>"
+                if found.failed
+                else f"<h4>{_e(SUGGESTIONS_HEADING)}{' (' + _e(found.model) + ')' if found.model else ''}</h4>"
+                f"<pre>{_e(found.change)}</pre><p>Why: {_e(found.rationale)}</p>"
+            )
+        parts.append(
+            f"<section class='digest-group' id='cause-{number}'><h2>{number}. {_e(group.title())}</h2>"
+            f"<p>{_e(group.kind)} · {_e(group.name)} · {_e(_count_line(group))}</p>"
+            f"<p class='muted'>Cases: {_e(_cases_text(group))}</p>"
+            + (f"<h4>Most common reasons</h4><ul class='reasons'>{reasons}</ul>" if reasons else "")
+            + "".join(examples)
+            + suggestion
+            + "</section>"
+        )
+    if digest.note:
+        parts.append(f"<p class='muted'>{_e(digest.note)}</p>")
+    return HtmlParts(title, "".join(parts))

@@ -22,8 +22,9 @@ failures first (error, fail, unsure, pass), each a ``<details>`` element (open u
 than :data:`OPEN_LIMIT` cases did not pass) holding ``Goals (k/n)`` with every step's mark and rationale (steps
 that are not complete are open), the transcript with tool calls and their status, the scores with their source
 and reason, and an error card when the case errored. With JavaScript off the page is complete; with it on, a
-filter bar (outcome, tag, persona, suite, search) appears above the cases, and its state is kept in the
-address's fragment (``report.html#?outcome=fail,error&tag=billing&q=refund``) so a filtered view can be shared.
+filter bar (outcome, tag, persona, suite, kind, search) appears above the cases, and its state is kept in the
+address's fragment (``report.html#?outcome=fail,error&tag=billing&kind=golden&q=refund``) so a filtered view can
+be shared.
 
 This module writes the page and its summaries; ``_html_case`` writes each case's card, ``_html_values`` how values
 are written (escaping included).
@@ -510,6 +511,12 @@ def _filters(record: RunRecord, items: Sequence[_Item]) -> str:
             (str(index), names.get(index, f"suite {index + 1}"), count) for index, count in sorted(suites.items())
         )
         parts.append(f"<label>Suite <select name='suite'><option value=''>any suite</option>{options}</select></label>")
+    kinds: dict[str, int] = {}
+    for item in items:
+        kinds[item.stored.result.transcript.kind] = kinds.get(item.stored.result.transcript.kind, 0) + 1
+    if len(kinds) > 1:
+        options = _options((kind, kind, count) for kind, count in sorted(kinds.items()))
+        parts.append(f"<label>Kind <select name='kind'><option value=''>any kind</option>{options}</select></label>")
     parts.append(
         "<label>Search <input type='search' name='q' placeholder='case, message, tool, reason…' autocomplete='off'>"
         "</label>"
@@ -567,6 +574,7 @@ def _data(record: RunRecord, items: Sequence[_Item], *, details: bool) -> dict[s
             "outcome": item.stored.outcome,
             "persona": item.stored.persona,
             "suite": item.stored.suite,
+            "kind": item.stored.result.transcript.kind,
             "repeat": item.stored.repeat,
             "tags": list(item.tags),
         }

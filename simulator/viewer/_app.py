@@ -133,6 +133,7 @@ class _Handlers:
         run = quote(state.id, safe="")
         links = (
             f"<nav class='view-run-links'>{_pages.downloads(state.id)} · "
+            f"<a href='/runs/{_e(run)}/digest'>Failure digest</a> · "
             f"<a href='/compare?b={_e(run)}'>Compare with another run</a></nav>"
         )
         body = (
@@ -140,6 +141,15 @@ class _Handlers:
         )
         html = _pages.layout(parts.title, body, scripts=("report.js", "view.js"), styles=("report.css", "view.css"))
         return _page(html)
+
+    async def digest(self, request: Request) -> Response:
+        try:
+            parts = await self._call(simulator.digest_page, request.path_params["run"], db=self.db)
+        except simulator.InputError as exc:
+            return _not_found(str(exc))
+        run = quote(request.path_params["run"], safe="")
+        body = f"<p><a href='/runs/{_e(run)}'>Back to the run</a></p>{parts.body}"
+        return _page(_pages.layout(parts.title, body, styles=("report.css", "view.css")))
 
     async def conversation(self, request: Request) -> Response:
         run_ref = request.path_params["run"]
@@ -402,6 +412,7 @@ def build_app(db: str | Path | None, *, token: str | None, loopback: bool) -> St
         Route("/runs/{run}", handlers.run),
         Route("/runs/{run}/conversation", handlers.conversation),
         Route("/runs/{run}/search", handlers.search),
+        Route("/runs/{run}/digest", handlers.digest),
         Route("/runs/{run}/report.{fmt}", handlers.report),
         Route("/runs/{run}/note", handlers.note, methods=["POST"]),
         Route("/runs/{run}/stop", handlers.stop, methods=["POST"]),

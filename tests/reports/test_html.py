@@ -671,11 +671,11 @@ def test_run_header_totals_and_metrics() -> None:
         assert metric in metrics
 
 
-def test_filters_offer_tags_personas_suites_and_search() -> None:
+def test_filters_offer_tags_personas_suites_kinds_and_search() -> None:
     form = TREE.root.find("filters")
     assert "hidden" in form.attrs  # shown by the script; without JavaScript there is nothing to fiddle with
     names = {n.attrs.get("name") for n in form.iter() if n.tag in ("input", "select")}
-    assert names == {"outcome", "tag", "persona", "suite", "q"}
+    assert names == {"outcome", "tag", "persona", "suite", "kind", "q"}
     options = {
         (select.attrs["name"], option.attrs["value"])
         for select in form.iter()
@@ -686,6 +686,8 @@ def test_filters_offer_tags_personas_suites_and_search() -> None:
     assert {("tag", "billing"), ("tag", "refund"), ("tag", "support"), ("tag", "smoke")} <= options
     assert {("persona", "polite"), ("persona", "impatient"), ("persona", "-")} <= options
     assert {("suite", "0"), ("suite", "1")} <= options
+    kinds = {value for name, value in options if name == "kind"}
+    assert kinds == {""} | {stored.result.transcript.kind for stored in RESULTS}
 
 
 def test_rendering_is_pure_and_handles_an_empty_run() -> None:
@@ -857,3 +859,8 @@ def test_filters_in_headless_chromium(tmp_path: Path) -> None:
     visible = [node for node in case_nodes(dom) if "hidden" not in node.attrs]
     assert len(visible) == 1
     assert "impatient" in visible[0].text()
+    # Kind: only the cases of that kind.
+    for kind in sorted({stored.result.transcript.kind for stored in RESULTS}):
+        dom = dump_dom(binary, tmp_path, page.as_uri() + "#?" + urlencode({"kind": kind}))
+        visible = [node for node in case_nodes(dom) if "hidden" not in node.attrs]
+        assert len(visible) == sum(1 for stored in RESULTS if stored.result.transcript.kind == kind), kind

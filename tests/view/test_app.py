@@ -65,6 +65,7 @@ PAGES = [
     f"/runs/{DONE}/conversation?key=0:refund:-:0",
     "/compare",
     f"/compare?a={OLD}&b={DONE}",
+    f"/runs/{DONE}/digest",
 ]
 
 
@@ -98,6 +99,7 @@ def test_no_page_needs_a_style_attribute(client: TestClient) -> None:
     [
         (f"/runs/{DONE}", 200),
         ("/runs/20990101-000000-ffffff", 404),
+        ("/runs/20990101-000000-ffffff/digest", 404),
         ("/runs/20990101-000000-ffffff/conversation?key=x", 404),
         (f"/runs/{DONE}/conversation?key=no-such-key", 404),
         (f"/runs/{DONE}/report.exe", 404),
@@ -188,7 +190,14 @@ def test_assets_are_served_by_the_app(client: TestClient, name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", ["/", f"/runs/{DONE}", f"/runs/{DONE}/conversation?key=0:refund:-:0", f"/compare?a={OLD}&b={DONE}"]
+    "path",
+    [
+        "/",
+        f"/runs/{DONE}",
+        f"/runs/{DONE}/conversation?key=0:refund:-:0",
+        f"/compare?a={OLD}&b={DONE}",
+        f"/runs/{DONE}/digest",
+    ],
 )
 def test_hostile_strings_are_escaped(client: TestClient, path: str) -> None:
     text = client.get(path).text
@@ -441,3 +450,12 @@ def test_the_command_refuses_a_store_that_is_not_there(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "no run store at" in result.output
     assert not (tmp_path / "none.db").exists()
+
+
+def test_the_digest_page_groups_the_failures_and_is_linked_from_the_run(client: TestClient) -> None:
+    page = client.get(f"/runs/{DONE}").text
+    assert f"href='/runs/{DONE}/digest'" in page
+    digest = client.get(f"/runs/{DONE}/digest").text
+    assert f"Failure digest of run {DONE}" in digest
+    assert "1 of 2 conversations did not pass" in digest
+    assert "id='cause-1'" in digest

@@ -1,8 +1,8 @@
 /* Simulator HTML report: client-side filters. Embedded inline by simulator/reports/html.py.
  * Without JavaScript the page is complete: every case is a <details> element and the filter bar stays hidden.
- * Filters: outcome checkboxes, tag / persona / suite selects and a search box. The filter state is kept in the
- * address's fragment as "#?outcome=fail,error&tag=...&persona=...&suite=...&q=..." so a filtered view can be
- * bookmarked; any other fragment (e.g. "#case-12") is a plain link to a case and opens it.
+ * Filters: outcome checkboxes, tag / persona / suite / kind selects and a search box. The filter state is kept
+ * in the address's fragment as "#?outcome=fail,error&tag=...&persona=...&suite=...&kind=...&q=..." so a
+ * filtered view can be bookmarked; any other fragment (e.g. "#case-12") is a plain link to a case and opens it.
  * A page whose cards load their conversations when opened (its data says "lazy": true; simulator view serves
  * such pages) cannot search them here: its text search asks the page's own address + "/search?q=..." for the
  * keys of the results that match, and shows the local matches until the answer comes.
@@ -33,6 +33,7 @@
     var tagSelect = form.elements.namedItem("tag");
     var personaSelect = form.elements.namedItem("persona");
     var suiteSelect = form.elements.namedItem("suite");
+    var kindSelect = form.elements.namedItem("kind");
     var search = form.elements.namedItem("q");
 
     function readState() {
@@ -43,6 +44,7 @@
         tag: tagSelect ? tagSelect.value : "",
         persona: personaSelect ? personaSelect.value : "",
         suite: suiteSelect ? suiteSelect.value : "",
+        kind: kindSelect ? kindSelect.value : "",
         q: search ? search.value.trim().toLowerCase() : ""
       };
     }
@@ -56,6 +58,7 @@
         if (persona !== state.persona) { return false; }
       }
       if (state.suite && String(info.suite) !== state.suite) { return false; }
+      if (state.kind && info.kind !== state.kind) { return false; }
       if (state.q && lazy && remote.q === state.q) {
         return remote.keys[info.key] === true;
       }
@@ -99,6 +102,7 @@
       if (state.tag) { params.set("tag", state.tag); }
       if (state.persona) { params.set("persona", state.persona); }
       if (state.suite) { params.set("suite", state.suite); }
+      if (state.kind) { params.set("kind", state.kind); }
       if (search && search.value.trim()) { params.set("q", search.value.trim()); }
       var text = params.toString();
       var hash = text ? "#?" + text : "";
@@ -143,6 +147,7 @@
       setSelect(tagSelect, params.get("tag"));
       setSelect(personaSelect, params.get("persona"));
       setSelect(suiteSelect, params.get("suite"));
+      setSelect(kindSelect, params.get("kind"));
       if (search && params.get("q") !== null) { search.value = params.get("q"); }
       return true;
     }
@@ -173,7 +178,7 @@
       if (action === "collapse") { toggleAll(false); }
       if (action === "reset") {
         outcomeBoxes.forEach(function (box) { box.checked = true; });
-        [tagSelect, personaSelect, suiteSelect].forEach(function (s) { if (s) { s.value = ""; } });
+        [tagSelect, personaSelect, suiteSelect, kindSelect].forEach(function (s) { if (s) { s.value = ""; } });
         if (search) { search.value = ""; }
         apply(true);
       }
