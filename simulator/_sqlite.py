@@ -12,6 +12,7 @@ commits, never corrupt the file).
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import Final, Literal
 
@@ -52,12 +53,32 @@ def connect(
         if foreign_keys:
             connection.execute("PRAGMA foreign_keys = ON")
         if wal:
-            connection.execute("PRAGMA journal_mode = WAL")
+            _set_wal(connection, timeout)
             connection.execute("PRAGMA synchronous = NORMAL")
     except BaseException:
         connection.close()
         raise
     return connection
+
+
+def _set_wal(connection: sqlite3.Connection, timeout: float) -> None:
+    """Switch ``connection``'s file to WAL, waiting up to ``timeout`` seconds for other connections.
+
+    Changing the journal mode of a file another process is opening at the same moment (several workers
+    creating one new store) fails at once with "database is locked": SQLite does not call the busy handler
+    for it. So it is tried again, a little later each time, like the busy timeout would.
+    """
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 # SQLite's primary result codes (the low byte of an extended code) of a disk that cannot take a write.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
 import sqlite3
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import TypeAdapter
@@ -796,3 +798,30 @@ def test_a_summary_stored_by_an_older_version_still_reads(tmp_path: Path) -> Non
     assert totals.usage["judge"] == Usage(calls=3, prompt_tokens=5, completion_tokens=1, cost=None)
     # Stored before answers from the request cache were counted apart: it has none, and all were sent.
     assert (totals.usage["judge"].cached_calls, totals.usage["judge"].requests) == (0, 3)
+
+
+def _open_when_all_are_ready(path: str, barrier: Any, said: Any) -> None:
+    barrier.wait()
+    try:
+        with RunStore(path) as store:
+            store.list_runs()
+        said.put("ok")
+    except Exception as exc:  # reported to the test, which names it
+        said.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_processes_opening_one_new_store_at_once_all_get_it(tmp_path: Path) -> None:
+    """Workers creating one new store at the same moment (pytest -n, CI jobs): SQLite refuses the switch to its
+    WAL journal at once, without waiting, while another connection opens the file; the store waits instead."""
+    context = multiprocessing.get_context("fork")
+    said = context.Queue()
+    for round_ in range(25):
+        path = str(tmp_path / f"runs{round_}.db")
+        barrier = context.Barrier(4)
+        workers = [context.Process(target=_open_when_all_are_ready, args=(path, barrier, said)) for _ in range(4)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(60)
+        answers = [said.get(timeout=10) for _ in workers]
+        assert answers == ["ok"] * 4, answers
