@@ -20,7 +20,12 @@ arrival and reply times (``time.time()``) and its parent, the highest marker fou
 follows in its conversation; none for a conversation's first request). ``GET /timeline`` returns the log since
 the last call and empties it. The markers change the texts a little, never their shape.
 
-    python bench/_server.py --port P --latency S [--timeline] [--unsatisfied]
+With ``--sizes`` every request's prompt and completion are measured (characters and tokens, by role and
+conversation, with the share of the prompt an earlier request's prompt could have left in a provider's cache: see
+bench/_sizes.py); the replies to the user and agent roles carry a conversation marker `` [cN]`` at the end of their
+text (taken out again before measuring). ``GET /sizes`` returns the log since the last call and empties it.
+
+    python bench/_server.py --port P --latency S [--timeline] [--unsatisfied] [--sizes]
 
 :class:`FakeServer` starts it as a subprocess and reads ``/stats`` with the standard library only, so a bench
 that uses it imports neither aiohttp nor a model library itself.
@@ -216,12 +221,13 @@ class _Counts:
         self.first_request = None
 
 
-def build_app(latency: float, timeline: bool = False, satisfied: bool = True) -> Any:
+def build_app(latency: float, timeline: bool = False, satisfied: bool = True, sizes: bool = False) -> Any:
     """The aiohttp application (aiohttp is imported here, in the server's process only)."""
     from aiohttp import web
 
     counts = _Counts()
     log: list[dict[str, Any]] = []
+    size_log = _size_log() if sizes else None
 
     async def chat(request: web.Request) -> web.Response:
         arrived = time.time()
@@ -234,6 +240,7 @@ def build_app(latency: float, timeline: bool = False, satisfied: bool = True) ->
         counts.serial += 1
         serial = counts.serial
         marker = f" [r{serial}]" if timeline else ""
+        conversation, marker = _conversation_marker(size_log, raw, role, marker)
         counts.requests[role] = counts.requests.get(role, 0) + 1
         counts.total_in_flight += 1
         counts.in_flight[role] = counts.in_flight.get(role, 0) + 1
@@ -250,6 +257,8 @@ def build_app(latency: float, timeline: bool = False, satisfied: bool = True) ->
             content = (
                 structured_content(form, marker, satisfied=satisfied, prompt=prompt) if form else AGENT_REPLY + marker
             )
+            if size_log is not None and form:
+                content = _mark_conversation(content, marker, form)
         finally:
             counts.total_in_flight -= 1
             counts.in_flight[role] -= 1
@@ -258,6 +267,8 @@ def build_app(latency: float, timeline: bool = False, satisfied: bool = True) ->
                 {"serial": serial, "role": role, "schema": schema_name(form) if form else None,
                  "arrived": arrived, "replied": time.time(), "parent": parent_of(raw)}
             )  # fmt: skip
+        if size_log is not None:
+            size_log.record(serial, role, schema_name(form) if form else None, conversation, body, content)
         return web.json_response(
             {
                 "id": f"c{serial}", "object": "chat.completion", "created": int(time.time()), "model": model,
@@ -278,12 +289,44 @@ def build_app(latency: float, timeline: bool = False, satisfied: bool = True) ->
         log.clear()
         return web.json_response(answer)
 
+    async def size_report(request: web.Request) -> web.Response:
+        empty = {"tokenizer": None, "tokenize_s": 0.0, "requests": []}
+        return web.json_response(await size_log.drain() if size_log is not None else empty)
+
     app = web.Application()
     app.router.add_get("/timeline", timeline_log)
+    app.router.add_get("/sizes", size_report)
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_post("/chat/completions", chat)
     app.router.add_get("/stats", stats)
     return app
+
+
+def _size_log() -> Any:
+    # bench/_sizes.py, beside this file: imported when the server runs as a script with --sizes (its folder on
+    # the import path), so loading this module by its path (as the tests do) needs nothing more.
+    from _sizes import SizeLog
+
+    return SizeLog()
+
+
+def _conversation_marker(size_log: Any, raw: bytes, role: str, marker: str) -> tuple[int, str]:
+    """With ``--sizes``: the request's conversation (see bench/_sizes.py) and its reply's marker with the
+    conversation's appended (for the roles whose replies later requests quote)."""
+    if size_log is None:
+        return 0, marker
+    from _sizes import MARKED_ROLES
+
+    conversation: int = size_log.conversation(raw.decode("utf-8", errors="replace"))
+    return conversation, marker + (f" [c{conversation}]" if role in MARKED_ROLES else "")
+
+
+def _mark_conversation(content: str, marker: str, form: Any) -> str:
+    """A structured reply whose schema has neither ``message`` nor ``reason`` gets its conversation marker too."""
+    from _sizes import mark_structured
+
+    found = re.search(r" \[c\d+\]$", marker)
+    return mark_structured(content, found.group(0), form) if found else content
 
 
 def free_port() -> int:
@@ -296,10 +339,16 @@ class FakeServer:
     """The fake server in a subprocess: ``with FakeServer(latency=0.2) as server: ... server.stats()``."""
 
     def __init__(
-        self, latency: float = 0.0, port: int | None = None, timeline: bool = False, satisfied: bool = True
+        self,
+        latency: float = 0.0,
+        port: int | None = None,
+        timeline: bool = False,
+        satisfied: bool = True,
+        sizes: bool = False,
     ) -> None:
         self.latency = latency
         self.timeline = timeline
+        self.sizes = sizes
         self.satisfied = satisfied
         self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -309,6 +358,7 @@ class FakeServer:
         command = [sys.executable, str(Path(__file__)), "--port", str(self.port), "--latency", str(self.latency)]
         command += ["--timeline"] if self.timeline else []
         command += [] if self.satisfied else ["--unsatisfied"]
+        command += ["--sizes"] if self.sizes else []
         self._process = subprocess.Popen(command)
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
@@ -331,6 +381,12 @@ class FakeServer:
         """The requests logged since the last call (``--timeline``); empties the log."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/timeline", timeout=10) as reply:
             answer: list[dict[str, Any]] = json.loads(reply.read())
+        return answer
+
+    def size_log(self) -> dict[str, Any]:
+        """The requests' sizes since the last call (``--sizes``, see bench/_sizes.py); empties the log."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/sizes", timeout=120) as reply:
+            answer: dict[str, Any] = json.loads(reply.read())
         return answer
 
     def stop(self) -> None:
@@ -358,10 +414,11 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--timeline", action="store_true", help="Mark replies and log every request.")
     parser.add_argument("--unsatisfied", action="store_true", help="The judge finds no goal satisfied.")
+    parser.add_argument("--sizes", action="store_true", help="Log every request's sizes and conversation.")
     args = parser.parse_args()
     from aiohttp import web
 
-    app = build_app(args.latency, args.timeline, satisfied=not args.unsatisfied)
+    app = build_app(args.latency, args.timeline, satisfied=not args.unsatisfied, sizes=args.sizes)
     web.run_app(app, host="127.0.0.1", port=args.port, print=None, access_log=None)
 
 
