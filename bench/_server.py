@@ -268,7 +268,10 @@ def build_app(latency: float, timeline: bool = False, satisfied: bool = True, si
                  "arrived": arrived, "replied": time.time(), "parent": parent_of(raw)}
             )  # fmt: skip
         if size_log is not None:
-            size_log.record(serial, role, schema_name(form) if form else None, conversation, body, content)
+            size_log.record(
+                serial, role, schema=schema_name(form) if form else None, conversation=conversation, body=body,
+                completion=content,
+            )  # fmt: skip
         return web.json_response(
             {
                 "id": f"c{serial}", "object": "chat.completion", "created": int(time.time()), "model": model,
@@ -290,7 +293,7 @@ def build_app(latency: float, timeline: bool = False, satisfied: bool = True, si
         return web.json_response(answer)
 
     async def size_report(request: web.Request) -> web.Response:
-        empty = {"tokenizer": None, "tokenize_s": 0.0, "requests": []}
+        empty: dict[str, Any] = {"tokenizer": None, "tokenize_s": 0.0, "requests": []}
         return web.json_response(await size_log.drain() if size_log is not None else empty)
 
     app = web.Application()

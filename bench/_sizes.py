@@ -142,7 +142,8 @@ def mark_structured(content: str, marker: str, response_format: Any) -> str:
 
     def free(key: str) -> bool:
         spec = properties.get(key, {})
-        return isinstance(value.get(key), str) and not (isinstance(spec, dict) and {"enum", "const", "format"} & set(spec))
+        fixed = isinstance(spec, dict) and bool({"enum", "const", "format"} & set(spec))
+        return isinstance(value.get(key), str) and not fixed
 
     keys = [k for k in _MARK_FIRST if free(k)] + [k for k in value if free(k)]
     if not keys:
@@ -214,28 +215,26 @@ class SizeLog:
             found = self._conversations
         return found
 
-    def record(self, serial: int, role: str, schema: str | None, conversation: int, body: dict[str, Any],
-               completion: str) -> None:  # fmt: skip
+    def record(
+        self, serial: int, role: str, *, schema: str | None, conversation: int, body: dict[str, Any], completion: str
+    ) -> None:
         """Measure one request and its reply (in the worker thread)."""
-        self._pending.append(
-            self._pool.submit(self._measure, serial, role, schema, conversation, body, completion)
-        )  # fmt: skip
+        entry = {"serial": serial, "role": role, "schema": schema, "conversation": conversation}
+        self._pending.append(self._pool.submit(self._measure, entry, body, completion))
 
-    def _measure(self, serial: int, role: str, schema: str | None, conversation: int, body: dict[str, Any],
-                 completion: str) -> dict[str, Any]:  # fmt: skip
+    def _measure(self, entry: dict[str, Any], body: dict[str, Any], completion: str) -> dict[str, Any]:
         began = time.perf_counter()
         assert self._tokenizer is not None
         prompt = unmarked(serialise_prompt(body.get("messages")))
         form = serialise_format(body)
         reply = unmarked(completion)
         ids = self._tokenizer.ids(prompt)
-        entry = {
-            "serial": serial, "role": role, "schema": schema, "conversation": conversation,
+        entry.update({
             "prompt": prompt, "prompt_chars": len(prompt), "prompt_tokens": len(ids),
             "format_chars": len(form), "format_tokens": len(self._tokenizer.ids(form)) if form else 0,
             "completion_chars": len(reply), "completion_tokens": len(self._tokenizer.ids(reply)) if reply else 0,
             "_ids": ids,
-        }  # fmt: skip
+        })  # fmt: skip
         self.tokenize_s += time.perf_counter() - began
         return entry
 
@@ -257,4 +256,3 @@ class SizeLog:
         answer = {"tokenizer": self._tokenizer.name, "tokenize_s": self.tokenize_s, "requests": entries}
         self.tokenize_s = 0.0
         return answer
-
