@@ -268,10 +268,9 @@ def build_app(latency: float, timeline: bool = False, satisfied: bool = True, si
                  "arrived": arrived, "replied": time.time(), "parent": parent_of(raw)}
             )  # fmt: skip
         if size_log is not None:
-            size_log.record(
-                serial, role, schema=schema_name(form) if form else None, conversation=conversation, body=body,
-                completion=content,
-            )  # fmt: skip
+            reply = {"role": "assistant", "content": content}
+            schema = schema_name(form) if form else None
+            size_log.record(serial, role, schema=schema, conversation=conversation, body=body, reply=reply)
         return web.json_response(
             {
                 "id": f"c{serial}", "object": "chat.completion", "created": int(time.time()), "model": model,

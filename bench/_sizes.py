@@ -106,6 +106,12 @@ def serialise_prompt(messages: Any) -> str:
     return "".join(parts)
 
 
+def completion_text(message: dict[str, Any]) -> str:
+    """The reply's text as billed: its content, then its ``tool_calls`` as sorted JSON."""
+    calls = message.get("tool_calls")
+    return _text(message.get("content")) + (json.dumps(calls, sort_keys=True) if calls else "")
+
+
 def serialise_format(body: dict[str, Any]) -> str:
     """The request's ``response_format``, ``tools`` and ``tool_choice`` as sorted JSON ('' when it has none)."""
     extra = {key: body[key] for key in ("response_format", "tools", "tool_choice") if body.get(key)}
@@ -216,18 +222,25 @@ class SizeLog:
         return found
 
     def record(
-        self, serial: int, role: str, *, schema: str | None, conversation: int, body: dict[str, Any], completion: str
+        self,
+        serial: int,
+        role: str,
+        *,
+        schema: str | None,
+        conversation: int,
+        body: dict[str, Any],
+        reply: dict[str, Any],
     ) -> None:
-        """Measure one request and its reply (in the worker thread)."""
+        """Measure one request and its reply, the assistant message (in the worker thread)."""
         entry = {"serial": serial, "role": role, "schema": schema, "conversation": conversation}
-        self._pending.append(self._pool.submit(self._measure, entry, body, completion))
+        self._pending.append(self._pool.submit(self._measure, entry, body, reply))
 
-    def _measure(self, entry: dict[str, Any], body: dict[str, Any], completion: str) -> dict[str, Any]:
+    def _measure(self, entry: dict[str, Any], body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
         began = time.perf_counter()
         assert self._tokenizer is not None
         prompt = unmarked(serialise_prompt(body.get("messages")))
         form = serialise_format(body)
-        reply = unmarked(completion)
+        reply = unmarked(completion_text(message))
         ids = self._tokenizer.ids(prompt)
         entry.update({
             "prompt": prompt, "prompt_chars": len(prompt), "prompt_tokens": len(ids),
