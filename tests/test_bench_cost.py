@@ -86,6 +86,11 @@ def test_the_prompt_is_role_and_content_of_each_message_and_the_format_apart(siz
     body = {"messages": messages, "response_format": {"type": "json_object"}, "tools": [], "temperature": 0}
     assert sizes.serialise_format(body) == '{"response_format": {"type": "json_object"}}'
     assert sizes.serialise_format({"messages": messages}) == ""
+    call = [{"id": "c1", "type": "function", "function": {"name": "verdict", "arguments": "{}"}}]
+    assert sizes.completion_text({"role": "assistant", "content": None, "tool_calls": call}) == json.dumps(
+        call, sort_keys=True
+    )
+    assert sizes.completion_text({"role": "assistant", "content": "Hi"}) == "Hi"
 
 
 def test_a_structured_reply_is_marked_in_a_free_string_never_in_a_verdict(sizes: ModuleType) -> None:
