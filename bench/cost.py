@@ -200,7 +200,7 @@ def run_peer(
     if done.returncode != 0 or not report:
         return Row(peer, skipped=_reason(done, "the driver"))
     errors = report.get("errors") or []
-    note = f"{report.get('version', '?')}, user turns {report.get('user_turns_done', '?')}"
+    note = f"{report.get('version', '?')}, user turns {report.get('user_turns_done', '?')} of {conversations * turns}"
     return Row(peer, note=note + (f", {len(errors)} errors" if errors else ""))
 
 
