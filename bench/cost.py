@@ -91,6 +91,7 @@ class Row:
     outcomes: dict[str, int] = field(default_factory=dict)
     note: str = ""
     skipped: str = ""
+    tokenize_s: float = 0.0
 
     def role(self, role: str, key: str) -> int:
         """The sum of ``key`` over the role's requests."""
@@ -142,12 +143,14 @@ def _reason(process: subprocess.CompletedProcess[str], what: str) -> str:
     return f"{what} exited with {process.returncode}" + (f": {lines[-1][:200]}" if lines else "")
 
 
-def _measured(server: FakeServer, name: str, keep: Path | None) -> list[dict[str, Any]]:
+def _measure(row: Row, server: FakeServer, keep: Path | None) -> Row:
+    """``row`` with the requests the server measured since the last call."""
     log = server.size_log()
     if keep is not None:
-        (keep / f"sizes-{name}.json").write_text(json.dumps(log, indent=1), encoding="utf-8")
-    requests: list[dict[str, Any]] = log["requests"]
-    return requests
+        (keep / f"sizes-{row.name.split()[0].lower()}.json").write_text(json.dumps(log, indent=1), encoding="utf-8")
+    if not row.skipped:
+        row.requests, row.tokenize_s = log["requests"], float(log["tokenize_s"])
+    return row
 
 
 def run_simulator(server: FakeServer, conversations: int, turns: int, concurrency: int, where: Path) -> Row:
@@ -254,6 +257,8 @@ def print_table(rows: list[Row], conversations: int, turns: int, tokenizer: str,
                 for role in BILLED
             ]
             print(f"  {row.name:<12}{chars[0]:>16}{chars[1]:>16}")
+    spent = sum(row.tokenize_s for row in rows)
+    print(f"measuring took {spent:.2f} s in the server's worker thread, after the replies were sent")
 
 
 def bench_line(rows: list[Row], conversations: int, turns: int, tokenizer: str, failing: bool) -> str:
@@ -325,17 +330,14 @@ def main(argv: list[str] | None = None) -> None:
         where = args.keep or Path(tmp)
         where.mkdir(parents=True, exist_ok=True)
         n, t = args.conversations, args.turns
-        rows = [run_simulator(server, n, t, args.concurrency, where)]
-        rows[0].requests = _measured(server, "simulator", args.keep)
-        rows.append(run_bare(server, n, t, args.concurrency, where))
-        rows[-1].requests = _measured(server, "bare", args.keep)
+        rows = [_measure(run_simulator(server, n, t, args.concurrency, where), server, args.keep)]
+        rows.append(_measure(run_bare(server, n, t, args.concurrency, where), server, args.keep))
         for peer in peers:
             print(f"peer {peer}: installing and running ...", flush=True)
             row = run_peer(
                 peer, server, peer_dir=args.peer_dir, venvs=args.venvs, conversations=n, turns=t, where=where
             )
-            row.requests = [] if row.skipped else _measured(server, peer, args.keep)
-            rows.append(row)
+            rows.append(_measure(row, server, args.keep))
         tokenizer = str(server.size_log()["tokenizer"])
     if not peers:
         print(f"no peers run ({'--peers none' if args.peers == 'none' else f'no drivers in {args.peer_dir}'})")
