@@ -436,7 +436,6 @@ def _summary(item: _Item) -> str:
         summary.append(
             f"<span class='case-why'>{_e(redacted_and_shortened(result.reasons[0], _WHY_LENGTH, flat=True))}</span>"
         )
-
     if stored.reviews:
         summary.append(f"<span class='reviewed'>reviewer: {_e(stored.reviewed_outcome or outcome)}</span>")
     return "".join(summary)
