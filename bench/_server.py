@@ -190,7 +190,11 @@ def tool_reply(body: Mapping[str, Any], serial: int, marker: str = "", *, satisf
     prompt = "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
     parameters = function.get("parameters") or {"type": "object", "properties": {}}
     arguments = structured_content({"schema": parameters}, marker, satisfied=satisfied, prompt=prompt)
-    call = {"id": f"call_{serial}", "type": "function", "function": {"name": function.get("name"), "arguments": arguments}}
+    call = {
+        "id": f"call_{serial}",
+        "type": "function",
+        "function": {"name": function.get("name"), "arguments": arguments},
+    }
     return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 

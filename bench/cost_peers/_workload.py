@@ -136,15 +136,15 @@ def guard() -> Iterator[Guard]:
     state = Guard()
     connect, connect_ex, lookup = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
 
-    def checked(sock: socket.socket, address: Any) -> None:
+    def checked(sock: Any, address: Any) -> None:
         if sock.family in (socket.AF_INET, socket.AF_INET6) and not _local(address[0]):
             state.refuse(address[0], address[1])
 
-    def guarded_connect(sock: socket.socket, address: Any) -> None:
+    def guarded_connect(sock: Any, address: Any) -> None:
         checked(sock, address)
         connect(sock, address)
 
-    def guarded_connect_ex(sock: socket.socket, address: Any) -> int:
+    def guarded_connect_ex(sock: Any, address: Any) -> int:
         checked(sock, address)
         return connect_ex(sock, address)
 
@@ -180,6 +180,7 @@ def report(peer: str, version: str, options: Options, user_turns_done: int, erro
 
 def run(
     peer: str,
+    *,
     distribution: str,
     argv: Sequence[str] | None,
     drive: Callable[[Options, list[str]], int],

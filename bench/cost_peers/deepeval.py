@@ -107,7 +107,9 @@ def _drive(options: _workload.Options, errors: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and run (see the module docstring)."""
-    return _workload.run(PEER, "deepeval", argv, drive, ENVIRONMENT, REMOVED)
+    return _workload.run(
+        PEER, distribution="deepeval", argv=argv, drive=drive, extra_environment=ENVIRONMENT, removed=REMOVED
+    )
 
 
 if __name__ == "__main__":

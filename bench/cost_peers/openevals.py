@@ -52,7 +52,9 @@ def drive(options: _workload.Options, errors: list[str]) -> int:
         return chat_models.init_chat_model(f"openai:{name}", base_url=options.base_url, api_key=_workload.DUMMY_KEY)
 
     user = simulators.create_llm_simulated_user(system=_workload.SCENARIO, client=model(_workload.USER_MODEL))
-    judge = llm.create_llm_as_judge(prompt=JUDGE_PROMPT, feedback_key="goal_satisfied", judge=model(_workload.JUDGE_MODEL))
+    judge = llm.create_llm_as_judge(
+        prompt=JUDGE_PROMPT, feedback_key="goal_satisfied", judge=model(_workload.JUDGE_MODEL)
+    )
     histories: dict[str, list[dict[str, Any]]] = {}
 
     def app(inputs: dict[str, Any], *, thread_id: str, **kwargs: Any) -> dict[str, Any]:
@@ -82,7 +84,9 @@ def drive(options: _workload.Options, errors: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and run (see the module docstring)."""
-    return _workload.run(PEER, "openevals", argv, drive, ENVIRONMENT, REMOVED)
+    return _workload.run(
+        PEER, distribution="openevals", argv=argv, drive=drive, extra_environment=ENVIRONMENT, removed=REMOVED
+    )
 
 
 if __name__ == "__main__":

@@ -84,7 +84,9 @@ def _role(message: Any) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and run (see the module docstring)."""
-    return _workload.run(PEER, "langwatch-scenario", argv, drive, ENVIRONMENT, REMOVED)
+    return _workload.run(
+        PEER, distribution="langwatch-scenario", argv=argv, drive=drive, extra_environment=ENVIRONMENT, removed=REMOVED
+    )
 
 
 if __name__ == "__main__":

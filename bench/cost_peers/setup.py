@@ -89,7 +89,10 @@ def install(peer: str, venv: Path) -> dict[str, str]:
     python = str(python_of(venv))
     _run([python, "-m", "pip", "install", "--quiet", *PINS[peer]], f"pip install {' '.join(PINS[peer])}")
     names = [pin.split("==", 1)[0] for pin in PINS[peer]]
-    script = "import json, sys\nfrom importlib import metadata\nprint(json.dumps({n: metadata.version(n) for n in sys.argv[1:]}))"
+    script = (
+        "import json, sys\nfrom importlib import metadata\n"
+        "print(json.dumps({n: metadata.version(n) for n in sys.argv[1:]}))"
+    )
     versions: dict[str, str] = json.loads(_run([python, "-c", script, *names], "reading the installed versions"))
     (venv / MARKER).write_text(json.dumps(marker_for(peer, versions), indent=2) + "\n", encoding="utf-8")
     return versions
