@@ -20,10 +20,11 @@ conversation fails: the workload of failing conversations, whose judge may also 
 user's fidelity.
 
 With ``--timeline`` every reply carries a marker `` [rN]`` (N: the request's serial number) at the end of its
-text (the ``message`` or ``reason`` of a structured reply), and every request is logged: serial, role, schema,
-arrival and reply times (``time.time()``) and its parent, the highest marker found in its body (the reply it
-follows in its conversation; none for a conversation's first request). ``GET /timeline`` returns the log since
-the last call and empties it. The markers change the texts a little, never their shape.
+text (the ``message``, ``reason`` or first free-text property of a structured reply, see :func:`marked_key`), and
+every request is logged: serial, role, schema (or tool called), arrival and reply times (``time.time()``) and its
+parent, the highest marker found in its body (the reply it follows in its conversation; none for a
+conversation's first request). ``GET /timeline`` returns the log since the last call and empties it. The
+markers change the texts a little, never their shape.
 
     python bench/_server.py --port P --latency S [--timeline] [--unsatisfied]
 
@@ -164,10 +165,27 @@ def structured_content(response_format: Any, marker: str = "", *, satisfied: boo
     else:
         value = fill(schema, satisfied=satisfied, turns=marked_turns(prompt))
     if marker and isinstance(value, dict):
-        key = next((k for k in ("message", "reason") if isinstance(value.get(k), str)), None)
+        key = marked_key(value, schema if isinstance(schema, dict) else {})
         if key is not None:
             value[key] += marker
     return json.dumps(value)
+
+
+def marked_key(value: Mapping[str, Any], schema: Mapping[str, Any]) -> str | None:
+    """The property of a structured answer that carries the ``--timeline`` marker: its ``message``, else its
+    ``reason``, else its first free-text property (a plain string in ``schema``, no enum, pattern or format, so
+    the marker keeps the answer valid; a peer's user turn such as ``simulated_input``); none when it has none."""
+    for key in ("message", "reason"):
+        if isinstance(value.get(key), str):
+            return key
+    properties = schema.get("properties") or {}
+    for key, text in value.items():
+        spec = properties.get(key)
+        if not isinstance(spec, dict) or spec.get("type") != "string" or not isinstance(text, str):
+            continue
+        if not {"enum", "const", "pattern", "format"} & set(spec):
+            return str(key)
+    return None
 
 
 def forced_tool(body: Mapping[str, Any]) -> dict[str, Any] | None:

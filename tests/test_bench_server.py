@@ -251,3 +251,23 @@ def test_the_server_answers_forced_tool_calls_and_plain_user_requests(server_mod
         stats = server.stats()
         assert stats["requests"] == {"judge": 2, "user": 1}
         assert stats["schemas"] == {"judge:continue_test": 1}
+
+
+@pytest.mark.parametrize(
+    ("properties", "marked"),
+    [
+        ({"reason": {"type": "string"}, "message": {"type": "string"}}, "message"),
+        ({"verdict": {"type": "string", "enum": ["yes", "no"]}, "reason": {"type": "string"}}, "reason"),
+        ({"simulated_input": {"type": "string"}}, "simulated_input"),
+        ({"verdict": {"type": "string", "enum": ["yes"]}, "when": {"type": "string", "format": "date"}}, None),
+        ({"is_complete": {"type": "boolean"}}, None),
+    ],
+    ids=["message-first", "reason-not-the-enum", "free-text", "no-free-text", "no-string"],
+)
+def test_with_a_timeline_a_structured_reply_marks_its_first_free_text(
+    server_module: ModuleType, properties: dict[str, Any], marked: str | None
+) -> None:
+    schema = {"type": "object", "properties": properties, "required": list(properties)}
+    plain = json.loads(server_module.structured_content({"schema": schema}))
+    value = json.loads(server_module.structured_content({"schema": schema}, " [r5]"))
+    assert {k: v for k, v in value.items() if v != plain[k]} == ({marked: f"{plain[marked]} [r5]"} if marked else {})
