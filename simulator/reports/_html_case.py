@@ -457,6 +457,9 @@ def _body(item: _Item) -> str:
     if tokens:
         roles = [f"{role} {use.total_tokens:,}" for role, use in transcript.usage.items() if use.total_tokens]
         meta.append(f"{tokens:,} tokens ({', '.join(roles)})")
+        read = sum(use.cache_read_tokens for use in transcript.usage.values())
+        if read:
+            meta.append(f"{read:,} prompt tokens from the provider's prompt cache")
     if transcript.seed is not None:
         meta.append(f"seed {transcript.seed}")
     body = [f"<p class='case-meta'>{_e(' · '.join(meta))}</p>", item.beside.get(RESULT_BESIDE, "")]
