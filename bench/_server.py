@@ -10,15 +10,21 @@ model name. ``GET /stats`` returns the counts since the last ``/stats`` (per rol
 of structured requests), the most requests in flight at once (overall and per role; at 0 latency a request
 is never in flight while another is) and the wall-clock time (``time.time()``) of the first request, and resets them.
 
+A request that forces a tool call (``tools`` with ``tool_choice`` ``"required"`` or naming a function), as peers'
+judges ask for a verdict, is answered by calling the named tool, else the first, with arguments that fit its
+``parameters`` (see :func:`tool_reply`); counted under ``schemas`` as ``role:tool_name``. A plain-text request of
+the ``user`` role (a simulated user that answers in text) gets the user's message, any other the agent's reply.
+
 With ``--unsatisfied`` the judge says the user's goal was not satisfied (``satisfied: false``), so every
 conversation fails: the workload of failing conversations, whose judge may also be asked about the simulated
 user's fidelity.
 
 With ``--timeline`` every reply carries a marker `` [rN]`` (N: the request's serial number) at the end of its
-text (the ``message`` or ``reason`` of a structured reply), and every request is logged: serial, role, schema,
-arrival and reply times (``time.time()``) and its parent, the highest marker found in its body (the reply it
-follows in its conversation; none for a conversation's first request). ``GET /timeline`` returns the log since
-the last call and empties it. The markers change the texts a little, never their shape.
+text (the ``message``, ``reason`` or first free-text property of a structured reply, see :func:`marked_key`), and
+every request is logged: serial, role, schema (or tool called), arrival and reply times (``time.time()``) and its
+parent, the highest marker found in its body (the reply it follows in its conversation; none for a
+conversation's first request). ``GET /timeline`` returns the log since the last call and empties it. The
+markers change the texts a little, never their shape.
 
 With ``--sizes`` every request's prompt and completion are measured (characters and tokens, by role and
 conversation, with the share of the prompt an earlier request's prompt could have left in a provider's cache: see
@@ -164,10 +170,61 @@ def structured_content(response_format: Any, marker: str = "", *, satisfied: boo
     else:
         value = fill(schema, satisfied=satisfied, turns=marked_turns(prompt))
     if marker and isinstance(value, dict):
-        key = next((k for k in ("message", "reason") if isinstance(value.get(k), str)), None)
+        key = marked_key(value, schema if isinstance(schema, dict) else {})
         if key is not None:
             value[key] += marker
     return json.dumps(value)
+
+
+def marked_key(value: Mapping[str, Any], schema: Mapping[str, Any]) -> str | None:
+    """The property of a structured answer that carries the ``--timeline`` marker: its ``message``, else its
+    ``reason``, else its first free-text property (a plain string in ``schema``, no enum, pattern or format, so
+    the marker keeps the answer valid; a peer's user turn such as ``simulated_input``); none when it has none."""
+    for key in ("message", "reason"):
+        if isinstance(value.get(key), str):
+            return key
+    properties = schema.get("properties") or {}
+    for key, text in value.items():
+        spec = properties.get(key)
+        if not isinstance(spec, dict) or spec.get("type") != "string" or not isinstance(text, str):
+            continue
+        if not {"enum", "const", "pattern", "format"} & set(spec):
+            return str(key)
+    return None
+
+
+def forced_tool(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The tool a request forces its answer to call: the one ``tool_choice`` names, else the first of ``tools``
+    when ``tool_choice`` is ``"required"``; ``None`` when the request leaves the model free to answer in text."""
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict) and isinstance(t.get("function"), dict)]
+    choice = body.get("tool_choice")
+    if not tools or not (choice == "required" or isinstance(choice, dict)):
+        return None
+    named = ((choice or {}).get("function") or {}).get("name") if isinstance(choice, dict) else None
+    chosen = next((t for t in tools if t["function"].get("name") == named), tools[0])
+    function: dict[str, Any] = chosen["function"]
+    return function
+
+
+def tool_reply(body: Mapping[str, Any], serial: int, marker: str = "", *, satisfied: bool = True) -> dict[str, Any]:
+    """The assistant message answering a request that forces a tool call (see :func:`forced_tool`): one call of
+    that tool with arguments that fit its ``parameters`` (see :func:`structured_content`)."""
+    function = forced_tool(body) or {}
+    prompt = "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
+    parameters = function.get("parameters") or {"type": "object", "properties": {}}
+    arguments = structured_content({"schema": parameters}, marker, satisfied=satisfied, prompt=prompt)
+    call = {
+        "id": f"call_{serial}",
+        "type": "function",
+        "function": {"name": function.get("name"), "arguments": arguments},
+    }
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+def plain_content(role: str, marker: str = "") -> str:
+    """The text answering a request that asks for no structure: the user's message for the ``user`` role (a
+    simulated user that answers in text), the agent's reply for any other."""
+    return (USER_MESSAGE if role == "user" else AGENT_REPLY) + marker
 
 
 _MARKER = re.compile(r"\[r(\d+)\]")
@@ -250,32 +307,33 @@ def build_app(latency: float, timeline: bool = False, satisfied: bool = True, si
             if latency > 0:
                 await asyncio.sleep(latency)
             form = body.get("response_format")
-            if form:
-                kind = f"{role}:{schema_name(form)}"
-                counts.schemas[kind] = counts.schemas.get(kind, 0) + 1
+            tool = forced_tool(body)
+            asked = str(tool.get("name")) if tool is not None else schema_name(form) if form else None
+            if asked is not None:
+                counts.schemas[f"{role}:{asked}"] = counts.schemas.get(f"{role}:{asked}", 0) + 1
             prompt = "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
-            content = (
-                structured_content(form, marker, satisfied=satisfied, prompt=prompt) if form else AGENT_REPLY + marker
-            )
-            if size_log is not None and form:
-                content = _mark_conversation(content, marker, form)
+            message: dict[str, Any] = {"role": "assistant", "content": ""}
+            if tool is not None:
+                message = tool_reply(body, serial, marker, satisfied=satisfied)
+            elif form:
+                message["content"] = structured_content(form, marker, satisfied=satisfied, prompt=prompt)
+            else:
+                message["content"] = plain_content(role, marker)
         finally:
             counts.total_in_flight -= 1
             counts.in_flight[role] -= 1
         if timeline:
             log.append(
-                {"serial": serial, "role": role, "schema": schema_name(form) if form else None,
+                {"serial": serial, "role": role, "schema": asked,
                  "arrived": arrived, "replied": time.time(), "parent": parent_of(raw)}
             )  # fmt: skip
         if size_log is not None:
-            reply = {"role": "assistant", "content": content}
-            schema = schema_name(form) if form else None
-            size_log.record(serial, role, schema=schema, conversation=conversation, body=body, reply=reply)
+            size_log.record(serial, role, schema=asked, conversation=conversation, body=body, reply=message)
         return web.json_response(
             {
                 "id": f"c{serial}", "object": "chat.completion", "created": int(time.time()), "model": model,
                 "choices": [
-                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                    {"index": 0, "finish_reason": "tool_calls" if tool is not None else "stop", "message": message}
                 ],
                 "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28},
             }
@@ -321,14 +379,6 @@ def _conversation_marker(size_log: Any, raw: bytes, role: str, marker: str) -> t
 
     conversation: int = size_log.conversation(raw.decode("utf-8", errors="replace"))
     return conversation, marker + (f" [c{conversation}]" if role in MARKED_ROLES else "")
-
-
-def _mark_conversation(content: str, marker: str, form: Any) -> str:
-    """A structured reply whose schema has neither ``message`` nor ``reason`` gets its conversation marker too."""
-    from _sizes import mark_structured
-
-    found = re.search(r" \[c\d+\]$", marker)
-    return mark_structured(content, found.group(0), form) if found else content
 
 
 def free_port() -> int:

@@ -45,8 +45,6 @@ CACHE_BLOCK_TOKENS = 128
 _CONVERSATION = re.compile(r" ?\[c(\d+)\]")
 # Roles whose replies carry the conversation's text to the next request (the judge's are read by no one).
 MARKED_ROLES = frozenset({"user", "agent"})
-# Where a structured reply's marker goes: the first of these that is a free string, else the first free string.
-_MARK_FIRST = ("message", "content", "text", "reason")
 
 
 def cached_blocks(tokens: int) -> int:
@@ -127,35 +125,6 @@ def conversation_in(body: str) -> int | None:
     """The conversation a request's body names (its most frequent marker), or None."""
     found = [int(n) for n in _CONVERSATION.findall(body)]
     return max(set(found), key=found.count) if found else None
-
-
-def mark_structured(content: str, marker: str, response_format: Any) -> str:
-    """A structured reply (JSON text) with ``marker`` at the end of its first free string field (no enum, const or
-    format in the request's schema: a verdict's value stays one the schema allows); unchanged when it has none or
-    holds the marker already."""
-    schema: Any = None
-    if isinstance(response_format, dict):
-        schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get("schema")
-    if marker in content:
-        return content
-    try:
-        value = json.loads(content)
-    except ValueError:
-        return content
-    if not isinstance(value, dict):
-        return content
-    properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
-
-    def free(key: str) -> bool:
-        spec = properties.get(key, {})
-        fixed = isinstance(spec, dict) and bool({"enum", "const", "format"} & set(spec))
-        return isinstance(value.get(key), str) and not fixed
-
-    keys = [k for k in _MARK_FIRST if free(k)] + [k for k in value if free(k)]
-    if not keys:
-        return content
-    value[keys[0]] += marker
-    return json.dumps(value)
 
 
 def _default_tokenizer_dir() -> Path | None:

@@ -361,21 +361,27 @@ class _Sum:
 
 
 class _UsageTally:
-    """One model role's calls and tokens, its answers from the cache, and its cost and the cached answers'
-    would-be cost summed exactly (each None once any part of it is unknown)."""
+    """One model role's calls and tokens, its answers from the request cache, its prompt tokens read from and
+    written to the provider's prompt cache, and its cost, the cached answers' would-be cost and what the prompt
+    cache saved summed exactly (each None once any part of it is unknown)."""
 
     def __init__(self) -> None:
         self.calls = self.prompt_tokens = self.completion_tokens = self.cached_calls = 0
+        self.cache_read_tokens = self.cache_write_tokens = 0
         self.cost: _Sum | None = _Sum()
         self.cached_cost: _Sum | None = _Sum()
+        self.cache_savings: _Sum | None = _Sum()
 
     def add(self, used: Usage) -> None:
         self.calls += used.calls
         self.prompt_tokens += used.prompt_tokens
         self.completion_tokens += used.completion_tokens
         self.cached_calls += used.cached_calls
+        self.cache_read_tokens += used.cache_read_tokens
+        self.cache_write_tokens += used.cache_write_tokens
         self.cost = _added(self.cost, used.cost)
         self.cached_cost = _added(self.cached_cost, used.cached_cost)
+        self.cache_savings = _added(self.cache_savings, used.cache_savings)
 
     def usage(self) -> Usage:
         return Usage(
@@ -385,6 +391,9 @@ class _UsageTally:
             cost=None if self.cost is None else self.cost.value,
             cached_calls=self.cached_calls,
             cached_cost=None if self.cached_cost is None else self.cached_cost.value,
+            cache_read_tokens=self.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            cache_savings=None if self.cache_savings is None else self.cache_savings.value,
         )
 
 

@@ -93,19 +93,24 @@ def test_the_prompt_is_role_and_content_of_each_message_and_the_format_apart(siz
     assert sizes.completion_text({"role": "assistant", "content": "Hi"}) == "Hi"
 
 
-def test_a_structured_reply_is_marked_in_a_free_string_never_in_a_verdict(sizes: ModuleType) -> None:
-    form = {
-        "type": "json_schema",
-        "json_schema": {
-            "name": "Reply",
-            "schema": {"properties": {"verdict": {"enum": ["yes", "no"]}, "note": {"type": "string"}}},
-        },
-    }
-    marked = sizes.mark_structured('{"verdict": "yes", "note": "ok"}', " [c3]", form)
-    assert json.loads(marked) == {"verdict": "yes", "note": "ok [c3]"}
-    assert sizes.mark_structured('{"verdict": "yes"}', " [c3]", form) == '{"verdict": "yes"}'
-    assert sizes.conversation_in(marked) == 3
+@pytest.mark.parametrize(
+    ("body", "conversation"),
+    [
+        ("no marker", None),
+        ('{"message": "Where is it? [c3]"} Shipped. [c3]', 3),
+        ("quoted [c4] and [c7] [c7]", 7),  # the most frequent
+        ("a [r12] timeline marker is no conversation's", None),
+    ],
+)
+def test_a_request_belongs_to_the_conversation_its_body_quotes(
+    sizes: ModuleType, body: str, conversation: int | None
+) -> None:
+    assert sizes.conversation_in(body) == conversation
+
+
+def test_the_markers_are_taken_out_before_measuring(sizes: ModuleType) -> None:
     assert sizes.unmarked("Hello [c12] there [c12]") == "Hello there"
+    assert sizes.unmarked("Shipped. [r4] [c2]") == "Shipped. [r4]"
 
 
 def _post(url: str, body: dict[str, Any]) -> str:

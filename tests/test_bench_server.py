@@ -148,3 +148,126 @@ def test_without_a_timeline_replies_are_not_marked(server_module: ModuleType) ->
         agent = _post(server.base_url, {"model": "peer-agent", "messages": [{"role": "user", "content": "hi"}]})
         assert agent["choices"][0]["message"]["content"] == server_module.AGENT_REPLY
         assert server.timeline_log() == []
+
+
+# What peers' judges send: a verdict forced as a tool call (LangWatch Scenario's decision and finish_test tools).
+_DECISION_TOOLS = [
+    {"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": {}}}}
+    for name in ("continue_test", "make_verdict")
+]
+_FINISH_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "finish_test",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "criteria": {
+                    "type": "object",
+                    "properties": {
+                        "goal": {
+                            "type": "object",
+                            "properties": {
+                                "reasoning": {"type": "string"},
+                                "status": {"type": "string", "enum": ["passed", "failed", "inconclusive"]},
+                            },
+                            "required": ["reasoning", "status"],
+                        }
+                    },
+                    "required": ["goal"],
+                },
+                "reasoning": {"type": "string"},
+            },
+            "required": ["criteria", "reasoning"],
+        },
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("tools", "choice", "called", "arguments"),
+    [
+        (_DECISION_TOOLS, "required", "continue_test", {}),
+        (_DECISION_TOOLS, {"type": "function", "function": {"name": "make_verdict"}}, "make_verdict", {}),
+        (
+            [*_DECISION_TOOLS, _FINISH_TOOL],
+            {"type": "function", "function": {"name": "finish_test"}},
+            "finish_test",
+            {"criteria": {"goal": {"reasoning": "ok", "status": "passed"}}, "reasoning": "ok"},
+        ),
+        (_DECISION_TOOLS, {"type": "function", "function": {"name": "gone"}}, "continue_test", {}),
+    ],
+    ids=["required-first-tool", "named", "named-with-schema", "unknown-name-first-tool"],
+)
+def test_a_forced_tool_call_calls_the_tool_with_arguments_that_fit(
+    server_module: ModuleType, tools: list[dict[str, Any]], choice: Any, called: str, arguments: dict[str, Any]
+) -> None:
+    body = {"model": "peer-judge", "messages": [{"role": "user", "content": "judge"}], "tools": tools}
+    message = server_module.tool_reply({**body, "tool_choice": choice}, 7)
+    assert message["content"] is None
+    [call] = message["tool_calls"]
+    assert call["id"] == "call_7"
+    assert call["function"]["name"] == called
+    assert json.loads(call["function"]["arguments"]) == arguments
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"tools": _DECISION_TOOLS, "tool_choice": "auto"},
+        {"tools": _DECISION_TOOLS},
+        {"tools": [], "tool_choice": "required"},
+        {"tool_choice": "required"},
+    ],
+    ids=["auto", "no-choice", "no-tools", "choice-without-tools"],
+)
+def test_a_request_that_does_not_force_a_tool_gets_no_tool_call(
+    server_module: ModuleType, body: dict[str, Any]
+) -> None:
+    assert server_module.forced_tool(body) is None
+
+
+@pytest.mark.parametrize(
+    ("role", "expected"), [("user", "USER_MESSAGE"), ("agent", "AGENT_REPLY"), ("judge", "AGENT_REPLY")]
+)
+def test_a_plain_request_of_the_user_role_gets_the_users_message(
+    server_module: ModuleType, role: str, expected: str
+) -> None:
+    assert server_module.plain_content(role, " [r3]") == f"{getattr(server_module, expected)} [r3]"
+
+
+def test_the_server_answers_forced_tool_calls_and_plain_user_requests(server_module: ModuleType) -> None:
+    with server_module.FakeServer(latency=0.0) as server:
+        messages = [{"role": "user", "content": "hi"}]
+        judged = {"model": "openai/peer-judge", "messages": messages, "tools": _DECISION_TOOLS}
+        reply = _post(server.base_url, {**judged, "tool_choice": "required"})["choices"][0]
+        assert reply["finish_reason"] == "tool_calls"
+        assert reply["message"]["tool_calls"][0]["function"] == {"name": "continue_test", "arguments": "{}"}
+        free = _post(server.base_url, {**judged, "tool_choice": "auto"})["choices"][0]
+        assert free["finish_reason"] == "stop"
+        assert free["message"]["content"] == server_module.AGENT_REPLY
+        user = _post(server.base_url, {"model": "peer-user", "messages": messages})["choices"][0]["message"]
+        assert user["content"] == server_module.USER_MESSAGE
+        stats = server.stats()
+        assert stats["requests"] == {"judge": 2, "user": 1}
+        assert stats["schemas"] == {"judge:continue_test": 1}
+
+
+@pytest.mark.parametrize(
+    ("properties", "marked"),
+    [
+        ({"reason": {"type": "string"}, "message": {"type": "string"}}, "message"),
+        ({"verdict": {"type": "string", "enum": ["yes", "no"]}, "reason": {"type": "string"}}, "reason"),
+        ({"simulated_input": {"type": "string"}}, "simulated_input"),
+        ({"verdict": {"type": "string", "enum": ["yes"]}, "when": {"type": "string", "format": "date"}}, None),
+        ({"is_complete": {"type": "boolean"}}, None),
+    ],
+    ids=["message-first", "reason-not-the-enum", "free-text", "no-free-text", "no-string"],
+)
+def test_with_a_timeline_a_structured_reply_marks_its_first_free_text(
+    server_module: ModuleType, properties: dict[str, Any], marked: str | None
+) -> None:
+    schema = {"type": "object", "properties": properties, "required": list(properties)}
+    plain = json.loads(server_module.structured_content({"schema": schema}))
+    value = json.loads(server_module.structured_content({"schema": schema}, " [r5]"))
+    assert {k: v for k, v in value.items() if v != plain[k]} == ({marked: f"{plain[marked]} [r5]"} if marked else {})

@@ -34,6 +34,26 @@ def _cache_words(event: Any) -> str:
     return f"request cache off ({why}): every answer is asked of the models"
 
 
+def _tokens(count: int) -> str:
+    """A token count in a few characters: ``950``, ``12.3k``, ``4.56M``."""
+    if count < 1000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.2f}M"
+
+
+def _spent_words(usage: Any) -> str:
+    """The run's tokens and cost so far, with the share of the prompt the provider's prompt cache served when it
+    served any, e.g. ``12.3k tokens (41% of prompt cached) · $0.0123``; empty before any model was asked."""
+    if not usage.total_tokens:
+        return ""
+    share = usage.prompt_cache_share
+    cached = f" ({share * 100:.0f}% of prompt cached)" if usage.cache_read_tokens and share is not None else ""
+    cost = "cost unknown" if usage.cost is None else f"${usage.cost:.4f}"
+    return f"{_tokens(usage.total_tokens)} tokens{cached} · {cost}"
+
+
 #: Up to this many conversations, a run off the terminal prints a line for each; a larger one prints its
 #: failures (fail, error, user_error) and a line every twentieth of the way, so a CI log stays readable.
 EVERY_LINE_UP_TO = 200
@@ -82,12 +102,14 @@ def _run_with_progress(
             for note in event.notes:
                 err.print(f"warning: {note}", markup=False, soft_wrap=True)
             return
-        bar.update(task, completed=event.done, description=f"{event.item.case}")
+        spent = _spent_words(event.usage)
+        so_far = f" · {spent}" if spent else ""
+        bar.update(task, completed=event.done, description=f"{event.item.case}{so_far}")
         if not console.is_terminal and _progress_line_shown(event.done, event.total, event.result.outcome):
             persona = f" ({event.item.persona})" if event.item.persona else ""
             (lines_to or out).print(
                 f"[{event.done}/{event.total}] {event.result.outcome:<6} {event.item.case}{persona} "
-                f"#{event.item.repeat + 1} {event.duration_s:.1f}s",
+                f"#{event.item.repeat + 1} {event.duration_s:.1f}s{so_far}",
                 markup=False,
             )
 

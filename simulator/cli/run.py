@@ -348,7 +348,9 @@ def _run_head(outcome: Any) -> dict[str, Any]:
 
 def _usage_figures(used: Any) -> dict[str, Any]:
     """One role's usage in ``run --json``: answers, how many came from the request cache and what they cost when
-    first asked (``would_be_cost``), the requests sent, tokens and the cost spent (null: unknown)."""
+    first asked (``would_be_cost``), the requests sent, tokens and the cost spent (null: unknown), and the prompt
+    tokens a provider's prompt cache served (``prompt_cache_read_tokens``) and stored (``..._write_tokens``) with
+    what it saved (``prompt_cache_saved``, null: unknown)."""
     return {
         "answers": used.calls,
         "from_cache": used.cached_calls,
@@ -357,6 +359,9 @@ def _usage_figures(used: Any) -> dict[str, Any]:
         "prompt_tokens": used.prompt_tokens,
         "completion_tokens": used.completion_tokens,
         "cost": used.cost,
+        "prompt_cache_read_tokens": used.cache_read_tokens,
+        "prompt_cache_write_tokens": used.cache_write_tokens,
+        "prompt_cache_saved": used.cache_savings,
     }
 
 

@@ -7,7 +7,9 @@
   over httpx (``_openai``: pooled connections, cost from litellm's price list read as JSON, neither litellm nor
   the openai SDK imported); every other model by litellm
   (``_litellm``: the only module that imports it, lazily, since ``import litellm`` takes seconds). A role's
-  ``backend`` setting (``auto``, ``litellm``, ``openai``) overrides the choice;
+  ``backend`` setting (``auto``, ``litellm``, ``openai``) overrides the choice. Each backend reports the prompt
+  tokens a provider's prompt cache served and stored, priced at its cached rates; an Anthropic model's requests
+  get a cache breakpoint on their stable start as litellm sends them (``_breakpoints``);
 * :class:`RequestCache` (``_cache``): replies stored by request in SQLite, so re-runs are fast, free and
   reproducible;
 * :func:`provider_problem` and :func:`missing_key` (``_providers``): a role's provider prefix and key variable,

@@ -610,9 +610,10 @@ class LLMClient:
         await _OPENAI.aclose()
 
     def _serve_hit(self, role: Role, hit: Completion) -> Completion:
-        """A stored reply as this call's result: one answer from the cache, the stored token counts, nothing
-        spent, and what the reply cost when it was first asked as its would-be cost (a reply recorded while it
-        was served from the cache already carries that)."""
+        """A stored reply as this call's result: one answer from the cache, the stored token counts (those the
+        provider's prompt cache served included), nothing spent (so nothing saved by the prompt cache either),
+        and what the reply cost when it was first asked as its would-be cost (a reply recorded while it was served
+        from the cache already carries that)."""
         would_be = hit.usage.cached_cost if hit.usage.cached_calls else hit.usage.cost
         usage = Usage(
             prompt_tokens=hit.usage.prompt_tokens,
@@ -621,6 +622,8 @@ class LLMClient:
             cost=0.0,
             cached_calls=1,
             cached_cost=would_be,
+            cache_read_tokens=hit.usage.cache_read_tokens,
+            cache_write_tokens=hit.usage.cache_write_tokens,
         )
         self._account(role, usage, cached=True)
         return hit.model_copy(update={"usage": usage, "cost": 0.0, "cached": True})

@@ -6,7 +6,9 @@ Replies are queued turn by turn: text, tool calls, a dict sent as JSON text, a p
 callable that computes the reply from the messages. Every request is recorded as a :class:`FakeRequest`.
 Usage is counted in words (prompt and reply), so token totals are predictable; a cost is known only when the
 request carries per-token prices (``input_cost_per_token``/``output_cost_per_token``), as for litellm, or the
-script prices the model (:meth:`FakeScript.price`).
+script prices the model (:meth:`FakeScript.price`). A script can also play a provider's prompt cache
+(:meth:`FakeScript.cache_prompts`): each request then reports as cached the words of its prompt that an earlier
+request to the same model already began with, priced at the script's cached price.
 """
 
 from __future__ import annotations
@@ -103,7 +105,9 @@ class FakeScript:
 
     def __init__(self) -> None:
         self._queues: dict[str, deque[FakeReply]] = {}
-        self._prices: dict[str, tuple[float, float]] = {}
+        self._prices: dict[str, tuple[float, float, float | None]] = {}
+        # The models whose prompt cache is played, and the prompts (word streams) each has been sent so far.
+        self._prompt_caches: dict[str, deque[list[object]]] = {}
         self.requests: list[FakeRequest] = []
         self._served = 0
         # Scripts may be shared with code that calls from worker threads (a sync agent run in a thread pool).
@@ -120,19 +124,44 @@ class FakeScript:
                 queue.extend([reply] * times)
         return self
 
-    def price(self, model: str, *, prompt: float, completion: float) -> FakeScript:
+    def price(self, model: str, *, prompt: float, completion: float, cached: float | None = None) -> FakeScript:
         """Price ``model``'s calls (or every model's, ``"*"``) in US dollars per prompt and per completion token,
-        as a provider's price list would, so their cost is known; returns the script. A request carrying its own
-        per-token prices keeps them."""
-        if prompt < 0 or completion < 0:
+        as a provider's price list would, so their cost is known; returns the script. ``cached`` is the price of a
+        prompt token served from the prompt cache (:meth:`cache_prompts`; the prompt price when not given). A
+        request carrying its own per-token prices keeps them."""
+        if prompt < 0 or completion < 0 or (cached is not None and cached < 0):
             raise ValueError("prices must not be negative")
         with self._lock:
-            self._prices[model.removeprefix(f"{FAKE_PROVIDER}/")] = (prompt, completion)
+            self._prices[model.removeprefix(f"{FAKE_PROVIDER}/")] = (prompt, completion, cached)
         return self
 
-    def _price(self, model: str) -> tuple[float, float] | None:
+    def _price(self, model: str) -> tuple[float, float, float | None] | None:
         with self._lock:
             return self._prices.get(model, self._prices.get("*"))
+
+    def cache_prompts(self, model: str = "*", *, keep: int = 1000) -> FakeScript:
+        """Play a provider's automatic prompt cache for ``model`` (or every model, ``"*"``): each request reports
+        as cached (``Usage.cache_read_tokens``) the longest run of prompt words, from the start, that one of the
+        last ``keep`` requests to the same model began with; returns the script. Messages count as the same only
+        with the same role, so a prefix never spans a changed role."""
+        if keep < 1:
+            raise ValueError("keep must be at least 1")
+        with self._lock:
+            self._prompt_caches[model.removeprefix(f"{FAKE_PROVIDER}/")] = deque(maxlen=keep)
+        return self
+
+    def _cached_words(self, model: str, messages: list[dict[str, Any]]) -> int:
+        """How many prompt words of this request the played prompt cache serves (0 when it is not played), and
+        the request remembered for the next ones."""
+        with self._lock:
+            key = model if model in self._prompt_caches else "*"
+            sent = self._prompt_caches.get(key)
+            if sent is None:
+                return 0
+            stream = _word_stream(messages)
+            best = max((_shared_words(stream, earlier) for earlier in sent), default=0)
+            sent.append(stream)
+            return best
 
     def pending(self, model: str | None = None) -> int:
         """Replies still queued, for one model key (``"*"`` included) or in all."""
@@ -359,9 +388,12 @@ class FakeBackend:
             raise FakeConnectionError(failure_detail(answer)) from answer
         price = script._price(model)
         priced = request.get("input_cost_per_token") is not None or request.get("output_cost_per_token") is not None
+        cached_price = None
         if price is not None and not priced:
             request = {**request, "input_cost_per_token": price[0], "output_cost_per_token": price[1]}
-        return _completion(answer, messages, request, full_model)
+            cached_price = price[2]
+        cached = script._cached_words(model, messages)
+        return _completion(answer, messages, request, full_model, cached=cached, cached_price=cached_price)
 
     def classify(self, exc: Exception) -> Failure | None:
         """The fake provider's errors as the client's failure kinds (the same ones litellm's map to)."""
@@ -396,7 +428,15 @@ def _strict(schema: Any) -> Any:
     return schema
 
 
-def _completion(answer: Any, messages: list[dict[str, Any]], request: Mapping[str, Any], model: str) -> Completion:
+def _completion(
+    answer: Any,
+    messages: list[dict[str, Any]],
+    request: Mapping[str, Any],
+    model: str,
+    *,
+    cached: int = 0,
+    cached_price: float | None = None,
+) -> Completion:
     if isinstance(answer, list):
         calls: list[ToolCallRequest] = []
         reply_words = 0
@@ -419,11 +459,18 @@ def _completion(answer: Any, messages: list[dict[str, Any]], request: Mapping[st
         finish_reason = "stop"
         reply_words = _words(content)
     prompt_words = _words(messages)
+    cost = _cost(request, prompt_words, reply_words, cached, cached_price)
+    savings: float | None = 0.0
+    if cached:
+        full = _cost(request, prompt_words, reply_words)
+        savings = None if cost is None or full is None else full - cost
     usage = Usage(
         prompt_tokens=prompt_words,
         completion_tokens=reply_words,
         calls=1,
-        cost=_cost(request, prompt_words, reply_words),
+        cost=cost,
+        cache_read_tokens=cached,
+        cache_savings=savings,
     )
     return Completion(
         content=content,
@@ -436,24 +483,60 @@ def _completion(answer: Any, messages: list[dict[str, Any]], request: Mapping[st
     )
 
 
-def _cost(request: Mapping[str, Any], prompt_tokens: int, completion_tokens: int) -> float | None:
-    """The price of a call when the request names per-token prices; unknown (``None``) otherwise, like a model
-    litellm has no price for."""
+def _cost(
+    request: Mapping[str, Any],
+    prompt_tokens: int,
+    completion_tokens: int,
+    cached: int = 0,
+    cached_price: float | None = None,
+) -> float | None:
+    """The price of a call when the request names per-token prices, its ``cached`` prompt tokens at
+    ``cached_price`` (the prompt price when None); unknown (``None``) otherwise, like a model litellm has no
+    price for."""
     prompt_price = request.get("input_cost_per_token")
     completion_price = request.get("output_cost_per_token")
     if prompt_price is None and completion_price is None:
         return None
-    return prompt_tokens * float(prompt_price or 0.0) + completion_tokens * float(completion_price or 0.0)
+    full = float(prompt_price or 0.0)
+    read = full if cached_price is None else cached_price
+    return (prompt_tokens - cached) * full + cached * read + completion_tokens * float(completion_price or 0.0)
 
 
 def _words(value: Any) -> int:
     """A crude token count: whitespace-separated words of all text in ``value``."""
+    return len(_word_list(value))
+
+
+def _word_list(value: Any) -> list[str]:
+    """The whitespace-separated words of all text in ``value``, in order (a message's role, a block's type and an
+    id are not text the model reads as words)."""
     if value is None:
-        return 0
+        return []
     if isinstance(value, str):
-        return len(value.split())
+        return value.split()
     if isinstance(value, Mapping):
-        return sum(_words(item) for key, item in value.items() if key not in ("role", "type", "id"))
+        return [word for key, item in value.items() if key not in ("role", "type", "id") for word in _word_list(item)]
     if isinstance(value, list | tuple):
-        return sum(_words(item) for item in value)
-    return len(str(value).split())
+        return [word for item in value for word in _word_list(item)]
+    return str(value).split()
+
+
+def _word_stream(messages: list[dict[str, Any]]) -> list[object]:
+    """A prompt as the played prompt cache compares it: each message's role (a marker, not a word), then its
+    words."""
+    stream: list[object] = []
+    for message in messages:
+        stream.append(("role", message.get("role")))
+        stream.extend(_word_list(message))
+    return stream
+
+
+def _shared_words(stream: list[object], earlier: list[object]) -> int:
+    """How many words of ``stream``, from its start, ``earlier`` began with too (role markers are not counted)."""
+    words = 0
+    for mine, theirs in zip(stream, earlier, strict=False):
+        if mine != theirs:
+            break
+        if isinstance(mine, str):
+            words += 1
+    return words

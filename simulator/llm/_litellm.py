@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from simulator.llm._breakpoints import with_cache_breakpoint
 from simulator.llm._retry import Failure, failure_detail, failure_for_status
 from simulator.llm._types import Completion, Role, ToolCallRequest, Usage
 
@@ -103,18 +104,21 @@ class LitellmBackend:
     """Sends requests with ``litellm.acompletion``; the client's retries replace litellm's and the SDK's own."""
 
     async def complete(self, request: Mapping[str, Any], *, role: Role) -> Completion:
-        """One ``litellm.acompletion`` call, its reply as a :class:`Completion`."""
+        """One ``litellm.acompletion`` call, its reply as a :class:`Completion`; an Anthropic model's stable prefix
+        carries a cache breakpoint (:func:`~simulator.llm._breakpoints.with_cache_breakpoint`)."""
         load_litellm()
         import litellm
         from litellm.types.utils import ModelResponse
 
         _silence_known_litellm_warnings()
+        model = str(request["model"])
+        messages = with_cache_breakpoint(model, role, request["messages"])
         # Retries are done by the client, with its classification and backoff: litellm's num_retries would also
         # retry plain exceptions it wraps as connection errors, and the OpenAI SDK retries twice by default.
-        response = await litellm.acompletion(**request, num_retries=0, max_retries=0)
+        response = await litellm.acompletion(**{**request, "messages": messages}, num_retries=0, max_retries=0)
         if not isinstance(response, ModelResponse):
             raise TypeError(f"expected a ModelResponse from litellm, got {type(response).__name__}")
-        return _to_completion(response, str(request["model"]))
+        return _to_completion(response, model)
 
     def classify(self, exc: Exception) -> Failure | None:
         """litellm's exception types as the client's failure kinds."""
@@ -167,12 +171,19 @@ def _to_completion(response: ModelResponse, model: str) -> Completion:
                 )
     usage_data = getattr(response, "usage", None)
     cost = response._hidden_params.get("response_cost")
+    prompt = int(getattr(usage_data, "prompt_tokens", 0) or 0)
+    read, written = _prompt_cache_tokens(usage_data, prompt)
     usage = Usage(
-        prompt_tokens=int(getattr(usage_data, "prompt_tokens", 0) or 0),
+        prompt_tokens=prompt,
         completion_tokens=int(getattr(usage_data, "completion_tokens", 0) or 0),
         calls=1,
         cost=float(cost) if isinstance(cost, int | float) else None,
+        cache_read_tokens=read,
+        cache_write_tokens=written,
     )
+    if read or written:
+        provider = response._hidden_params.get("custom_llm_provider")
+        usage = usage.model_copy(update={"cache_savings": _prompt_cache_savings(usage, model, provider)})
     return Completion(
         content=content,
         tool_calls=tool_calls,
@@ -182,3 +193,50 @@ def _to_completion(response: ModelResponse, model: str) -> Completion:
         cost=usage.cost,
         raw_text=content or "",
     )
+
+
+def _count(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and value > 0 else 0
+
+
+def _prompt_cache_tokens(usage: Any, prompt_tokens: int) -> tuple[int, int]:
+    """The prompt tokens the provider's prompt cache served and those written to it, as litellm passes them on:
+    ``prompt_tokens_details.cached_tokens`` (OpenAI's, and Anthropic's ``cache_read_input_tokens`` mapped there),
+    ``cache_creation_input_tokens`` (Anthropic's writes; ``prompt_tokens_details.cache_creation_tokens`` too).
+    litellm counts both in ``prompt_tokens``, so neither is more than it."""
+    if usage is None:
+        return 0, 0
+    details = getattr(usage, "prompt_tokens_details", None)
+    read = _count(getattr(details, "cached_tokens", None)) or _count(getattr(usage, "cache_read_input_tokens", None))
+    written = _count(getattr(usage, "cache_creation_input_tokens", None)) or _count(
+        getattr(details, "cache_creation_tokens", None)
+    )
+    read = min(read, prompt_tokens)
+    return read, min(written, prompt_tokens - read)
+
+
+def _prompt_cache_savings(usage: Usage, model: str, provider: Any) -> float | None:
+    """What the provider's prompt cache saved on one call: its prompt tokens at the full prompt price minus their
+    price with the cached ones at the cache-read and cache-write prices, both as litellm prices them (the same
+    price list as the call's cost); None when the call's cost or the model's price is unknown."""
+    if usage.cost is None:
+        return None
+    import litellm
+    from litellm.types.utils import Usage as LitellmUsage
+
+    name = provider if isinstance(provider, str) and provider else None
+    try:
+        full, _ = litellm.cost_per_token(model=model, prompt_tokens=usage.prompt_tokens, custom_llm_provider=name)
+        cached = LitellmUsage(
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=0,
+            total_tokens=usage.prompt_tokens,
+            cache_read_input_tokens=usage.cache_read_tokens,
+            cache_creation_input_tokens=usage.cache_write_tokens,
+        )
+        paid, _ = litellm.cost_per_token(
+            model=model, prompt_tokens=usage.prompt_tokens, custom_llm_provider=name, usage_object=cached
+        )
+    except Exception:  # litellm raises plain exceptions for a model its price list lacks
+        return None
+    return float(full) - float(paid)

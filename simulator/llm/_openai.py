@@ -507,8 +507,16 @@ def _to_completion(reply: Mapping[str, Any], model: str) -> Completion:
     completion = int(used.get("completion_tokens") or 0)
     details = used.get("prompt_tokens_details")
     cached = int((details.get("cached_tokens") if isinstance(details, dict) else 0) or 0)
+    cached = min(max(0, cached), prompt)
     cost = usage_cost(model, prompt, completion, cached) if known else None
-    usage = Usage(prompt_tokens=prompt, completion_tokens=completion, calls=1, cost=cost)
+    savings: float | None = 0.0
+    if cached:
+        full = usage_cost(model, prompt, completion)
+        savings = None if cost is None or full is None else full - cost
+    usage = Usage(
+        prompt_tokens=prompt, completion_tokens=completion, calls=1, cost=cost, cache_read_tokens=cached,
+        cache_savings=savings,
+    )  # fmt: skip
     return Completion(
         content=content,
         tool_calls=tool_calls,

@@ -45,6 +45,16 @@ def _unset(value: object) -> bool:
     return value is None
 
 
+def _no_tokens(value: int) -> bool:
+    """A provider-cache token count of 0 is left out of what is stored: usages without any stay as they were."""
+    return value == 0
+
+
+def _nothing_saved(value: float | None) -> bool:
+    """Savings of 0 are left out of what is stored (an unknown saving, null, is kept)."""
+    return value == 0.0
+
+
 class ToolCallRecord(DataModel):
     """One tool call the agent made and how it was answered."""
 
@@ -303,6 +313,13 @@ class Usage(DataModel):
     were first asked (their would-be cost), not part of ``cost``. ``None`` means at least one of the calls was
     made to a model whose price litellm does not know: an unknown total is reported as unknown, never guessed.
     A usage stored before cached answers were counted apart has ``cached_calls`` 0.
+
+    Two caches are counted apart. The *request cache* (Simulator's own) answers without sending a request:
+    ``cached_calls``. A *provider prompt cache* (OpenAI's automatic one, Anthropic's cache breakpoints) serves part
+    of a request that was sent from the provider's cache, at a lower price: ``cache_read_tokens`` of the prompt
+    tokens were read from it and ``cache_write_tokens`` written to it (Anthropic prices a write above the full
+    prompt price); both are part of ``prompt_tokens``. ``cache_savings`` is what that cache saved: the same
+    tokens at the full prompt price minus what they cost (negative when writes cost more than reads saved).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -321,6 +338,26 @@ class Usage(DataModel):
         default=0.0,
         description="What the cached answers cost when they were first asked (US dollars; not spent by this run, "
         "not part of cost); null when unknown.",
+    )
+    cache_read_tokens: int = Field(
+        default=0,
+        ge=0,
+        description="Prompt tokens the provider's prompt cache served (part of prompt_tokens, billed at its cached "
+        "price): OpenAI's prompt_tokens_details.cached_tokens, Anthropic's cache_read_input_tokens.",
+        exclude_if=_no_tokens,
+    )
+    cache_write_tokens: int = Field(
+        default=0,
+        ge=0,
+        description="Prompt tokens written to the provider's prompt cache (part of prompt_tokens): Anthropic's "
+        "cache_creation_input_tokens.",
+        exclude_if=_no_tokens,
+    )
+    cache_savings: float | None = Field(
+        default=0.0,
+        description="What the provider's prompt cache saved (US dollars): the cached tokens at the full prompt "
+        "price minus what they cost; null when the price is unknown.",
+        exclude_if=_nothing_saved,
     )
 
     @property
@@ -343,7 +380,16 @@ class Usage(DataModel):
             cost=_known_sum(self.cost, other.cost),
             cached_calls=self.cached_calls + other.cached_calls,
             cached_cost=_known_sum(self.cached_cost, other.cached_cost),
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cache_savings=_known_sum(self.cache_savings, other.cache_savings),
         )
+
+    @property
+    def prompt_cache_share(self) -> float | None:
+        """The share of the prompt tokens the provider's prompt cache served (0 to 1); None without prompt
+        tokens."""
+        return self.cache_read_tokens / self.prompt_tokens if self.prompt_tokens else None
 
 
 def _known_sum(a: float | None, b: float | None) -> float | None:

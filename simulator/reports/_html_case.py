@@ -436,7 +436,6 @@ def _summary(item: _Item) -> str:
         summary.append(
             f"<span class='case-why'>{_e(redacted_and_shortened(result.reasons[0], _WHY_LENGTH, flat=True))}</span>"
         )
-
     if stored.reviews:
         summary.append(f"<span class='reviewed'>reviewer: {_e(stored.reviewed_outcome or outcome)}</span>")
     return "".join(summary)
@@ -458,6 +457,9 @@ def _body(item: _Item) -> str:
     if tokens:
         roles = [f"{role} {use.total_tokens:,}" for role, use in transcript.usage.items() if use.total_tokens]
         meta.append(f"{tokens:,} tokens ({', '.join(roles)})")
+        read = sum(use.cache_read_tokens for use in transcript.usage.values())
+        if read:
+            meta.append(f"{read:,} prompt tokens from the provider's prompt cache")
     if transcript.seed is not None:
         meta.append(f"seed {transcript.seed}")
     body = [f"<p class='case-meta'>{_e(' · '.join(meta))}</p>", item.beside.get(RESULT_BESIDE, "")]

@@ -66,7 +66,7 @@ from simulator.reports.coverage_view import (
     step_text,
     world_row,
 )
-from simulator.reports.figures import percent
+from simulator.reports.figures import percent, saved_dollars, uses_prompt_cache
 from simulator.reports.tabular import summary_of
 
 __all__ = [
@@ -246,8 +246,27 @@ def _totals(record: RunRecord) -> str:
     for _, use in usage:
         total = total + use
     cached = (
-        [("cached", f"From cache (would-be {_cost(total.cached_cost)})", f"{total.cached_calls:,} of {total.calls:,}")]
+        [
+            (
+                "cached",
+                f"From request cache (would-be {_cost(total.cached_cost)})",
+                f"{total.cached_calls:,} of {total.calls:,}",
+            )
+        ]
         if total.cached_calls
+        else []
+    )
+    prompt_cache = uses_prompt_cache(total)
+    prompt_cached = (
+        [
+            (
+                "prompt-cache",
+                f"Provider prompt cache ({total.cache_read_tokens:,} of {total.prompt_tokens:,} prompt tokens read, "
+                f"saved {saved_dollars(total.cache_savings)})",
+                percent(total.prompt_cache_share),
+            )
+        ]
+        if prompt_cache
         else []
     )
     reviewed = (
@@ -266,6 +285,7 @@ def _totals(record: RunRecord) -> str:
         ("total", "Total", f"{counts.total} of {len(record.plan)}" if record.plan else str(counts.total)),
         ("cost", "Cost", _cost(total.cost)),
         *cached,
+        *prompt_cached,
         ("duration", "Duration", _seconds(duration)),
     ]
     board = "".join(
@@ -297,14 +317,22 @@ def _totals(record: RunRecord) -> str:
         f"<td class='num'>{u.requests:,}</td><td class='num'>{u.prompt_tokens:,}</td>"
         f"<td class='num'>{u.completion_tokens:,}</td><td class='num'>{u.total_tokens:,}</td>"
         f"<td class='num'>{_e(_cost(u.cost))}</td>"
-        f"<td class='num'>{_e(_cost(u.cached_cost)) if u.cached_calls else '–'}</td></tr>"
+        f"<td class='num'>{_e(_cost(u.cached_cost)) if u.cached_calls else '–'}</td>"
+        f"{_prompt_cache_cells(u) if prompt_cache else ''}</tr>"
         for role, u in usage
+    )
+    # The provider prompt cache's columns only where a provider reported one: a run without stays as it was.
+    prompt_heads = (
+        "<th class='num'>Prompt cache read</th><th class='num'>Prompt cache written</th>"
+        "<th class='num'>Saved by prompt cache</th>"
+        if prompt_cache
+        else ""
     )
     table = (
         "<table class='usage'><thead><tr><th>Model role</th><th class='num'>Answers</th>"
-        "<th class='num'>From cache</th><th class='num'>Requests sent</th><th class='num'>Prompt tokens</th>"
+        "<th class='num'>From request cache</th><th class='num'>Requests sent</th><th class='num'>Prompt tokens</th>"
         "<th class='num'>Completion tokens</th><th class='num'>Total tokens</th><th class='num'>Cost</th>"
-        "<th class='num'>Would-be cost of cached</th></tr></thead>"
+        f"<th class='num'>Would-be cost of cached</th>{prompt_heads}</tr></thead>"
         f"<tbody>{rows}</tbody></table>"
         if usage
         else "<p class='muted'>No model calls recorded.</p>"
@@ -312,6 +340,15 @@ def _totals(record: RunRecord) -> str:
     return (
         f"<section id='totals'><h2>Totals</h2><div class='scoreboard'>{board}</div>{bar}"
         f"<h3>Answers and tokens by role</h3>{table}</section>"
+    )
+
+
+def _prompt_cache_cells(used: Usage) -> str:
+    """One role's provider prompt cache: prompt tokens read from it and written to it, and what it saved."""
+    saved = saved_dollars(used.cache_savings) if uses_prompt_cache(used) else "–"
+    return (
+        f"<td class='num'>{used.cache_read_tokens:,}</td><td class='num'>{used.cache_write_tokens:,}</td>"
+        f"<td class='num'>{_e(saved)}</td>"
     )
 
 

@@ -4,7 +4,8 @@ The report has, in order:
 
 1. the run header: suites, agent version, note, status, correctness, the outcome breakdown, answers (how many
    came from the request cache, with their would-be cost, and how many requests were sent), tokens and cost
-   per model role (agent, user, judge), duration, seed and settings, versions;
+   per model role (agent, user, judge), the prompt tokens a provider's prompt cache served and stored and what
+   it saved (when it did any), duration, seed and settings, versions;
 2. one table row per metric (the run summary's, :func:`simulator.metrics.metric_summary`): verdict counts and
    mean value;
 3. when cases ran more than once: pass^k, pass@k, the 95% interval and the stable / flaky / broken label;
@@ -77,7 +78,7 @@ from simulator.reports.coverage_view import (
     step_text,
     world_row,
 )
-from simulator.reports.figures import percent
+from simulator.reports.figures import percent, prompt_cache_text, saved_dollars, uses_prompt_cache
 from simulator.reports.tabular import ordered_results, suite_name, summary_of
 from simulator.safety import redacted_and_shortened, terminal_safe
 
@@ -228,6 +229,9 @@ def _header(record: RunRecord, breakdown: RunSummary) -> list[str]:
     total_cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
     tokens = sum(u.prompt_tokens + u.completion_tokens for u in usage.values())
     lines.append(f"- **Tokens:** {tokens:,} · **Cost:** {_cost(total_cost)}{_from_cache(usage)}")
+    total = sum(usage.values(), Usage())
+    if uses_prompt_cache(total):
+        lines.append(f"- **Provider prompt cache:** {prompt_cache_text(total)}")
     lines.append(f"- **Duration:** {duration:.1f} s")
     run_settings = [f"repeat {settings.repeat}"]
     run_settings.append("live tools" if settings.live else "test-mode tools")
@@ -239,24 +243,34 @@ def _header(record: RunRecord, breakdown: RunSummary) -> list[str]:
     lines.append(f"- **Seed:** {settings.seed} · **Settings:** {', '.join(run_settings)}")
     versions = ", ".join(f"{escape(name)} {escape(version)}" for name, version in sorted(record.versions.items()))
     lines.append(f"- **Versions:** {versions or 'not recorded'}")
+    # The provider prompt cache's columns only where a provider reported one: a run without stays as it was.
+    prompt_cache = uses_prompt_cache(total)
+    extra = " prompt cache read | prompt cache written | saved by prompt cache |" if prompt_cache else ""
     lines += [
         "",
-        "| role | answers | from cache | requests sent | prompt tokens | completion tokens | cost | would-be cost "
-        "of cached |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| role | answers | from request cache | requests sent | prompt tokens | completion tokens | cost | would-be "
+        f"cost of cached |{extra}",
+        "|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" * 3 if prompt_cache else ""),
     ]
     for role in [*MODEL_ROLES, *sorted(set(usage) - set(MODEL_ROLES))]:
         used = usage.get(role, Usage())
         would_be = _cost(used.cached_cost) if used.cached_calls else "–"
+        cells = (
+            f" {used.cache_read_tokens:,} | {used.cache_write_tokens:,} | "
+            f"{saved_dollars(used.cache_savings) if uses_prompt_cache(used) else '–'} |"
+            if prompt_cache
+            else ""
+        )
         lines.append(
             f"| {escape(role)} | {used.calls:,} | {used.cached_calls:,} | {used.requests:,} | {used.prompt_tokens:,} "
-            f"| {used.completion_tokens:,} | {_cost(used.cost)} | {would_be} |"
+            f"| {used.completion_tokens:,} | {_cost(used.cost)} | {would_be} |{cells}"
         )
     return [*lines, ""]
 
 
 def _from_cache(usage: dict[str, Usage]) -> str:
-    """How many answers came from the request cache and their would-be cost, when any did (else nothing)."""
+    """How many answers came from the request cache (never sent) and their would-be cost, when any did (else
+    nothing)."""
     cached = sum(used.cached_calls for used in usage.values())
     if not cached:
         return ""

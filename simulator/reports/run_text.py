@@ -6,7 +6,7 @@ from __future__ import annotations
 from simulator.models.run import MODEL_ROLES, RunRecord, StoredResult
 from simulator.models.transcript import Usage
 from simulator.reports._states import goals_count
-from simulator.reports.figures import percent
+from simulator.reports.figures import percent, prompt_cache_text
 from simulator.reports.transcript_text import brief_text, not_judged
 
 CASE_COLUMNS = ("case", "persona", "repeat", "outcome", "goals", "turns", "seconds", "why")
@@ -129,17 +129,21 @@ def totals_lines(record: RunRecord) -> list[str]:
 
 
 def usage_text(used: Usage) -> str:
-    """One role's usage in words: its answers, how many came from the request cache and their would-be cost, the
-    requests sent, the tokens and what was spent, e.g. ``14 answers (14 from cache, would-be $0.0021), 0 requests
-    sent, 120 prompt + 30 completion tokens, $0.0000``."""
+    """One role's usage in words: its answers, how many came from the request cache (never sent) and their
+    would-be cost, the requests sent, the tokens, what was spent and, when the provider's prompt cache served any
+    prompt tokens, what it did, e.g. ``14 answers (14 from the request cache, would-be $0.0021), 0 requests sent,
+    120 prompt + 30 completion tokens, $0.0000`` or ``..., $0.0031; provider prompt cache: 96 of 120 prompt tokens
+    read (80.0%), saved $0.0009``."""
     answers = f"{used.calls} answer{'s' if used.calls != 1 else ''}"
     if used.cached_calls:
         would_be = "unknown" if used.cached_cost is None else f"${used.cached_cost:.4f}"
-        answers += f" ({used.cached_calls} from cache, would-be {would_be})"
+        answers += f" ({used.cached_calls} from the request cache, would-be {would_be})"
     sent = f"{used.requests} request{'s' if used.requests != 1 else ''} sent"
     tokens = f"{used.prompt_tokens} prompt + {used.completion_tokens} completion tokens"
     cost = "cost unknown" if used.cost is None else f"${used.cost:.4f}"
-    return f"{answers}, {sent}, {tokens}, {cost}"
+    prompt_cache = prompt_cache_text(used)
+    cached = f"; provider prompt cache: {prompt_cache}" if prompt_cache else ""
+    return f"{answers}, {sent}, {tokens}, {cost}{cached}"
 
 
 def repeat_lines(record: RunRecord) -> list[str]:

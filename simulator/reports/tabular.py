@@ -26,15 +26,20 @@ Both formats hold one row per conversation (case x persona x repeat), in plan or
 - ``cost_usd``: the conversation's cost over all roles in US dollars, empty when any role's cost is unknown;
 - ``cached_answers``: how many of the conversation's model answers (all roles) came from the request cache
   instead of a request; ``cached_cost_usd``: what those answers cost when they were first asked (their would-be
-  cost, not part of ``cost_usd``), empty when unknown.
+  cost, not part of ``cost_usd``), empty when unknown;
+- ``prompt_cache_read_tokens``, ``prompt_cache_write_tokens``, ``prompt_cache_saved_usd``: only in a run where a
+  provider's prompt cache served or stored prompt tokens (requests that were sent, billed at its cached price):
+  the prompt tokens read from it and written to it over all roles, and what it saved in US dollars (the same
+  tokens at the full prompt price minus what they cost; negative when writes cost more than reads saved; empty
+  when unknown).
 
 Agent text is untrusted, and a spreadsheet must show it, never evaluate it. In CSV, every text cell that starts
 with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (also after leading spaces) is prefixed with a single
 quote, as OWASP recommends against CSV/formula injection (:func:`neutralise`). In the workbook such a cell holds
 the text as it is, stored as a string (never a formula) and marked with Excel's quote prefix, so it shows no
-quote and stays text when edited. Numbers are written as
-numbers and are never negative. Control characters other than tab, line feed and carriage return are removed
-from text cells in both formats (Excel's file format cannot hold them; many CSV readers choke on them).
+quote and stays text when edited. Numbers are written as numbers and are never negative, but for what a prompt
+cache saved. Control characters other than tab, line feed and carriage return are removed from text cells in both
+formats (Excel's file format cannot hold them; many CSV readers choke on them).
 
 The workbook has four sheets: ``Summary`` (the run's header figures and per-metric summaries), ``Cases``
 (the rows above, frozen header, autofilter), ``Steps`` (one row per step of every conversation:
@@ -65,6 +70,7 @@ from simulator.models.transcript import AgentEvent, Transcript, Usage, UserEvent
 from simulator.reports._reviews import reviews_cell
 from simulator.reports._states import step_name, steps_in_order
 from simulator.reports.coverage_view import WORLD_HEADER, CoverageMatrix, coverage_matrix, step_text, world_row
+from simulator.reports.figures import uses_prompt_cache
 from simulator.safety import redacted_and_shortened, terminal_safe
 
 __all__ = [
@@ -104,6 +110,8 @@ CASE_TAIL = (
     "cached_answers",
     "cached_cost_usd",
 )
+#: The columns a run where a provider's prompt cache served or stored prompt tokens adds after :data:`CASE_TAIL`.
+PROMPT_CACHE_COLUMNS = ("prompt_cache_read_tokens", "prompt_cache_write_tokens", "prompt_cache_saved_usd")
 #: The column that lists a conversation's injected faults (only in a run that had any).
 FAULTS_COLUMN = "faults"
 #: The columns a run with reviews adds last: the outcome as reviewed and the reviews that count.
@@ -243,7 +251,10 @@ def case_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list
     faulted = [FAULTS_COLUMN] if summary_of(record).faults else []
     # Only a run with reviews has their columns: other runs' tables stay as they were.
     reviewed = any(stored.reviews for stored in ordered)
+    # Only a run where a provider's prompt cache did its part has its columns: other runs' tables stay as they were.
+    prompt_cache = any(uses_prompt_cache(used) for used in summary_of(record).usage.values())
     header = [*CASE_HEAD, *(METRIC_PREFIX + metric for metric in metrics), *faulted, *CASE_TAIL]
+    header += list(PROMPT_CACHE_COLUMNS) if prompt_cache else []
     header += list(REVIEW_COLUMNS) if reviewed else []
     rows: list[list[Cell]] = []
     for stored in ordered:
@@ -276,10 +287,18 @@ def case_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list
                 None if cost is None else round(cost, 6),
                 sum(used.cached_calls for used in transcript.usage.values()),
                 None if cached_cost is None else round(cached_cost, 6),
+                *(_prompt_cache_cells(transcript) if prompt_cache else []),
                 *([stored.reviewed_outcome or "", reviews_cell(stored.reviews)] if reviewed else []),
             ]
         )
     return header, rows
+
+
+def _prompt_cache_cells(transcript: Transcript) -> list[Cell]:
+    """A conversation's provider prompt cache over all roles: prompt tokens read, written, and what it saved."""
+    used = sum(transcript.usage.values(), Usage())
+    saved = None if used.cache_savings is None else round(used.cache_savings, 6)
+    return [used.cache_read_tokens, used.cache_write_tokens, saved]
 
 
 def step_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list[str], list[list[Cell]]]:
@@ -378,6 +397,7 @@ def _summary_rows(record: RunRecord, results: Sequence[StoredResult]) -> list[li
     ]
     usage = breakdown.usage
     roles = [*MODEL_ROLES, *sorted(set(usage) - set(MODEL_ROLES))]
+    prompt_cache = any(uses_prompt_cache(used) for used in usage.values())
     costs: list[float | None] = []
     for role in roles:
         used = usage.get(role, Usage())
@@ -393,6 +413,15 @@ def _summary_rows(record: RunRecord, results: Sequence[StoredResult]) -> list[li
                 [f"{role} cached cost_usd", None if used.cached_cost is None else round(used.cached_cost, 6)],
             ]
         )
+        if prompt_cache:
+            saved = None if used.cache_savings is None else round(used.cache_savings, 6)
+            rows.extend(
+                [
+                    [f"{role} prompt cache read tokens", used.cache_read_tokens],
+                    [f"{role} prompt cache write tokens", used.cache_write_tokens],
+                    [f"{role} prompt cache saved_usd", saved],
+                ]
+            )
     total_cost = None if any(c is None for c in costs) else round(math.fsum(c for c in costs if c is not None), 6)
     rows.append(["total cost_usd", total_cost])
     rows.extend([f"version {name}", version] for name, version in sorted(record.versions.items()))

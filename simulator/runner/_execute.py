@@ -27,7 +27,7 @@ import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ from simulator.loading import LoadedSuite
 from simulator.metrics import SummaryBuilder, run_summary
 from simulator.models.run import PlanItem, RunRecord, RunStatus, StoredResult
 from simulator.models.scores import CaseResult
+from simulator.models.transcript import Usage
 from simulator.runner._case import model_roles
 from simulator.runner._converse import converse
 from simulator.runner._cost import CostAccount
@@ -64,13 +65,16 @@ from simulator.taps import recording
 
 @dataclass
 class Progress:
-    """One finished conversation, for a progress display."""
+    """One finished conversation, for a progress display. ``usage`` is the run's so far, every model role's added
+    together: the conversations stored up to this one (a resumed run's from its stored summary on), for tokens and
+    cost as they accrue."""
 
     done: int
     total: int
     item: PlanItem
     result: CaseResult
     duration_s: float
+    usage: Usage = field(default_factory=Usage)
 
 
 def checkpoint_path(store_path: Path) -> Path:
@@ -197,6 +201,7 @@ async def execute(
     positions: dict[str, int] = {}  # the plan position of each item in flight, for the summary
     todo = items_left(store, record, positions=positions if summing is not None else None)
     previous = record.totals.duration_s if record.totals else 0.0
+    spent = sum(record.totals.usage.values(), Usage()) if record.totals and finished else Usage()
     started = time.monotonic()
     # Whether a conversation has finished without a credentials failure. Until one has, the conversations that
     # failed because no key was sent or the key was refused are held back; when the first few to finish all did
@@ -242,7 +247,7 @@ async def execute(
     ) -> None:
         """Store one finished conversation (from this process or a Ray worker), its cassette when recorded, and
         report it (and trace it, when the run is traced)."""
-        nonlocal finished
+        nonlocal finished, spent
         stored = stored_result(record.id, item, result, duration)
         # In the store's writer thread: a write that waits for the file lock must not stall the event loop.
         await loop.run_in_executor(writer, store.save_result, stored)
@@ -260,7 +265,8 @@ async def execute(
             await forget(saver, f"{record.id}:{item.key}")  # only now: see simulator.engine.simulate
         finished += 1
         if on_progress is not None:
-            on_progress(Progress(finished, total, item, result, duration))
+            spent = sum(result.transcript.usage.values(), spent)
+            on_progress(Progress(finished, total, item, result, duration, spent))
         if account is not None:
             account.add(result)
             if account.reached and finished < total:

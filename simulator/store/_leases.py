@@ -9,9 +9,8 @@ import secrets
 import socket
 import sqlite3
 import threading
-from abc import abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +23,7 @@ from simulator.models.run import (
     RunStatus,
 )
 from simulator.models.summary import RunSummary
+from simulator.store._base import StoreParts
 from simulator.store._file import _FIX
 from simulator.store._rows import _LEASE_COLUMNS, _parse_time, _status_update, _time_text
 
@@ -111,25 +111,12 @@ def _reserve_size(row_bytes: int) -> int:
     return 2 * row_bytes + 128 * 1024
 
 
-class LeaseMethods:
+class LeaseMethods(StoreParts):
     """The lease methods of :class:`~simulator.store.RunStore` (taking, renewing and giving back a run), on the
     store's file and connection."""
 
-    path: Path
     #: Whether the file has the leases table (a store opened read-only may predate it).
     _leases: bool
-
-    @abstractmethod
-    def require_writable(self, action: str) -> None:
-        """Refuse ``action`` on a store opened read-only."""
-
-    @abstractmethod
-    def _sql(self, action: str) -> AbstractContextManager[sqlite3.Connection]:
-        """The connection, with sqlite3 errors turned into store errors naming ``action``."""
-
-    @abstractmethod
-    def _unknown(self, run_id: str) -> str:
-        """The message for a run the store does not hold."""
 
     def acquire(self, run_id: str, *, pid: int | None = None, host: str | None = None) -> Lease:
         """Take the run's lease for this process (``pid``/``host`` default to it) and set its status ``running``.

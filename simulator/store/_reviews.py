@@ -4,41 +4,26 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
-from abc import abstractmethod
-from contextlib import AbstractContextManager
-from pathlib import Path
 
 from pydantic import ValidationError
 
 from simulator.errors import StoreError, StoreInputError
 from simulator.models.review import Review
+from simulator.store._base import StoreParts
 from simulator.store._rows import _first_problem, _stored, _time_text
 
 _COLUMNS = 'id, run_id, "key", target, verdict, reason, reviewer, created_at'
 
 
-class ReviewMethods:
+class ReviewMethods(StoreParts):
     """Adding and reading reviews (:class:`~simulator.models.review.Review`), on the store's file and connection.
 
     A review is one short insert: a running run's store is never held up by it. Reviews are insert-only: a later
     review of the same target is stored beside the earlier ones, and readers take the newest as the one that
     counts (:func:`simulator.reviews`)."""
 
-    path: Path
     #: Whether the file has the reviews table (a store opened read-only may predate it).
     _reviews: bool
-
-    @abstractmethod
-    def require_writable(self, action: str) -> None:
-        """Refuse ``action`` on a store opened read-only."""
-
-    @abstractmethod
-    def _sql(self, action: str) -> AbstractContextManager[sqlite3.Connection]:
-        """The connection, with sqlite3 errors turned into store errors naming ``action``."""
-
-    @abstractmethod
-    def _unknown(self, run_id: str) -> str:
-        """The message for a run the store does not hold."""
 
     def new_review_id(self) -> str:
         """A fresh review id: random, so two reviewers writing at once never collide."""

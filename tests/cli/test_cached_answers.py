@@ -80,7 +80,7 @@ def test_a_second_run_shows_every_judge_answer_as_cached_with_its_would_be_cost(
     line = _judge_line(first.stdout)
     assert line.startswith(f"judge: {asked} answer")
     assert f", {asked} request{'s' if asked != 1 else ''} sent," in line
-    assert "from cache" not in line
+    assert "from the request cache" not in line
     [cost] = re.findall(r"\$(\d+\.\d{4})$", line)
     assert float(cost) > 0
 
@@ -95,13 +95,18 @@ def test_a_second_run_shows_every_judge_answer_as_cached_with_its_would_be_cost(
         "prompt_tokens": document["usage"]["judge"]["prompt_tokens"],
         "completion_tokens": document["usage"]["judge"]["completion_tokens"],
         "cost": 0.0,
+        # The fake judge plays no provider prompt cache.
+        "prompt_cache_read_tokens": 0,
+        "prompt_cache_write_tokens": 0,
+        "prompt_cache_saved": 0.0,
     }
 
     # The terminal summary of the stored run (`runs show`) says the same, from what the store kept.
     shown = runner.invoke(app, ["runs", "show", document["run"]["id"], "--db", "r.db"])
     assert shown.exit_code == 0, shown.stdout
     assert _judge_line(shown.stdout).startswith(
-        f"judge: {asked} answer{'s' if asked != 1 else ''} ({asked} from cache, would-be ${cost}), 0 requests sent,"
+        f"judge: {asked} answer{'s' if asked != 1 else ''} ({asked} from the request cache, would-be ${cost}), "
+        "0 requests sent,"
     )
     assert _judge_line(shown.stdout).endswith(", $0.0000")
 
@@ -151,5 +156,5 @@ def test_without_the_cache_a_second_run_asks_the_models_again(project: Path) -> 
     asked = len(script.requests)
     second = _run(script, "--no-cache")
     assert len(script.requests) == 2 * asked
-    assert "from cache" not in _judge_line(second.stdout)
+    assert "from the request cache" not in _judge_line(second.stdout)
     assert f"{asked} request{'s' if asked != 1 else ''} sent" in _judge_line(second.stdout)

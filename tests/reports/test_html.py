@@ -663,7 +663,7 @@ def test_run_header_totals_and_metrics() -> None:
     assert "1,200" in totals  # agent prompt tokens
     assert "unknown" in totals  # the judge's cost is unknown, and so is the total
     # Answers from the request cache are told apart from requests sent, with what they cost when first asked.
-    assert "4 of 30 From cache (would-be $0.0016)" in totals
+    assert "4 of 30 From request cache (would-be $0.0016)" in totals
     assert "Requests sent" in totals
     assert "user 10 4 6 900 150 1,050 $0.0040 $0.0016" in totals
     metrics = TREE.root.find("metrics").words()
