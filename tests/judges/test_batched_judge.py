@@ -14,7 +14,16 @@ from simulator.errors import JudgeError
 from simulator.judges import gather_in_order
 from simulator.judges.llm_judges import LEFT_OUT, MISQUOTED, LLMJudge
 from simulator.judges.scoring import ScoringContext, score_transcript
-from simulator.llm import FakeScript, LLMClient, Role, StaticReply, fake_auth_error
+from simulator.llm import (
+    Completion,
+    FakeScript,
+    LLMClient,
+    Role,
+    StaticReply,
+    UnrecordedRequest,
+    fake_auth_error,
+    replaying,
+)
 from simulator.loading import load_suite
 from simulator.metrics import case_outcome
 from simulator.models import JudgingSettings, ModelRoles, Thresholds
@@ -464,3 +473,65 @@ def test_gather_in_order_keeps_the_order_given() -> None:
         return value
 
     assert asyncio.run(gather_in_order([after(0.02, 1), after(0.0, 2), after(0.01, 3)])) == [1, 2, 3]
+
+
+# -- the goal question in the same request (conversation_review) --------------------------------------------------
+
+
+def goal_score(scores: list[Score]) -> Score:
+    (found,) = [s for s in scores if s.metric == "goal_satisfaction"]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("goal", "verdict"),
+    [
+        ({"satisfied": True, "reason": "shipped", "quote": "your order A1 was refunded"}, "unsure"),  # not said
+        ({"satisfied": True, "reason": "shipped", "quote": ""}, "unsure"),  # a pass without evidence
+        ({"satisfied": True, "reason": "shipped", "quote": "question 1"}, "unsure"),  # the user's words
+        ({"satisfied": False, "reason": "no date"}, "not_met"),
+        (SATISFIED, "met"),
+    ],
+    ids=["misquoted", "no-quote", "user-quoted", "not-satisfied", "satisfied"],
+)
+def test_the_reviewed_goal_is_held_to_the_same_evidence_as_the_goal_question(
+    goal: dict[str, Any], verdict: str
+) -> None:
+    judge = Judge()
+    judge.goal = lambda: goal  # type: ignore[method-assign]
+    reviewed, separate = score(judge), score(Judge(satisfied=goal is SATISFIED), PER_TURN)
+    assert [name for name, _ in judge.asked] == ["conversation_review"]
+    assert goal_score(reviewed).verdict == verdict
+    if goal in (SATISFIED,):
+        assert goal_score(reviewed).model_dump() == goal_score(separate).model_dump()
+
+
+def test_a_review_without_its_goal_part_is_asked_again_then_every_question_is_an_error() -> None:
+    judge = Judge(batch=lambda numbers: {"turns": [{"turn": n, **verdict(n)} for n in numbers]})
+    judge.goal = lambda: None  # type: ignore[method-assign, assignment, return-value]
+    scores = score(judge)
+    assert judge.count("conversation_review") > 1  # re-asked: the reply does not fit the schema
+    assert goal_score(scores).verdict == "error"
+    assert {s.verdict for s in hallucinations(scores)} == {"error"}
+    assert case_outcome(conversation(), scores)[0] == "error"
+
+
+def test_a_replay_that_recorded_the_questions_apart_asks_them_apart() -> None:
+    """A recording made when the goal and hallucination questions were separate requests has no answer for the
+    review: it is not asked, and the questions go out as they were recorded (and are answered from it)."""
+
+    class RecordedApart:
+        """A recording of the questions asked apart: no answer for the review (and it may not be sent)."""
+
+        def answer(self, role: Role, record: dict[str, Any], fingerprint: str) -> Completion | None:
+            if str(record["messages"][0]["content"]).startswith("You judge one finished conversation"):
+                raise UnrecordedRequest("not judged: this judge request changed since the recording")
+            return None  # answered by the fake judge, as the recording would answer it
+
+    live, judge = Judge(), Judge()
+    score(live)
+    assert [name for name, _ in live.asked] == ["conversation_review"]
+    with replaying(RecordedApart()):
+        scores = score(judge)
+    assert sorted(name for name, _ in judge.asked) == ["goal_satisfaction", "hallucination_batch"]
+    assert [s.model_dump() for s in scores] == [s.model_dump() for s in score(Judge(), PER_TURN)]
