@@ -14,8 +14,9 @@ of itself; and an unchanged request gets the same token, so the request cache an
 match it. A request that is one of a series (the step judge asks after every turn of a conversation) names a
 ``basis`` instead, the first event of its conversation: the token then depends on that alone, so every request of
 the series shares it and repeats the earlier request's text byte for byte up to what is new (the part a
-provider's prompt cache serves); a token found in any section's text is still hashed again. Inside a section, conversation events are one JSON object per line (:func:`json_line`): no text in an
-event can start a new line or pass for another event. The instructions around the sections say what
+provider's prompt cache serves); a token found in any section's text is still hashed again. Inside a section,
+conversation events are one JSON object per line (:func:`json_line`): no text in an event can start a new line
+or pass for another event. The instructions around the sections say what
 :data:`DATA_RULE` says.
 
 Standard library only: the judges, the digest, the simulated tools and spec review all use it.

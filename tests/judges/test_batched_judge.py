@@ -405,9 +405,7 @@ def test_the_users_question_rides_in_the_batch_unless_the_suite_reworded_one_par
     judge.judge = LLMJudge(judge.client, prompts=prompts)
     scores = score(judge, transcript=with_llm_user(conversation()))
     (prompt,) = judge.prompts(asked)
-    assert user_numbers(prompt) == (
-        [1, 2, 3, 4, 5, 6] if asked.endswith("fidelity_batch") or asked.endswith("fidelity") else []
-    )
+    assert user_numbers(prompt) == ([1, 2, 3, 4, 5, 6] if asked.endswith(("fidelity_batch", "fidelity")) else [])
     assert ("(house rules)" in prompt) == (asked in {name for name in prompts if name != "user_fidelity"})
     assert judge.count("user_fidelity") == 0  # asked (or not) by the fidelity check after the outcome
     # The per-turn verdicts are the same either way.

@@ -6,6 +6,7 @@ provider's prompt cache can serve that prefix. Measured through the runner with 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -116,7 +117,7 @@ def test_each_request_repeats_the_previous_one_of_its_role_up_to_what_is_new(tmp
     else:
         stable = _user_stable
     assert len(requests) >= 4  # two steps, two turns each: pairs within a step and across the step change
-    for earlier, later in zip(requests, requests[1:], strict=False):
+    for earlier, later in itertools.pairwise(requests):
         prefix = stable(earlier.messages)
         shared = _common(_text(earlier.messages), _text(later.messages))
         assert shared >= len(prefix), (role, _text(earlier.messages)[shared - 80 : shared + 80])
