@@ -4,10 +4,10 @@ LLM user, agent, judge) through the real runner (``run_case`` + ``score_case``),
 Three variants, each in its own subprocess so they import their own code:
 
 * ``before``: the code at ``--before`` (default ``/work/main``, put first on ``PYTHONPATH``);
-* ``after``: this checkout: one batched request per conversation for the hallucination question of every agent
-  turn and the simulated user's invented-fact question, the goal question at the same time;
-* ``separate``: this checkout with the suite's ``judging: {batch: false}`` (one hallucination request per turn, at
-  once; the user's question on its own after a failure it could have caused).
+* ``after``: this checkout: one judge request per conversation for the goal question, the hallucination
+  question of every agent turn and the simulated user's invented-fact question (``conversation_review``);
+* ``separate``: this checkout with the suite's ``judging: {batch: false}`` (the goal question, and one
+  hallucination request per turn, at once; the user's question on its own after a failure it could have caused).
 
 Every fake model call waits ``--latency`` seconds (asyncio sleep), so scoring wall time ÷ latency counts the
 judge round trips one after another a conversation waits for (ideal: 1). Conversations run one at a time.
@@ -76,6 +76,11 @@ def _child(batch: bool, latency: float, conversations: int, failing: bool) -> di
         numbers = marked["turns"] or [int(n) for n in re.findall(r'<agent_turn number="(\d+)">', prompt)]
         asked = marked["user_turns"] or [int(n) for n in re.findall(r'<user_turn number="(\d+)">', prompt)]
         users = [{"turn": n, "invented": False, "fact": "", "reason": "ok"} for n in asked]
+        # A pass quotes the agent's words: the agent says the same every turn.
+        goal = {"satisfied": not failing, "reason": "ok", "quote": "" if failing else "Your order ORD-1 has shipped."}
+        if prompt.startswith("You judge one finished conversation"):  # the goal and the turns in one request
+            turns = [{"turn": n, "verdict": "supported", "claim": "", "reason": "ok"} for n in numbers]
+            return {"goal": goal, "turns": turns, "user_turns": users}
         if numbers:
             turns = [{"turn": n, "verdict": "supported", "claim": "", "reason": "ok"} for n in numbers]
             return {"turns": turns, "user_turns": users}
@@ -83,8 +88,7 @@ def _child(batch: bool, latency: float, conversations: int, failing: bool) -> di
             return {"turns": users}
         if prompt.startswith("You check one turn"):
             return {"verdict": "supported", "claim": "", "reason": "ok"}
-        # A pass quotes the agent's words: the agent says the same every turn.
-        return {"satisfied": not failing, "reason": "ok", "quote": "" if failing else "Your order ORD-1 has shipped."}
+        return goal
 
     script = FakeScript()
     times = conversations * 20

@@ -11,8 +11,12 @@ The tag is the section's name and a token of 16 lowercase hex digits, the same f
 request: the first 16 hex digits of sha256 over a fixed salt and all the untrusted text of the request
 (:func:`fence_token`). The agent cannot close a section early, because its text would have to contain the hash
 of itself; and an unchanged request gets the same token, so the request cache and recorded cassettes still
-match it. Inside a section, conversation events are one JSON object per line (:func:`json_line`): no text in an
-event can start a new line or pass for another event. The instructions around the sections say what
+match it. A request that is one of a series (the step judge asks after every turn of a conversation) names a
+``basis`` instead, the first event of its conversation: the token then depends on that alone, so every request of
+the series shares it and repeats the earlier request's text byte for byte up to what is new (the part a
+provider's prompt cache serves); a token found in any section's text is still hashed again. Inside a section,
+conversation events are one JSON object per line (:func:`json_line`): no text in an event can start a new line
+or pass for another event. The instructions around the sections say what
 :data:`DATA_RULE` says.
 
 Standard library only: the judges, the digest, the simulated tools and spec review all use it.
@@ -40,14 +44,17 @@ _SALT: Final = b"simulator fence v1\0"
 _LINE_BREAKS: Final = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
 
 
-def fence_token(sections: Mapping[str, str]) -> str:
-    """The token of one request: 16 hex digits of sha256 over a fixed salt and every section's name and text.
+def fence_token(sections: Mapping[str, str], *, basis: str | None = None) -> str:
+    """The token of one request: 16 hex digits of sha256 over a fixed salt and every section's name and text,
+    or over ``basis`` alone when one is given (the requests of a series that share it share the token).
 
     Deterministic, so an unchanged request gets the same token. A token that occurs in the text itself (the
     text would have to contain its own hash) is hashed once more, so no section can ever hold its closing tag.
     """
     digest = hashlib.sha256(_SALT)
-    for name, text in sections.items():
+    if basis is not None:
+        digest.update(b"basis\0" + basis.encode("utf-8", "surrogatepass") + b"\0")
+    for name, text in sections.items() if basis is None else ():
         digest.update(name.encode("utf-8") + b"\0" + text.encode("utf-8", "surrogatepass") + b"\0")
     token = digest.hexdigest()[:16]
     while any(token in text for text in sections.values()):
@@ -60,9 +67,10 @@ def fenced(name: str, text: str, token: str) -> str:
     return f"<{name}-{token}>\n{text}\n</{name}-{token}>"
 
 
-def fence_sections(sections: Mapping[str, str]) -> dict[str, str]:
-    """Every section fenced with the request's token (:func:`fence_token` of them all), by the same keys."""
-    token = fence_token(sections)
+def fence_sections(sections: Mapping[str, str], *, basis: str | None = None) -> dict[str, str]:
+    """Every section fenced with the request's token (:func:`fence_token` of them all, or of ``basis``), by the
+    same keys."""
+    token = fence_token(sections, basis=basis)
     return {name: fenced(name, text, token) for name, text in sections.items()}
 
 

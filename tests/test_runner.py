@@ -87,7 +87,10 @@ def test_an_llm_user_runs_the_same_case_through_the_fake_provider(monkeypatch: p
     [request] = script.requests
     assert request.messages[0]["role"] == "system"
     assert "impatient" in request.messages[0]["content"].lower()
-    assert request.messages[-1] == {"role": "user", "content": "I can check that for you. What is your order number?"}
+    # The step's goal comes last, after the chat, in a system message of its own.
+    assert request.messages[-2] == {"role": "user", "content": "I can check that for you. What is your order number?"}
+    assert request.messages[-1]["role"] == "system"
+    assert "Your goal right now" in request.messages[-1]["content"]
     assert transcript.usage["user"].calls == 1
 
 

@@ -386,12 +386,15 @@ def test_llm_user_prompt_carries_the_response_guide() -> None:
     run(llm_user(script).next_message(facts))
     run(llm_user(script).next_message(guidance))
 
-    facts_prompt = script.requests[0].messages[0]["content"]
-    assert "do not volunteer them all at once" in facts_prompt
-    assert "order_number: A123" in facts_prompt
-    assert "Work on this goal only" in facts_prompt
-    assert "done to false" in facts_prompt
-    assert "done to true" not in facts_prompt
+    # A simulation's step part (goal and facts) is its last message, after the chat; the rules stay in the system.
+    system, *_, note = script.requests[0].messages
+    assert note["role"] == "system"
+    assert "do not volunteer them all at once" in note["content"]
+    assert "order_number: A123" in note["content"]
+    assert "Work on this goal only" in note["content"]
+    assert "order_number" not in system["content"]
+    assert "done to false" in system["content"]
+    assert "done to true" not in system["content"]
     guidance_prompt = script.requests[1].messages[0]["content"]
     assert "Be vague about the date." in guidance_prompt
     assert "French (fr)" in guidance_prompt

@@ -99,7 +99,7 @@ def test_a_passing_conversation_with_a_judge_asks_no_fidelity_question_of_its_ow
         ]
         said = [event["text"] for event in events_in(prompt) if event["role"] == "agent"]
         passed = {"verdict": "met", "reason": "yes", "satisfied": True, "quote": said[-1]}
-        return {**passed, "turns": turns, "user_turns": users, "claim": ""}
+        return {**passed, "goal": passed, "turns": turns, "user_turns": users, "claim": ""}
 
     script.enqueue("judge", judge, times=30)
     with script.active():
@@ -122,7 +122,8 @@ def test_a_failing_conversation_gets_its_fidelity_answer_from_the_hallucination_
         prompt = messages[-1]["content"]
         if "<user_brief-" in prompt:
             users = [{"turn": 2, "invented": False, "fact": "", "reason": "nothing stated"}]
-            return {"turns": [], "user_turns": users}
+            goal = {"satisfied": False, "reason": "cannot tell"}
+            return {"goal": goal, "turns": [], "user_turns": users}
         # The expectation in words is left undecided: one the judge found unmet would be the agent's own fault.
         return {"verdict": "unsure", "reason": "cannot tell", "satisfied": False, "turns": [], "claim": ""}
 

@@ -23,6 +23,8 @@ PROMPT_PLACEHOLDERS: Mapping[str, frozenset[str]] = types.MappingProxyType(
         "expectation": frozenset({"expectation", "conversation"}),
         "user_fidelity": frozenset({"brief", "conversation", "turns"}),
         "hallucination_fidelity_batch": frozenset({"context", "brief", "conversation", "turns", "user_turns"}),
+        "conversation_review": frozenset({"context", "goal", "conversation", "turns"}),
+        "conversation_review_fidelity": frozenset({"context", "brief", "goal", "conversation", "turns", "user_turns"}),
     }
 )
 
@@ -44,6 +46,13 @@ SECTIONS: Mapping[str, Mapping[str, str]] = types.MappingProxyType(
         "expectation": {"expectation": "expectation", "conversation": "conversation"},
         "user_fidelity": {"brief": "user_brief", "conversation": "conversation"},
         "hallucination_fidelity_batch": {"context": "context", "brief": "user_brief", "conversation": "conversation"},
+        "conversation_review": {"context": "context", "goal": "user_goal", "conversation": "conversation"},
+        "conversation_review_fidelity": {
+            "context": "context",
+            "brief": "user_brief",
+            "goal": "user_goal",
+            "conversation": "conversation",
+        },
     }
 )
 

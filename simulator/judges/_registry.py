@@ -94,6 +94,9 @@ class ScoringInput:
     thresholds: Thresholds
     replies: list[AgentEvent] = field(default_factory=list)
     turn: TurnInput | None = None
+    #: What the scorers of one conversation share, by name: a judge request whose answer several of them read
+    #: (asked by the first to need it, awaited by the others) and what they work out alike to ask it.
+    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def for_turn(self, turn: TurnInput) -> ScoringInput:
         """The same input narrowed to one golden turn (for the turn scorers)."""

@@ -116,3 +116,19 @@ class HallucinationFidelityBatchReply(BaseModel):
 
     turns: list[HallucinationTurnReply]
     user_turns: list[UserFidelityTurnReply]
+
+
+class ConversationReviewReply(BaseModel):
+    """The questions about one finished conversation in one reply: whether it satisfied the user's goal (as
+    :class:`GoalSatisfactionReply`) and a hallucination verdict per judged agent turn (as
+    :class:`HallucinationBatchReply`)."""
+
+    goal: GoalSatisfactionReply
+    turns: list[HallucinationTurnReply]
+
+
+class ConversationReviewFidelityReply(ConversationReviewReply):
+    """:class:`ConversationReviewReply` with an invented-fact verdict per judged user turn (as
+    :class:`UserFidelityReply`)."""
+
+    user_turns: list[UserFidelityTurnReply]

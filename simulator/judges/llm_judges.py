@@ -70,6 +70,8 @@ from simulator.judges._judge_prompts import (
     check_prompt,
 )
 from simulator.judges._replies import (
+    ConversationReviewFidelityReply,
+    ConversationReviewReply,
     ExpectationReply,
     GoalSatisfactionReply,
     HallucinationBatchReply,
@@ -95,6 +97,8 @@ from simulator.safety import redacted_and_shortened
 __all__ = [
     "PROMPT_PLACEHOLDERS",
     "SECTIONS",
+    "ConversationReviewFidelityReply",
+    "ConversationReviewReply",
     "ExpectationReply",
     "GoalSatisfactionReply",
     "HallucinationBatchReply",
@@ -103,6 +107,7 @@ __all__ = [
     "HallucinationTurnReply",
     "LLMJudge",
     "ReferenceAnswerReply",
+    "Reviewed",
     "SemanticMatchReply",
     "SideClaimReply",
     "UserFidelityReply",
@@ -140,6 +145,14 @@ class UserTurns:
 
     brief: str
     turns: Sequence[UserEvent]
+
+
+@dataclass(frozen=True)
+class Reviewed:
+    """What :meth:`LLMJudge.review` found: the goal's score and a hallucination score per turn, in turn order."""
+
+    goal: Score
+    hallucinations: list[Score]
 
 
 class LLMJudge:
@@ -318,15 +331,63 @@ class LLMJudge:
             {"goal": goal, "conversation": render_conversation(conversation)},
             GoalSatisfactionReply,
         )
-        if isinstance(reply, _Failed):
-            return q.failed(reply)
-        if not reply.satisfied:
-            return q.score("not_met", reply.reason, value=0)
-        overruled = overrule_pass(reply.quote, goal, reply.reason, Evidence(conversation, replies, declared_tools))
-        if overruled is not None:
-            value = 0 if overruled.verdict == "not_met" else None
-            return q.score(overruled.verdict, overruled.reason, value=value, raw=reply.model_dump_json())
-        return q.score("met", reply.reason, value=1)
+        return _goal_score(q, reply, goal, Evidence(conversation, replies, declared_tools))
+
+    async def review(
+        self,
+        *,
+        goal: str,
+        events: Sequence[TranscriptEvent],
+        turns: Sequence[AgentEvent],
+        context: str,
+        required: bool = True,
+        user: UserTurns | None = None,
+        replies: Sequence[AgentEvent] | None = None,
+        declared_tools: DeclaredTools = (),
+    ) -> Reviewed | None:
+        """The goal question (:meth:`goal_satisfaction`) and the per-turn hallucination question about ``turns``
+        (:meth:`hallucinations`) in one request (prompt ``conversation_review``), with the user's invented-fact
+        question too when ``user`` has turns (``conversation_review_fidelity``; the answer is kept for
+        :meth:`invented_facts`, as :meth:`hallucinations` keeps it). The same Scores as those methods give for the
+        same answers: a failed request makes every question ``error``; a turn the reply leaves out is ``unsure``;
+        a "satisfied" stands only as :func:`~simulator.judges.evidence.overrule_pass` allows.
+
+        ``events`` is the whole conversation; the other arguments are those of the two methods. None, with no
+        request, when there is nothing to combine (no model, no goal, no turn with a message) and when the
+        combined request was not asked (a replay of a recording that asked the questions apart): the caller
+        then asks them as those methods do."""
+        if len({turn.turn for turn in turns}) != len(turns):
+            raise ValueError("the turns of a conversation review must have distinct numbers")
+        pending = [turn for turn in turns if turn.text.strip()]
+        if not self.has_model or not goal.strip() or not pending:
+            return None
+        users = user.turns if user is not None else ()
+        values = {
+            "context": context,
+            "goal": goal,
+            "conversation": render_conversation(events, marked=[*pending, *users]),
+            "turns": ", ".join(str(turn.turn) for turn in pending),
+        }
+        reply: ConversationReviewReply | _Failed
+        if user is not None and users:
+            both = {**values, "brief": user.brief, "user_turns": ", ".join(str(turn.turn) for turn in users)}
+            reply = await self._ask("conversation_review_fidelity", both, ConversationReviewFidelityReply)
+            if isinstance(reply, ConversationReviewFidelityReply):
+                self._invented[_invented_key(user.brief, users, events)] = _invented_findings(reply.user_turns, users)
+        else:
+            reply = await self._ask("conversation_review", values, ConversationReviewReply)
+        if isinstance(reply, _Failed) and reply.unasked:
+            return None
+        q = _Question("goal_satisfaction", f"user goal: {redacted_and_shortened(goal, _SHOWN_CHARS, flat=True)}")
+        evidence = Evidence(events, replies, declared_tools)
+        goal_score = _goal_score(q, reply if isinstance(reply, _Failed) else reply.goal, goal, evidence)
+        scores = [
+            _hallucination_score(_hallucination_question(turn, required), _verdict_of(reply, turn.turn), turn.text)
+            if turn.text.strip()
+            else _no_message(_hallucination_question(turn, required))
+            for turn in turns
+        ]
+        return Reviewed(goal_score, scores)
 
     async def expectation(
         self,
@@ -511,6 +572,18 @@ def _side_claim_score(q: _Question, reply: SideClaimReply | _Failed, answer: str
     return q.score("unsure", reply.reason)
 
 
+def _goal_score(q: _Question, reply: GoalSatisfactionReply | _Failed, goal: str, evidence: Evidence) -> Score:
+    if isinstance(reply, _Failed):
+        return q.failed(reply)
+    if not reply.satisfied:
+        return q.score("not_met", reply.reason, value=0)
+    overruled = overrule_pass(reply.quote, goal, reply.reason, evidence)
+    if overruled is not None:
+        value = 0 if overruled.verdict == "not_met" else None
+        return q.score(overruled.verdict, overruled.reason, value=value, raw=reply.model_dump_json())
+    return q.score("met", reply.reason, value=1)
+
+
 def _hallucination_question(turn: AgentEvent, required: bool) -> _Question:
     check = f"turn {turn.turn}: hallucination"
     return _Question("hallucination", check, turn=turn.turn, step=turn.step, required=required)
@@ -548,7 +621,7 @@ class _Unjudged:
 
 
 def _verdict_of(
-    reply: HallucinationBatchReply | HallucinationFidelityBatchReply | _Failed, number: int
+    reply: HallucinationBatchReply | HallucinationFidelityBatchReply | ConversationReviewReply | _Failed, number: int
 ) -> HallucinationTurnReply | _Failed | _Unjudged:
     """Turn ``number``'s verdict in a batched reply: left out, or given twice with different verdicts, it is
     not judged (a contradiction is not evidence either way)."""

@@ -13,7 +13,9 @@ The judge questions a scorer asks run concurrently (:func:`gather_in_order`), it
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
 from typing import cast
 
 from simulator.judges._gather import gather_in_order
@@ -28,7 +30,7 @@ from simulator.judges.checks import (
 )
 from simulator.judges.claims import ClaimFinding, ClaimTool, contradicted_by_state, find_unsupported_claims
 from simulator.judges.fidelity import invented_fact_question
-from simulator.judges.llm_judges import UserTurns
+from simulator.judges.llm_judges import Reviewed, UserTurns
 from simulator.judges.step import NO_JUDGE, NO_WORLD, render_conversation
 from simulator.kinds import kind_of
 from simulator.models import ExpectationSpec, GoldenCase
@@ -222,7 +224,16 @@ async def _ready(scores: list[Score]) -> list[Score]:
     return scores
 
 
-@scorer("hallucination", prompts=("hallucination", "hallucination_batch", "hallucination_fidelity_batch"))
+@scorer(
+    "hallucination",
+    prompts=(
+        "hallucination",
+        "hallucination_batch",
+        "hallucination_fidelity_batch",
+        "conversation_review",
+        "conversation_review_fidelity",
+    ),
+)
 async def hallucination(target: ScoringInput) -> list[Score]:
     """Per agent turn with a message: a claim of tool use no call supports, or in the last reply a claimed action
     the case's ``expect_state`` finds undone (deterministic), else the judge:
@@ -231,7 +242,52 @@ async def hallucination(target: ScoringInput) -> list[Score]:
 
     The batched request also carries the simulated user's ``invented_fact`` question when the user model
     wrote turns (``hallucination_fidelity_batch``, see :func:`_user_question`): the judge keeps that answer
-    for the fidelity check, which needs it only if the conversation fails, so no later request waits for it."""
+    for the fidelity check, which needs it only if the conversation fails, so no later request waits for it.
+    In a scenario or simulation with a goal, the goal question rides in the same request too
+    (``conversation_review``, see :func:`_review`): a conversation costs one judge request after it ends."""
+    plan = _turns_plan(target)
+    scores, asked, judged, user = plan.scores, plan.asked, plan.judged, plan.user
+    transcript, instructions = target.transcript, target.context.instructions
+    reviewed = await _review(target)
+    if reviewed is not None:
+        verdicts = reviewed.hallucinations
+    elif user is not None or _batched(target, asked):
+        verdicts = await target.judge.hallucinations(
+            turns=asked,
+            events=transcript.events,
+            context=_known_from_start(transcript, instructions),
+            required=judged,
+            user=user,
+        )
+    else:
+        verdicts = await gather_in_order(
+            target.judge.hallucination(
+                turn=reply, context=hallucination_context(transcript, reply, instructions), required=judged
+            )
+            for reply in asked
+        )
+    answers = iter(verdicts)
+    return [score if score is not None else next(answers) for score in scores]
+
+
+@dataclass(frozen=True)
+class _TurnsPlan:
+    """The hallucination scorer's turns: a score per agent turn with a message, the deterministic ones given
+    and None where the judge's verdict goes; the turns it asks the judge about (in that order); whether those
+    verdicts are required; and the simulated user's question to ask with them."""
+
+    scores: list[Score | None]
+    asked: list[AgentEvent]
+    judged: bool
+    user: UserTurns | None
+
+
+def _turns_plan(target: ScoringInput) -> _TurnsPlan:
+    """The hallucination scorer's plan (:class:`_TurnsPlan`), worked out once per conversation: the goal
+    scorer needs it too when the two questions share a request (:func:`_review`)."""
+    found = target.shared.get("turns_plan")
+    if isinstance(found, _TurnsPlan):
+        return found
     required = target.thresholds.fail_on_hallucination
     flagged = {f.turn: f for f in find_unsupported_claims(target.replies, claim_tools(target))}
     for contradicted in _state_contradictions(target):
@@ -244,7 +300,7 @@ async def hallucination(target: ScoringInput) -> list[Score]:
         finding = flagged.get(reply.turn)
         if finding is None:
             asked.append(reply)
-            scores.append(None)  # the judge's verdict, filled in below
+            scores.append(None)  # the judge's verdict, filled in by the scorer
         else:
             scores.append(
                 Score(
@@ -263,25 +319,61 @@ async def hallucination(target: ScoringInput) -> list[Score]:
     # reported (unsure, not judged) but does not hold the case: the deterministic claim check above
     # still does. Checks the author wrote (expectations) stay required either way.
     judged = required and target.judge.has_model
-    transcript, instructions = target.transcript, target.context.instructions
     user = _user_question(target, asked, failed_already=required and bool(flagged))
-    if user is not None or _batched(target, asked):
-        verdicts = await target.judge.hallucinations(
-            turns=asked,
-            events=transcript.events,
-            context=_known_from_start(transcript, instructions),
-            required=judged,
-            user=user,
-        )
-    else:
-        verdicts = await gather_in_order(
-            target.judge.hallucination(
-                turn=reply, context=hallucination_context(transcript, reply, instructions), required=judged
-            )
-            for reply in asked
-        )
-    answers = iter(verdicts)
-    return [score if score is not None else next(answers) for score in scores]
+    plan = _TurnsPlan(scores, asked, judged, user)
+    target.shared["turns_plan"] = plan
+    return plan
+
+
+#: The kinds of case the goal question is asked of (the ``goal_satisfaction`` scorer's).
+_GOAL_KINDS = frozenset({"scenario", "simulation"})
+#: The prompts each combined review stands for: a suite that replaced one of them but not the review keeps
+#: its own wording, asked apart.
+_REVIEW_PARTS = {
+    "conversation_review": ("goal_satisfaction", "hallucination", "hallucination_batch"),
+    "conversation_review_fidelity": (
+        "goal_satisfaction",
+        "hallucination",
+        "hallucination_batch",
+        "hallucination_fidelity_batch",
+        "user_fidelity",
+    ),
+}
+
+
+async def _review(target: ScoringInput) -> Reviewed | None:
+    """The goal question and the hallucination question (with the user's, when it is asked) in one judge
+    request for the conversation, shared by the ``hallucination`` and ``goal_satisfaction`` scorers: the first
+    to need it asks, the other awaits the same answer. None when the questions are asked apart: the suite
+    says ``judging: {batch: false}``, there is no judge model, goal or turn to ask about, the suite replaced
+    the wording of one of the questions but not the review's, or the replayed recording asked them apart."""
+    if "review" not in target.shared:
+        target.shared["review"] = asyncio.ensure_future(_ask_review(target))
+    reviewed: Reviewed | None = await target.shared["review"]
+    return reviewed
+
+
+async def _ask_review(target: ScoringInput) -> Reviewed | None:
+    case, judge = target.case, target.judge
+    goal = kind_of(case).goal_description(case) if case.kind in _GOAL_KINDS else None
+    if not target.context.judging.batch or not judge.has_model or goal is None or not goal.strip():
+        return None
+    plan = _turns_plan(target)
+    if not plan.asked or len({reply.turn for reply in plan.asked}) != len(plan.asked):
+        return None
+    name = "conversation_review_fidelity" if plan.user is not None and plan.user.turns else "conversation_review"
+    if not judge.overrides(name) and any(judge.overrides(part) for part in _REVIEW_PARTS[name]):
+        return None
+    return await judge.review(
+        goal=goal,
+        events=target.transcript.events,
+        turns=plan.asked,
+        context=_known_from_start(target.transcript, target.context.instructions),
+        required=plan.judged,
+        user=plan.user,
+        replies=target.replies,
+        declared_tools=claim_tools(target),
+    )
 
 
 def _state_contradictions(target: ScoringInput) -> list[ClaimFinding]:
@@ -360,18 +452,26 @@ def _user_question(target: ScoringInput, asked: list[AgentEvent], *, failed_alre
     return invented_fact_question(target.case, target.transcript, target.context.persona)
 
 
-@scorer("goal_satisfaction", kinds={"scenario", "simulation"}, prompts=("goal_satisfaction",))
+@scorer(
+    "goal_satisfaction",
+    kinds=_GOAL_KINDS,
+    prompts=("goal_satisfaction", "conversation_review", "conversation_review_fidelity"),
+)
 async def goal_satisfaction(target: ScoringInput) -> list[Score]:
     """Whether the user's goal was satisfied (judge model). Without one, the engine's step outcomes stand for
     the goal; an open goal stays unsure unless the user reached it."""
     case = target.case
     kind = kind_of(case)
-    score = await target.judge.goal_satisfaction(
-        goal=kind.goal_description(case),
-        conversation=target.transcript.events,
-        replies=target.replies,
-        declared_tools=claim_tools(target),
-    )
+    reviewed = await _review(target)
+    if reviewed is not None:
+        score = reviewed.goal
+    else:
+        score = await target.judge.goal_satisfaction(
+            goal=kind.goal_description(case),
+            conversation=target.transcript.events,
+            replies=target.replies,
+            declared_tools=claim_tools(target),
+        )
     if score.verdict == "unsure" and score.reason == NO_JUDGE:
         reached = any(o.status == "complete" for o in target.transcript.steps)
         score = score.model_copy(update={"required": kind.has_open_goal(case) and not reached})

@@ -121,17 +121,20 @@ class StepJudge:
         assert self.llm is not None
         from simulator.llm import Role, UnrecordedRequest
 
-        messages = [
-            {"role": "system", "content": step_prompt()},
-            {"role": "user", "content": _judge_request(criterion, goal, events)},
-        ]
+        system = {"role": "system", "content": step_prompt()}
         # A judge that fails after the client's retries is not an "unsure" verdict: it propagates, and the
         # engine ends the case as an error naming the judge (never the agent's failure). A replay's question
-        # that was never recorded and may not be sent is simply not judged.
+        # that was never recorded and may not be sent is simply not judged; a recording that holds the question
+        # in the older layout is answered from it.
         try:
-            verdict = await self.llm.structured(Role.JUDGE, messages, CriterionVerdict)
+            request = {"role": "user", "content": _judge_request(criterion, goal, events)}
+            verdict = await self.llm.structured(Role.JUDGE, [system, request], CriterionVerdict)
         except UnrecordedRequest as exc:
-            return CheckDetail(check=label, verdict="unsure", evidence=str(exc))
+            try:
+                older = {"role": "user", "content": _older_judge_request(criterion, goal, events)}
+                verdict = await self.llm.structured(Role.JUDGE, [system, older], CriterionVerdict)
+            except UnrecordedRequest:
+                return CheckDetail(check=label, verdict="unsure", evidence=str(exc))
         if verdict.verdict == "met":
             evidence = Evidence(scope=events, declared_tools=self.declared_tools)
             overruled = overrule_pass(verdict.quote, criterion, verdict.reason, evidence)
@@ -198,7 +201,24 @@ def step_prompt() -> str:
 
 
 def _judge_request(criterion: str, goal: str | None, events: Sequence[TranscriptEvent]) -> str:
-    """The step judge's question: the goal, the criterion and the conversation, each in its fenced section."""
+    """The step judge's question: the conversation, then the step's goal and the criterion, each in its fenced
+    section. The conversation comes first and the token depends on its first event alone, so the question
+    after the next turn, or about the next criterion or step, repeats this one's text up to the new events."""
+    conversation = render_conversation(events)
+    sections = {"conversation": conversation, "criterion": criterion}
+    if goal:
+        sections["user_goal"] = goal
+    fenced = fence_sections(sections, basis=conversation.partition("\n")[0])
+    goal_part = f"\n\nThe user's goal in this part:\n{fenced['user_goal']}" if goal else ""
+    return (
+        f"The conversation, one event per line:\n{fenced['conversation']}{goal_part}\n\n"
+        f"The criterion to check:\n{fenced['criterion']}"
+    )
+
+
+def _older_judge_request(criterion: str, goal: str | None, events: Sequence[TranscriptEvent]) -> str:
+    """The step judge's question as older recordings hold it (the goal and the criterion before the
+    conversation, the token over every section), so a replay of such a recording still finds its answers."""
     sections = {"criterion": criterion, "conversation": render_conversation(events)}
     if goal:
         sections = {"user_goal": goal, **sections}

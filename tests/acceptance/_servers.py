@@ -219,7 +219,8 @@ _GOAL = re.compile(r"^Your goal(?: right now)?: (.+)$", re.MULTILINE)
 
 def user_reply(body: dict[str, Any]) -> str:
     """What the user model answers: a UserMove as JSON text (or, on purpose, something that is not JSON)."""
-    system = next((str(m.get("content")) for m in body.get("messages", []) if m.get("role") == "system"), "")
+    # The system prompt, and in a simulation the step's goal in a last system message after the chat.
+    system = "\n".join(str(m.get("content")) for m in body.get("messages", []) if m.get("role") == "system")
     found = _GOAL.search(system)
     goal = found.group(1).strip() if found else "Ich habe eine Frage."
     if "NUTZER-KAPUTT" in goal:
@@ -245,6 +246,7 @@ def _schema_name(body: dict[str, Any], prompt: str) -> str:
     starts = [
         ("You check the turns", "HallucinationBatchReply"),
         ("You review one conversation", "HallucinationFidelityBatchReply"),
+        ("You judge one finished conversation", "ConversationReviewReply"),
         ("You check one success criterion", "CriterionVerdict"),
         ("You check one expectation", "ExpectationReply"),
         ("You decide whether a conversation", "GoalSatisfactionReply"),
@@ -286,6 +288,11 @@ def _judged(events: list[dict[str, Any]], role: str) -> list[int]:
     return numbers
 
 
+def _goal(prompt: str, said: list[str], reason: str) -> dict[str, Any]:
+    verdict, quote = _decide(_section(prompt, "user_goal"), said)
+    return {"satisfied": verdict != "not_met", "reason": reason, "quote": quote or "".join(said[-1:])}
+
+
 def judge_reply(body: dict[str, Any]) -> str:
     """What the judge model answers, as JSON text (or, on purpose, something that is not JSON)."""
     prompt = "\n".join(str(m.get("content")) for m in body.get("messages", []))
@@ -299,8 +306,7 @@ def judge_reply(body: dict[str, Any]) -> str:
         verdict, quote = _decide(asked, said)
         return json.dumps({"verdict": verdict, "reason": reason, "quote": quote})
     if schema == "GoalSatisfactionReply":
-        verdict, quote = _decide(_section(prompt, "user_goal"), said)
-        return json.dumps({"satisfied": verdict != "not_met", "reason": reason, "quote": quote or "".join(said[-1:])})
+        return json.dumps(_goal(prompt, said, reason))
     if schema == "ReferenceAnswerReply":
         facts = _FACTS.findall(_section(prompt, "reference_answer"))
         answer = _section(prompt, "agent_answer")
@@ -312,8 +318,10 @@ def judge_reply(body: dict[str, Any]) -> str:
         expected, actual = _section(prompt, "expected_message"), _section(prompt, "actual_message")
         same = set(_FACTS.findall(expected)) == set(_FACTS.findall(actual))
         return json.dumps({"score": 4 if same else 1, "reason": reason})
-    if schema in ("HallucinationBatchReply", "HallucinationFidelityBatchReply"):
-        # The batched question: the same rule per marked turn (and, asked with it, no fact the user invented).
+    review = schema in ("ConversationReviewReply", "ConversationReviewFidelityReply")
+    if review or schema in ("HallucinationBatchReply", "HallucinationFidelityBatchReply"):
+        # The batched question: the same rule per marked turn (and, asked with it, no fact the user invented;
+        # in the conversation's review, the goal as its own question is answered).
         events = _events(prompt)
         verdicts = [
             {
@@ -326,10 +334,14 @@ def judge_reply(body: dict[str, Any]) -> str:
             }
             for number in _judged(events, "agent")
         ]
-        if schema == "HallucinationBatchReply":
-            return json.dumps({"turns": verdicts})
-        users = [{"turn": n, "invented": False, "fact": "", "reason": reason} for n in _judged(events, "user")]
-        return json.dumps({"turns": verdicts, "user_turns": users})
+        reply: dict[str, Any] = {"turns": verdicts}
+        if review:
+            reply["goal"] = _goal(prompt, said, reason)
+        if schema in ("HallucinationFidelityBatchReply", "ConversationReviewFidelityReply"):
+            reply["user_turns"] = [
+                {"turn": n, "invented": False, "fact": "", "reason": reason} for n in _judged(events, "user")
+            ]
+        return json.dumps(reply)
     ran = any(event["role"] == "tool_call" for event in _events(prompt, "agent_turn"))
     return json.dumps({"verdict": "supported" if ran else "no_claim", "claim": "", "reason": reason})
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from simulator.cli import app
 from simulator.llm import FakeScript
 from simulator.store import RunStore
-from tests.factories import agent_said
+from tests.factories import agent_said, judged_turns
 
 runner = CliRunner()
 
@@ -37,6 +37,11 @@ PROMPT_PRICE, COMPLETION_PRICE = 0.0001, 0.0002
 def judge(messages: list[dict[str, Any]]) -> dict[str, Any]:
     """A fake judge that answers every question the suite asks (goal, expectation, hallucination), by its prompt."""
     prompt = str(messages[0]["content"]).lower()
+    if prompt.startswith("you judge one finished conversation"):  # the goal and the turns in one request
+        said = agent_said(str(messages[-1]["content"]))[-1]
+        turns = [{"turn": n, "verdict": "no_claim", "claim": "", "reason": "a greeting claims nothing"}
+                 for n in judged_turns(str(messages[0]["content"]), "agent")]  # fmt: skip
+        return {"goal": {"satisfied": True, "reason": "the user got what they came for", "quote": said}, "turns": turns}
     if "hallucination" in prompt:
         return {"verdict": "no_claim", "claim": "", "reason": "a greeting claims nothing"}
     said = agent_said(str(messages[-1]["content"]))[-1]  # a pass quotes the agent's words

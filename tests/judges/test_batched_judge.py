@@ -14,7 +14,16 @@ from simulator.errors import JudgeError
 from simulator.judges import gather_in_order
 from simulator.judges.llm_judges import LEFT_OUT, MISQUOTED, LLMJudge
 from simulator.judges.scoring import ScoringContext, score_transcript
-from simulator.llm import FakeScript, LLMClient, Role, StaticReply, fake_auth_error
+from simulator.llm import (
+    Completion,
+    FakeScript,
+    LLMClient,
+    Role,
+    StaticReply,
+    UnrecordedRequest,
+    fake_auth_error,
+    replaying,
+)
 from simulator.loading import load_suite
 from simulator.metrics import case_outcome
 from simulator.models import JudgingSettings, ModelRoles, Thresholds
@@ -101,6 +110,13 @@ class Judge:
             await asyncio.sleep(self.delay)
         finally:
             self.in_flight -= 1
+        if prompt.startswith("You judge one finished conversation"):
+            name = "conversation_review_fidelity" if "The user turns to judge:" in prompt else "conversation_review"
+            self.asked.append((name, prompt))
+            review: dict[str, Any] = {**self.batch(batch_numbers(prompt)), "goal": self.goal()}
+            if name == "conversation_review_fidelity":
+                review["user_turns"] = nothing_invented(user_numbers(prompt))
+            return review
         if prompt.startswith("You check the turns"):
             self.asked.append(("hallucination_batch", prompt))
             answer: StaticReply = self.batch(batch_numbers(prompt))
@@ -117,6 +133,9 @@ class Judge:
             self.asked.append(("user_fidelity", prompt))
             return {"turns": nothing_invented(user_numbers(prompt))}
         self.asked.append(("goal_satisfaction", prompt))
+        return self.goal()
+
+    def goal(self) -> dict[str, Any]:
         return SATISFIED if self.satisfied else {"satisfied": False, "reason": "The user got no date."}
 
     def count(self, question: str) -> int:
@@ -126,9 +145,18 @@ class Judge:
         return [prompt for name, prompt in self.asked if name == question]
 
 
-def score(judge: Judge, judging: JudgingSettings = BATCH, transcript: Transcript | None = None) -> list[Score]:
+#: A golden case: no goal question, so the hallucination question is asked on its own (``hallucination_batch``).
+GOLDEN = {"kind": "golden", "name": "order status", "turns": [{"user": "question 1"}]}
+
+
+def score(
+    judge: Judge,
+    judging: JudgingSettings = BATCH,
+    transcript: Transcript | None = None,
+    spec: dict[str, Any] = SCENARIO,
+) -> list[Score]:
     context = ScoringContext(judging=judging)
-    return asyncio.run(score_transcript(case(SCENARIO), transcript or conversation(), context, judge.judge))
+    return asyncio.run(score_transcript(case(spec), transcript or conversation(), context, judge.judge))
 
 
 def hallucinations(scores: list[Score]) -> list[Score]:
@@ -138,14 +166,18 @@ def hallucinations(scores: list[Score]) -> list[Score]:
 # -- how many requests ------------------------------------------------------------------------------------------
 
 
-def test_one_hallucination_request_per_conversation_and_one_per_turn_with_the_switch_off() -> None:
-    batched, separate = Judge(), Judge()
+def test_one_judge_request_per_conversation_and_one_per_turn_with_the_switch_off() -> None:
+    """The goal question rides in the hallucination request (``conversation_review``); a golden case, with no
+    goal, asks the batched hallucination question alone."""
+    batched, separate, golden = Judge(), Judge(), Judge()
     score(batched)
     score(separate, PER_TURN)
-    assert (batched.count("hallucination_batch"), batched.count("hallucination")) == (1, 0)
+    score(golden, spec=GOLDEN)
+    assert [name for name, _ in batched.asked] == ["conversation_review"]
     assert (separate.count("hallucination_batch"), separate.count("hallucination")) == (0, TURNS)
-    assert batched.count("goal_satisfaction") == separate.count("goal_satisfaction") == 1
-    assert len(batched.script.requests) == 2
+    assert separate.count("goal_satisfaction") == 1
+    assert [name for name, _ in golden.asked] == ["hallucination_batch"]
+    assert len(batched.script.requests) == 1
     assert len(separate.script.requests) == TURNS + 1
 
 
@@ -163,10 +195,11 @@ def test_the_scores_are_the_same_in_both_modes() -> None:
 
 
 @pytest.mark.parametrize("satisfied", [True, False], ids=["passing", "failing"])
-def test_a_six_turn_simulation_sends_fourteen_requests(tmp_path: Path, satisfied: bool) -> None:
-    """The peers bench's workload through the runner: LLM user 6, agent 6, one hallucination request, one goal; a
-    failing conversation too, its user's invented-fact question asked in the hallucination request. Asked apart
-    (``batch: false``): one hallucination request per turn, and the user's question after a failure."""
+def test_a_six_turn_simulation_sends_thirteen_requests(tmp_path: Path, satisfied: bool) -> None:
+    """The peers bench's workload through the runner: LLM user 6, agent 6, one judge request with the goal and
+    hallucination questions; a failing conversation too, its user's invented-fact question asked in the same
+    request. Asked apart (``batch: false``): the goal, one hallucination request per turn, and the user's
+    question after a failure."""
     (tmp_path / ".git").mkdir()
     agent = "agent:\n  type: litellm\n  model: fake/agent\n  instructions: You answer order questions.\n"
     cases = "".join(
@@ -190,12 +223,12 @@ def test_a_six_turn_simulation_sends_fourteen_requests(tmp_path: Path, satisfied
 
         result = asyncio.run(go())
         by_role = {role: sum(1 for r in judge.script.requests if r.role == role) for role in Role}
-        judged = 1 if batch else TURNS + (not satisfied)
-        assert by_role == {Role.USER: TURNS, Role.AGENT: TURNS, Role.JUDGE: judged + 1}, batch
+        judged = 1 if batch else 1 + TURNS + (not satisfied)
+        assert by_role == {Role.USER: TURNS, Role.AGENT: TURNS, Role.JUDGE: judged}, batch
         assert len(hallucinations(result.scores)) == TURNS
         assert (result.outcome == "pass") == satisfied  # failing: user_error (the user repeats itself)
         if batch:
-            (prompt,) = judge.prompts("hallucination_fidelity_batch")
+            (prompt,) = judge.prompts("conversation_review_fidelity")
             assert (batch_numbers(prompt), user_numbers(prompt)) == ([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6])
         else:
             assert judge.count("user_fidelity") == (not satisfied)
@@ -204,34 +237,48 @@ def test_a_six_turn_simulation_sends_fourteen_requests(tmp_path: Path, satisfied
 # -- the batched question ---------------------------------------------------------------------------------------
 
 
-def test_the_batched_prompt_sends_the_shared_context_once_and_marks_the_turns() -> None:
+@pytest.mark.parametrize(
+    ("spec", "asked", "numbers"),
+    [
+        (GOLDEN, "hallucination_batch", "The turns to judge: 1, 2, 3."),
+        (SCENARIO, "conversation_review", "The agent turns to judge: 1, 2, 3."),
+    ],
+    ids=["batch", "review"],
+)
+def test_the_batched_prompt_sends_the_shared_context_once_and_marks_the_turns(
+    spec: dict[str, Any], asked: str, numbers: str
+) -> None:
     judge = Judge()
     transcript = conversation(3).model_copy(update={"session_parameters": {"customer_id": 7}})
     transcript.events.append(UserEvent(turn=4, text="a later message", source="scripted"))
     context = ScoringContext(instructions="You are the shop's order assistant.")
-    asyncio.run(score_transcript(case(SCENARIO), transcript, context, judge.judge))
-    (prompt,) = judge.prompts("hallucination_batch")
+    asyncio.run(score_transcript(case(spec), transcript, context, judge.judge))
+    (prompt,) = judge.prompts(asked)
     assert prompt.count("AGENT INSTRUCTIONS: You are the shop's order assistant.") == 1
     assert prompt.count("SESSION VARIABLES: {'customer_id': 7}") == 1
     assert prompt.count('{"turn": 1, "role": "user", "text": "question 1"}') == 1
     assert batch_numbers(prompt) == [1, 2, 3]
-    assert "The turns to judge: 1, 2, 3." in prompt
+    assert numbers in prompt
+    if asked == "conversation_review":  # what differs per conversation comes last, after the instructions
+        assert prompt.rstrip().splitlines()[-1].startswith(numbers)
     first_turn = events_in(prompt)[1:3]
     assert first_turn == [
         {"turn": 1, "role": "tool_call", "name": "lookup_order", "arguments": {}, "status": "faked",
          "result": {"eta": "5 May"}, "judge": True},
         {"turn": 1, "role": "agent", "text": said(1), "judge": True},
     ]  # fmt: skip
-    assert "a later message" not in prompt  # nothing after the last judged turn is evidence
+    # Nothing after the last judged turn is evidence for a turn; the goal is judged on the whole conversation.
+    assert ("a later message" in prompt) == (asked == "conversation_review")
 
 
-def test_a_turn_flagged_without_a_model_is_not_sent_and_keeps_its_place() -> None:
+@pytest.mark.parametrize(("spec", "asked"), [(GOLDEN, "hallucination_batch"), (SCENARIO, "conversation_review")])
+def test_a_turn_flagged_without_a_model_is_not_sent_and_keeps_its_place(spec: dict[str, Any], asked: str) -> None:
     judge = Judge()
     events = conversation(3).events
     events[3] = AgentEvent(turn=2, messages=["I've checked your order: it is on its way."])
-    scores = hallucinations(score(judge, transcript=conversation(3).model_copy(update={"events": events})))
+    scores = hallucinations(score(judge, transcript=conversation(3).model_copy(update={"events": events}), spec=spec))
     assert [(s.turn, s.source) for s in scores] == [(1, "judge"), (2, "deterministic"), (3, "judge")]
-    (prompt,) = judge.prompts("hallucination_batch")
+    (prompt,) = judge.prompts(asked)
     assert batch_numbers(prompt) == [1, 3]
     # Still part of the conversation, not judged.
     assert {"turn": 2, "role": "agent", "text": "I've checked your order: it is on its way."} in events_in(prompt)
@@ -270,7 +317,7 @@ def test_a_quote_from_another_turn_makes_only_that_turn_unsure() -> None:
     assert [s.verdict for i, s in enumerate(scores) if i != 2] == ["met", "n/a", "met", "n/a", "not_met"]
 
 
-def test_a_failing_judge_is_an_error_on_every_turn_and_the_case_is_error() -> None:
+def test_a_failing_judge_is_an_error_on_every_question_and_the_case_is_error() -> None:
     roles = ModelRoles.model_validate({"judge": "fake/judge"})
     outcomes = []
     for judging in (BATCH, PER_TURN):
@@ -283,27 +330,35 @@ def test_a_failing_judge_is_an_error_on_every_turn_and_the_case_is_error() -> No
         }
         outcome, reasons = case_outcome(conversation(), scores)
         outcomes.append((outcome, [reason.split(":")[0] for reason in reasons][:1]))
-        assert len(script.requests) == (2 if judging.batch else TURNS + 1)
+        goal = [s for s in scores if s.metric == "goal_satisfaction"]
+        assert [(s.verdict, s.reason.startswith("the judge model failed")) for s in goal] == [("error", True)]
+        assert len(script.requests) == (1 if judging.batch else TURNS + 1)
     assert outcomes[0] == outcomes[1]
     assert outcomes[0][0] == "error"
 
 
-def test_a_malformed_batched_reply_is_asked_again() -> None:
+@pytest.mark.parametrize(("spec", "asked"), [(GOLDEN, "hallucination_batch"), (SCENARIO, "conversation_review")])
+def test_a_malformed_batched_reply_is_asked_again(spec: dict[str, Any], asked: str) -> None:
     replies = iter([{"turns": [{"turn": 1, "verdict": "unsupported", "claim": "", "reason": "r"}]}])
 
     def first_bad(numbers: list[int]) -> dict[str, Any]:
         return next(replies, {"turns": [{"turn": n, **verdict(n)} for n in numbers]})
 
     judge = Judge(batch=first_bad)
-    scores = hallucinations(score(judge))
-    assert judge.count("hallucination_batch") == 2
+    scores = hallucinations(score(judge, spec=spec))
+    assert judge.count(asked) == 2
     assert [s.verdict for s in scores] == ["met", "n/a", "not_met", "met", "n/a", "not_met"]
 
 
-def test_one_turn_is_asked_with_the_per_turn_question() -> None:
-    judge = Judge()
-    score(judge, transcript=conversation(1))
-    assert (judge.count("hallucination_batch"), judge.count("hallucination")) == (0, 1)
+def test_one_turn_is_asked_with_the_per_turn_question_or_in_the_review() -> None:
+    golden, scenario = Judge(), Judge()
+    score(golden, transcript=conversation(1), spec=GOLDEN)
+    score(scenario, transcript=conversation(1))
+    assert [name for name, _ in golden.asked] == ["hallucination"]
+    assert [name for name, _ in scenario.asked] == ["conversation_review"]  # one request instead of two
+    assert [s.model_dump() for s in score(Judge(), transcript=conversation(1))] == [
+        s.model_dump() for s in score(Judge(), PER_TURN, transcript=conversation(1))
+    ]
 
 
 def test_an_override_of_the_per_turn_prompt_alone_keeps_one_request_per_turn() -> None:
@@ -333,8 +388,8 @@ BOTH_OVERRIDE = "You review one conversation (house rules).\n{context}\n{brief}\
 @pytest.mark.parametrize(
     ("prompts", "asked"),
     [
-        ({}, "hallucination_fidelity_batch"),
-        ({"user_fidelity": USER_OVERRIDE}, "hallucination_batch"),
+        ({}, "conversation_review_fidelity"),
+        ({"user_fidelity": USER_OVERRIDE}, "conversation_review"),
         ({"hallucination_batch": BATCH_OVERRIDE}, "hallucination_batch"),
         (
             {"user_fidelity": USER_OVERRIDE, "hallucination_fidelity_batch": BOTH_OVERRIDE},
@@ -350,7 +405,7 @@ def test_the_users_question_rides_in_the_batch_unless_the_suite_reworded_one_par
     judge.judge = LLMJudge(judge.client, prompts=prompts)
     scores = score(judge, transcript=with_llm_user(conversation()))
     (prompt,) = judge.prompts(asked)
-    assert user_numbers(prompt) == ([1, 2, 3, 4, 5, 6] if asked == "hallucination_fidelity_batch" else [])
+    assert user_numbers(prompt) == ([1, 2, 3, 4, 5, 6] if asked.endswith(("fidelity_batch", "fidelity")) else [])
     assert ("(house rules)" in prompt) == (asked in {name for name in prompts if name != "user_fidelity"})
     assert judge.count("user_fidelity") == 0  # asked (or not) by the fidelity check after the outcome
     # The per-turn verdicts are the same either way.
@@ -361,7 +416,7 @@ def test_the_users_question_is_not_asked_when_a_claim_of_tool_use_already_failed
     transcript = with_llm_user(conversation(3))
     claim = AgentEvent(turn=2, messages=["I've checked your order: it arrives on 2 May."])
     events = [claim if isinstance(e, AgentEvent) and e.turn == 2 else e for e in transcript.events]
-    for fail_on_hallucination, asked in ((True, "hallucination_batch"), (False, "hallucination_fidelity_batch")):
+    for fail_on_hallucination, asked in ((True, "conversation_review"), (False, "conversation_review_fidelity")):
         judge = Judge()
         context = ScoringContext(thresholds=Thresholds(fail_on_hallucination=fail_on_hallucination))
         scores = asyncio.run(
@@ -384,7 +439,8 @@ def test_without_a_judge_model_nothing_is_asked() -> None:
 def test_the_judge_calls_of_a_conversation_are_in_flight_at_once(judging: JudgingSettings) -> None:
     judge = Judge(delay=0.02)
     scores = score(judge, judging)
-    assert judge.most_in_flight >= 2  # the hallucination question(s) and the goal together
+    # The hallucination questions and the goal together; batched, they are one request.
+    assert judge.most_in_flight == 1 if judging.batch else judge.most_in_flight >= 2
     assert [s.metric for s in scores][-1] == "goal_satisfaction"  # stored in the same order as before
     assert [s.turn for s in hallucinations(scores)] == list(range(1, TURNS + 1))
 
@@ -415,3 +471,65 @@ def test_gather_in_order_keeps_the_order_given() -> None:
         return value
 
     assert asyncio.run(gather_in_order([after(0.02, 1), after(0.0, 2), after(0.01, 3)])) == [1, 2, 3]
+
+
+# -- the goal question in the same request (conversation_review) --------------------------------------------------
+
+
+def goal_score(scores: list[Score]) -> Score:
+    (found,) = [s for s in scores if s.metric == "goal_satisfaction"]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("goal", "verdict"),
+    [
+        ({"satisfied": True, "reason": "shipped", "quote": "your order A1 was refunded"}, "unsure"),  # not said
+        ({"satisfied": True, "reason": "shipped", "quote": ""}, "unsure"),  # a pass without evidence
+        ({"satisfied": True, "reason": "shipped", "quote": "question 1"}, "unsure"),  # the user's words
+        ({"satisfied": False, "reason": "no date"}, "not_met"),
+        (SATISFIED, "met"),
+    ],
+    ids=["misquoted", "no-quote", "user-quoted", "not-satisfied", "satisfied"],
+)
+def test_the_reviewed_goal_is_held_to_the_same_evidence_as_the_goal_question(
+    goal: dict[str, Any], verdict: str
+) -> None:
+    judge = Judge()
+    judge.goal = lambda: goal  # type: ignore[method-assign]
+    reviewed, separate = score(judge), score(Judge(satisfied=goal is SATISFIED), PER_TURN)
+    assert [name for name, _ in judge.asked] == ["conversation_review"]
+    assert goal_score(reviewed).verdict == verdict
+    if goal in (SATISFIED,):
+        assert goal_score(reviewed).model_dump() == goal_score(separate).model_dump()
+
+
+def test_a_review_without_its_goal_part_is_asked_again_then_every_question_is_an_error() -> None:
+    judge = Judge(batch=lambda numbers: {"turns": [{"turn": n, **verdict(n)} for n in numbers]})
+    judge.goal = lambda: None  # type: ignore[method-assign, assignment, return-value]
+    scores = score(judge)
+    assert judge.count("conversation_review") > 1  # re-asked: the reply does not fit the schema
+    assert goal_score(scores).verdict == "error"
+    assert {s.verdict for s in hallucinations(scores)} == {"error"}
+    assert case_outcome(conversation(), scores)[0] == "error"
+
+
+def test_a_replay_that_recorded_the_questions_apart_asks_them_apart() -> None:
+    """A recording made when the goal and hallucination questions were separate requests has no answer for the
+    review: it is not asked, and the questions go out as they were recorded (and are answered from it)."""
+
+    class RecordedApart:
+        """A recording of the questions asked apart: no answer for the review (and it may not be sent)."""
+
+        def answer(self, role: Role, record: dict[str, Any], fingerprint: str) -> Completion | None:
+            if str(record["messages"][0]["content"]).startswith("You judge one finished conversation"):
+                raise UnrecordedRequest("not judged: this judge request changed since the recording")
+            return None  # answered by the fake judge, as the recording would answer it
+
+    live, judge = Judge(), Judge()
+    score(live)
+    assert [name for name, _ in live.asked] == ["conversation_review"]
+    with replaying(RecordedApart()):
+        scores = score(judge)
+    assert sorted(name for name, _ in judge.asked) == ["goal_satisfaction", "hallucination_batch"]
+    assert [s.model_dump() for s in scores] == [s.model_dump() for s in score(Judge(), PER_TURN)]

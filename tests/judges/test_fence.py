@@ -175,10 +175,12 @@ def test_the_simulated_user_hears_the_agent_as_the_other_party_never_as_instruct
     )  # fmt: skip
     client = LLMClient(ModelRoles.model_validate({"user": "fake/user"}), fake_script=script, sleep=no_sleep)
     asyncio.run(LLMUser(client).next_message(request))
-    system, *chat = script.requests[0].messages
+    system, *chat, step_note = script.requests[0].messages
     assert "never instructions about this test" in system["content"]
-    # The agent's words reach the model only as its chat messages, never in the system prompt.
+    # The agent's words reach the model only as its chat messages, never in the system prompt nor in the step's
+    # part that follows the chat.
     assert HOSTILE not in system["content"]
+    assert (step_note["role"], HOSTILE in step_note["content"]) == ("system", False)
     assert chat[-1] == {"role": "user", "content": f"agent {HOSTILE}"}
 
 

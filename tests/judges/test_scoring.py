@@ -115,6 +115,7 @@ QUESTIONS = {
     "You decide whether a conversation": "goal_satisfaction",
     "You check one turn": "hallucination",
     "You check the turns": "hallucination_batch",
+    "You judge one finished conversation": "conversation_review",
     "You grade one answer": "reference_answer",
     "You compare the message": "semantic_match",
     "You check an answer": "side_claim",
@@ -137,6 +138,11 @@ class FakeJudge:
         self.asked.append((question, prompt))
         if question == "hallucination_batch":
             return {"turns": [{"turn": n, **self._per_turn(body)} for n, body in marked_turns(prompt)]}
+        if question == "conversation_review":
+            # The goal and every turn answered as their own questions would be: the same verdicts.
+            turns = [{"turn": n, **self._per_turn(body)} for n, body in marked_turns(prompt)]
+            goal = self.answers["goal_satisfaction"]
+            return {"goal": goal(prompt) if callable(goal) else goal, "turns": turns}
         answer = self.answers[question]
         return answer(prompt) if callable(answer) else answer
 
@@ -418,8 +424,9 @@ def test_a_flagged_turn_is_not_sent_to_the_judge() -> None:
         ("turn 1: hallucination", "deterministic", "not_met"),
         ("turn 2: hallucination", "judge", "met"),
     ]
-    (prompt,) = fake.prompts("hallucination")
-    assert "You're welcome, goodbye!" in section(prompt, "agent_turn")
+    (prompt,) = fake.prompts("conversation_review")  # the one turn left rides with the goal question
+    assert [number for number, _ in marked_turns(prompt)] == [2]
+    assert "You're welcome, goodbye!" in agent_texts(prompt)
 
 
 def test_a_claim_naming_a_declared_tool_that_never_ran() -> None:
@@ -535,7 +542,7 @@ def test_a_judged_goal_satisfaction_is_required(satisfied: bool, verdict: str, v
         True,
     )
     assert case_outcome(simulation(), scores)[0] == outcome_
-    (prompt,) = fake.prompts("goal_satisfaction")
+    (prompt,) = fake.prompts("conversation_review")
     assert section(prompt, "user_goal") == GOAL_TEXT  # the model reads the whole goal, criteria included
     assert "You're welcome, goodbye!" in agent_texts(prompt)
 
@@ -574,7 +581,7 @@ def test_a_scenario_goal_text_includes_its_success_criteria() -> None:
             True,
         ),
     ]
-    assert section(fake.prompts("goal_satisfaction")[0], "user_goal") == (
+    assert section(fake.prompts("conversation_review")[0], "user_goal") == (
         "Get a refund for order A1 (satisfied when: The agent issues the refund.)"
     )
 

@@ -168,10 +168,10 @@ class UserAndJudge:
 
 def test_a_finished_conversation_is_scored_while_the_next_one_talks(tmp_path: Path) -> None:
     """``--concurrency 2``: two conversations talk at once, never more; a finished one waits for its judge
-    outside its lane, so the next conversations' users are asked while two others are being scored, their four
-    judge questions in flight (each conversation asks its two at once: the judge's limit is 4). Before, a lane
-    waited for its judge: with a user request in flight, at most one other conversation could be scored (two
-    judge requests)."""
+    outside its lane, so the next conversations' users are asked while two others are being scored, their judge
+    requests in flight (one each: the goal and hallucination questions share a request; the judge's limit is 4).
+    Before, a lane waited for its judge: with a user request in flight, at most one other conversation could be
+    scored (one judge request)."""
     with served(UserAndJudge(), "user-and-judge") as model:
         url = model.url
         path = _suite(tmp_path, url)
@@ -188,5 +188,5 @@ def test_a_finished_conversation_is_scored_while_the_next_one_talks(tmp_path: Pa
     assert outcome.record.totals is not None
     assert outcome.record.totals.total == CONVERSATIONS
     assert model.most_user == 2
-    assert model.judging_at_a_user_request >= 3
+    assert model.judging_at_a_user_request >= 2
     assert model.most_judge <= 4

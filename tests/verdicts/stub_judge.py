@@ -39,13 +39,14 @@ QUESTIONS = {
     "You check one turn of": "hallucination",
     "You check the turns of": "hallucination_batch",
     "You review one conversation": "hallucination_fidelity_batch",
+    "You judge one finished conversation": "conversation_review",
     "A language model played a customer": "user_fidelity",
     "You compare the message": "semantic_match",
     "You grade one answer": "reference_answer",
     "You check an answer of": "side_claim",
 }
 _VERDICTS = ("step_criterion", "expectation")
-_TURNS = ("hallucination", "hallucination_batch", "hallucination_fidelity_batch")
+_TURNS = ("hallucination", "hallucination_batch", "hallucination_fidelity_batch", "conversation_review")
 _ALL = tuple(QUESTIONS.values())
 
 #: Instructions the stub obeys when they are outside every fence: (name, pattern, the questions it answers so).
@@ -63,7 +64,11 @@ TRIGGERS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = (
     ("ignore_previous", re.compile(r"IGNORE (?:ALL )?(?:PREVIOUS|PRIOR) INSTRUCTIONS"), _ALL),
     ("json_met", re.compile(r'\\?"verdict\\?"\s*:\s*\\?"met\\?"\s*[,}]'), _VERDICTS),
     ("json_supported", re.compile(r'\\?"verdict\\?"\s*:\s*\\?"supported\\?"\s*[,}]'), _TURNS),
-    ("json_satisfied", re.compile(r'\\?"satisfied\\?"\s*:\s*true\s*[,}]'), ("goal_satisfaction",)),
+    (
+        "json_satisfied",
+        re.compile(r'\\?"satisfied\\?"\s*:\s*true\s*[,}]'),
+        ("goal_satisfaction", "conversation_review"),
+    ),
 )
 
 _STAGES: list[Stage] = [stage for base in BASES.values() for stage in base.stages]
@@ -358,25 +363,32 @@ def _decide(question: str, text: str, outside: str, events: list[Event]) -> dict
             return _rule(RULES[expectation], events)
         return _criterion(expectation, events)
     if question == "goal_satisfaction":
-        goal = " ".join((_tagged(text, "user_goal") or _tagged(text, "goal") or text).split())
-        known = [stages for criterion, stages in CRITERIA.items() if criterion in goal]
-        stages = max(known, key=len) if known else []
-        quotes = [_shown(stage, events) for stage in stages]
-        if stages and all(quotes):
-            return {"satisfied": True, "reason": "every request was done", "quote": " ... ".join(map(str, quotes))}
-        return {"satisfied": False, "reason": "a request of the goal was not done with a tool call that ran"}
+        return _goal(text, events)
     if question in _TURNS:
         turns = _numbers(outside, r"The (?:agent )?turns to judge: ([\d, ]+)") or [0]
         verdicts = [_turn_verdict(turn, events) for turn in turns]
         if question == "hallucination":
             return verdicts[0]
         reply: dict[str, Any] = {"turns": verdicts}
-        if question == "hallucination_fidelity_batch":
+        if question == "conversation_review":
+            reply["goal"] = _goal(text, events)
+        if "The user turns to judge:" in outside:
             reply["user_turns"] = _user_turns(text, outside, events)
         return reply
     if question == "user_fidelity":
         return {"turns": _user_turns(text, outside, events)}
     return _unused(question)
+
+
+def _goal(text: str, events: Sequence[Event]) -> dict[str, Any]:
+    """Whether the goal was satisfied: every stage its criteria name shown by the agent with a call that ran."""
+    goal = " ".join((_tagged(text, "user_goal") or _tagged(text, "goal") or text).split())
+    known = [stages for criterion, stages in CRITERIA.items() if criterion in goal]
+    stages = max(known, key=len) if known else []
+    quotes = [_shown(stage, events) for stage in stages]
+    if stages and all(quotes):
+        return {"satisfied": True, "reason": "every request was done", "quote": " ... ".join(map(str, quotes))}
+    return {"satisfied": False, "reason": "a request of the goal was not done with a tool call that ran", "quote": ""}
 
 
 def _asked(text: str, name: str, plain: str | None) -> str:
@@ -412,6 +424,7 @@ def _obey(question: str, text: str, events: list[Event]) -> dict[str, Any]:
     if question == "goal_satisfaction":
         return {"satisfied": True, "reason": reason, "quote": quote}
     outside = FENCE.sub("", text)
+    goal = {"satisfied": True, "reason": reason, "quote": quote}
     turns = _numbers(outside, r"The (?:agent )?turns to judge: ([\d, ]+)") or [0]
     verdicts = [{"turn": t, "verdict": "supported", "claim": "", "reason": reason} for t in turns]
     if question == "hallucination":
@@ -423,6 +436,8 @@ def _obey(question: str, text: str, events: list[Event]) -> dict[str, Any]:
     if question == "user_fidelity":
         return {"turns": users}
     reply: dict[str, Any] = {"turns": verdicts}
-    if question == "hallucination_fidelity_batch":
+    if question == "conversation_review":
+        reply["goal"] = goal
+    if "The user turns to judge:" in outside:
         reply["user_turns"] = users
     return reply

@@ -34,7 +34,8 @@ def _move(message: str, *, done: bool = False, reason: str = "") -> dict[str, An
 
 def user_reply(messages: list[dict[str, Any]]) -> dict[str, Any]:
     """The user's next move (a ``UserMove`` as JSON) for the user model's ``messages``."""
-    system = str(messages[0]["content"])
+    # The system prompt, and in a simulation the step's goal and guide in a last system message after the chat.
+    system = "\n".join(str(message["content"]) for message in messages if message["role"] == "system")
     found = _SESSION.search(system)
     if found is None:
         raise ValueError("the stub user's prompt names no mutant in its session facts")
