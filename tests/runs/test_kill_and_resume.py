@@ -29,6 +29,7 @@ from tests.runs._held_project import (
     stored_status,
     turns,
     wait_held,
+    wait_until,
 )
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals")
@@ -43,6 +44,9 @@ def _held_run(root: Path, *extra: str, db_in_env: bool = True) -> subprocess.Pop
     hold(root, *HELD)
     run = start(root, "run", "suite.yaml", "--concurrency", "2", "--seed", "1", *extra, db_in_env=db_in_env)
     wait_held(root, run, *HELD)
+    # A conversation frees its place as soon as it ends, and its result is written a moment later: on a busy
+    # machine case_3 can be held before case_1's result is stored.
+    wait_until(lambda: len(stored(root)) == 2, "case_0 and case_1 stored")
     return run
 
 
