@@ -22,12 +22,15 @@ The cacheable prefix of a request: the longest prefix of its prompt equal to the
 token ids). Providers cache in blocks (OpenAI: prompts of 1,024 tokens or more, the prefix in 128-token steps from
 1,024; Anthropic: from its breakpoints), and a request sent while the earlier one is in flight finds nothing
 cached yet, so the plain figure is an upper bound; ``cacheable_tokens_blocks`` counts only prefixes of at least
-1,024 tokens, rounded down to 128-token blocks.
+1,024 tokens, rounded down to 128-token blocks. ``cacheable_any_tokens`` (and ``_blocks``) is the longest prefix
+shared with an earlier request of the same role in any conversation: what a provider's cache, keyed by the prefix,
+can serve across conversations (the instructions every conversation opens with).
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import importlib.util
 import json
 import os
@@ -77,6 +80,18 @@ def cacheable(prompt: str, ids: Sequence[int], earlier: Sequence[tuple[str, Sequ
     chars = max((common_prefix(prompt, text) for text, _ in earlier), default=0)
     tokens = max((common_prefix(ids, other) for _, other in earlier), default=0)
     return chars, tokens
+
+
+def shared_anywhere(ids: Sequence[int], ordered: list[tuple[int, ...]]) -> int:
+    """The longest prefix of ``ids`` that an earlier prompt of the same role begins with, in any conversation (a
+    provider's cache is keyed by the prefix, not by the conversation: the instructions every conversation opens
+    with are served to all but the first); ``ordered`` holds the earlier prompts' token ids, sorted, and gets
+    ``ids`` added. The longest common prefix with any of a sorted set is the one with a neighbour."""
+    key = tuple(ids)
+    place = bisect.bisect_left(ordered, key)
+    best = max((common_prefix(key, ordered[at]) for at in (place - 1, place) if 0 <= at < len(ordered)), default=0)
+    ordered.insert(place, key)
+    return best
 
 
 def _text(content: Any) -> str:
@@ -228,12 +243,15 @@ class SizeLog:
         await asyncio.wrap_future(self._pool.submit(self._ready.wait))
         entries.sort(key=lambda entry: entry["serial"])
         earlier: dict[tuple[int, str], list[tuple[str, list[int]]]] = {}
+        anywhere: dict[str, list[tuple[int, ...]]] = {}
         for entry in entries:
             ids = entry.pop("_ids")
             seen = earlier.setdefault((entry["conversation"], entry["role"]), [])
             chars, tokens = cacheable(entry["prompt"], ids, seen)
             entry.update(cacheable_chars=chars, cacheable_tokens=tokens, cacheable_tokens_blocks=cached_blocks(tokens))
             seen.append((entry["prompt"], ids))
+            shared = shared_anywhere(ids, anywhere.setdefault(entry["role"], []))
+            entry.update(cacheable_any_tokens=shared, cacheable_any_tokens_blocks=cached_blocks(shared))
         assert self._tokenizer is not None
         answer = {"tokenizer": self._tokenizer.name, "tokenize_s": self.tokenize_s, "requests": entries}
         self.tokenize_s = 0.0

@@ -28,6 +28,9 @@ providers cache in blocks (OpenAI: prompts of at least 1,024 tokens, in 128-toke
 an earlier request finished writing; ``_blocks`` counts only prefixes of at least 1,024 tokens, rounded down to
 128-token blocks. The response format and tools are left out of the share (identical for a role's every request,
 so a provider caches them too when they lead the prompt: the share is lower than what it could be).
+``_any``: the prefix shared with an earlier request of the same role in ANY conversation, what a provider's cache
+(keyed by the prefix) serves across conversations: with one judge request per conversation, nothing of the
+judge's is shared within its conversation, while its instructions are the same for every conversation.
 
 Tokens per conversation: prompt + completion + response format / tools, divided by N (the conversations asked for;
 the table shows how many the server saw, and the outcomes). ``judge_requests_per_pass``: the judge's requests over
@@ -39,7 +42,8 @@ the conversations that passed, when all passed (with ``--failing``: ``judge_requ
 Ends with one line:
 BENCH user_tokens_per_conv=.. judge_tokens_per_conv=.. user_judge_tokens_per_conv=.. judge_requests_per_pass=..
 cacheable_share_user=.. cacheable_share_judge=.. cacheable_share=.. cacheable_share_blocks=..
-peers_min_tokens_per_conv=.. tokens_per_conv_<peer>=.. ratio_to_min_peer=.. skipped=<peer>,..
+cacheable_share_any=.. cacheable_share_any_blocks=.. peers_min_tokens_per_conv=.. tokens_per_conv_<peer>=..
+ratio_to_min_peer=.. skipped=<peer>,..
 """
 
 from __future__ import annotations
@@ -217,7 +221,7 @@ def print_table(rows: list[Row], conversations: int, turns: int, tokenizer: str,
     print(f"\n{conversations} conversations x {turns} user turns ({kind}), tokens per conversation ({tokenizer}):")
     header = (
         f"{'system':<12}{'user':>8}{'(p/c/f)':>18}{'judge':>8}{'(p/c/f)':>18}{'u+j':>8}{'req u/a/j':>14}"
-        f"{'judge/verdict':>14}{'cache user':>12}{'judge':>10}{'all':>10}  conv seen, notes"
+        f"{'judge/verdict':>14}{'cache user':>12}{'judge':>10}{'all':>10}{'any':>10}  conv seen, notes"
     )
     print(header)
     print("-" * len(header))
@@ -234,6 +238,10 @@ def print_table(rows: list[Row], conversations: int, turns: int, tokenizer: str,
         def cached(roles: tuple[str, ...], r: Row = row) -> str:
             return f"{_pct(share(r, roles))}/{_pct(share(r, roles, 'cacheable_tokens_blocks'))}"
 
+        def anywhere(r: Row = row) -> str:
+            plain, blocks = share(r, BILLED, "cacheable_any_tokens"), share(r, BILLED, "cacheable_any_tokens_blocks")
+            return f"{_pct(plain)}/{_pct(blocks)}"
+
         requests = "/".join(f"{row.count(role) / per:g}" for role in ROLES)
         verdict, judged = judge_per_verdict(row, conversations)
         judge_column = f"{judged:g} ({verdict})" if judged is not None else f"{row.count('judge') / per:g} (conv)"
@@ -242,12 +250,13 @@ def print_table(rows: list[Row], conversations: int, turns: int, tokenizer: str,
         print(
             f"{row.name:<12}{row.tokens('user') / per:>8.0f}{split('user'):>18}{row.tokens('judge') / per:>8.0f}"
             f"{split('judge'):>18}{(row.tokens('user') + row.tokens('judge')) / per:>8.0f}{requests:>14}"
-            f"{judge_column:>14}{cached(('user',)):>12}{cached(('judge',)):>10}{cached(BILLED):>10}"
+            f"{judge_column:>14}{cached(('user',)):>12}{cached(('judge',)):>10}{cached(BILLED):>10}{anywhere():>10}"
             f"  {row.conversations_seen()}, {notes}"
         )
     print(
         "p/c/f: prompt, completion, response format + tools. cache: the cacheable share of the prompt tokens, "
-        "plain / counting only prefixes of 1,024+ tokens in 128-token blocks."
+        "plain / counting only prefixes of 1,024+ tokens in 128-token blocks; within the conversation for user, "
+        "judge and all, and across conversations (any) for all."
     )
     print(f"characters per conversation (prompt/completion), {'user':>6} and judge:")
     for row in rows:
@@ -282,6 +291,8 @@ def bench_line(rows: list[Row], conversations: int, turns: int, tokenizer: str, 
         f"cacheable_share_blocks_user={share(simulator, ('user',), 'cacheable_tokens_blocks'):.3f}",
         f"cacheable_share_blocks_judge={share(simulator, ('judge',), 'cacheable_tokens_blocks'):.3f}",
         f"cacheable_share_blocks={share(simulator, BILLED, 'cacheable_tokens_blocks'):.3f}",
+        f"cacheable_share_any={share(simulator, BILLED, 'cacheable_any_tokens'):.3f}",
+        f"cacheable_share_any_blocks={share(simulator, BILLED, 'cacheable_any_tokens_blocks'):.3f}",
         f"user_judge_chars_per_conv={chars / per:.0f}",
     ]
     ran = {row.name: (row.tokens("user") + row.tokens("judge")) / per for row in peers if not row.skipped}

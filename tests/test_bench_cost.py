@@ -66,6 +66,18 @@ def test_token_prefixes_are_counted_on_token_ids(sizes: ModuleType) -> None:
     assert sizes.cacheable("a b c", [1, 2, 3], [("a b d", [1, 2, 4]), ("a x", [1, 9])]) == (4, 2)
 
 
+def test_a_prefix_shared_across_conversations_is_the_longest_with_any_earlier_prompt(sizes: ModuleType) -> None:
+    ordered: list[tuple[int, ...]] = []
+    prompts = [[1, 2, 3, 4], [1, 2, 9], [5, 6], [1, 2, 3, 7, 8], [5, 6, 7], [0], [1, 2, 3, 4, 5]]
+    found = [sizes.shared_anywhere(ids, ordered) for ids in prompts]
+    assert found == [0, 2, 0, 3, 2, 0, 4]
+    # Brute force: the longest common prefix with any earlier prompt.
+    for number, ids in enumerate(prompts):
+        best = max((sizes.common_prefix(ids, other) for other in prompts[:number]), default=0)
+        assert found[number] == best
+    assert ordered == sorted(tuple(ids) for ids in prompts)
+
+
 @pytest.mark.parametrize(
     ("tokens", "cached"),
     [(0, 0), (127, 0), (1023, 0), (1024, 1024), (1151, 1024), (1152, 1152), (1279, 1152), (5000, 4992)],
