@@ -726,8 +726,9 @@ class LLMUser:
     The model gets a system prompt that makes it the user (persona, goal, the private response
     guide, the session facts it knows, how to write, and whether it may end the conversation), then the
     conversation with the roles swapped. It answers with a :class:`UserMove` (JSON whose shape the prompt states,
-    asked for in JSON mode where the provider has one, validated and re-asked by :meth:`LLMClient.structured`). A ``done`` is honoured only where the request allows the user to end the
-    conversation (``can_end``); elsewhere the message is sent anyway, and an ending without a message is a
+    asked for in JSON mode where the provider has one, validated and re-asked by :meth:`LLMClient.structured`).
+    A ``done`` is honoured only where the request allows the user to end the conversation (``can_end``);
+    elsewhere the message is sent anyway, and an ending without a message is a
     :class:`~simulator.errors.ModelError`. Model errors propagate: the engine records them as the case's error.
     """
 

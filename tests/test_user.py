@@ -408,9 +408,7 @@ def test_llm_user_first_message_and_unanswered_message() -> None:
     run(user.next_message(request()))
     run(user.next_message(request(conversation=[("user", "Hello")])))
 
-    assert script.requests[0].messages[1:] == [
-        {"role": "user", "content": "(Write your first message.)"}
-    ]
+    assert script.requests[0].messages[1:] == [{"role": "user", "content": "(Write your first message.)"}]
     assert script.requests[1].messages[1:] == [
         {"role": "assistant", "content": "Hello"},
         {"role": "user", "content": "(No reply yet. Write your next message.)"},
