@@ -10,6 +10,8 @@
   ``backend`` setting (``auto``, ``litellm``, ``openai``) overrides the choice. Each backend reports the prompt
   tokens a provider's prompt cache served and stored, priced at its cached rates; an Anthropic model's requests
   get a cache breakpoint on their stable start as litellm sends them (``_breakpoints``);
+* structured replies (``_structured``): the schema, or JSON mode where the provider has one and the caller states
+  the shape itself (the simulated user), and the reply validated either way;
 * :class:`RequestCache` (``_cache``): replies stored by request in SQLite, so re-runs are fast, free and
   reproducible;
 * :func:`provider_problem` and :func:`missing_key` (``_providers``): a role's provider prefix and key variable,

@@ -42,14 +42,13 @@ import gc
 import hashlib
 import json
 import os
-import re
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from simulator.errors import CredentialsError, ModelError
 from simulator.llm._backend import Backend
@@ -60,6 +59,7 @@ from simulator.llm._litellm import LitellmBackend, load_litellm
 from simulator.llm._openai import OPENAI_PREFIX, OpenAIBackend, is_local_base, load_openai
 from simulator.llm._providers import key_variables
 from simulator.llm._retry import Failure, HoldOff, HoldOffs, RetryPolicy, full_jitter, log_hold_off
+from simulator.llm._structured import InvalidReply, parse_structured, refused_json_mode, reply_format
 from simulator.llm._types import Completion, Role, StructuredOutputError, Usage
 from simulator.models.env_refs import UnsetVariable, expand
 from simulator.models.run import DEFAULT_CONCURRENCY
@@ -519,12 +519,16 @@ class LLMClient:
         schema: type[T],
         *,
         attempts: int = 3,
+        json_mode: bool = False,
         **overrides: Any,
     ) -> T:
         """Ask for a JSON object matching ``schema`` and return it validated.
 
         The schema is passed as ``response_format`` (providers that support it constrain their output), but the
-        reply is always validated here: litellm does not. A reply wrapped in a Markdown code fence is unwrapped.
+        reply is always validated here: litellm does not. ``json_mode`` (for a caller whose messages state the
+        shape, and say "JSON") sends JSON mode instead where the role's provider has one, saving the schema's
+        tokens on every request (:func:`~simulator.llm._structured.reply_format`); a server that rejects it is
+        asked again with the schema. A reply wrapped in a Markdown code fence is unwrapped.
         An empty, malformed or schema-invalid reply is answered with a follow-up message quoting the error, up to
         ``attempts`` replies in all; then :class:`StructuredOutputError` (a :class:`ModelError`) is raised, with
         the last reply's text in ``raw``.
@@ -542,21 +546,30 @@ class LLMClient:
         raw, error = "", ""
         if "response_format" in overrides:
             raise TypeError("structured() sets response_format itself, from schema")
-        arguments = {**overrides, "response_format": schema}
+        settings = self.settings(role)
+        arguments = {**overrides, "response_format": reply_format(schema, settings, json_mode=json_mode)}
         cache = self._cache_for(role)
         key: str | None = None
         read_cache = True
         attempt = 0
         while attempt < attempts:
-            completion, request_key = await self._complete(
-                role, conversation, None, arguments, read_cache=read_cache and attempt == 0, write_cache=False
-            )
+            try:
+                completion, request_key = await self._complete(
+                    role, conversation, None, arguments, read_cache=read_cache and attempt == 0, write_cache=False
+                )
+            except ModelError as exc:
+                if isinstance(exc, CredentialsError) or not refused_json_mode(
+                    settings, arguments["response_format"], exc
+                ):
+                    raise
+                arguments["response_format"] = schema
+                continue
             if attempt == 0:
                 key = request_key
             raw = completion.raw_text
             try:
-                value = _parse_structured(raw, schema)
-            except _InvalidReply as exc:
+                value = parse_structured(raw, schema)
+            except InvalidReply as exc:
                 if completion.cached and cache is not None and key is not None:
                     cache.delete(key)
                     read_cache = False
@@ -567,6 +580,9 @@ class LLMClient:
                     cache.put(key, completion)
                 return value
             attempt += 1
+            # In JSON mode the model never saw the schema, only the shape its instructions give.
+            sent_schema = arguments["response_format"] is schema
+            shape = f"the {schema.__name__} schema" if sent_schema else "the shape your instructions give"
             # Only the latest failed reply is shown back, so the prompt does not grow with every attempt.
             conversation = [
                 *base,
@@ -574,11 +590,11 @@ class LLMClient:
                 {
                     "role": "user",
                     "content": f"Your reply could not be used: {error}\n"
-                    f"Reply again with only a JSON object that matches the {schema.__name__} schema: "
+                    f"Reply again with only a JSON object that matches {shape}: "
                     "no prose, no code fences.",
                 },
             ]
-        model = self.settings(role).model
+        model = settings.model
         raise StructuredOutputError(
             f"{role.value} model {model!r} gave no valid {schema.__name__} JSON in {attempts} "
             f"attempt{'s' if attempts != 1 else ''}; last problem: {error}",
@@ -761,30 +777,3 @@ def _fatal_message(role: Role, model: str, settings: ModelSettings, failure: Fai
 
 def _scrub(text: str, secret: str | None) -> str:
     return redact(text.replace(secret, "***") if secret else text)
-
-
-class _InvalidReply(Exception):
-    """A structured reply that cannot be used; the message is shown to the model."""
-
-
-_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
-
-
-def _parse_structured(raw: str, schema: type[T]) -> T:
-    text = raw.strip()
-    fenced = _FENCE.search(text)
-    if fenced:
-        text = fenced.group(1).strip()
-    if not text:
-        raise _InvalidReply("the reply was empty.")
-    try:
-        return schema.model_validate_json(text)
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors(include_url=False):
-            if error["type"] == "json_invalid":
-                problems.append(f"it is not valid JSON ({error['msg']})")
-            else:
-                location = ".".join(str(part) for part in error["loc"]) or "(root)"
-                problems.append(f"{location}: {error['msg']}")
-        raise _InvalidReply("; ".join(problems) + ".") from exc

@@ -17,9 +17,7 @@ from tests.verdicts.mutations import Mutant
 _SESSION = re.compile(r"^- mutant: (.+)$", re.MULTILINE)
 _STEP_GOAL = re.compile(r"^Your goal right now: (.+)$", re.MULTILINE)
 _GOAL = re.compile(r"^Your goal: (.+?)(?=\n#|\n\n|\Z)", re.MULTILINE | re.DOTALL)
-_GUIDE = re.compile(
-    r"^# How to respond \(private guidance, never quote it\)\n(.+?)(?=\n\n#|\Z)", re.MULTILINE | re.DOTALL
-)
+_GUIDE = re.compile(r"^# Private guidance \(never quote it\)\n(.+?)(?=\n\n#|\Z)", re.MULTILINE | re.DOTALL)
 _ITEM = re.compile(r"^\s*\d+\)\s*")
 
 
