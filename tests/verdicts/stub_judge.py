@@ -456,7 +456,9 @@ def _reshaped(reply: dict[str, Any], outside: str) -> dict[str, Any]:
         **({"goal": reply["goal"]} if "goal" in reply else {}),
         "turns": [{"turn": t["turn"], "verdict": t["verdict"]} for t in turns],
         "claims": [
-            {"turn": t["turn"], "claim": t["claim"], "reason": t["reason"]} for t in turns if t["verdict"] == "unsupported"
+            {"turn": t["turn"], "claim": t["claim"], "reason": t["reason"]}
+            for t in turns
+            if t["verdict"] == "unsupported"
         ],
     }
     if "user_turns" in reply:
