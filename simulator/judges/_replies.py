@@ -149,6 +149,23 @@ def bare_schema(schema: dict[str, Any]) -> None:
             field.pop(key, None)
 
 
+def inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every ``$ref`` to its ``$defs`` replaced by the definition (the reply's objects are small
+    and used once each: written in place they cost fewer tokens than named and referred to)."""
+    definitions = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return resolve(definitions[str(node["$ref"]).rsplit("/", 1)[-1]])
+            return {key: resolve(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [resolve(item) for item in node]
+        return node
+
+    return resolve(schema)  # type: ignore[no-any-return]
+
+
 class ReviewGoal(GoalSatisfactionReply):
     """The goal's verdict in a :class:`ReviewReply`: the fields of :class:`GoalSatisfactionReply`."""
 
@@ -201,6 +218,11 @@ class ReviewReply(BaseModel):
     goal: ReviewGoal
     turns: list[TurnVerdict]
     claims: list[UnsupportedClaim]
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The reply's JSON schema with its objects written in place (:func:`inlined`): what every request sends."""
+        return inlined(super().model_json_schema(*args, **kwargs))
 
     @model_validator(mode="after")
     def _claim_when_unsupported(self) -> ReviewReply:
