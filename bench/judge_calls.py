@@ -79,8 +79,11 @@ def _child(batch: bool, latency: float, conversations: int, failing: bool) -> di
         # A pass quotes the agent's words: the agent says the same every turn.
         goal = {"satisfied": not failing, "reason": "ok", "quote": "" if failing else "Your order ORD-1 has shipped."}
         if prompt.startswith("You judge one finished conversation"):  # the goal and the turns in one request
+            # Both shapes of the review's reply in one (each ignores the other's keys): the code at --before may
+            # ask for a verdict object per turn, this checkout asks for bare verdicts with "claims" and
+            # "invented" apart (none here).
             turns = [{"turn": n, "verdict": "supported", "claim": "", "reason": "ok"} for n in numbers]
-            return {"goal": goal, "turns": turns, "user_turns": users}
+            return {"goal": goal, "turns": turns, "user_turns": users, "claims": [], "invented": []}
         if numbers:
             turns = [{"turn": n, "verdict": "supported", "claim": "", "reason": "ok"} for n in numbers]
             return {"turns": turns, "user_turns": users}

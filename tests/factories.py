@@ -164,3 +164,25 @@ def quoting_the_agent(reply: dict[str, Any]) -> Callable[[list[dict[str, Any]]],
     """A fake judge's reply (a pass) that quotes the last agent message of the conversation it is shown as its
     evidence, as a judge model must."""
     return lambda messages: {**reply, "quote": agent_said(str(messages[-1]["content"]))[-1]}
+
+
+def review_reply(reply: dict[str, Any]) -> dict[str, Any]:
+    """A conversation review's reply written with a verdict object per turn (``turn``, ``verdict``, ``claim``,
+    ``reason``; ``user_turns`` with ``invented``) in the shape the review asks for: a bare verdict per turn, the
+    claim and reason of each unsupported one in ``claims``, each invented user fact in ``invented``. Keys it does
+    not know (``goal``) are kept, and so is what a verdict object lacks (a malformed reply stays malformed)."""
+    shaped = {key: value for key, value in reply.items() if key not in ("turns", "user_turns")}
+    turns = reply.get("turns", [])
+    shaped["turns"] = [{key: t[key] for key in ("turn", "verdict") if key in t} for t in turns]
+    shaped["claims"] = [
+        {key: t[key] for key in ("turn", "claim", "reason") if key in t}
+        for t in turns
+        if t.get("verdict") == "unsupported"
+    ]
+    if "user_turns" in reply:
+        shaped["invented"] = [
+            {key: u[key] for key in ("turn", "fact", "reason") if key in u}
+            for u in reply["user_turns"]
+            if u.get("invented")
+        ]
+    return shaped

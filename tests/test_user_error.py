@@ -21,7 +21,7 @@ from simulator.models.scores import CaseResult
 from simulator.models.summary import Counts
 from simulator.reports.junit import render_junit
 from simulator.store import RunStore
-from tests.factories import events_in, judged_turns, run
+from tests.factories import events_in, judged_turns, review_reply, run
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "suites" / "demo" / "simulations.yaml"
@@ -99,7 +99,9 @@ def test_a_passing_conversation_with_a_judge_asks_no_fidelity_question_of_its_ow
         ]
         said = [event["text"] for event in events_in(prompt) if event["role"] == "agent"]
         passed = {"verdict": "met", "reason": "yes", "satisfied": True, "quote": said[-1]}
-        return {**passed, "goal": passed, "turns": turns, "user_turns": users, "claim": ""}
+        # One reply for every question: the review's shape ("claims", "invented") beside the others' keys.
+        review = review_reply({"turns": turns, "user_turns": users})
+        return {**review, **passed, "goal": passed, "turns": turns, "user_turns": users, "claim": ""}
 
     script.enqueue("judge", judge, times=30)
     with script.active():
@@ -123,7 +125,7 @@ def test_a_failing_conversation_gets_its_fidelity_answer_from_the_hallucination_
         if "<user_brief-" in prompt:
             users = [{"turn": 2, "invented": False, "fact": "", "reason": "nothing stated"}]
             goal = {"satisfied": False, "reason": "cannot tell"}
-            return {"goal": goal, "turns": [], "user_turns": users}
+            return review_reply({"goal": goal, "turns": [], "user_turns": users})
         # The expectation in words is left undecided: one the judge found unmet would be the agent's own fault.
         return {"verdict": "unsure", "reason": "cannot tell", "satisfied": False, "turns": [], "claim": ""}
 

@@ -110,6 +110,20 @@ def builtin_template(name: str) -> str:
     return check_prompt(name, builtin_prompt(name), origin="built-in")
 
 
+#: The prompts whose older layout a replay may still find in a recording (``prompts/older/``).
+OLDER_LAYOUTS = frozenset({"conversation_review", "conversation_review_fidelity"})
+
+
+@functools.cache
+def older_template(name: str) -> str:
+    """The built-in prompt ``name`` as recordings made before its current layout hold it (``prompts/older/``),
+    without its header comment: asked only by a replay that does not find the current request."""
+    if name not in OLDER_LAYOUTS:
+        raise JudgeError(f"judge prompt {name!r} has no older layout")
+    folder = resources.files("simulator.judges").joinpath("prompts", "older")
+    return check_prompt(name, folder.joinpath(f"{name}.md").read_text(encoding="utf-8"), origin="built-in, older")
+
+
 def _unknown_prompt(name: str) -> str:
     return f"there is no judge prompt {name!r}; the judge prompts are {', '.join(sorted(PROMPT_PLACEHOLDERS))}"
 

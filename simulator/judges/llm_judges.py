@@ -68,6 +68,7 @@ from simulator.judges._judge_prompts import (
     builtin_prompt,
     builtin_template,
     check_prompt,
+    older_template,
 )
 from simulator.judges._replies import (
     ConversationReviewFidelityReply,
@@ -79,6 +80,8 @@ from simulator.judges._replies import (
     HallucinationReply,
     HallucinationTurnReply,
     ReferenceAnswerReply,
+    ReviewFidelityReply,
+    ReviewReply,
     SemanticMatchReply,
     SideClaimReply,
     UserFidelityReply,
@@ -107,6 +110,8 @@ __all__ = [
     "HallucinationTurnReply",
     "LLMJudge",
     "ReferenceAnswerReply",
+    "ReviewFidelityReply",
+    "ReviewReply",
     "Reviewed",
     "SemanticMatchReply",
     "SideClaimReply",
@@ -368,16 +373,21 @@ class LLMJudge:
             "conversation": render_conversation(events, marked=[*pending, *users]),
             "turns": ", ".join(str(turn.turn) for turn in pending),
         }
-        reply: ConversationReviewReply | _Failed
+        name = "conversation_review"
+        schema: type[ReviewReply] = ReviewReply
+        older: type[ConversationReviewReply] = ConversationReviewReply
         if user is not None and users:
-            both = {**values, "brief": user.brief, "user_turns": ", ".join(str(turn.turn) for turn in users)}
-            reply = await self._ask("conversation_review_fidelity", both, ConversationReviewFidelityReply)
-            if isinstance(reply, ConversationReviewFidelityReply):
-                self._invented[_invented_key(user.brief, users, events)] = _invented_findings(reply.user_turns, users)
-        else:
-            reply = await self._ask("conversation_review", values, ConversationReviewReply)
+            values = {**values, "brief": user.brief, "user_turns": ", ".join(str(turn.turn) for turn in users)}
+            name, schema, older = "conversation_review_fidelity", ReviewFidelityReply, ConversationReviewFidelityReply
+        reply: ReviewReply | ConversationReviewReply | _Failed = await self._ask(name, values, schema)
+        if isinstance(reply, _Failed) and reply.unasked:
+            # A replay of a recording that holds this request in its older layout: asked as it was recorded.
+            reply = await self._ask(name, values, older, older_layout=True)
         if isinstance(reply, _Failed) and reply.unasked:
             return None
+        if user is not None and users and not isinstance(reply, _Failed):
+            given = _user_verdicts(reply)
+            self._invented[_invented_key(user.brief, users, events)] = _invented_findings(given, users)
         q = _Question("goal_satisfaction", f"user goal: {redacted_and_shortened(goal, _SHOWN_CHARS, flat=True)}")
         evidence = Evidence(events, replies, declared_tools)
         goal_score = _goal_score(q, reply if isinstance(reply, _Failed) else reply.goal, goal, evidence)
@@ -466,8 +476,11 @@ class LLMJudge:
             )
         return reply
 
-    def _render(self, name: str, values: Mapping[str, str]) -> str:
+    def _render(self, name: str, values: Mapping[str, str], *, older_layout: bool = False) -> str:
         origin = "override" if name in self._overrides else "built-in"
+        template = self.prompt(name)
+        if older_layout and name not in self._overrides:
+            template, origin = older_template(name), "built-in, older"
         # A blank value would leave an empty section that a model may read as missing input: say it is empty.
         texts = {key: value if value.strip() else "(empty)" for key, value in values.items()}
         sections = SECTIONS[name]
@@ -475,13 +488,15 @@ class LLMJudge:
         texts = {key: fenced[sections[key]] if key in sections else text for key, text in texts.items()}
         filled = PromptValues(f"judge prompt {name!r} ({origin})", texts)
         try:
-            return self.prompt(name).format_map(filled)
+            return template.format_map(filled)
         except (ValueError, IndexError, AttributeError, TypeError) as exc:
             raise JudgeError(f"judge prompt {name!r} ({origin}) could not be filled: {exc}") from None
 
-    async def _ask(self, name: str, values: Mapping[str, str], schema: type[R]) -> R | _Failed:
+    async def _ask(
+        self, name: str, values: Mapping[str, str], schema: type[R], *, older_layout: bool = False
+    ) -> R | _Failed:
         assert self._llm is not None
-        messages = [{"role": "user", "content": self._render(name, values)}]
+        messages = [{"role": "user", "content": self._render(name, values, older_layout=older_layout)}]
         try:
             return await self._llm.structured(Role.JUDGE, messages, schema)
         except StructuredOutputError as exc:
@@ -621,13 +636,15 @@ class _Unjudged:
 
 
 def _verdict_of(
-    reply: HallucinationBatchReply | HallucinationFidelityBatchReply | ConversationReviewReply | _Failed, number: int
+    reply: HallucinationBatchReply | HallucinationFidelityBatchReply | ConversationReviewReply | ReviewReply | _Failed,
+    number: int,
 ) -> HallucinationTurnReply | _Failed | _Unjudged:
     """Turn ``number``'s verdict in a batched reply: left out, or given twice with different verdicts, it is
     not judged (a contradiction is not evidence either way)."""
     if isinstance(reply, _Failed):
         return reply
-    given = [verdict for verdict in reply.turns if verdict.turn == number]
+    verdicts = reply.turn_replies() if isinstance(reply, ReviewReply) else reply.turns
+    given = [verdict for verdict in verdicts if verdict.turn == number]
     if not given:
         return _Unjudged(LEFT_OUT, reply.model_dump_json())
     if any((other.verdict, other.claim.strip()) != (given[0].verdict, given[0].claim.strip()) for other in given[1:]):
@@ -663,6 +680,15 @@ def _render_marked(
     marked = {id(turn) for turn in (*turns, *users)}
     last = max((i for i, event in enumerate(events) if id(event) in marked), default=len(events) - 1)
     return render_conversation(events[: last + 1], marked=[*turns, *users])
+
+
+def _user_verdicts(reply: ReviewReply | ConversationReviewReply) -> list[UserFidelityTurnReply]:
+    """The user-turn verdicts of a conversation review that asked about the simulated user (none otherwise)."""
+    if isinstance(reply, ReviewFidelityReply):
+        return reply.user_replies()
+    if isinstance(reply, ConversationReviewFidelityReply):
+        return reply.user_turns
+    return []
 
 
 def _invented_key(brief: str, turns: Sequence[UserEvent], events: Sequence[TranscriptEvent]) -> str:

@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from simulator.fence import DATA_RULE, fence_sections
 from simulator.judges._gather import gather_in_order
+from simulator.judges._replies import bare_schema
 from simulator.judges.checks import ConversationView, check_expectation
 from simulator.judges.claims import DeclaredTools
 from simulator.judges.evidence import Evidence, overrule_pass
@@ -40,7 +41,16 @@ from simulator.world import World, check_state
 if TYPE_CHECKING:
     from simulator.llm import LLMClient
 
-__all__ = ["NO_JUDGE", "NO_WORLD", "STEP_PROMPT", "CriterionVerdict", "StepJudge", "render_conversation", "step_prompt"]
+__all__ = [
+    "NO_JUDGE",
+    "NO_WORLD",
+    "STEP_PROMPT",
+    "CriterionReply",
+    "CriterionVerdict",
+    "StepJudge",
+    "render_conversation",
+    "step_prompt",
+]
 
 NO_JUDGE = "not judged: no judge model is configured (set models.judge in the suite or pass --judge-model)"
 #: Why an ``expect_state`` was not checked: there is no world to read (a case or step that expects a state
@@ -55,6 +65,13 @@ class CriterionVerdict(BaseModel):
     verdict: Literal["met", "not_met", "unsure"]
     reason: str = Field(min_length=1)
     quote: str = ""
+
+
+class CriterionReply(CriterionVerdict):
+    """:class:`CriterionVerdict` as the step judge asks for it: its JSON schema, sent with every question, has no
+    titles or descriptions (the prompt says what each field is)."""
+
+    model_config = ConfigDict(json_schema_extra=bare_schema)
 
 
 class StepJudge:
@@ -121,20 +138,20 @@ class StepJudge:
         assert self.llm is not None
         from simulator.llm import Role, UnrecordedRequest
 
-        system = {"role": "system", "content": step_prompt()}
         # A judge that fails after the client's retries is not an "unsure" verdict: it propagates, and the
         # engine ends the case as an error naming the judge (never the agent's failure). A replay's question
         # that was never recorded and may not be sent is simply not judged; a recording that holds the question
-        # in the older layout is answered from it.
-        try:
-            request = {"role": "user", "content": _judge_request(criterion, goal, events)}
-            verdict = await self.llm.structured(Role.JUDGE, [system, request], CriterionVerdict)
-        except UnrecordedRequest as exc:
+        # in an older layout is answered from it (the layouts are tried newest first).
+        unrecorded: UnrecordedRequest | None = None
+        for system, request, schema in _layouts(criterion, goal, events):
+            messages = [{"role": "system", "content": system}, {"role": "user", "content": request}]
             try:
-                older = {"role": "user", "content": _older_judge_request(criterion, goal, events)}
-                verdict = await self.llm.structured(Role.JUDGE, [system, older], CriterionVerdict)
-            except UnrecordedRequest:
-                return CheckDetail(check=label, verdict="unsure", evidence=str(exc))
+                verdict = await self.llm.structured(Role.JUDGE, messages, schema)
+                break
+            except UnrecordedRequest as exc:
+                unrecorded = unrecorded or exc
+        else:
+            return CheckDetail(check=label, verdict="unsure", evidence=str(unrecorded))
         if verdict.verdict == "met":
             evidence = Evidence(scope=events, declared_tools=self.declared_tools)
             overruled = overrule_pass(verdict.quote, criterion, verdict.reason, evidence)
@@ -193,14 +210,35 @@ _HEADER = re.compile(r"\A\s*<!--.*?-->\s*", re.DOTALL)
 
 
 @functools.cache
-def step_prompt() -> str:
-    """The step judge's system message: ``prompts/step_criterion.md`` without its header comment."""
-    text = resources.files("simulator.judges").joinpath("prompts", f"{STEP_PROMPT}.md").read_text(encoding="utf-8")
+def step_prompt(*, older: bool = False) -> str:
+    """The step judge's system message: ``prompts/step_criterion.md`` without its header comment (``older``: as
+    recordings made before its shorter layout hold it, ``prompts/older/step_criterion.md``)."""
+    folder = resources.files("simulator.judges").joinpath("prompts")
+    text = (folder.joinpath("older") if older else folder).joinpath(f"{STEP_PROMPT}.md").read_text(encoding="utf-8")
     # A template without placeholders: formatting only turns the literal {{ }} back into braces.
     return _HEADER.sub("", text, count=1).rstrip("\n").format()
 
 
-def _judge_request(criterion: str, goal: str | None, events: Sequence[TranscriptEvent]) -> str:
+def _layouts(
+    criterion: str, goal: str | None, events: Sequence[TranscriptEvent]
+) -> Iterator[tuple[str, str, type[CriterionVerdict]]]:
+    """The step judge's question in each layout a recording may hold it, newest first: (system message, user
+    message, reply schema). Made one at a time: only a replay that does not find a layout asks the next one."""
+    yield step_prompt(), _judge_request(criterion, goal, events), CriterionReply
+    older = step_prompt(older=True)
+    yield older, _judge_request(criterion, goal, events, labels=_LONGER_LABELS), CriterionVerdict
+    yield older, _older_judge_request(criterion, goal, events), CriterionVerdict
+
+
+#: The labels of the sections in the user message: the system message says what each section holds.
+_LABELS = ("The conversation:", "The user's goal in this part:", "The criterion:")
+#: The labels of the layout before the system message said it all.
+_LONGER_LABELS = ("The conversation, one event per line:", "The user's goal in this part:", "The criterion to check:")
+
+
+def _judge_request(
+    criterion: str, goal: str | None, events: Sequence[TranscriptEvent], *, labels: tuple[str, str, str] = _LABELS
+) -> str:
     """The step judge's question: the conversation, then the step's goal and the criterion, each in its fenced
     section. The conversation comes first and the token depends on its first event alone, so the question
     after the next turn, or about the next criterion or step, repeats this one's text up to the new events."""
@@ -209,11 +247,8 @@ def _judge_request(criterion: str, goal: str | None, events: Sequence[Transcript
     if goal:
         sections["user_goal"] = goal
     fenced = fence_sections(sections, basis=conversation.partition("\n")[0])
-    goal_part = f"\n\nThe user's goal in this part:\n{fenced['user_goal']}" if goal else ""
-    return (
-        f"The conversation, one event per line:\n{fenced['conversation']}{goal_part}\n\n"
-        f"The criterion to check:\n{fenced['criterion']}"
-    )
+    goal_part = f"\n\n{labels[1]}\n{fenced['user_goal']}" if goal else ""
+    return f"{labels[0]}\n{fenced['conversation']}{goal_part}\n\n{labels[2]}\n{fenced['criterion']}"
 
 
 def _older_judge_request(criterion: str, goal: str | None, events: Sequence[TranscriptEvent]) -> str:

@@ -246,8 +246,8 @@ def _schema_name(body: dict[str, Any], prompt: str) -> str:
     starts = [
         ("You check the turns", "HallucinationBatchReply"),
         ("You review one conversation", "HallucinationFidelityBatchReply"),
-        ("You judge one finished conversation", "ConversationReviewReply"),
-        ("You check one success criterion", "CriterionVerdict"),
+        ("You judge one finished conversation", "ReviewReply"),
+        ("You check one success criterion", "CriterionReply"),
         ("You check one expectation", "ExpectationReply"),
         ("You decide whether a conversation", "GoalSatisfactionReply"),
         ("You grade one answer", "ReferenceAnswerReply"),
@@ -293,6 +293,12 @@ def _goal(prompt: str, said: list[str], reason: str) -> dict[str, Any]:
     return {"satisfied": verdict != "not_met", "reason": reason, "quote": quote or "".join(said[-1:])}
 
 
+def _turn_verdict(events: list[dict[str, Any]], number: int) -> str:
+    """A marked agent turn's verdict: supported when it called a tool, else no claim."""
+    called = any(e["role"] == "tool_call" and e["turn"] == number and e.get("judge") for e in events)
+    return "supported" if called else "no_claim"
+
+
 def judge_reply(body: dict[str, Any]) -> str:
     """What the judge model answers, as JSON text (or, on purpose, something that is not JSON)."""
     prompt = "\n".join(str(m.get("content")) for m in body.get("messages", []))
@@ -301,8 +307,8 @@ def judge_reply(body: dict[str, Any]) -> str:
     schema = _schema_name(body, prompt)
     reason = "Stub-Richter: nach festen Regeln entschieden."
     said = _agent_text(_events(prompt))
-    if schema in ("CriterionVerdict", "ExpectationReply"):
-        asked = _section(prompt, "criterion" if schema == "CriterionVerdict" else "expectation")
+    if schema in ("CriterionReply", "CriterionVerdict", "ExpectationReply"):
+        asked = _section(prompt, "expectation" if schema == "ExpectationReply" else "criterion")
         verdict, quote = _decide(asked, said)
         return json.dumps({"verdict": verdict, "reason": reason, "quote": quote})
     if schema == "GoalSatisfactionReply":
@@ -318,6 +324,18 @@ def judge_reply(body: dict[str, Any]) -> str:
         expected, actual = _section(prompt, "expected_message"), _section(prompt, "actual_message")
         same = set(_FACTS.findall(expected)) == set(_FACTS.findall(actual))
         return json.dumps({"score": 4 if same else 1, "reason": reason})
+    if schema in ("ReviewReply", "ReviewFidelityReply"):
+        # The conversation review: a bare verdict per marked turn (no claim is unsupported, so no "claims"),
+        # the goal, and (asked with the user's turns) no invented fact.
+        events = _events(prompt)
+        bare: dict[str, Any] = {
+            "goal": _goal(prompt, said, reason),
+            "turns": [{"turn": n, "verdict": _turn_verdict(events, n)} for n in _judged(events, "agent")],
+            "claims": [],
+        }
+        if schema == "ReviewFidelityReply":
+            bare["invented"] = []
+        return json.dumps(bare)
     review = schema in ("ConversationReviewReply", "ConversationReviewFidelityReply")
     if review or schema in ("HallucinationBatchReply", "HallucinationFidelityBatchReply"):
         # The batched question: the same rule per marked turn (and, asked with it, no fact the user invented;
@@ -326,9 +344,7 @@ def judge_reply(body: dict[str, Any]) -> str:
         verdicts = [
             {
                 "turn": number,
-                "verdict": "supported"
-                if any(e["role"] == "tool_call" and e["turn"] == number and e.get("judge") for e in events)
-                else "no_claim",
+                "verdict": _turn_verdict(events, number),
                 "claim": "",
                 "reason": reason,
             }

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from simulator.cli import app
 from simulator.llm import FakeScript
 from simulator.store import RunStore
-from tests.factories import agent_said, judged_turns
+from tests.factories import agent_said, judged_turns, review_reply
 
 runner = CliRunner()
 
@@ -41,7 +41,8 @@ def judge(messages: list[dict[str, Any]]) -> dict[str, Any]:
         said = agent_said(str(messages[-1]["content"]))[-1]
         turns = [{"turn": n, "verdict": "no_claim", "claim": "", "reason": "a greeting claims nothing"}
                  for n in judged_turns(str(messages[0]["content"]), "agent")]  # fmt: skip
-        return {"goal": {"satisfied": True, "reason": "the user got what they came for", "quote": said}, "turns": turns}
+        goal = {"satisfied": True, "reason": "the user got what they came for", "quote": said}
+        return review_reply({"goal": goal, "turns": turns})
     if "hallucination" in prompt:
         return {"verdict": "no_claim", "claim": "", "reason": "a greeting claims nothing"}
     said = agent_said(str(messages[-1]["content"]))[-1]  # a pass quotes the agent's words

@@ -12,6 +12,7 @@ import pytest
 
 from simulator.errors import JudgeError
 from simulator.judges import gather_in_order
+from simulator.judges._replies import NO_UNSUPPORTED
 from simulator.judges.llm_judges import LEFT_OUT, MISQUOTED, LLMJudge
 from simulator.judges.scoring import ScoringContext, score_transcript
 from simulator.llm import (
@@ -31,7 +32,7 @@ from simulator.models.run import RunSettings
 from simulator.models.scores import Score
 from simulator.models.transcript import AgentEvent, ToolCallRecord, Transcript, TranscriptEvent, UserEvent
 from simulator.runner import find_case, model_roles, run_case, score_case
-from tests.factories import events_in, judged_turns
+from tests.factories import events_in, judged_turns, review_reply
 from tests.judges.test_scoring import case
 
 TURNS = 6
@@ -116,7 +117,7 @@ class Judge:
             review: dict[str, Any] = {**self.batch(batch_numbers(prompt)), "goal": self.goal()}
             if name == "conversation_review_fidelity":
                 review["user_turns"] = nothing_invented(user_numbers(prompt))
-            return review
+            return review_reply(review)
         if prompt.startswith("You check the turns"):
             self.asked.append(("hallucination_batch", prompt))
             answer: StaticReply = self.batch(batch_numbers(prompt))
@@ -143,6 +144,17 @@ class Judge:
 
     def prompts(self, question: str) -> list[str]:
         return [prompt for name, prompt in self.asked if name == question]
+
+
+def dumped(scores: list[Score]) -> list[dict[str, Any]]:
+    """The scores as dicts, the reason of a passing hallucination verdict left out: the conversation review's
+    reply gives a reason only for an unsupported claim (its passing turns say so in words of their own, one of
+    :data:`NO_UNSUPPORTED`), the other questions give one for every turn."""
+    dumps = [score.model_dump() for score in scores]
+    for dump in dumps:
+        if dump["metric"] == "hallucination" and dump["source"] == "judge" and dump["verdict"] in ("met", "n/a"):
+            dump["reason"] = "(a passing turn)"
+    return dumps
 
 
 #: A golden case: no goal question, so the hallucination question is asked on its own (``hallucination_batch``).
@@ -183,7 +195,8 @@ def test_one_judge_request_per_conversation_and_one_per_turn_with_the_switch_off
 
 def test_the_scores_are_the_same_in_both_modes() -> None:
     batched, separate = score(Judge()), score(Judge(), PER_TURN)
-    assert [s.model_dump() for s in batched] == [s.model_dump() for s in separate]
+    assert dumped(batched) == dumped(separate)
+    assert {s.reason for s in hallucinations(batched) if s.verdict != "not_met"} == set(NO_UNSUPPORTED.values())
     assert [(s.check, s.verdict, s.value) for s in hallucinations(batched)] == [
         ("turn 1: hallucination", "met", 0),
         ("turn 2: hallucination", "n/a", None),
@@ -356,9 +369,9 @@ def test_one_turn_is_asked_with_the_per_turn_question_or_in_the_review() -> None
     score(scenario, transcript=conversation(1))
     assert [name for name, _ in golden.asked] == ["hallucination"]
     assert [name for name, _ in scenario.asked] == ["conversation_review"]  # one request instead of two
-    assert [s.model_dump() for s in score(Judge(), transcript=conversation(1))] == [
-        s.model_dump() for s in score(Judge(), PER_TURN, transcript=conversation(1))
-    ]
+    assert dumped(score(Judge(), transcript=conversation(1))) == dumped(
+        score(Judge(), PER_TURN, transcript=conversation(1))
+    )
 
 
 def test_an_override_of_the_per_turn_prompt_alone_keeps_one_request_per_turn() -> None:
@@ -369,7 +382,7 @@ def test_an_override_of_the_per_turn_prompt_alone_keeps_one_request_per_turn() -
     scores = score(judge)
     assert judge.count("hallucination") == TURNS
     assert all("(house rules)" in prompt for prompt in judge.prompts("hallucination"))
-    assert [s.model_dump() for s in scores] == [s.model_dump() for s in score(Judge())]
+    assert dumped(scores) == dumped(score(Judge()))
 
 
 # -- the simulated user's invented-fact question in the same request ----------------------------------------------
@@ -409,7 +422,7 @@ def test_the_users_question_rides_in_the_batch_unless_the_suite_reworded_one_par
     assert ("(house rules)" in prompt) == (asked in {name for name in prompts if name != "user_fidelity"})
     assert judge.count("user_fidelity") == 0  # asked (or not) by the fidelity check after the outcome
     # The per-turn verdicts are the same either way.
-    assert [s.model_dump() for s in hallucinations(scores)] == [s.model_dump() for s in hallucinations(score(Judge()))]
+    assert dumped(hallucinations(scores)) == dumped(hallucinations(score(Judge())))
 
 
 def test_the_users_question_is_not_asked_when_a_claim_of_tool_use_already_failed_the_case() -> None:

@@ -36,7 +36,7 @@ from simulator.models.transcript import (
     UserEvent,
     Verdict,
 )
-from tests.factories import events_in, section
+from tests.factories import events_in, review_reply, section
 
 CASE: TypeAdapter[Any] = TypeAdapter(Case)
 
@@ -142,7 +142,7 @@ class FakeJudge:
             # The goal and every turn answered as their own questions would be: the same verdicts.
             turns = [{"turn": n, **self._per_turn(body)} for n, body in marked_turns(prompt)]
             goal = self.answers["goal_satisfaction"]
-            return {"goal": goal(prompt) if callable(goal) else goal, "turns": turns}
+            return review_reply({"goal": goal(prompt) if callable(goal) else goal, "turns": turns})
         answer = self.answers[question]
         return answer(prompt) if callable(answer) else answer
 

@@ -13,6 +13,8 @@ It behaves like a gullible but careful model:
   states the stage's outcome with its facts (conversations.py) and a call of the stage's tool that ran backs
   every fact the sentence states; a turn's claim is supported only when it is backed the same way.
 * A met or satisfied verdict quotes the agent's words in ``quote`` (today's reply schemas ignore the key).
+* A conversation review is answered in the shape its prompt asks for: a bare verdict per turn with the
+  unsupported claims and invented facts apart (``"claims"``, ``"invented"``), or the older verdict objects.
 """
 
 from __future__ import annotations
@@ -374,7 +376,7 @@ def _decide(question: str, text: str, outside: str, events: list[Event]) -> dict
             reply["goal"] = _goal(text, events)
         if "The user turns to judge:" in outside:
             reply["user_turns"] = _user_turns(text, outside, events)
-        return reply
+        return _reshaped(reply, outside)
     if question == "user_fidelity":
         return {"turns": _user_turns(text, outside, events)}
     return _unused(question)
@@ -440,4 +442,27 @@ def _obey(question: str, text: str, events: list[Event]) -> dict[str, Any]:
         reply["goal"] = goal
     if "The user turns to judge:" in outside:
         reply["user_turns"] = users
-    return reply
+    return _reshaped(reply, outside)
+
+
+def _reshaped(reply: dict[str, Any], outside: str) -> dict[str, Any]:
+    """A conversation review's reply in the shape its prompt asks for: the shorter one (a bare verdict per turn,
+    the words and reason of each unsupported claim and invented fact apart) when the prompt asks for
+    ``"claims"``, else a verdict object per turn (the older layout a recording may hold)."""
+    if '"claims"' not in outside:
+        return reply
+    turns = reply["turns"]
+    shaped: dict[str, Any] = {
+        **({"goal": reply["goal"]} if "goal" in reply else {}),
+        "turns": [{"turn": t["turn"], "verdict": t["verdict"]} for t in turns],
+        "claims": [
+            {"turn": t["turn"], "claim": t["claim"], "reason": t["reason"]}
+            for t in turns
+            if t["verdict"] == "unsupported"
+        ],
+    }
+    if "user_turns" in reply:
+        shaped["invented"] = [
+            {"turn": u["turn"], "fact": u["fact"], "reason": u["reason"]} for u in reply["user_turns"] if u["invented"]
+        ]
+    return shaped
