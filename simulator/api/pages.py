@@ -81,7 +81,10 @@ def conversation_page(
         stored = store.result(record.id, key)
         if stored is None:
             return None
-        record = _current(store, record, [])
+        if part is None:
+            # Only the whole card shows the run's summary (its repeats); a running run's is made by reading every
+            # result, which a part, loaded each time a card is opened, does not need.
+            record = _current(store, record, [])
         reviews = [review for review in store.list_reviews(record.id) if review.key == key]
     record, results = _reviewed(record, [stored], reviews)
     return render_case_parts(record, results[0], number=number, part=part, beside=beside)
