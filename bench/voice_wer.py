@@ -115,7 +115,9 @@ def main() -> None:
         language: [(text, synthesizer.synthesize_now(text, Speaker(language=language))) for text in texts]
         for language, texts in sentences.items()
     }
-    print(f"test set: {', '.join(f'{len(v)} {k}' for k, v in sentences.items())} sentences, spoken by {synthesizer.name}")
+    print(
+        f"test set: {', '.join(f'{len(v)} {k}' for k, v in sentences.items())} sentences, spoken by {synthesizer.name}"
+    )
     wanted = set(args.only.split(",")) if args.only else None
     figures: dict[str, str] = {}
     best: tuple[float, str] | None = None

@@ -45,7 +45,8 @@ class _Library:
     callback: Any = None
 
 
-_loaded: _Library | None = None
+#: The library once loaded (a process loads it once: eSpeak NG cannot be initialised twice).
+_LOADED: dict[str, _Library] = {}
 
 
 def _locate() -> tuple[str, bytes | None]:
@@ -63,9 +64,8 @@ def _locate() -> tuple[str, bytes | None]:
 
 
 def _load() -> _Library:
-    global _loaded
-    if _loaded is not None:
-        return _loaded
+    if "library" in _LOADED:
+        return _LOADED["library"]
     path, data = _locate()
     try:
         lib = ctypes.CDLL(path)
@@ -100,7 +100,7 @@ def _load() -> _Library:
     # kept on the object: a callback that is garbage-collected while the library still calls it crashes
     loaded.callback = _CALLBACK(collect)
     lib.espeak_SetSynthCallback(loaded.callback)
-    _loaded = loaded
+    _LOADED["library"] = loaded
     return loaded
 
 

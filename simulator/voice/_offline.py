@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from simulator.voice._espeak import EspeakSynthesizer
-from simulator.voice._whisper import WhisperRecognizer, whisper_weights
+from simulator.voice._whisper import WhisperRecognizer, require_faster_whisper, whisper_weights
 
 
 def offline_synthesizer() -> EspeakSynthesizer:
@@ -19,9 +19,5 @@ def offline_recognizer(language: str = "en") -> WhisperRecognizer:
     installed, the lowest word error rate on the project's spoken test set (docs/voice.md); Whisper tiny.en for
     English where only those are. Raises :class:`SpeechBackendMissing` naming the install command when none is
     installed. The model itself is loaded on the first transcription."""
-    recognizer = WhisperRecognizer(whisper_weights(language=language))
-    try:
-        import faster_whisper  # noqa: F401
-    except ImportError:
-        recognizer.load()  # raises the one-line error
-    return recognizer
+    require_faster_whisper()
+    return WhisperRecognizer(whisper_weights(language=language))

@@ -95,6 +95,13 @@ def whisper_weights(name: str | None = None, language: str | None = None) -> Whi
     raise SpeechBackendMissing(f"the offline recogniser's {wanted} are not installed: {VOICE_EXTRA}")
 
 
+def require_faster_whisper() -> None:
+    """Raise :class:`SpeechBackendMissing` when faster-whisper is not installed (found without importing it, which
+    takes a second)."""
+    if importlib.util.find_spec("faster_whisper") is None:
+        raise SpeechBackendMissing(f"the offline recogniser faster-whisper is not installed: {VOICE_EXTRA}")
+
+
 def primary_language(tag: str) -> str:
     """Whisper's language code for a BCP 47 tag: its primary subtag, lower-cased (``de-AT`` is ``de``)."""
     return tag.replace("_", "-").split("-")[0].lower()
@@ -105,39 +112,43 @@ def confidence(segments: Sequence[Any]) -> float:
     (``exp(avg_logprob)``) times the probability that it is speech at all (``1 - no_speech_prob``); the least
     sure segment is the confidence of the whole, since one misheard phrase can change what the agent said."""
     scores = [math.exp(segment.avg_logprob) * (1.0 - segment.no_speech_prob) for segment in segments]
-    return max(0.0, min(1.0, min(scores))) if scores else 0.0
+    return max(0.0, min(1.0, *scores)) if scores else 0.0
+
+
+# Loaded models by weights and threads: loading one reads 150 MB and takes seconds, so a process loads it once and
+# every recogniser on the same weights shares it (one transcription at a time: CTranslate2 uses the cores itself).
+_MODELS: dict[tuple[str, int], Any] = {}
+_MODELS_LOCK = threading.Lock()
 
 
 class WhisperRecognizer:
     """Speech to text with faster-whisper on CPU, int8. The model is loaded on the first :meth:`transcribe` (or
-    :meth:`load`) and shared by every call; transcriptions run one at a time in a worker thread (CTranslate2 uses
-    the cores itself)."""
+    :meth:`load`) and shared by every recogniser of the process on the same weights; transcriptions run one at a
+    time in a worker thread."""
 
     def __init__(self, weights: WhisperWeights, *, beam_size: int = 5, cpu_threads: int = 0) -> None:
         self.weights = weights
         self.name = f"{weights.name} (faster-whisper, ctranslate2)"
         self.beam_size = beam_size
         self.cpu_threads = cpu_threads
-        self._model: Any = None
-        self._lock = threading.Lock()
 
     def load(self) -> None:
         """Load the model now (raises :class:`SpeechBackendMissing` when faster-whisper or the weights are not
         installed)."""
-        with self._lock:
+        with _MODELS_LOCK:
             self._load()
 
     def _load(self) -> Any:
-        if self._model is None:
-            try:
-                from faster_whisper import WhisperModel
-            except ImportError:
-                raise SpeechBackendMissing(f"the offline recogniser faster-whisper is not installed: {VOICE_EXTRA}") from None
+        key = (self.weights.name, self.cpu_threads)
+        if key not in _MODELS:
+            require_faster_whisper()
+            from faster_whisper import WhisperModel
+
             files = self.weights.files()
-            self._model = WhisperModel(
+            _MODELS[key] = WhisperModel(
                 self.weights.name, device="cpu", compute_type="int8", cpu_threads=self.cpu_threads, files=files
             )
-        return self._model
+        return _MODELS[key]
 
     async def transcribe(self, audio: Audio, language: str) -> Heard:
         """What is said in ``audio``, in ``language``; see :func:`confidence` for how sure it was."""
@@ -155,7 +166,7 @@ class WhisperRecognizer:
         import numpy
 
         samples = numpy.frombuffer(speech.pcm, dtype="<i2").astype(numpy.float32) / 32768.0
-        with self._lock:
+        with _MODELS_LOCK:
             model = self._load()
             try:
                 found, _info = model.transcribe(
