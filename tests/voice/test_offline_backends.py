@@ -135,9 +135,13 @@ def test_the_default_recogniser_hears_espeak_within_the_measured_word_error_rate
 
 
 @needs_whisper
-def test_silence_is_heard_as_nothing_for_sure() -> None:
-    heard = asyncio.run(offline_recognizer("en").transcribe(Audio.silence(1.0), "en"))
+def test_silence_is_heard_as_nothing_for_sure_and_noise_is_not_sure() -> None:
+    recognizer = offline_recognizer("en")
+    heard = asyncio.run(recognizer.transcribe(Audio.silence(1.0), "en"))
     assert (heard.text, heard.confidence) == ("", 1.0)
+    noise = asyncio.run(recognizer.transcribe(Audio.silence(1.0).with_noise(0.02, seed=1), "en"))
+    assert noise.confidence is not None
+    assert noise.confidence < 0.5
 
 
 @pytest.mark.parametrize(
