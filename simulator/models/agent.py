@@ -243,6 +243,12 @@ class PythonAgent(AgentBase):
     type: Literal["python"]
     callable: ImportRef = Field(description="module:callable of the agent function or class.")
     options: dict[str, JsonValue] = Field(default_factory=dict, description="Passed to the agent as keyword options.")
+    audio: bool = Field(
+        default=False,
+        description="Voice cases: the function hears the user's audio (WAV bytes) and answers with audio; false: "
+        "a text agent, given what a recogniser heard and spoken by the synthesizer.",
+        exclude_if=lambda audio: not audio,  # left out of snapshots unused: an agent hashes as it did before
+    )
 
     def code_refs(self) -> list[tuple[tuple[str | int, ...], str, str]]:
         """The agent's callable, then its tools' functions."""
