@@ -227,6 +227,11 @@ class AgentBase(StrictModel):
         """The model the agent runs on, when Simulator itself calls it (the agent role's default model)."""
         return None
 
+    @property
+    def python_voice(self) -> bool:
+        """Whether the agent is Python code that hears and answers audio itself (a python agent's ``audio``)."""
+        return False
+
     @model_validator(mode="after")
     def _unique_tools(self) -> AgentBase:
         seen: set[str] = set()
@@ -257,6 +262,11 @@ class PythonAgent(AgentBase):
     def reaches(self) -> tuple[str, str]:
         """Its module is imported and called."""
         return f"python agent {self.callable}", "its module is imported and called"
+
+    @property
+    def python_voice(self) -> bool:
+        """``audio: true``."""
+        return self.audio
 
 
 class HttpAgent(AgentBase):

@@ -252,8 +252,8 @@ def build_voice_agent(
     """A fresh voice adapter for one conversation with the agent ``config`` describes: a python agent with
     ``audio: true`` hears and answers audio itself, an adapter that speaks (one with ``respond_audio``) is used as
     it is, and any other agent is a text agent given ``recognizer`` as ears and ``synthesizer`` as its voice."""
-    if isinstance(config, PythonAgent) and config.audio:
-        return PythonVoiceAgent(config, code_folders=code_folders)
+    if config.python_voice:
+        return PythonVoiceAgent(cast(PythonAgent, config), code_folders=code_folders)
     adapter = build_agent(config, llm=llm, code_folders=code_folders)
     if callable(getattr(adapter, "respond_audio", None)):
         return cast(VoiceAgentAdapter, adapter)

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 import simulator
 from simulator.cli import app
+from simulator.errors import ConfigErrors
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import AgentEvent, UserEvent
 from simulator.voice import FakeRecognizer, FakeSynthesizer, Recognizer, Synthesizer
@@ -219,3 +220,36 @@ def test_a_voice_suite_runs_from_the_command_line_and_its_report_renders(
     shown = runner.invoke(app, ["report", "latest", "--db", str(tmp_path / "runs.db"), "-o", str(report)])
     assert shown.exit_code == 0, shown.output
     assert "Your balance is 150 dollars." in report.read_text(encoding="utf-8")
+
+
+def test_a_voice_run_without_a_speech_backend_stops_before_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import simulator.voice
+
+    for factory in ("offline_synthesizer", "offline_recognizer"):
+        monkeypatch.delattr(simulator.voice, factory, raising=False)
+    suite = _project(tmp_path)
+    suite.write_text(suite.read_text(encoding="utf-8").replace("voice: {backend: fake}\n", ""), encoding="utf-8")
+    with pytest.raises(ConfigErrors) as raised:
+        simulator.run(str(suite), db=tmp_path / "runs.db")
+    assert "pip install 'simulator[voice]'" in str(raised.value)
+    assert not (tmp_path / "runs.db").exists()  # nothing was stored
+
+
+@pytest.mark.parametrize(
+    ("where", "old", "new", "key"),
+    [
+        ("suite.yaml", "modality: voice", "modality: audio", "modality"),
+        ("suite.yaml", "voice: {backend: fake}", "voice: {backend: fake, min_confidence: 2}", "voice.min_confidence"),
+        ("suite.yaml", "checks:", "barge_in_after: 0\n        checks:", "cases[0].steps[0].barge_in_after"),
+        ("personas/caller.yaml", "bank.\n", "bank.\nvoice: {noise: 1.5}\n", "voice.noise"),
+    ],
+)
+def test_a_bad_voice_setting_is_an_error_at_its_key(tmp_path: Path, where: str, old: str, new: str, key: str) -> None:
+    suite = _project(tmp_path)
+    path = tmp_path / where
+    path.write_text(path.read_text(encoding="utf-8").replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(ConfigErrors) as raised:
+        simulator.run(str(suite), db=tmp_path / "runs.db")
+    assert f": {key}: " in str(raised.value)
