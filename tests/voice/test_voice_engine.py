@@ -238,18 +238,28 @@ def test_a_voice_run_without_a_speech_backend_stops_before_it_starts(
 
 
 @pytest.mark.parametrize(
-    ("where", "old", "new", "key"),
+    ("where", "old", "new", "error"),
     [
-        ("suite.yaml", "modality: voice", "modality: audio", "modality"),
-        ("suite.yaml", "voice: {backend: fake}", "voice: {backend: fake, min_confidence: 2}", "voice.min_confidence"),
-        ("suite.yaml", "checks:", "barge_in_after: 0\n        checks:", "cases[0].steps[0].barge_in_after"),
-        ("personas/caller.yaml", "bank.\n", "bank.\nvoice: {noise: 1.5}\n", "voice.noise"),
+        ("suite.yaml", "modality: voice", "modality: audio", "modality: must be one of chat, voice"),
+        (
+            "suite.yaml",
+            "voice: {backend: fake}",
+            "voice: {backend: fake, min_confidence: 2}",
+            "voice.min_confidence: must be at most 1",
+        ),
+        (
+            "suite.yaml",
+            "checks:",
+            "barge_in_after: 0\n        checks:",
+            "cases[0].steps[0].barge_in_after: must be more than 0",
+        ),
+        ("personas/caller.yaml", "bank.\n", "bank.\nvoice: {noise: 1.5}\n", "voice.noise: must be at most 1"),
     ],
 )
-def test_a_bad_voice_setting_is_an_error_at_its_key(tmp_path: Path, where: str, old: str, new: str, key: str) -> None:
+def test_a_bad_voice_setting_is_an_error_at_its_key(tmp_path: Path, where: str, old: str, new: str, error: str) -> None:
     suite = _project(tmp_path)
     path = tmp_path / where
     path.write_text(path.read_text(encoding="utf-8").replace(old, new, 1), encoding="utf-8")
     with pytest.raises(ConfigErrors) as raised:
         simulator.run(str(suite), db=tmp_path / "runs.db")
-    assert f": {key}: " in str(raised.value)
+    assert f": {error}" in str(raised.value)
