@@ -4,18 +4,32 @@ recognition the recogniser was unsure of (never the agent's fail)."""
 
 from __future__ import annotations
 
+import asyncio
 import textwrap
 from pathlib import Path
+from typing import cast
 
 import pytest
 from typer.testing import CliRunner
 
 import simulator
+from simulator.agents import AgentInput, AgentReply
 from simulator.cli import app
 from simulator.errors import ConfigErrors
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import AgentEvent, UserEvent
-from simulator.voice import FakeRecognizer, FakeSynthesizer, Recognizer, Synthesizer
+from simulator.tools import ToolHandle
+from simulator.voice import (
+    Audio,
+    FakeRecognizer,
+    FakeSynthesizer,
+    Recognizer,
+    Speaker,
+    SpokenTextAgent,
+    Synthesizer,
+    TurnAudio,
+    VoiceConversation,
+)
 from simulator.voice._fake import CHARACTER_SECONDS
 
 AGENTS_PY = """\
@@ -41,6 +55,10 @@ AGENTS_PY = """\
 
     async def buggy_bank(wav, context):
         return await _answer(wav, "115")
+
+
+    def says_text(wav, context):
+        return "Your balance is 150 dollars."
 
 
     def text_bank(messages):
@@ -263,3 +281,42 @@ def test_a_bad_voice_setting_is_an_error_at_its_key(tmp_path: Path, where: str, 
     with pytest.raises(ConfigErrors) as raised:
         simulator.run(str(suite), db=tmp_path / "runs.db")
     assert f": {error}" in str(raised.value)
+
+
+def test_a_voice_agent_that_returns_no_audio_is_an_error_naming_it(tmp_path: Path) -> None:
+    result = _results(_project(tmp_path, callable_="says_text"), tmp_path)["balance"]
+    assert result.outcome == "error"
+    assert "voice_agents:says_text" in (result.transcript.error or "")
+    assert "WAV bytes" in (result.transcript.error or "")
+
+
+class _Echo:
+    """A text agent that repeats what it heard."""
+
+    async def respond(self, request: AgentInput) -> AgentReply:
+        return AgentReply(messages=[f"heard {request.messages[-1]['content']}"])
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_the_recording_holds_both_sides_of_every_turn_in_order() -> None:
+    async def talk() -> tuple[Audio, list[TurnAudio]]:
+        synthesizer, recognizer = FakeSynthesizer(), FakeRecognizer()
+        agent = SpokenTextAgent(_Echo(), recognizer, synthesizer, Speaker())
+        voice = VoiceConversation(agent, synthesizer=synthesizer, recognizer=recognizer, speaker=Speaker())
+        tools = cast(ToolHandle, None)
+        for turn, text in enumerate(["hi", "bye"], start=1):
+            await voice.speak(text, turn=turn, interrupt_after=0.5 if turn == 2 else None)
+            reply = await voice.respond(
+                AgentInput(messages=[{"role": "user", "content": text}], session={}, tools=tools, turn=turn)
+            )
+            assert reply.messages == [f"heard {text}"[: 8 if turn == 2 else None]]
+        return voice.recording()
+
+    audio, offsets = asyncio.run(talk())
+    sides = [(part.turn, part.side) for part in offsets]
+    assert sides == [(1, "user"), (1, "agent"), (2, "user"), (2, "agent")]
+    assert [part.start for part in offsets[1:]] == [part.end for part in offsets[:-1]]
+    assert offsets[-1].end - offsets[-1].start == pytest.approx(0.5)
+    assert audio.seconds == pytest.approx(offsets[-1].end)
