@@ -320,3 +320,9 @@ def test_the_recording_holds_both_sides_of_every_turn_in_order() -> None:
     assert [part.start for part in offsets[1:]] == [part.end for part in offsets[:-1]]
     assert offsets[-1].end - offsets[-1].start == pytest.approx(0.5)
     assert audio.seconds == pytest.approx(offsets[-1].end)
+
+
+def test_the_run_records_the_speech_backends_it_used(tmp_path: Path) -> None:
+    outcome = simulator.run(str(_project(tmp_path)), db=tmp_path / "runs.db", seed=1)
+    assert outcome.record.versions["synthesizer"] == "fake-speech"
+    assert outcome.record.versions["recognizer"] == "fake-recognizer"
