@@ -14,10 +14,11 @@ from simulator.agents._base import (
     Message,
     event_message,
     free_agent_threads,
+    in_agent_thread,
     turn_timeout,
     wire_messages,
 )
-from simulator.agents._history import BuiltTurns, conversation_history, turn_messages
+from simulator.agents._history import BuiltTurns, conversation_history, copied, turn_messages
 from simulator.agents._tracing import engine_untraced
 from simulator.errors import AgentError
 from simulator.models import AgentConfig
@@ -40,9 +41,11 @@ __all__ = [
     "agent_types",
     "build_agent",
     "conversation_history",
+    "copied",
     "engine_untraced",
     "event_message",
     "free_agent_threads",
+    "in_agent_thread",
     "prepare_agent",
     "turn_messages",
     "turn_timeout",

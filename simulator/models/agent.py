@@ -227,6 +227,11 @@ class AgentBase(StrictModel):
         """The model the agent runs on, when Simulator itself calls it (the agent role's default model)."""
         return None
 
+    @property
+    def python_voice(self) -> bool:
+        """Whether the agent is Python code that hears and answers audio itself (a python agent's ``audio``)."""
+        return False
+
     @model_validator(mode="after")
     def _unique_tools(self) -> AgentBase:
         seen: set[str] = set()
@@ -243,6 +248,12 @@ class PythonAgent(AgentBase):
     type: Literal["python"]
     callable: ImportRef = Field(description="module:callable of the agent function or class.")
     options: dict[str, JsonValue] = Field(default_factory=dict, description="Passed to the agent as keyword options.")
+    audio: bool = Field(
+        default=False,
+        description="Voice cases: the function hears the user's audio (WAV bytes) and answers with audio; false: "
+        "a text agent, given what a recogniser heard and spoken by the synthesizer.",
+        exclude_if=lambda audio: not audio,  # left out of snapshots unused: an agent hashes as it did before
+    )
 
     def code_refs(self) -> list[tuple[tuple[str | int, ...], str, str]]:
         """The agent's callable, then its tools' functions."""
@@ -251,6 +262,11 @@ class PythonAgent(AgentBase):
     def reaches(self) -> tuple[str, str]:
         """Its module is imported and called."""
         return f"python agent {self.callable}", "its module is imported and called"
+
+    @property
+    def python_voice(self) -> bool:
+        """``audio: true``."""
+        return self.audio
 
 
 class HttpAgent(AgentBase):

@@ -1,7 +1,19 @@
 """The voice layer: speech in and out for voice agents. The simulated user's turns are spoken by a synthesizer, the
 agent's audio is heard by a recogniser, and the transcript goes through every check as text does."""
 
+from simulator.voice._agent import (
+    PythonVoiceAgent,
+    SpokenTextAgent,
+    VoiceAgentAdapter,
+    VoiceContext,
+    VoiceInput,
+    VoiceReply,
+    build_voice_agent,
+    voice_reply,
+)
 from simulator.voice._audio import DEFAULT_RATE, Audio, AudioError, join
+from simulator.voice._backends import speech_backends
+from simulator.voice._conversation import SpeechBackendError, TurnAudio, VoiceConversation, persona_speaker
 from simulator.voice._fake import FakeRecognizer, FakeSynthesizer
 from simulator.voice._protocol import Heard, Recognizer, Speaker, Synthesizer
 
@@ -12,8 +24,21 @@ __all__ = [
     "FakeRecognizer",
     "FakeSynthesizer",
     "Heard",
+    "PythonVoiceAgent",
     "Recognizer",
     "Speaker",
+    "SpeechBackendError",
+    "SpokenTextAgent",
     "Synthesizer",
+    "TurnAudio",
+    "VoiceAgentAdapter",
+    "VoiceContext",
+    "VoiceConversation",
+    "VoiceInput",
+    "VoiceReply",
+    "build_voice_agent",
     "join",
+    "persona_speaker",
+    "speech_backends",
+    "voice_reply",
 ]

@@ -95,7 +95,7 @@ CANNOT_TELL = (
 )
 SUITE_KEYS = (
     "name, description, language, agent, models, thresholds, judging, personas, scorers, repeats, seed, tool_fakes, "
-    "faults, world, budgets, metadata, judge_prompts, cases"
+    "faults, world, budgets, modality, voice, metadata, judge_prompts, cases"
 )
 ALIAS_BOMB = (
     "aliases expand to more values than the 100,000-value limit (an alias bomb?): write the repeated parts out or "
@@ -198,8 +198,8 @@ INVALID: list[ParameterSet] = [
                 5,
                 "cases[0].goal",
                 "unknown key 'goal'; allowed keys: name, description, tags, personas, scorers, session_parameters, "
-                "expectations, tool_fakes, faults, repeats, thresholds, budgets, world, expect_state, kind, steps, "
-                "initiator",
+                "expectations, tool_fakes, faults, repeats, thresholds, budgets, world, expect_state, modality, kind, "
+                "steps, initiator",
             )
         ],
     ),
@@ -359,7 +359,7 @@ INVALID: list[ParameterSet] = [
                 1,
                 "mood",
                 "unknown key 'mood'; allowed keys: name, description, personality, language, background, style, "
-                "misreports",
+                "misreports, voice",
             )
         ],
     ),
@@ -1713,7 +1713,7 @@ INVALID: list[ParameterSet] = [
                   - success_criteria: Booked
         """)
         },
-        [("suite.yaml", 6, 9, "cases[0].steps[0]", "a step needs `goal`, `static_utterance` or `event`")],
+        [("suite.yaml", 6, 9, "cases[0].steps[0]", "a step needs `goal`, `static_utterance`, `event` or `silence`")],
     ),
     entry(
         "expectation-with-two-checks",
