@@ -17,6 +17,7 @@ from simulator.agents._base import (
     turn_timeout,
     wire_messages,
 )
+from simulator.agents._chat import MAX_TOOL_ROUNDS, answer_tool_call, session_text, text_of, tool_round
 from simulator.agents._history import BuiltTurns, conversation_history, turn_messages
 from simulator.agents._tracing import engine_untraced
 from simulator.errors import AgentError
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., AgentAdapter])
 
 __all__ = [
+    "MAX_TOOL_ROUNDS",
     "AgentAdapter",
     "AgentFactory",
     "AgentInput",
@@ -38,12 +40,16 @@ __all__ = [
     "agent_factory",
     "agent_type",
     "agent_types",
+    "answer_tool_call",
     "build_agent",
     "conversation_history",
     "engine_untraced",
     "event_message",
     "free_agent_threads",
     "prepare_agent",
+    "session_text",
+    "text_of",
+    "tool_round",
     "turn_messages",
     "turn_timeout",
     "wire_messages",
@@ -68,6 +74,7 @@ _BUILTIN_MODULES = {
     "http": "simulator.agents.http_agent",
     "litellm": "simulator.agents.litellm_agent",
     "langgraph": "simulator.agents.langgraph_agent",
+    "realtime": "simulator.agents.realtime_agent",
 }
 
 
