@@ -2508,6 +2508,49 @@ INVALID: list[ParameterSet] = [
         ],
     ),
     entry(
+        "agent-realtime-url-not-a-websocket-url",
+        {
+            "agent.yaml": y("""\
+            type: realtime
+            url: https://api.example.com/v1/realtime
+        """)
+        },
+        [
+            (
+                "agent.yaml",
+                2,
+                6,
+                "url",
+                "must be a ws:// or wss:// WebSocket URL (or start with ${VAR}), got the text "
+                "'https://api.example.com/v1/realtime'",
+            )
+        ],
+    ),
+    entry(
+        "agent-http-audio-format-unknown",
+        {
+            "agent.yaml": y("""\
+            type: http
+            base_url: http://127.0.0.1:8000/v1
+            audio:
+              voice: alloy
+              format: mp3
+        """)
+        },
+        [("agent.yaml", 5, 11, "audio.format", "must be one of wav, pcm16, got the text 'mp3'")],
+    ),
+    entry(
+        "agent-http-audio-not-a-setting",
+        {
+            "agent.yaml": y("""\
+            type: http
+            base_url: http://127.0.0.1:8000/v1
+            audio: alloy
+        """)
+        },
+        [("agent.yaml", 3, 8, "audio", "expected true or false or a mapping (key: value), got the text 'alloy'")],
+    ),
+    entry(
         "agent-variable-type-misspelt",
         {
             "agent.yaml": y("""\
