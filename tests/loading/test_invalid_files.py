@@ -2461,15 +2461,15 @@ INVALID: list[ParameterSet] = [
                 1,
                 7,
                 "type",
-                "type must be one of http, langgraph, litellm, python or an installed agent plugin, got the text "
-                "'pyhton'; did you mean 'python'?",
+                "type must be one of http, langgraph, litellm, python, realtime or an installed agent plugin, "
+                "got the text 'pyhton'; did you mean 'python'?",
             )
         ],
     ),
     entry(
         "agent-type-missing",
         {"agent.yaml": "callable: bot:respond\n"},
-        [("agent.yaml", 1, 1, "(root)", "missing key 'type': one of http, langgraph, litellm, python")],
+        [("agent.yaml", 1, 1, "(root)", "missing key 'type': one of http, langgraph, litellm, python, realtime")],
     ),
     entry(
         "agent-callable-not-module-attr",

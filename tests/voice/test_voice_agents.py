@@ -24,6 +24,7 @@ from simulator.models.transcript import ReportedUsage, ToolRound
 from simulator.tools import ToolHandle, ToolRouter
 from simulator.voice import Audio, ChatAudioAdapter, RealtimeAdapter, VoiceInput, VoiceReply, voice_agent_adapter
 from simulator.voice._fake import listen, speak
+from simulator.voice._playback import played
 from tests.factories import run
 
 LOOKUP = ToolDeclaration(
@@ -528,3 +529,35 @@ def test_realtime_agent_in_a_chat_run_says_it_takes_audio_only() -> None:
 
     with pytest.raises(AgentError, match="takes audio only: run it in voice"):
         run(main())
+
+
+# --------------------------------------------------------------------------------------------------------------
+# how pieces of audio that arrive at different times are heard
+
+
+@pytest.mark.parametrize(
+    ("arrivals", "interrupt_after", "expected"),
+    [
+        ([], None, (None, None, False, 0.0)),
+        ([(0.5, 1.0)], None, (0.5, 1.5, False, 1.0)),
+        # the second piece arrives while the first plays: it follows without a gap
+        ([(0.5, 1.0), (0.8, 1.0)], None, (0.5, 2.5, False, 2.0)),
+        # it arrives after the first has played: the user hears a gap
+        ([(0.5, 1.0), (3.0, 1.0)], None, (0.5, 4.0, False, 2.0)),
+        ([(0.5, 1.0), (3.0, 1.0)], 1.5, (0.5, 3.5, True, 1.5)),
+        ([(0.5, 1.0)], 0.25, (0.5, 0.75, True, 0.25)),
+        ([(0.5, 1.0)], 1.0, (0.5, 1.5, False, 1.0)),
+        ([(0.2, 0.0), (0.5, 1.0)], None, (0.5, 1.5, False, 1.0)),
+    ],
+)
+def test_playback_of_pieces(
+    arrivals: list[tuple[float, float]],
+    interrupt_after: float | None,
+    expected: tuple[float | None, float | None, bool, float],
+) -> None:
+    heard = played([(arrived, Audio.silence(seconds)) for arrived, seconds in arrivals], interrupt_after)
+    first, end, interrupted, seconds = expected
+    assert heard.first == pytest.approx(first)
+    assert heard.end == pytest.approx(end)
+    assert heard.interrupted is interrupted
+    assert heard.audio.seconds == pytest.approx(seconds)
