@@ -1,6 +1,7 @@
 """The voice layer: speech in and out for voice agents. The simulated user's turns are spoken by a synthesizer, the
 agent's audio is heard by a recogniser, and the transcript goes through every check as text does."""
 
+from simulator.voice._adapters import build_voice_agent, voice_agent_adapter
 from simulator.voice._agent import (
     PythonVoiceAgent,
     SpokenTextAgent,
@@ -8,23 +9,26 @@ from simulator.voice._agent import (
     VoiceContext,
     VoiceInput,
     VoiceReply,
-    build_voice_agent,
     voice_reply,
 )
 from simulator.voice._audio import DEFAULT_RATE, Audio, AudioError, join
 from simulator.voice._backends import speech_backends
+from simulator.voice._chat_audio import ChatAudioAdapter
 from simulator.voice._conversation import SpeechBackendError, TurnAudio, VoiceConversation, persona_speaker
 from simulator.voice._fake import FakeRecognizer, FakeSynthesizer
 from simulator.voice._protocol import Heard, Recognizer, Speaker, Synthesizer
+from simulator.voice._realtime import RealtimeAdapter
 
 __all__ = [
     "DEFAULT_RATE",
     "Audio",
     "AudioError",
+    "ChatAudioAdapter",
     "FakeRecognizer",
     "FakeSynthesizer",
     "Heard",
     "PythonVoiceAgent",
+    "RealtimeAdapter",
     "Recognizer",
     "Speaker",
     "SpeechBackendError",
@@ -40,5 +44,6 @@ __all__ = [
     "join",
     "persona_speaker",
     "speech_backends",
+    "voice_agent_adapter",
     "voice_reply",
 ]

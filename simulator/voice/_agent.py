@@ -8,21 +8,21 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import JsonValue
 
-from simulator.agents import AgentAdapter, AgentInput, Message, build_agent, copied, in_agent_thread
+from simulator.agents import AgentAdapter, AgentInput, Message, copied, in_agent_thread
 from simulator.code_refs import CodeRefError, resolve
 from simulator.errors import AgentError
-from simulator.models import AgentConfig, EventSpec, PythonAgent
+from simulator.models import EventSpec, PythonAgent
 from simulator.models.transcript import ReportedUsage, ToolRound
 from simulator.tools import ToolHandle
 from simulator.voice._audio import Audio, AudioError
 from simulator.voice._protocol import Recognizer, Speaker, Synthesizer
 
 if TYPE_CHECKING:
-    from simulator.llm import LLMClient
+    pass
 
 
 @dataclass
@@ -238,23 +238,3 @@ def voice_reply(value: Any) -> VoiceReply:
     raise TypeError(
         f"a voice agent returns WAV bytes, (wav, text), or a mapping with `audio`; got {type(value).__name__}"
     )
-
-
-def build_voice_agent(
-    config: AgentConfig,
-    *,
-    llm: LLMClient | None,
-    code_folders: Sequence[Path],
-    synthesizer: Synthesizer,
-    recognizer: Recognizer,
-    speaker: Speaker,
-) -> VoiceAgentAdapter:
-    """A fresh voice adapter for one conversation with the agent ``config`` describes: a python agent with
-    ``audio: true`` hears and answers audio itself, an adapter that speaks (one with ``respond_audio``) is used as
-    it is, and any other agent is a text agent given ``recognizer`` as ears and ``synthesizer`` as its voice."""
-    if config.python_voice:
-        return PythonVoiceAgent(cast(PythonAgent, config), code_folders=code_folders)
-    adapter = build_agent(config, llm=llm, code_folders=code_folders)
-    if callable(getattr(adapter, "respond_audio", None)):
-        return cast(VoiceAgentAdapter, adapter)
-    return SpokenTextAgent(adapter, recognizer, synthesizer, speaker)
