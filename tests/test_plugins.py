@@ -102,8 +102,8 @@ def test_a_plugin_agent_is_run_and_a_plugin_scorer_decides(
         (
             "ecko",
             "polite",
-            "3:9: agent.type: type must be one of http, langgraph, litellm, python, realtime, broken, echo or an installed "
-            "agent plugin, got the text 'ecko'; did you mean 'echo'?",
+            "3:9: agent.type: type must be one of http, langgraph, litellm, python, realtime, broken, echo or an "
+            "installed agent plugin, got the text 'ecko'; did you mean 'echo'?",
         ),
         ("echo", "polit", "6:11: scorers[0]: no scorer plugin named 'polit' is installed; did you mean 'polite'?"),
     ],
