@@ -26,6 +26,7 @@ from simulator.models.run import (
     StoredResult,
 )
 from simulator.models.summary import RunSummary
+from simulator.store._audio import AudioMethods
 from simulator.store._file import _FIX, _RECENT_SHOWN, new_run_id, writable
 from simulator.store._leases import LeaseMethods, _reserve_size
 from simulator.store._listing import RunListing, listing, listing_query, read_status
@@ -37,7 +38,6 @@ from simulator.store._migrations import (
     migrate,
     migration_name,
 )
-from simulator.store._recordings import RecordingMethods
 from simulator.store._reviews import ReviewMethods
 from simulator.store._rows import (
     _LEASE_COLUMNS,
@@ -74,7 +74,7 @@ _LATEST: Final = re.compile(r"^latest(?:~(\d+))?$")
 _MATCHES_SHOWN: Final = 10
 
 
-class RunStore(LeaseMethods, ReviewMethods, RecordingMethods):
+class RunStore(LeaseMethods, ReviewMethods, AudioMethods):
     """Runs and their results in one SQLite file; see the module docstring for the schema.
 
     Use as a context manager, or call :meth:`close`. One store may be shared between threads (calls are
@@ -412,7 +412,7 @@ class RunStore(LeaseMethods, ReviewMethods, RecordingMethods):
                     raise StoreInputError(self._unknown(run_id))
                 conn.execute("COMMIT")
                 self._reserve(run_id).release()  # one a killed process left
-                self.forget_recordings(run_id)
+                self.forget_audio(run_id)
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
