@@ -113,3 +113,14 @@ class TranscriptVoice(DataModel):
     synthesizer: str
     recognizer: str
     min_confidence: float = 0.5
+    audio: str | None = Field(
+        default=None,
+        description="The conversation's audio file, both sides in turn order (a WAV file in the folder beside the "
+        "run store, e.g. runs-audio/ beside runs.db; the turns' offsets are in their events).",
+        exclude_if=_unset,
+    )
+    audio_error: str | None = Field(
+        default=None,
+        description="Why the conversation's audio was not kept (a full disk, a run on Ray); the verdicts stand.",
+        exclude_if=_unset,
+    )

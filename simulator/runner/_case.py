@@ -7,6 +7,7 @@ ready-made and imports no judge, store or CLI.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import partial
@@ -319,6 +320,7 @@ async def run_case(
     checkpointer: Any = None,
     thread_id: str | None = None,
     playback: Playback | None = None,
+    keep_audio: Callable[[bytes], str] | None = None,
 ) -> Transcript:
     """Run one conversation of ``case``. An agent that cannot even be set up ends the case as ``error``.
 
@@ -326,7 +328,9 @@ async def run_case(
     unless the agent keeps state of its own between turns (a Python class): such a conversation starts over.
     With a ``playback`` the conversation is played from a cassette (``simulator replay``: no agent is built;
     ``simulator rerun``: the agent runs live until it differs from the recording). While a tape is recording
-    (``--record``), the agent's turns and the user's moves are written on it.
+    (``--record``), the agent's turns and the user's moves are written on it. A voice conversation's audio (both
+    sides, as WAV) is handed to ``keep_audio``, whose returned name the transcript keeps; where it cannot be
+    kept (a full disk), the transcript says why and the conversation's verdicts stand.
     """
     agent_config = loaded.agent
     if agent_config is None:
@@ -378,11 +382,29 @@ async def run_case(
         voice=voice,
     )
     if checkpointer is not None and not getattr(agent, "stateful", False):
-        return await simulate(setup, checkpointer=checkpointer, thread_id=thread_id)
-    transcript = await simulate(setup)
+        transcript = await simulate(setup, checkpointer=checkpointer, thread_id=thread_id)
+    else:
+        transcript = await simulate(setup)
     if playback is not None:
         transcript = transcript.model_copy(update={"replay": playback.mark()})
+    if voice is not None and keep_audio is not None:
+        transcript = await _kept_audio(transcript, voice, keep_audio)
     return transcript
+
+
+async def _kept_audio(
+    transcript: Transcript, voice: VoiceConversation, keep_audio: Callable[[bytes], str]
+) -> Transcript:
+    """``transcript`` with the name of its audio file, or with why it has none."""
+    if transcript.voice is None:
+        return transcript
+    audio, _ = voice.recording()
+    try:
+        # A file of megabytes, flushed to the disk: not on the event loop the other conversations share.
+        kept: dict[str, str] = {"audio": await asyncio.to_thread(keep_audio, audio.wav())}
+    except SimulatorError as exc:
+        kept = {"audio_error": str(exc)}
+    return transcript.model_copy(update={"voice": transcript.voice.model_copy(update=kept)})
 
 
 def modality_of(loaded: LoadedSuite, case: Case) -> Modality:

@@ -46,10 +46,12 @@ async def converse(
     thread_id: str | None = None,
     playback: Playback | None = None,
     handover: Callable[[], Awaitable[None]] | None = None,
+    keep_audio: Callable[[bytes], str] | None = None,
 ) -> tuple[CaseResult, float]:
     """Run and score one planned conversation; returns its result and how long it took. A case that breaks is
     an ``error`` result, never an exception: one broken case must not stop the run. ``handover`` is awaited
-    between the conversation and its scoring (the runner's lanes: see ``execute``)."""
+    between the conversation and its scoring (the runner's lanes: see ``execute``). ``keep_audio`` stores a voice
+    conversation's audio (WAV bytes) and returns its name (see ``run_case``)."""
     case = find_case(loaded, item.case)
     persona: Persona | None = loaded.personas.get(item.persona) if item.persona else None
     options = base.model_copy(update={"seed": item.seed})
@@ -58,7 +60,7 @@ async def converse(
         with cache_scope(f"repeat {item.repeat}"):
             transcript = await run_case(
                 loaded, case, persona=persona, llm=llm, options=options, checkpointer=checkpointer,
-                thread_id=thread_id, playback=playback,
+                thread_id=thread_id, playback=playback, keep_audio=keep_audio,
             )  # fmt: skip
             if handover is not None:
                 await handover()

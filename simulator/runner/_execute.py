@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import itertools
 import sqlite3
 import time
@@ -223,6 +224,7 @@ async def execute(
             result, duration = await converse(
                 suites[item.suite], item, client(item.suite), base, checkpointer=saver,
                 thread_id=f"{record.id}:{item.key}", playback=playback, handover=handover,
+                keep_audio=functools.partial(store.save_audio, record.id, item.key),
             )  # fmt: skip
         if refused and not settled:
             held.append((item, result, duration, saver, tape, calls))

@@ -14,7 +14,7 @@ import re
 import shutil
 from pathlib import Path
 
-from simulator._files import write_file
+from simulator._files import write_error, write_file
 
 __all__ = ["AudioMethods", "audio_folder", "audio_name"]
 
@@ -44,7 +44,10 @@ class AudioMethods:
         disk is a :class:`~simulator.errors.DiskError` naming the file, and nothing is left half-written."""
         name = audio_name(run_id, key)
         target = audio_folder(self.path) / name
-        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise write_error(target.parent, exc) from None
         write_file(target, wav)
         return name
 
