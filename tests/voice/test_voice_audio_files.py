@@ -23,9 +23,12 @@ def test_each_voice_conversation_keeps_its_audio_and_each_turn_its_place_in_it(t
     results = {stored.result.case: stored.result for stored in outcome.results()}
     voice, chat = results["balance"], results["balance in chat"]
     assert chat.transcript.voice is None  # a chat case has no audio
-    assert voice.transcript.voice is not None and voice.transcript.voice.audio_error is None
+    assert voice.transcript.voice is not None
+    assert voice.transcript.voice.audio_error is None
     name = voice.transcript.voice.audio
-    assert name is not None and name.startswith(f"{outcome.record.id}/") and name.endswith(".wav")
+    assert name is not None
+    assert name.startswith(f"{outcome.record.id}/")
+    assert name.endswith(".wav")
     path = tmp_path / "runs-audio" / name
     audio = Audio.from_wav(path.read_bytes())
     # every turn's audio is where its event says, and holds what was said on that side
@@ -38,7 +41,8 @@ def test_each_voice_conversation_keeps_its_audio_and_each_turn_its_place_in_it(t
         expected = event.text if isinstance(event, UserEvent) else " ".join(event.messages)
         assert heard == expected
     last = spoken[-1].voice
-    assert last is not None and audio.seconds == pytest.approx(last.offset + last.audio_seconds, abs=0.01)
+    assert last is not None
+    assert audio.seconds == pytest.approx(last.offset + last.audio_seconds, abs=0.01)
 
 
 def test_deleting_the_run_deletes_its_audio_and_no_other_runs(tmp_path: Path) -> None:
@@ -54,6 +58,8 @@ def test_audio_that_cannot_be_written_is_said_and_the_verdicts_stand(tmp_path: P
     outcome = _run(tmp_path)
     results = {stored.result.case: stored.result for stored in outcome.results()}
     voice = results["balance"].transcript.voice
-    assert voice is not None and voice.audio is None
-    assert voice.audio_error and "runs-audio" in voice.audio_error
+    assert voice is not None
+    assert voice.audio is None
+    assert voice.audio_error
+    assert "runs-audio" in voice.audio_error
     assert results["balance"].outcome == "pass"
