@@ -33,6 +33,9 @@ class Report:
     data: bytes
     fmt: str
     filename: str
+    #: Files the report points at, to be written beside it: (path relative to the report's folder, the file), e.g.
+    #: an HTML report's voice conversations' audio (``simulator-audio/RUN/KEY.wav``).
+    attachments: tuple[tuple[str, Path], ...] = ()
 
     @property
     def text(self) -> str | None:
@@ -43,11 +46,22 @@ class Report:
             return None
 
     def write(self, path: PathLike | None = None) -> Path:
-        """Write the report to ``path`` (default: its file name in the current folder); returns the path."""
-        from simulator._files import write_file
+        """Write the report to ``path`` (default: its file name in the current folder), and its attachments beside
+        it; returns the path."""
+        from simulator._files import write_error, write_file
         from simulator.reports.formats import file_bytes
 
-        return write_file(Path(path) if path is not None else Path(self.filename), file_bytes(self.fmt, self.data))
+        target = Path(path) if path is not None else Path(self.filename)
+        for relative, source in self.attachments:
+            copy = target.parent / relative
+            if copy.is_file() and copy.stat().st_size == source.stat().st_size:
+                continue  # audio files never change once written: the copy of an earlier report is this one
+            try:
+                copy.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise write_error(copy.parent, exc) from None
+            write_file(copy, source.read_bytes())
+        return write_file(target, file_bytes(self.fmt, self.data))
 
 
 def _report(
@@ -56,6 +70,8 @@ def _report(
     results: list[StoredResult],
     left_out: Sequence[str] = (),
     reviews: Sequence[Review] = (),
+    *,
+    store: RunStore | None = None,
 ) -> Report:
     from simulator.metrics import summarized
     from simulator.reports.formats import default_filename, render
@@ -65,7 +81,21 @@ def _report(
         from simulator.analysis.reviewed import run_reviews, with_reviews
 
         summary, results = with_reviews(summary, results, run_reviews(summary, results, reviews))
-    return Report(render(fmt, summary, results, left_out=left_out), fmt, default_filename(summary, fmt))
+    attachments = _audio_files(store, results) if fmt == "html" and store is not None else ()
+    return Report(render(fmt, summary, results, left_out=left_out), fmt, default_filename(summary, fmt), attachments)
+
+
+def _audio_files(store: RunStore, results: Sequence[StoredResult]) -> tuple[tuple[str, Path], ...]:
+    """The voice conversations' audio files the HTML report plays, where the report puts them."""
+    from simulator.reports.html import AUDIO_FOLDER
+
+    found: list[tuple[str, Path]] = []
+    for stored in results:
+        voice = stored.result.transcript.voice
+        path = store.audio_path(voice.audio) if voice is not None and voice.audio is not None else None
+        if voice is not None and voice.audio is not None and path is not None:
+            found.append((f"{AUDIO_FOLDER}/{voice.audio}", path))
+    return tuple(found)
 
 
 def run_report(
@@ -79,9 +109,10 @@ def run_report(
         record = store.get_run(run_ref)
         results = store.results(record.id, skipped=collected)
         reviews = store.list_reviews(record.id)
+        report = _report(fmt, record, results, [item.describe() for item in collected], reviews, store=store)
     if skipped is not None:
         skipped.extend(collected)
-    return _report(fmt, record, results, [item.describe() for item in collected], reviews)
+    return report
 
 
 def write_reports(outcome: RunOutcome, formats: Sequence[str], directory: PathLike) -> list[Path]:
@@ -89,9 +120,10 @@ def write_reports(outcome: RunOutcome, formats: Sequence[str], directory: PathLi
     once for every format."""
     results = outcome.results()
     written: list[Path] = []
-    for fmt in formats:  # one report in memory at a time
-        report = _report(fmt, outcome.record, results)
-        written.append(report.write(Path(directory) / report.filename))
+    with open_store(outcome.store_path) as store:
+        for fmt in formats:  # one report in memory at a time
+            report = _report(fmt, outcome.record, results, store=store)
+            written.append(report.write(Path(directory) / report.filename))
     return written
 
 

@@ -39,6 +39,7 @@ from simulator.reports._states import (
     unsure_note,
     verdict_state,
 )
+from simulator.reports._voice_view import AUDIO_FOLDER, agent_voice, conversation_player, user_voice
 from simulator.reports._world_view import change_lines, world_summary
 from simulator.safety import redacted_and_shortened
 
@@ -77,6 +78,9 @@ class _Item:
     #: HTML (already escaped) to show beside what it names: ``result``, ``step N`` or a check's text; whatever
     #: has no place of its own on the card (a check without a score row) comes at the end of the card.
     beside: Mapping[str, str] = field(default_factory=dict)
+    #: Where the page finds the conversations' audio files (their names are appended): the folder copied beside a
+    #: written report, or the address a front end serves them under.
+    audio_base: str = AUDIO_FOLDER + "/"
 
     @property
     def anchor(self) -> str:
@@ -206,16 +210,17 @@ def _finding(finding: FidelityFinding) -> str:
     )
 
 
-def _event(event: TranscriptEvent, transcript: Transcript) -> str:
+def _event(event: TranscriptEvent, transcript: Transcript, audio_base: str) -> str:
     if isinstance(event, UserEvent):
+        spoken, player = user_voice(event, transcript, audio_base)
         misreport = (
             f"<div class='muted'>misreports on purpose (persona): {_e(event.misreport)}</div>"
             if event.misreport
             else ""
         )
         return (
-            f"<div class='msg user'><div class='who'>user · turn {event.turn} · {_e(event.source)}</div>"
-            f"<div class='text'>{_e(event.text)}</div>{misreport}</div>"
+            f"<div class='msg user'><div class='who'>user · turn {event.turn} · {_e(event.source)}{spoken}</div>"
+            f"<div class='text'>{_e(event.text)}</div>{misreport}{player}</div>"
         )
     if isinstance(event, InputEvent):
         payload = f" <code>{_e(_json_text(event.payload))}</code>" if event.payload else ""
@@ -226,11 +231,14 @@ def _event(event: TranscriptEvent, transcript: Transcript) -> str:
     if isinstance(event, AgentEvent):
         parts = [_tool(call) for call in event.tool_calls]
         latency = f" · {event.latency_ms:.0f} ms" if event.latency_ms else ""
+        heard, notes = agent_voice(event, transcript, audio_base)
         parts.extend(
-            f"<div class='msg agent'><div class='who'>agent · turn {event.turn}{latency}</div>"
+            f"<div class='msg agent'><div class='who'>agent · turn {event.turn}{latency}{heard}</div>"
             f"<div class='text'>{_e(message)}</div></div>"
             for message in event.messages
         )
+        if notes:
+            parts.append(f"<div class='msg agent voice-notes'>{notes}</div>")
         if event.handoff:
             parts.append(f"<div class='msg agent'><strong>hands off to {_e(event.handoff)}</strong></div>")
         if event.variables:
@@ -280,7 +288,7 @@ def _transcript(item: _Item, transcript: Transcript) -> str:
         divergence = replay.divergence(event.turn) if replay is not None and isinstance(event, AgentEvent) else None
         if divergence is not None:
             parts.append(f"<div class='event-error divergence'><strong>⟂</strong> {_e(divergence)}</div>")
-        parts.append(_event(event, transcript))
+        parts.append(_event(event, transcript, item.audio_base))
         if isinstance(event, UserEvent) and event.turn not in flagged:
             flagged.add(event.turn)
             parts.extend(_finding(finding) for finding in findings if finding.turn == event.turn)
@@ -289,7 +297,8 @@ def _transcript(item: _Item, transcript: Transcript) -> str:
     if not parts:
         parts.append("<p class='muted'>No events.</p>")
     origin = f"<p class='muted'>{_e(transcript.replay.summary())}</p>" if transcript.replay is not None else ""
-    return f"<h4>Transcript</h4>{origin}<div class='transcript'>{''.join(parts)}</div>"
+    spoken = conversation_player(transcript, item.audio_base)
+    return f"<h4>Transcript</h4>{origin}{spoken}<div class='transcript'>{''.join(parts)}</div>"
 
 
 def _world(transcript: Transcript) -> str:

@@ -57,6 +57,7 @@ from simulator.reports._html_values import (
     _time,
     _usage,
 )
+from simulator.reports._voice_view import AUDIO_FOLDER
 from simulator.reports.coverage_view import (
     WORLD_HEADER,
     CoverageMatrix,
@@ -70,6 +71,7 @@ from simulator.reports.figures import percent, saved_dollars, uses_prompt_cache
 from simulator.reports.tabular import summary_of
 
 __all__ = [
+    "AUDIO_FOLDER",
     "CONTENT_SECURITY_POLICY",
     "OPEN_LIMIT",
     "OUTCOME_ORDER",
@@ -83,9 +85,10 @@ __all__ = [
     "render_html_parts",
 ]
 
-#: The page's Content-Security-Policy: no network access of any kind, inline styles and scripts only.
+#: The page's Content-Security-Policy: no network access of any kind, inline styles and scripts only, audio only
+#: from the page's own place (the conversations' audio files copied beside it).
 CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; media-src 'self'; "
     "base-uri 'none'; form-action 'none'"
 )
 #: Cases are listed in this order of outcome: failures first.
@@ -638,7 +641,12 @@ def html_text(value: object) -> str:
 
 
 def render_html_parts(
-    record: RunRecord, results: list[StoredResult], *, left_out: Sequence[str] = (), details: bool = True
+    record: RunRecord,
+    results: list[StoredResult],
+    *,
+    left_out: Sequence[str] = (),
+    details: bool = True,
+    audio_base: str | None = None,
 ) -> HtmlParts:
     """The run page of :func:`render_html` as parts: its title, body and the JSON its filters read.
 
@@ -646,8 +654,12 @@ def render_html_parts(
     closed holds only its summary line, one that starts open (:func:`opened_at_first`: read those results whole)
     all but its transcript, world and scores; a front end loads the rest when the card is opened
     (:func:`render_case_parts` with ``part``); the JSON says ``"lazy": true``, and the filters' text search
-    then asks the page's address ``+ "/search?q=..."`` for the keys of the matching results."""
+    then asks the page's address ``+ "/search?q=..."`` for the keys of the matching results. ``audio_base``:
+    where the page finds the voice conversations' audio files (default: the folder a written report copies them
+    into, ``simulator-audio/``)."""
     items = _items(record, results)
+    if audio_base is not None:
+        items = [replace(item, audio_base=audio_base) for item in items]
     title = f"Simulator run {record.id}"
     suites = ", ".join(s.suite.name for s in record.snapshot)
     if suites:
@@ -677,13 +689,15 @@ def render_case_parts(
     number: int = 1,
     part: CasePart | None = None,
     beside: Mapping[str, str] | None = None,
+    audio_base: str | None = None,
 ) -> HtmlParts:
     """One conversation of the run (``stored``, one of its results) as the run page shows it, open: goals,
     transcript with verdicts, tool calls, world diffs, fidelity findings, scores and tokens. ``number``: the
     case's place on the run page (its element ids are ``case-NUMBER...``); ``part``: only that part of its card
     (``body`` or ``detail``), for a run page whose cards load it when opened. ``beside``: HTML (escaped
     already) to show beside what it names: ``result`` at the top of the card, ``step N`` in that step, a check's
-    text under its first score; one without such a place at the end of the card (a front end's review forms)."""
+    text under its first score; one without such a place at the end of the card (a front end's review forms).
+    ``audio_base``: as for :func:`render_html_parts`."""
     known = 0 <= stored.suite < len(record.snapshot)
     definitions = [
         {case.name: case for case in snapshot.suite.cases} if index == stored.suite else {}
@@ -692,6 +706,8 @@ def render_case_parts(
     item = _item(record, definitions, summary_of(record).by_case() if known else {}, number, stored)
     if beside:
         item = replace(item, beside=dict(beside))
+    if audio_base is not None:
+        item = replace(item, audio_base=audio_base)
     title = f"Simulator run {record.id} — {stored.case}"
     return HtmlParts(title, _case(item, expand=True) if part is None else case_part(item, part))
 
