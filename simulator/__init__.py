@@ -60,6 +60,7 @@ if _typing.TYPE_CHECKING:
     )
     from simulator.api.pages import (
         RunState,
+        audio_file,
         comparison_page,
         conversation_page,
         digest_page,
@@ -330,6 +331,7 @@ _LAZY = {
     "reviewed_runs": "simulator.api.reviews",
     "RunState": "simulator.api.pages",
     "add_review": "simulator.api.reviews",
+    "audio_file": "simulator.api.pages",
     "comparison_page": "simulator.api.pages",
     "conversation_page": "simulator.api.pages",
     "digest_page": "simulator.api.pages",
@@ -424,6 +426,7 @@ __all__ = [
     "ValidationReport",
     "__version__",
     "add_review",
+    "audio_file",
     "case_lines",
     "check_number",
     "check_repeat",

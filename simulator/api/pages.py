@@ -29,7 +29,9 @@ def _reviewed(
     return with_reviews(record, results, run_reviews(record, results, reviews))
 
 
-def run_page(run_ref: str, *, db: PathLike | None = None, details: bool = True) -> HtmlParts:
+def run_page(
+    run_ref: str, *, db: PathLike | None = None, details: bool = True, audio_base: str | None = None
+) -> HtmlParts:
     """A stored run's report page as parts: the same header, summaries, coverage and cases, failures first, as
     ``simulator report -f html`` writes (results that cannot be read are listed on it; people's reviews beside
     the judge's verdicts, correctness as reviewed beside as judged).
@@ -37,7 +39,8 @@ def run_page(run_ref: str, *, db: PathLike | None = None, details: bool = True) 
     ``details=False``: a case that starts closed holds only its summary line, one that starts open all but its
     transcript, world and scores; the page loads the rest when a case is opened (:func:`conversation_page` with
     ``part``; its text search asks :func:`search_results`), and the results are read without their transcripts'
-    events: a run of a thousand results renders in a fraction of the time."""
+    events: a run of a thousand results renders in a fraction of the time. ``audio_base``: the address the
+    voice conversations' audio files are served under (their names appended; :func:`audio_file` finds one)."""
     from simulator.api.reports import _current
     from simulator.reports.html import opened_at_first, render_html_parts
     from simulator.store import Unreadable
@@ -56,7 +59,8 @@ def run_page(run_ref: str, *, db: PathLike | None = None, details: bool = True) 
                 (store.result(record.id, stored.key) or stored) if stored.key in whole else stored for stored in results
             ]
     record, results = _reviewed(record, results, reviews)
-    return render_html_parts(record, results, left_out=[item.describe() for item in skipped], details=details)
+    left_out = [item.describe() for item in skipped]
+    return render_html_parts(record, results, left_out=left_out, details=details, audio_base=audio_base)
 
 
 def conversation_page(
@@ -67,12 +71,14 @@ def conversation_page(
     number: int = 1,
     part: CasePart | None = None,
     beside: Mapping[str, str] | None = None,
+    audio_base: str | None = None,
 ) -> HtmlParts | None:
     """One conversation of a stored run (the result stored under ``key``: :attr:`StoredResult.key`) as its
     report shows it, open (with its reviews); None when the run has no such result. Only that result is read.
     ``number`` and ``part`` (``body`` or ``detail``): see :func:`simulator.reports.html.render_case_parts` (the
     part a run page of :func:`run_page` with ``details=False`` loads into its case number ``number``); ``beside``:
-    HTML to show beside the result, a step or a check, by review target (a front end's review forms)."""
+    HTML to show beside the result, a step or a check, by review target (a front end's review forms);
+    ``audio_base``: as for :func:`run_page`."""
     from simulator.api.reports import _current
     from simulator.reports.html import render_case_parts
 
@@ -87,7 +93,14 @@ def conversation_page(
             record = _current(store, record, [])
         reviews = [review for review in store.list_reviews(record.id) if review.key == key]
     record, results = _reviewed(record, [stored], reviews)
-    return render_case_parts(record, results[0], number=number, part=part, beside=beside)
+    return render_case_parts(record, results[0], number=number, part=part, beside=beside, audio_base=audio_base)
+
+
+def audio_file(name: str, *, db: PathLike | None = None) -> Path | None:
+    """The audio file of a voice conversation, by the name its transcript gives it (``transcript.voice.audio``);
+    None when the store has no such file (or the name points outside the store's audio folder)."""
+    with open_store(db) as store:
+        return store.audio_path(name)
 
 
 def search_results(run_ref: str, text: str, *, db: PathLike | None = None) -> list[str]:

@@ -16,12 +16,15 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 import simulator
 from simulator import html_text as _e
 from simulator.viewer import _guard, _jobs, _pages
+
+#: Where the app serves the voice conversations' audio files (a file's name, as its transcript gives it, follows).
+AUDIO_BASE = "/audio/"
 
 __all__ = ["build_app"]
 
@@ -120,7 +123,7 @@ class _Handlers:
     async def run(self, request: Request) -> Response:
         run_ref = request.path_params["run"]
         try:
-            parts = await self._call(simulator.run_page, run_ref, db=self.db, details=False)
+            parts = await self._call(simulator.run_page, run_ref, db=self.db, details=False, audio_base=AUDIO_BASE)
             state = await self._call(simulator.run_state, run_ref, db=self.db)
         except simulator.InputError as exc:
             return _not_found(str(exc))
@@ -161,7 +164,9 @@ class _Handlers:
             run_id = (await self._call(simulator.find_run, run_ref, db=self.db))[0]
             targets = await self._call(simulator.review_targets, run_id, key, db=self.db)
             beside = _pages.review_forms(run_id, key, targets)
-            parts = await self._call(simulator.conversation_page, run_id, key, db=self.db, beside=beside)
+            parts = await self._call(
+                simulator.conversation_page, run_id, key, db=self.db, beside=beside, audio_base=AUDIO_BASE
+            )
         except simulator.InputError as exc:
             return _not_found(str(exc))
         if parts is None:
@@ -180,7 +185,13 @@ class _Handlers:
             return _fragment(f"<p class='bad'>n must be the case's number on the page, not {_e(number)}</p>", 400)
         try:
             parts = await self._call(
-                simulator.conversation_page, run_ref, key, db=self.db, number=int(number), part=part
+                simulator.conversation_page,
+                run_ref,
+                key,
+                db=self.db,
+                number=int(number),
+                part=part,
+                audio_base=AUDIO_BASE,
             )
         except simulator.InputError as exc:
             return _fragment(f"<p class='bad'>{_e(exc)}</p>", 404)
@@ -304,6 +315,14 @@ class _Handlers:
             )
         )
 
+    async def audio(self, request: Request) -> Response:
+        """A voice conversation's audio file, by the name its transcript gives it (range requests answered, so a
+        turn's player starts at its turn)."""
+        path = await self._call(simulator.audio_file, request.path_params["name"], db=self.db)
+        if path is None:
+            return _not_found(f"no audio file {request.path_params['name']!r} in this store")
+        return FileResponse(path, media_type="audio/wav")
+
     async def static(self, request: Request) -> Response:
         name = request.path_params["name"]
         if name not in _STATIC:
@@ -419,6 +438,7 @@ def build_app(db: str | Path | None, *, token: str | None, loopback: bool) -> St
         Route("/runs/{run}/{action:str}", _only(("resume", "repeat"), handlers.start), methods=["POST"]),
         Route("/compare", handlers.compare),
         Route("/static/{name}", handlers.static),
+        Route(AUDIO_BASE + "{name:path}", handlers.audio),
     ]
     middleware = [Middleware(_Guard, token=token, loopback=loopback)]
 

@@ -35,6 +35,7 @@ def content_security_policy() -> str:
     style attribute), no frames, no form sent elsewhere."""
     return (
         "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:; "
+        "media-src 'self'; "
         "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
     )
 
