@@ -16,6 +16,7 @@ PUBLIC_NAMES = [
     "RunCoverageReport", "RunListing", "RunOutcome", "RunOverview", "RunRecord", "RunResults", "RunReviews",
     "RunSettings", "RunStarted", "RunState", "ScenarioCase", "SimulationCase", "SimulationPlan", "SimulatorError",
     "Step", "StoreError", "StoredResult", "Suite", "Unreadable", "ValidationReport", "__version__", "add_review",
+    "audio_file",
     "case_lines", "check_number", "check_repeat", "check_resume", "code_it_runs", "combine", "compare_runs",
     "comparison_page", "conversation_page", "count_results", "counts", "delete_run", "digest_page", "digest_run",
     "digest_run_async", "disk_trouble", "export_cases", "export_results", "export_review_labels", "export_run",

@@ -13,8 +13,8 @@ from simulator.api._store import PathLike, open_store
 
 if TYPE_CHECKING:
     from simulator.errors import ConfigError
-    from simulator.models.run import RunRecord
-    from simulator.store import Unreadable
+    from simulator.models.run import RunRecord, StoredResult
+    from simulator.store import RunStore, Unreadable
 
 ExportFormat = Literal["json", "yaml", "jsonl"]
 
@@ -32,7 +32,19 @@ def export_run(
         record = store.get_run(run_ref)
         if fmt == "jsonl":
             return export_chat_jsonl(store.iter_results(record.id, skipped=skipped))
-        return export(record, store.results(record.id, skipped=skipped), fmt)
+        results = store.results(record.id, skipped=skipped)
+        return export(record, results, fmt, audio=_audio_of(store, results))
+
+
+def _audio_of(store: RunStore, results: Sequence[StoredResult]) -> dict[str, bytes]:
+    """The voice conversations' audio files of ``results`` that the store holds, by name."""
+    audio: dict[str, bytes] = {}
+    for stored in results:
+        voice = stored.result.transcript.voice
+        path = store.audio_path(voice.audio) if voice is not None and voice.audio is not None else None
+        if voice is not None and voice.audio is not None and path is not None:
+            audio[voice.audio] = path.read_bytes()
+    return audio
 
 
 def export_results(
@@ -92,9 +104,10 @@ def import_run(file: PathLike, *, db: PathLike | None = None, trust: bool = Fals
     path = Path(file)
     if not path.exists():  # a named pipe or a device is refused by the reader, saying what it is
         raise InputError(f"{path}: no such file")
-    record, results = read(path, trust=trust)
+    audio: dict[str, bytes] = {}
+    record, results = read(path, trust=trust, audio=audio)
     with open_store(db) as store:
-        stored = import_into_store(store, record, results, trust=trust)
+        stored = import_into_store(store, record, results, trust=trust, audio=audio)
     kept = sum(1 for result in results if result.result.trusted is not None)
     return ImportedRun(record.id, stored, len(results), kept)
 

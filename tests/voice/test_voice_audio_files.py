@@ -63,3 +63,45 @@ def test_audio_that_cannot_be_written_is_said_and_the_verdicts_stand(tmp_path: P
     assert voice.audio_error
     assert "runs-audio" in voice.audio_error
     assert results["balance"].outcome == "pass"
+
+
+def test_an_exported_voice_run_carries_its_audio_into_the_store_it_is_imported_into(tmp_path: Path) -> None:
+    outcome = _run(tmp_path)
+    export = tmp_path / "run.json"
+    export.write_text(simulator.export_run(outcome.record.id, db=tmp_path / "runs.db"), encoding="utf-8")
+    other = tmp_path / "elsewhere" / "other.db"
+    imported = simulator.import_run(export, db=other)
+    stored = {s.result.case: s.result for s in simulator.get_run(imported.record.id, db=other).results()}
+    voice = stored["balance"].transcript.voice
+    assert voice is not None
+    assert voice.audio is not None
+    assert voice.audio.startswith(imported.record.id + "/")  # under the run's new id
+    original = next(s.result for s in outcome.results() if s.result.case == "balance").transcript.voice
+    assert original is not None
+    assert original.audio is not None
+    copied = (other.parent / "other-audio" / voice.audio).read_bytes()
+    assert copied == (tmp_path / "runs-audio" / original.audio).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("audio", "problem"),
+    [
+        ({"x/unknown.wav": "UklGRgAAAABXQVZF"}, "no result's transcript names this audio file"),
+        ("NAMED", "not base64"),
+    ],
+)
+def test_an_export_s_bad_audio_is_refused_at_its_place(tmp_path: Path, audio: object, problem: str) -> None:
+    import json
+
+    outcome = _run(tmp_path)
+    data = json.loads(simulator.export_run(outcome.record.id, db=tmp_path / "runs.db"))
+    if audio == "NAMED":
+        (name,) = data["audio"]
+        data["audio"][name] = "not base64 at all!"
+    else:
+        data["audio"].update(audio)
+    export = tmp_path / "run.json"
+    export.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(simulator.InputError, match=problem):
+        simulator.import_run(export, db=tmp_path / "other.db")
+    assert not (tmp_path / "other-audio").exists()

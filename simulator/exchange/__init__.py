@@ -18,6 +18,7 @@ store: :func:`write_export` and :func:`import_into_store`.
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -26,10 +27,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from simulator._files import write_file
 from simulator.errors import DiskError, InputError
+from simulator.exchange._audio import audio_problems, with_audio
 from simulator.loading import (
     EXPORT_EXTRA_DEPTH,
     DataPath,
@@ -157,6 +159,10 @@ class RunExport(DataModel):
     version: Literal[1]
     run: RunRecord
     results: list[StoredResult]
+    audio: dict[str, str] = Field(
+        default_factory=dict,
+        description="The voice conversations' audio files, by the name their transcripts give them: WAV, base64.",
+    )
 
 
 class ResultsExport(DataModel):
@@ -178,14 +184,23 @@ def run_data(record: RunRecord) -> dict[str, Any]:
     return data
 
 
-def export_run(record: RunRecord, results: Sequence[StoredResult], fmt: ExportFormat = "json") -> str:
-    """A run and its results as JSON or YAML text, read back by :func:`import_run`."""
-    data = {
+def export_run(
+    record: RunRecord,
+    results: Sequence[StoredResult],
+    fmt: ExportFormat = "json",
+    *,
+    audio: Mapping[str, bytes] | None = None,
+) -> str:
+    """A run and its results as JSON or YAML text, read back by :func:`import_run`; ``audio``: the voice
+    conversations' audio files (WAV) by the name their transcripts give them, carried in the export."""
+    data: dict[str, Any] = {
         "format": RUN_FORMAT,
         "version": EXPORT_VERSION,
         "run": run_data(record),
         "results": [result.model_dump(mode="json") for result in results],
     }
+    if audio:
+        data["audio"] = {name: base64.b64encode(wav).decode("ascii") for name, wav in sorted(audio.items())}
     return _text(data, fmt, [f"Simulator run {record.id}: {len(results)} result(s)."])
 
 
@@ -230,7 +245,11 @@ def export_chat_jsonl(results: Iterable[StoredResult]) -> str:
 
 
 def import_run(
-    source: str | Path, fmt: ExportFormat | None = None, *, trust: bool = False
+    source: str | Path,
+    fmt: ExportFormat | None = None,
+    *,
+    trust: bool = False,
+    audio: dict[str, bytes] | None = None,
 ) -> tuple[RunRecord, list[StoredResult]]:
     """Read a run export: ``source`` is a file (a :class:`~pathlib.Path`) or the exported text (a ``str``).
 
@@ -244,10 +263,12 @@ def import_run(
     with the run's ``count_user_errors``), and the run's totals computed again from them. A result whose stored
     outcome is not the one decided is an error at its line, unless ``trust``: then it is kept as stored, marked
     (its first reason says ``outcome as imported, not re-derived``), and the totals count it as decided.
+    ``audio``, when given, is filled with the export's audio files (WAV bytes) by name: each must be a WAV file
+    a result's transcript names.
     """
     parsed = _parse(source, fmt)
     export = _validate(RunExport, parsed, RUN_FORMAT)
-    problems: list[tuple[DataPath, str]] = []
+    problems: list[tuple[DataPath, str]] = audio_problems(export.audio, export.results, audio)
     keys: dict[str, int] = {}
     for index, result in enumerate(export.results):
         where: DataPath = ("results", index)
@@ -470,6 +491,7 @@ def import_into_store(
     *,
     new_id: bool = True,
     trust: bool = False,
+    audio: Mapping[str, bytes] | None = None,
 ) -> RunRecord:
     """Store an imported run and its results; returns the run as stored.
 
@@ -479,7 +501,9 @@ def import_into_store(
     ``running`` when exported is stored ``incomplete``: nothing is running it here. The outcomes are decided
     again and the totals computed from them, as :func:`import_run` does (``trust`` as there; the note says how
     many outcomes were kept on trust): a result that disagrees is refused before anything is stored. If a
-    result cannot be stored, the run is removed again: an import is all or nothing.
+    result cannot be stored, the run is removed again: an import is all or nothing. ``audio``: the voice
+    conversations' audio files by the names the results give them (:func:`import_run`), stored under the new
+    run with the results renamed to them.
     """
     from simulator.runner import rederive  # the runner is heavy: only an import needs it
 
@@ -509,7 +533,8 @@ def import_into_store(
     store.create_run(_with_true_totals(record, checked).model_copy(update=update))
     try:
         for result in checked:
-            store.save_result(result.model_copy(update={"run_id": run_id}))
+            stored = with_audio(store, result, run_id, audio or {})
+            store.save_result(stored.model_copy(update={"run_id": run_id}))
     except BaseException:  # a Ctrl-C half-way too: an import is all or nothing
         store.delete_run(run_id)
         raise
