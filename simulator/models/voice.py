@@ -105,6 +105,18 @@ class AgentVoice(DataModel):
         description="The user barged in after this many seconds of the agent's audio; the rest was not heard.",
         exclude_if=_unset,
     )
+    user_heard: str | None = Field(
+        default=None,
+        description="For an agent that talks text (Simulator hears the user for it): what Simulator's recogniser "
+        "heard of the user's turn, which is what the agent answered.",
+        exclude_if=_unset,
+    )
+    user_heard_confidence: float | None = Field(
+        default=None,
+        description="How sure Simulator's recogniser was of user_heard (0-1): below min_confidence, a failure of "
+        "the turn may be the harness's mishearing, never the agent's fail.",
+        exclude_if=_unset,
+    )
 
 
 class TranscriptVoice(DataModel):

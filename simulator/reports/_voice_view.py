@@ -83,6 +83,12 @@ def agent_voice(event: AgentEvent, transcript: Transcript, base: str) -> tuple[s
     notes: list[str] = []
     if voice.interrupted_after is not None:
         notes.append(f"<div class='muted'>the user barged in after {voice.interrupted_after:g} s of it</div>")
+    meant = next((e.text for e in transcript.events if isinstance(e, UserEvent) and e.turn == event.turn), None)
+    if voice.user_heard is not None and voice.user_heard.strip() != (meant or "").strip():
+        sure = f" (confidence {voice.user_heard_confidence:.2f})" if voice.user_heard_confidence is not None else ""
+        notes.append(
+            f"<div class='muted'>Simulator heard the user for the agent as: {_e(voice.user_heard)}{_e(sure)}</div>"
+        )
     if voice.said and " ".join(voice.said).strip() != " ".join(event.messages).strip():
         notes.append(f"<div class='muted'>the agent's own text: {_e(' '.join(voice.said))}</div>")
     url = _url(transcript, base)

@@ -11,7 +11,7 @@ from simulator.judges.fidelity import blame, user_error_reason
 from simulator.metrics import case_metrics, case_outcome
 from simulator.models.run import StoredResult
 from simulator.models.scores import CaseResult, FidelityFinding, Outcome, Score, TrustedOutcome
-from simulator.models.transcript import Transcript
+from simulator.models.transcript import AgentEvent, Transcript
 from simulator.safety import redacted_and_shortened
 
 __all__ = ["TRUST_MARK", "Rederived", "decide_outcome", "misheard", "rederive", "rederived"]
@@ -62,11 +62,7 @@ def misheard(transcript: Transcript, scores: Sequence[Score]) -> list[str]:
         return []
     bar = transcript.voice.min_confidence
     replies = [event for event in transcript.agent_events() if event.voice is not None]
-    doubtful = {
-        event.turn: event
-        for event in replies
-        if event.voice is not None and event.voice.confidence is not None and event.voice.confidence < bar
-    }
+    doubtful = {event.turn: event for event in replies if _doubtful(event, bar)}
     if not doubtful:
         return []
     failed = [score for score in scores if score.required and score.verdict == "not_met"]
@@ -85,16 +81,32 @@ def misheard(transcript: Transcript, scores: Sequence[Score]) -> list[str]:
         cited.update(dict.fromkeys(unclear))
     notes = []
     for turn in sorted(cited):
-        event = doubtful[turn]
-        assert event.voice is not None
-        assert event.voice.confidence is not None
-        heard = redacted_and_shortened(event.text, _WHY) or "nothing"
-        notes.append(
-            f"unsure: the recogniser heard the agent's turn {turn} as {heard!r} with confidence "
-            f"{event.voice.confidence:.2f}, below the suite's min_confidence {bar:g}; a failing check there may be "
-            "a recognition error, not the agent's"
-        )
+        voice = doubtful[turn].voice
+        assert voice is not None
+        if voice.confidence is not None and voice.confidence < bar:
+            heard = redacted_and_shortened(doubtful[turn].text, _WHY) or "nothing"
+            notes.append(
+                f"unsure: the recogniser heard the agent's turn {turn} as {heard!r} with confidence "
+                f"{voice.confidence:.2f}, below the suite's min_confidence {bar:g}; a failing check there may be "
+                "a recognition error, not the agent's"
+            )
+        if voice.user_heard_confidence is not None and voice.user_heard_confidence < bar:
+            heard = redacted_and_shortened(voice.user_heard or "", _WHY) or "nothing"
+            notes.append(
+                f"unsure: Simulator's recogniser heard the user's turn {turn} for the agent as {heard!r} with "
+                f"confidence {voice.user_heard_confidence:.2f}, below the suite's min_confidence {bar:g}; the agent "
+                "answered what was misheard, a harness error, not the agent's"
+            )
     return notes
+
+
+def _doubtful(event: AgentEvent, bar: float) -> bool:
+    """Whether a recogniser of Simulator's was unsure in the turn: of the agent's audio, or of the user's audio
+    it heard for an agent that talks text."""
+    voice = event.voice
+    if voice is None:
+        return False
+    return any(value is not None and value < bar for value in (voice.confidence, voice.user_heard_confidence))
 
 
 def rederived(result: CaseResult, *, count_user_errors: bool) -> CaseResult:

@@ -19,7 +19,7 @@ from simulator.models import EventSpec, PythonAgent
 from simulator.models.transcript import ReportedUsage, ToolRound
 from simulator.tools import ToolHandle
 from simulator.voice._audio import Audio, AudioError
-from simulator.voice._protocol import Recognizer, Speaker, Synthesizer
+from simulator.voice._protocol import Heard, Recognizer, Speaker, Synthesizer
 
 if TYPE_CHECKING:
     pass
@@ -54,6 +54,10 @@ class VoiceReply:
     variables: dict[str, JsonValue] = field(default_factory=dict)
     tool_rounds: list[ToolRound] | None = None
     usage: ReportedUsage | None = None
+    #: What Simulator's own recogniser heard of the user's audio for an agent that talks text
+    #: (:class:`SpokenTextAgent`): a mistake there is the harness's, not the agent's. None for an agent that hears
+    #: for itself (its recognition is part of what is tested).
+    user_heard: Heard | None = None
 
 
 class VoiceAgentAdapter(Protocol):
@@ -93,6 +97,7 @@ class SpokenTextAgent:
         """Hear the user, answer as text, speak the answer."""
         turn = request.turn
         messages = turn.messages
+        heard: Heard | None = None
         if _spoken_last(messages):
             heard = await self.recognizer.transcribe(request.audio, self.speaker.language)
             self._heard.append(heard.text)
@@ -116,6 +121,7 @@ class SpokenTextAgent:
             variables=reply.variables,
             tool_rounds=reply.tool_rounds,
             usage=reply.usage,
+            user_heard=heard,
         )
 
     async def aclose(self) -> None:

@@ -141,6 +141,8 @@ class VoiceConversation:
             audio_seconds=round(reply.audio.seconds, 3),
             offset=round(start, 3),
             interrupted_after=interrupt_after if reply.interrupted else None,
+            user_heard=reply.user_heard.text if reply.user_heard is not None else None,
+            user_heard_confidence=reply.user_heard.confidence if reply.user_heard is not None else None,
         )
         text = heard.text.strip()
         return AgentReply(

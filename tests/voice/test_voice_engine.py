@@ -226,6 +226,32 @@ def test_a_failure_on_a_turn_heard_with_low_confidence_is_unsure(
         assert "confidence 0.40" in result.reasons[0]
 
 
+@pytest.mark.parametrize(
+    ("confidence", "outcome"),
+    [
+        # Simulator's own ears misheard the user for a text agent, and were unsure: the harness's error.
+        (0.4, "unsure"),
+        # Heard (wrongly) with confidence: the failure stands, with what was heard on record for a person to see.
+        (0.9, "fail"),
+    ],
+)
+def test_a_text_agent_answering_what_the_harness_misheard_is_not_blamed_when_it_was_unsure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, confidence: float, outcome: str
+) -> None:
+    def backends(*args: object, **kwargs: object) -> tuple[Synthesizer, Recognizer]:
+        return FakeSynthesizer(), FakeRecognizer(mishear={"balance?": "valance?"}, misheard_confidence=confidence)
+
+    monkeypatch.setattr("simulator.runner._case.speech_backends", backends)
+    result = _results(_project(tmp_path, callable_="text_bank", audio=False), tmp_path)["balance"]
+    assert result.outcome == outcome, result.reasons
+    [reply] = _agent_events(result)
+    assert reply.voice is not None
+    assert reply.voice.user_heard == "What is my valance?"
+    assert reply.voice.user_heard_confidence == confidence
+    if outcome == "unsure":
+        assert "heard the user's turn 1 for the agent as 'What is my valance?'" in result.reasons[0]
+
+
 def test_a_voice_suite_runs_from_the_command_line_and_its_report_renders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
