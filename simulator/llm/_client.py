@@ -110,6 +110,8 @@ def preload(roles: ModelRoles) -> None:
     look as if they never answered). Fake models need neither; openai models never import litellm."""
     _quick_exit()
     needed = {backend_name(settings) for settings in (roles.agent, roles.user, roles.judge) if settings.model}
+    if any(settings.model and not is_fake_model(settings.model) for settings in (roles.voice, roles.transcriber)):
+        needed.add("litellm")  # speech calls go through litellm whatever the role's backend
     if "litellm" in needed:
         load_litellm()
     if "openai" in needed:
