@@ -61,14 +61,14 @@ def listen_pcm(pcm: bytes) -> tuple[str, float]:
     return bytes(data).decode("utf-8", errors="ignore"), (clean / total if total else 1.0)
 
 
-def speak_wav(text: str) -> bytes:
-    """``text`` spoken by the codec, as a WAV file (mono, 16-bit, :data:`RATE`)."""
+def speak_wav(text: str, *, rate: float = 1.0) -> bytes:
+    """``text`` spoken by the codec (:func:`speak_pcm`), as a WAV file (mono, 16-bit, :data:`RATE`)."""
     buffer = io.BytesIO()
     with wave.open(buffer, "wb") as writer:
         writer.setnchannels(1)
         writer.setsampwidth(_SAMPLE_BYTES)
         writer.setframerate(RATE)
-        writer.writeframes(speak_pcm(text))
+        writer.writeframes(speak_pcm(text, rate=rate))
     return buffer.getvalue()
 
 

@@ -4,6 +4,7 @@ agent's audio is heard by a recogniser, and the transcript goes through every ch
 from simulator.voice._audio import DEFAULT_RATE, Audio, AudioError, join
 from simulator.voice._fake import FakeRecognizer, FakeSynthesizer
 from simulator.voice._protocol import Heard, Recognizer, Speaker, Synthesizer
+from simulator.voice._provider import ProviderRecognizer, ProviderSynthesizer
 
 __all__ = [
     "DEFAULT_RATE",
@@ -12,6 +13,8 @@ __all__ = [
     "FakeRecognizer",
     "FakeSynthesizer",
     "Heard",
+    "ProviderRecognizer",
+    "ProviderSynthesizer",
     "Recognizer",
     "Speaker",
     "Synthesizer",
