@@ -655,10 +655,11 @@ class LLMClient:
     @staticmethod
     def _model(role: Role, settings: ModelSettings) -> str:
         if not settings.model:
+            example = _EXAMPLE_MODELS.get(role, "openai/gpt-4o-mini")
+            where = f"--{role.value}-model {example}" if role not in _EXAMPLE_MODELS else "--models FILE"
             raise ModelError(
                 f"No model is configured for the {role.value} role. Set one in the suite "
-                f"(models: {{{role.value}: openai/gpt-4o-mini}}) or on the command line "
-                f"(--{role.value}-model openai/gpt-4o-mini)."
+                f"(models: {{{role.value}: {example}}}) or on the command line ({where})."
             )
         return settings.model
 
@@ -745,6 +746,9 @@ def _retry_hint(role: Role, failure: Failure) -> str:
         return f"Raise {timeout} or {retries}, or check that the provider is up."
     return f"Check that the provider (or {settings}.api_base) is up, or raise {retries}."
 
+
+#: The speech roles' models named in the error for a role without one (they have no --ROLE-model option).
+_EXAMPLE_MODELS = {Role.VOICE: "openai/tts-1", Role.TRANSCRIBER: "openai/whisper-1"}
 
 #: What a server on a local ``api_base`` is sent as the key when none is set (it ignores it).
 _NO_KEY = "no-key"
