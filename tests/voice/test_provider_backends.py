@@ -20,7 +20,7 @@ import pytest
 
 from simulator._fake_speech import listen_wav, speak_wav
 from simulator.errors import ModelError
-from simulator.llm import LLMClient, RequestCache, Role, metering, suite_model_problems
+from simulator.llm import LLMClient, RequestCache, Role, has_price, metering, suite_model_problems
 from simulator.models import ModelRoles, Suite
 from simulator.models.run import listed_roles
 from simulator.voice import (
@@ -366,3 +366,11 @@ def test_a_speech_model_with_an_unknown_provider_is_found_before_a_run() -> None
     assert where == ("models", "voice", "model")
     assert "voice model" in message
     assert "openai" in message  # the did-you-mean
+
+
+@pytest.mark.parametrize(
+    ("model", "priced"),
+    [("openai/tts-1", True), ("openai/whisper-1", True), ("openai/gpt-4o-transcribe", True), ("openai/x-9", False)],
+)
+def test_speech_models_priced_by_the_character_or_second_count_as_priced(model: str, priced: bool) -> None:
+    assert has_price(model) is priced
