@@ -21,7 +21,10 @@ def _config_types() -> set[str]:
 
 def test_every_agent_type_of_the_config_has_exactly_one_adapter() -> None:
     assert (
-        set(agent_types()) == _config_types() == set(BUILTIN_AGENT_TYPES) == {"python", "http", "litellm", "langgraph"}
+        set(agent_types())
+        == _config_types()
+        == set(BUILTIN_AGENT_TYPES)
+        == {"python", "http", "litellm", "langgraph", "realtime"}
     )
 
 

@@ -19,7 +19,9 @@ from simulator.models.agent import BUILTIN_AGENT_TYPES
 
 PACKAGE = Path(simulator.__file__).parent
 CASE_CLASSES = frozenset({"GoldenCase", "ScenarioCase", "SimulationCase"})
-AGENT_CLASSES = frozenset({"PythonAgent", "HttpAgent", "LitellmAgent", "LanggraphAgent", "PluginAgent"})
+AGENT_CLASSES = frozenset(
+    {"PythonAgent", "HttpAgent", "LitellmAgent", "LanggraphAgent", "RealtimeAgent", "PluginAgent"}
+)
 #: Where the kinds and the agent configs are defined: the one place that may tell them apart.
 ALLOWED = ("kinds.py", "models/")
 

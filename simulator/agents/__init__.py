@@ -14,10 +14,12 @@ from simulator.agents._base import (
     Message,
     event_message,
     free_agent_threads,
+    in_agent_thread,
     turn_timeout,
     wire_messages,
 )
-from simulator.agents._history import BuiltTurns, conversation_history, turn_messages
+from simulator.agents._chat import MAX_TOOL_ROUNDS, answer_tool_call, session_text, text_of, tool_round
+from simulator.agents._history import BuiltTurns, conversation_history, copied, turn_messages
 from simulator.agents._tracing import engine_untraced
 from simulator.errors import AgentError
 from simulator.models import AgentConfig
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., AgentAdapter])
 
 __all__ = [
+    "MAX_TOOL_ROUNDS",
     "AgentAdapter",
     "AgentFactory",
     "AgentInput",
@@ -38,12 +41,18 @@ __all__ = [
     "agent_factory",
     "agent_type",
     "agent_types",
+    "answer_tool_call",
     "build_agent",
     "conversation_history",
+    "copied",
     "engine_untraced",
     "event_message",
     "free_agent_threads",
+    "in_agent_thread",
     "prepare_agent",
+    "session_text",
+    "text_of",
+    "tool_round",
     "turn_messages",
     "turn_timeout",
     "wire_messages",
@@ -68,6 +77,7 @@ _BUILTIN_MODULES = {
     "http": "simulator.agents.http_agent",
     "litellm": "simulator.agents.litellm_agent",
     "langgraph": "simulator.agents.langgraph_agent",
+    "realtime": "simulator.agents.realtime_agent",
 }
 
 

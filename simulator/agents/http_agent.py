@@ -40,7 +40,8 @@ import sys
 import threading
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -140,6 +141,21 @@ def _text(raw: bytes, charset: str | None) -> str:
         return raw.decode("utf-8", errors="replace")
 
 
+def _content(message: dict[str, Any]) -> Any:
+    return message.get("content")
+
+
+@dataclass
+class Exchange:
+    """One turn's requests to the endpoint: every reply (and when it arrived, in the event loop's time), the tool
+    rounds answered between them, and the tokens the responses reported."""
+
+    replies: list[dict[str, Any]] = field(default_factory=list)
+    arrived: list[float] = field(default_factory=list)
+    rounds: list[ToolRound] = field(default_factory=list)
+    usage: ReportedUsage | None = None
+
+
 @agent_type("http", prepare=import_client_meanwhile)
 def _http(config: HttpAgent, *, llm: LLMClient | None = None, code_folders: Sequence[Path] = ()) -> HttpAdapter:
     # The same waits between retries as the model roles (a test's client may make them instant).
@@ -198,19 +214,32 @@ class HttpAdapter:
         if request.session:
             messages.append({"role": "system", "content": session_text(request.session)})
         messages.extend(wire_messages(request.messages))
-        texts: list[str] = []
-        rounds: list[ToolRound] = []
-        usage: ReportedUsage | None = None
+        turn = await self.exchange(request, messages)
+        texts = [text for message in turn.replies if (text := text_of(message.get("content")))]
+        return AgentReply(messages=texts, tool_rounds=turn.rounds or None, usage=turn.usage)
+
+    async def exchange(
+        self,
+        request: AgentInput,
+        messages: list[Message],
+        *,
+        extra: Mapping[str, Any] | None = None,
+        content: Callable[[dict[str, Any]], Any] = _content,
+    ) -> Exchange:
+        """Post ``messages`` (``extra`` added to each request's body), answer the reply's tool calls through the
+        turn's tool handle and post again, until a reply asks for none (at most :data:`MAX_TOOL_ROUNDS` rounds).
+        ``content`` reads what a reply said, as the next request's history holds it (its ``content`` here)."""
+        turn = Exchange()
+        loop = asyncio.get_running_loop()
         for round_ in range(MAX_TOOL_ROUNDS + 1):
-            message, reported = await self._post(messages)
+            message, reported = await self.post(messages, extra)
+            turn.replies.append(message)
+            turn.arrived.append(loop.time())
             if reported is not None:
-                usage = reported if usage is None else usage + reported
-            text = text_of(message.get("content"))
-            if text:
-                texts.append(text)
+                turn.usage = reported if turn.usage is None else turn.usage + reported
             calls = message.get("tool_calls") or []
             if not isinstance(calls, list) or not calls:
-                return AgentReply(messages=texts, tool_rounds=rounds or None, usage=usage)
+                return turn
             if round_ == MAX_TOOL_ROUNDS:
                 break
             # Ids are made up only if the endpoint sent none: the tool messages must point at their call, and the
@@ -218,8 +247,9 @@ class HttpAdapter:
             made_up = f"call_{request.turn}_{round_}_"
             normalized = [_normalize_call(call, f"{made_up}{index}") for index, call in enumerate(calls)]
             wire_calls = [wire for wire, _ in normalized]
-            messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": wire_calls})
-            rounds.append(tool_round([wire["id"] for wire in wire_calls], message.get("content")))
+            said = content(message)
+            messages.append({"role": "assistant", "content": said, "tool_calls": wire_calls})
+            turn.rounds.append(tool_round([wire["id"] for wire in wire_calls], said))
             for wire, raw_arguments in normalized:
                 function = wire["function"]
                 messages.append(
@@ -254,12 +284,16 @@ class HttpAdapter:
         request = attempts * self.config.timeout + self.config.retries * self._retry.longest_wait()
         return (MAX_TOOL_ROUNDS + 1) * request
 
-    async def _post(self, messages: list[Message]) -> tuple[dict[str, Any], ReportedUsage | None]:
+    async def post(
+        self, messages: list[Message], extra: Mapping[str, Any] | None = None
+    ) -> tuple[dict[str, Any], ReportedUsage | None]:
         """Send one request, again while no reply came back and retries are left; the reply's message and the
-        tokens the response reports (``usage``), if it reports them."""
+        tokens the response reports (``usage``), if it reports them. ``extra`` adds keys to the request's body
+        (a voice agent's ``modalities`` and ``audio``)."""
         body: dict[str, Any] = {"model": self.config.model, "messages": messages}
         if self._tools:
             body["tools"] = self._tools  # some servers refuse an empty list, so it is left out instead
+        body.update(extra or {})
         attempts = self.config.retries + 1
         for attempt in range(1, attempts + 1):
             try:

@@ -21,6 +21,7 @@ from simulator.models.world import StateExpectation
 from simulator.tool_faults import fault_entries
 from simulator.tools import ToolHandle, ToolMode, ToolRouter, ToolSimulator
 from simulator.user import SimulatedUser
+from simulator.voice import VoiceConversation
 from simulator.world import SeededWorld, World
 
 #: The whole conversation is capped at this many user turns (a simulation rule: ``docs/architecture.md``).
@@ -76,6 +77,9 @@ class ConversationSetup:
     world: SeededWorld | None = None
     #: The Python functions of the agent's world tools, by tool name (``simulator.tools.world_functions``).
     world_functions: dict[str, Any] = field(default_factory=dict)
+    #: A voice case: the unwrapped voice adapter (``agent`` is it, or wraps it): the engine speaks each user turn
+    #: through it and records how each reply was heard. None: a chat case.
+    voice: VoiceConversation | None = None
 
 
 @dataclass

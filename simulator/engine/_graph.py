@@ -33,6 +33,7 @@ from pydantic import JsonValue
 from simulator.agents import AgentInput, Message, conversation_history, event_message, turn_messages, turn_timeout
 from simulator.engine._checkpoint import registered
 from simulator.engine._conversation import Conversation
+from simulator.engine._voice import silence_of, spoken
 from simulator.errors import SimulatorError
 from simulator.models import EventSpec
 from simulator.models.transcript import (
@@ -50,6 +51,7 @@ from simulator.models.transcript import (
     UserEvent,
 )
 from simulator.user import RECORDING_ENDS, UserTurnRequest
+from simulator.voice import SpeechBackendError
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -101,8 +103,11 @@ async def user_node(state: State, config: RunnableConfig) -> State:
     misreport: str | None = None
     source: Literal["llm", "scripted", "static", "golden"] = "golden"
     scripted = kind.scripted_input(case, index)
+    silence = silence_of(conv, index) if scripted is None else None
     if scripted is not None:
         text, event, source = scripted.text, scripted.event, scripted.source
+    elif silence:
+        text, source = "", "scripted"  # the user says nothing: no simulated user is asked
     else:
         try:
             reply = await conv.setup.user.next_message(_user_request(conv, state))
@@ -130,9 +135,19 @@ async def user_node(state: State, config: RunnableConfig) -> State:
         ]
     else:
         assert text is not None
+        try:
+            voice = await spoken(conv, text, turn=number, index=index, silence=silence)
+        except Exception as exc:  # the synthesizer is Simulator's tool: its failure is an error, never the agent's
+            return _failure(state, "engine", f"speaking the user's turn {number} failed: {type(exc).__name__}: {exc}")
         update["events"] = [
             UserEvent(
-                turn=number, step=kind.step_number(index), text=text, source=source, ending=ending, misreport=misreport
+                turn=number,
+                step=kind.step_number(index),
+                text=text,
+                source=source,
+                ending=ending,
+                misreport=misreport,
+                voice=voice,
             )
         ]
     return update
@@ -166,6 +181,8 @@ async def agent_node(state: State, config: RunnableConfig) -> State:
         stuck = conv.router.stuck_tools()
         conv.router.drain()
         where = f"(case {conv.case.name!r}, turn {state['turn']})"
+        if isinstance(exc, SpeechBackendError):
+            return _failure(state, "engine", f"{exc} {where}")
         if stuck and isinstance(exc, TimeoutError):
             # The agent was waiting for a live tool (the turn's bound, or the tool handle's, ran out first):
             # the tool's failure, not the agent's.
@@ -191,6 +208,7 @@ async def agent_node(state: State, config: RunnableConfig) -> State:
         variables=reply.variables,
         latency_ms=latency,
         usage=reply.usage,
+        voice=conv.setup.voice.take() if conv.setup.voice is not None else None,
     )
     update: State = {
         "events": [event],

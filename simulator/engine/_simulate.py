@@ -11,6 +11,7 @@ from simulator.engine._graph import State, applied, compiled_graph, step, turn_n
 from simulator.engine._imports import graph_loaded
 from simulator.llm import metering
 from simulator.models.transcript import AgentEvent, Transcript, utc_now
+from simulator.models.voice import TranscriptVoice
 from simulator.world import apply_changes
 
 # Graph steps per user turn (one: user, agent and check run as one step) plus the begin/finish steps, with room.
@@ -67,6 +68,7 @@ async def simulate(setup: ConversationSetup, *, checkpointer: Any = None, thread
     finally:
         await setup.agent.aclose()
     case = setup.case
+    voice = setup.voice
     return Transcript(
         case=case.name,
         kind=case.kind,
@@ -82,6 +84,11 @@ async def simulate(setup: ConversationSetup, *, checkpointer: Any = None, thread
         turns=final["turn"],
         usage={role.value: usage for role, usage in meter.by_role.items()},
         world=conversation.world.trace() if conversation.world is not None else None,
+        voice=TranscriptVoice(
+            synthesizer=voice.synthesizer.name, recognizer=voice.recognizer.name, min_confidence=voice.min_confidence
+        )
+        if voice is not None
+        else None,
         started_at=final.get("started_at", started),
         finished_at=utc_now(),
     )

@@ -41,6 +41,7 @@ _PATTERN_MEANING = {
     r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$": "must be 'module:attribute', such as 'my_package.bot:respond'",
     r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$": "must be a language tag such as 'en', 'de' or 'pt-BR'",
     r"^(https?://|\$\{)\S+$": "must be an http:// or https:// URL (or start with ${VAR})",
+    r"^(wss?://|\$\{)\S+$": "must be a ws:// or wss:// WebSocket URL (or start with ${VAR})",
     r"^\S([^\r\n\u2028\u2029]*\S)?$": "must be one line that does not start or end with spaces",
 }
 

@@ -2,11 +2,13 @@
 
 from simulator.models._base import DataModel, StrictModel, Text
 from simulator.models.agent import (
+    AgentAudio,
     AgentConfig,
     HttpAgent,
     LanggraphAgent,
     LitellmAgent,
     PythonAgent,
+    RealtimeAgent,
     SimulatedTool,
     ToolDeclaration,
     ToolFake,
@@ -38,6 +40,7 @@ from simulator.models.settings import JudgingSettings, ModelRoles, ModelSettings
 from simulator.models.suite import HostedEvalsFile, Suite
 
 __all__ = [
+    "AgentAudio",
     "AgentConfig",
     "ArgumentRule",
     "Budgets",
@@ -63,6 +66,7 @@ __all__ = [
     "PersonaFile",
     "PersonaStyle",
     "PythonAgent",
+    "RealtimeAgent",
     "ReferenceAnswerSpec",
     "Review",
     "ReviewedResult",

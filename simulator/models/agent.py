@@ -171,6 +171,32 @@ class ToolFake(StrictModel):
         return self
 
 
+class AgentAudio(StrictModel):
+    """How an OpenAI-compatible chat endpoint is asked to answer in audio (its request's ``audio`` setting)."""
+
+    voice: Text = Field(default="alloy", description="The endpoint's voice name, sent as audio.voice.")
+    format: Literal["wav", "pcm16"] = Field(
+        default="wav",
+        description="The reply's audio format, sent as audio.format: wav, or pcm16 (raw 16-bit samples at 24 kHz).",
+    )
+
+
+def _audio_shorthand(value: Any) -> Any:
+    """``audio: true`` (the defaults) or the mapping; ``false`` is the same as leaving it out."""
+    if value is True:
+        return {}
+    if value is False:
+        return None
+    return value
+
+
+#: ``audio:`` as a person writes it: true or ``{voice: ..., format: ...}``.
+AudioSetting = Annotated[
+    AgentAudio | None,
+    BeforeValidator(_audio_shorthand, json_schema_input_type=bool | AgentAudio),
+]
+
+
 class AgentBase(StrictModel):
     """What every agent config has and answers, whatever its ``type:`` (callers ask these, never the type)."""
 
@@ -227,6 +253,17 @@ class AgentBase(StrictModel):
         """The model the agent runs on, when Simulator itself calls it (the agent role's default model)."""
         return None
 
+    @property
+    def speaks_audio(self) -> bool:
+        """Whether the agent takes the user's audio and answers in audio itself (a voice run then talks to it
+        in audio rather than in text)."""
+        return False
+
+    @property
+    def speaks_text(self) -> bool:
+        """Whether the agent can be talked to in text (a chat run)."""
+        return True
+
     @model_validator(mode="after")
     def _unique_tools(self) -> AgentBase:
         seen: set[str] = set()
@@ -243,6 +280,12 @@ class PythonAgent(AgentBase):
     type: Literal["python"]
     callable: ImportRef = Field(description="module:callable of the agent function or class.")
     options: dict[str, JsonValue] = Field(default_factory=dict, description="Passed to the agent as keyword options.")
+    audio: bool = Field(
+        default=False,
+        description="Voice cases: the function hears the user's audio (WAV bytes) and answers with audio; false: "
+        "a text agent, given what a recogniser heard and spoken by the synthesizer.",
+        exclude_if=lambda audio: not audio,  # left out of snapshots unused: an agent hashes as it did before
+    )
 
     def code_refs(self) -> list[tuple[tuple[str | int, ...], str, str]]:
         """The agent's callable, then its tools' functions."""
@@ -251,6 +294,11 @@ class PythonAgent(AgentBase):
     def reaches(self) -> tuple[str, str]:
         """Its module is imported and called."""
         return f"python agent {self.callable}", "its module is imported and called"
+
+    @property
+    def speaks_audio(self) -> bool:
+        """``audio: true``: the callable is given the user's audio and answers in audio."""
+        return self.audio
 
 
 class HttpAgent(AgentBase):
@@ -276,6 +324,18 @@ class HttpAgent(AgentBase):
         "backoff (and at least the server's Retry-After): connection errors, timeouts, 429, 408 and 5xx. A reply "
         "that arrived (a 2xx, even a malformed one) is never sent again, nor is a 4xx.",
     )
+    audio: AudioSetting = Field(
+        default=None,
+        description="The endpoint also speaks: in a voice run each user turn is sent as input_audio and the reply "
+        "asked for in audio (modalities text and audio). true for the defaults, or {voice, format}. A chat run "
+        "ignores it.",
+        exclude_if=lambda audio: audio is None,  # left out of snapshots unused: an agent hashes as it did before
+    )
+
+    @property
+    def speaks_audio(self) -> bool:
+        """When ``audio`` is set."""
+        return self.audio is not None
 
     def environment(self) -> list[tuple[str, str, str]]:
         """Its API key's variable and each header's."""
@@ -292,6 +352,60 @@ class HttpAgent(AgentBase):
     def reaches(self) -> tuple[str, str]:
         """Every conversation is sent to its URL."""
         return f"http agent at {self.base_url}", "every conversation is sent there"
+
+
+class RealtimeAgent(AgentBase):
+    """An OpenAI-Realtime-compatible WebSocket agent: audio streamed both ways, one connection per conversation.
+    It speaks audio only: it runs in voice mode."""
+
+    type: Literal["realtime"]
+    # ${VAR} / ${VAR:-default} are filled in when the agent is called (see simulator.models.env_refs).
+    url: Annotated[str, Field(pattern=r"^(wss?://|\$\{)\S+$"), AfterValidator(well_formed)] = Field(
+        description="WebSocket URL, e.g. wss://api.openai.com/v1/realtime or ws://localhost:8080/realtime"
+    )
+    model: str = Field(
+        default="", description="Model name, added to the URL as ?model=... (unless the URL names one already)."
+    )
+    voice: str | None = Field(default=None, description="The agent's voice, sent in session.update; unset: its own.")
+    api_key_env: str | None = Field(
+        default=None,
+        description="Name of the environment variable that holds the API key, sent as a bearer token (never the "
+        "key itself).",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Headers sent as written, e.g. OpenAI-Beta: realtime=v1. Never a secret: those go in "
+        "headers_from_env.",
+    )
+    headers_from_env: dict[str, str] = Field(
+        default_factory=dict, description="Header name -> environment variable holding its value."
+    )
+
+    @property
+    def speaks_audio(self) -> bool:
+        """Always: it is a voice agent."""
+        return True
+
+    @property
+    def speaks_text(self) -> bool:
+        """Never: it takes audio only."""
+        return False
+
+    def environment(self) -> list[tuple[str, str, str]]:
+        """Its API key's variable and each header's."""
+        needed = [("api_key_env", self.api_key_env, "the realtime agent's api_key_env")] if self.api_key_env else []
+        return needed + [
+            (f"headers_from_env.{header}", variable, f"the realtime agent's header {header}")
+            for header, variable in self.headers_from_env.items()
+        ]
+
+    def urls(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Its URL."""
+        return [(("url",), self.url)]
+
+    def reaches(self) -> tuple[str, str]:
+        """Every conversation is streamed there."""
+        return f"realtime agent at {self.url}", "every conversation is streamed there in audio"
 
 
 class LitellmAgent(AgentBase):
@@ -343,7 +457,7 @@ class LanggraphAgent(AgentBase):
 
 
 #: The agent types Simulator ships; any other ``type:`` names an agent plugin (an installed package's entry point).
-BUILTIN_AGENT_TYPES = ("python", "http", "litellm", "langgraph")
+BUILTIN_AGENT_TYPES = ("python", "http", "litellm", "langgraph", "realtime")
 
 
 class PluginAgent(AgentBase):
@@ -378,6 +492,7 @@ AgentConfig = Annotated[
     | Annotated[HttpAgent, Tag("http")]
     | Annotated[LitellmAgent, Tag("litellm")]
     | Annotated[LanggraphAgent, Tag("langgraph")]
+    | Annotated[RealtimeAgent, Tag("realtime")]
     | Annotated[PluginAgent, Tag("plugin")],
     Discriminator(_agent_tag),
 ]

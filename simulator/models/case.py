@@ -12,6 +12,7 @@ from simulator.models.agent import ToolFake
 from simulator.models.budgets import Budgets
 from simulator.models.faults import ToolFault
 from simulator.models.settings import Thresholds
+from simulator.models.voice import Modality
 from simulator.models.world import StateExpectation, WorldSetting
 
 MatchMode = Literal["substring", "word", "stem", "regex"]
@@ -262,11 +263,33 @@ class Step(StrictModel):
         "after each agent reply (no model needed); not met at max_turns: the step is not met, with the diff.",
         exclude_if=lambda expectation: expectation is None,  # left out of snapshots unused: hashes as before
     )
+    barge_in_after: float | None = Field(
+        default=None,
+        gt=0,
+        le=600,
+        description="Voice cases: the user interrupts the agent after this many seconds of its audio in this "
+        "step's turns (overrides the persona's).",
+        exclude_if=lambda seconds: seconds is None,  # left out of snapshots unused: hashes as before
+    )
+    silence: float | None = Field(
+        default=None,
+        ge=0,
+        le=600,
+        description="Voice cases: the user says nothing in this step's turns, each this many seconds of silence "
+        "(overrides the persona's; 0: the user speaks). A step may be only a silence.",
+        exclude_if=lambda seconds: seconds is None,  # left out of snapshots unused: hashes as before
+    )
 
     @model_validator(mode="after")
     def _one_action(self) -> Step:
-        if self.goal is None and self.static_utterance is None and self.event is None:
-            raise ValueError("a step needs `goal`, `static_utterance` or `event`")
+        if self.goal is None and self.static_utterance is None and self.event is None and not self.silence:
+            raise ValueError("a step needs `goal`, `static_utterance`, `event` or `silence`")
+        for action in ("static_utterance", "event"):
+            if self.silence and getattr(self, action) is not None:
+                raise located_error(
+                    f"a step is either silent (`silence`) or sends `{action}`, not both: split it into two steps",
+                    "silence",
+                )
         if self.static_utterance is not None and self.event is not None:
             raise located_error(
                 "a step sends either `static_utterance` or `event`, not both: split it into two steps", "event"
@@ -283,6 +306,8 @@ class Step(StrictModel):
             return self.name
         if self.goal:
             return self.goal
+        if self.silence and self.static_utterance is None and self.event is None:
+            return f"silence: {self.silence:g} s"
         if self.static_utterance is not None:
             return f"say: {self.static_utterance}"
         assert self.event is not None
@@ -368,6 +393,12 @@ class _CaseBase(StrictModel):
         description="What the world must look like when the conversation ends: records and field values, what "
         "must be unchanged, counts, nothing else changed. Decided without a model, with a diff as evidence.",
         exclude_if=lambda expectation: expectation is None,  # left out of snapshots unused: hashes as before
+    )
+    modality: Modality | None = Field(
+        default=None,
+        description="chat (text) or voice (the user's turns spoken, the agent's audio transcribed); unset: the "
+        "suite's `modality`, else chat.",
+        exclude_if=lambda modality: modality is None,  # left out of snapshots unused: a case hashes as it did before
     )
 
     @field_validator("expectations")

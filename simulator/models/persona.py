@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, JsonValue
 
 from simulator.models._base import Slug, StrictModel, Text
+from simulator.models.voice import PersonaVoice
 
 
 class PersonaBackground(StrictModel):
@@ -82,6 +83,12 @@ class Persona(StrictModel):
         description="What the person misreports on purpose (a claim that is not true), to test whether the agent "
         "checks before it acts; recorded on the message, never counted as a fidelity slip of the simulated user.",
         exclude_if=lambda misreports: not misreports,  # left out of snapshots unused: a persona hashes as before
+    )
+    voice: PersonaVoice | None = Field(
+        default=None,
+        description="How the persona sounds in voice cases (voice, rate, pitch, noise) and behaves on the line "
+        "(barge_in_after, silence). Chat cases ignore it.",
+        exclude_if=lambda voice: voice is None,  # left out of snapshots unused: a persona hashes as before
     )
 
 

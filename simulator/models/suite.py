@@ -10,6 +10,7 @@ from simulator.models.budgets import Budgets
 from simulator.models.case import Case, SimulationCase
 from simulator.models.faults import ToolFault
 from simulator.models.settings import JudgingSettings, ModelRoles, Thresholds
+from simulator.models.voice import Modality, SuiteVoice
 from simulator.models.world import WorldSetting
 
 
@@ -60,6 +61,18 @@ class Suite(StrictModel):
         description="What one conversation of the agent may take (latency per turn and in all, tokens, cost, "
         "turns), for every case: each figure set is a required check. A case's budgets replace these one by one.",
         exclude_if=lambda budgets: budgets is None,  # left out of snapshots unused: a suite hashes as it did before
+    )
+    modality: Modality | None = Field(
+        default=None,
+        description="How the suite's cases talk to the agent: chat (text, the default) or voice (the user's turns "
+        "are spoken, the agent's audio is transcribed); a case's own `modality` wins.",
+        exclude_if=lambda modality: modality is None,  # left out of snapshots unused: a suite hashes as it did before
+    )
+    voice: SuiteVoice | None = Field(
+        default=None,
+        description="How voice cases are heard: the recognition confidence below which a failure is unsure, and "
+        "the speech backends.",
+        exclude_if=lambda voice: voice is None,  # left out of snapshots unused: a suite hashes as it did before
     )
     metadata: dict[str, JsonValue] = Field(default_factory=dict, description="Free data kept with the run.")
     judge_prompts: dict[Slug, Text] = Field(

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, JsonValue
 
 from simulator.models._base import DataModel
+from simulator.models.voice import AgentVoice, TranscriptVoice, UserVoice
 from simulator.models.world import WorldAccess, WorldTrace
 
 #: How a tool call was answered. ``not_executed`` is the explicit test-mode answer to a call no fake
@@ -146,6 +147,9 @@ class UserEvent(DataModel):
         "line said, or the claims the user model was told to make. Never a fidelity slip of the user.",
         exclude_if=_unset,
     )
+    voice: UserVoice | None = Field(
+        default=None, description="A voice case: how the turn was spoken (its audio, a silence).", exclude_if=_unset
+    )
     at: datetime = Field(default_factory=utc_now)
 
 
@@ -212,6 +216,12 @@ class AgentEvent(DataModel):
     usage: ReportedUsage | None = Field(
         default=None,
         description="Tokens the agent itself reported for this turn (an http agent whose responses carry `usage`).",
+        exclude_if=_unset,
+    )
+    voice: AgentVoice | None = Field(
+        default=None,
+        description="A voice case: the agent's audio as heard (its own text, the recogniser's confidence, timing, "
+        "a barge-in); `messages` are what the recogniser heard.",
         exclude_if=_unset,
     )
     at: datetime = Field(default_factory=utc_now)
@@ -470,6 +480,11 @@ class Transcript(DataModel):
     world: WorldTrace | None = Field(
         default=None,
         description="The conversation's world, where the case has one: its seed and the net diff it left.",
+        exclude_if=_unset,
+    )
+    voice: TranscriptVoice | None = Field(
+        default=None,
+        description="A voice conversation: the speech backends it used and the confidence bar it is judged with.",
         exclude_if=_unset,
     )
 

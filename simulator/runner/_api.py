@@ -30,6 +30,7 @@ from simulator.runner._case import (
     check_environment,
     check_models,
     check_simulated_tools,
+    check_voice,
     find_case,
     model_roles,
     pick_persona,
@@ -125,6 +126,7 @@ def plan(suites: Suites, settings: RunSettings | None = None, **options: Any) ->
     # Only the suites the filters leave in run their agents: a suite filtered out needs none of its variables.
     check_environment([loaded[index] for index in sorted({item.suite for item in items})], settings=chosen)
     check_models([loaded[index] for index in sorted({item.suite for item in items})], chosen)
+    check_voice([loaded[index] for index in sorted({item.suite for item in items})], chosen)
     # Only the suites and cases the filters leave in need a model for their simulated tools.
     kept: dict[int, set[str]] = {}
     for item in items:
@@ -264,6 +266,9 @@ async def run_async(
             store.new_run_id(), planned.snapshots, planned.settings, planned.items,
             agent_version=agent_version, note=note,
         )  # fmt: skip
+        speech = check_voice(planned.suites, planned.settings)
+        if speech:  # the speech backends a voice run used can change its results, as a library's version can
+            record = record.model_copy(update={"versions": {**record.versions, **speech}})
         store.create_run(record)
         mean = store.mean_duration(record.suite_hash)
         estimate = mean * len(planned.items) / planned.settings.concurrency if mean else None
@@ -474,6 +479,7 @@ def plan_simulation(
     )
     check_environment([loaded], settings=settings)
     check_models([loaded], settings)
+    check_voice([loaded], settings)
     register_run_secrets([loaded], settings)
     chosen = [find_case(loaded, name) for name in cases] if cases else list(loaded.suite.cases)
     check_simulated_tools([loaded], settings, [{case.name for case in chosen}])

@@ -26,10 +26,12 @@ from simulator.models.env_refs import unset_variables
 from simulator.models.run import SPEECH_ROLES, RunSettings, resolved_models
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
+from simulator.models.voice import Modality, SuiteVoice
 from simulator.plugins import load_plugin
 from simulator.simulated_tools import LLMToolSimulator
 from simulator.tools import ToolSimulator, live_functions, world_functions
 from simulator.user import LLMUser, ScriptedUser, SimulatedUser
+from simulator.voice import Speaker, VoiceConversation, build_voice_agent, persona_speaker, speech_backends
 from simulator.world import World, apply_changes
 
 
@@ -345,9 +347,13 @@ async def run_case(
     )
     free_agent_threads()  # agent code stuck in a thread must not keep the run, or the process, from ending
     agent: AgentAdapter | None = None
+    voice: VoiceConversation | None = None
     if playback is None or playback.mode == "rerun":
         try:
-            agent = build_agent(agent_config, llm=llm, code_folders=loaded.code_folders)
+            if modality_of(loaded, case) == "voice":
+                agent = voice = voice_conversation(loaded, case, persona, llm=llm, options=options)
+            else:
+                agent = build_agent(agent_config, llm=llm, code_folders=loaded.code_folders)
         except AgentError as exc:
             return _setup_failure(case, persona, options, str(exc))
     if playback is not None:
@@ -370,6 +376,7 @@ async def run_case(
         tool_simulator=tool_simulator(loaded, options, llm),
         seed=options.seed,
         language=loaded.suite.language,
+        voice=voice,
     )
     if checkpointer is not None and not getattr(agent, "stateful", False):
         return await simulate(setup, checkpointer=checkpointer, thread_id=thread_id)
@@ -377,6 +384,63 @@ async def run_case(
     if playback is not None:
         transcript = transcript.model_copy(update={"replay": playback.mark()})
     return transcript
+
+
+def modality_of(loaded: LoadedSuite, case: Case) -> Modality:
+    """How ``case`` talks to the agent: its own ``modality``, else its suite's, else chat."""
+    return case.modality or loaded.suite.modality or "chat"
+
+
+def voice_conversation(
+    loaded: LoadedSuite, case: Case, persona: Persona | None, *, llm: LLMClient, options: RunSettings
+) -> VoiceConversation:
+    """One voice conversation's adapter: the suite's agent as a voice agent, the user's turns spoken in the
+    persona's voice (with its seeded noise), the agent's audio heard in the persona's language."""
+    agent_config = loaded.agent
+    assert agent_config is not None
+    synthesizer, recognizer = speech_backends(model_roles(loaded, options), loaded.suite.voice, where=loaded.path)
+    speaker = persona_speaker(persona, loaded.suite.language)
+    agent = build_voice_agent(
+        agent_config,
+        llm=llm,
+        code_folders=loaded.code_folders,
+        synthesizer=synthesizer,
+        recognizer=recognizer,
+        # The agent speaks the conversation's language in the backend's default voice.
+        speaker=Speaker(language=speaker.language),
+    )
+    settings = loaded.suite.voice or SuiteVoice()
+    return VoiceConversation(
+        agent,
+        synthesizer=synthesizer,
+        recognizer=recognizer,
+        speaker=speaker,
+        noise=persona.voice.noise if persona is not None and persona.voice is not None else 0.0,
+        seed=options.seed,
+        min_confidence=settings.min_confidence,
+    )
+
+
+def check_voice(suites: Sequence[LoadedSuite], options: RunSettings) -> dict[str, str]:
+    """Every suite with a voice case has speech backends to run it (a ConfigErrors at the suite otherwise): found
+    before anything runs or is stored, not as an error in every conversation. The backends' names, as the run
+    records them beside its versions (``synthesizer``, ``recognizer``; several suites' joined by commas)."""
+    errors: list[ConfigError] = []
+    names: dict[str, list[str]] = {}
+    for loaded in suites:
+        if any(modality_of(loaded, case) == "voice" for case in loaded.suite.cases):
+            try:
+                backends = speech_backends(model_roles(loaded, options), loaded.suite.voice, where=loaded.path)
+            except ConfigError as exc:
+                errors.append(exc)
+                continue
+            synthesizer, recognizer = backends
+            for key, name in (("synthesizer", synthesizer.name), ("recognizer", recognizer.name)):
+                if name not in names.setdefault(key, []):
+                    names[key].append(name)
+    if errors:
+        raise ConfigErrors(errors)
+    return {key: ", ".join(values) for key, values in names.items()}
 
 
 def final_world(loaded: LoadedSuite, case: Case, transcript: Transcript) -> World | None:

@@ -14,7 +14,7 @@ from simulator.models.scores import CaseResult, FidelityFinding, Outcome, Score,
 from simulator.models.transcript import Transcript
 from simulator.safety import redacted_and_shortened
 
-__all__ = ["TRUST_MARK", "Rederived", "decide_outcome", "rederive", "rederived"]
+__all__ = ["TRUST_MARK", "Rederived", "decide_outcome", "misheard", "rederive", "rederived"]
 
 #: How the first reason of a result whose outcome was kept as it came (``--trust``) begins.
 TRUST_MARK: Final = "outcome as imported, not re-derived (--trust)"
@@ -35,6 +35,9 @@ def decide_outcome(
     outcome, reasons = case_outcome(transcript, scores)
     if outcome != "fail":
         return outcome, reasons
+    doubts = misheard(transcript, scores)
+    if doubts:
+        return "unsure", [*doubts, *reasons]
     verdict = blame(findings, transcript, scores)
     if verdict.cause is None:
         return outcome, [*reasons, verdict.kept] if verdict.kept else reasons
@@ -44,6 +47,54 @@ def decide_outcome(
             f"counted as the agent's failure (--count-user-errors): {user_error_reason(verdict.cause)}",
         ]
     return "user_error", [user_error_reason(verdict.cause), *reasons]
+
+
+#: Checks that read what the agent did, not what it said: a transcript heard badly cannot explain their failure.
+_NOT_HEARD = ("tool_call_correctness", "unexpected_tool_call", "tool_order", "handoff", "variable", "state", "budget")
+
+
+def misheard(transcript: Transcript, scores: Sequence[Score]) -> list[str]:
+    """A voice conversation's failure the recogniser may have caused: when every failing required score (a step
+    check, a judge verdict, a keyword) read an agent turn heard with less confidence than the transcript's
+    ``min_confidence``, one note per such turn (its number, what was heard, the confidence); else none, and the
+    failure stands. A bad transcript is never the agent's fail; a failure on a turn heard clearly still is."""
+    if transcript.voice is None:
+        return []
+    bar = transcript.voice.min_confidence
+    replies = [event for event in transcript.agent_events() if event.voice is not None]
+    doubtful = {
+        event.turn: event
+        for event in replies
+        if event.voice is not None and event.voice.confidence is not None and event.voice.confidence < bar
+    }
+    if not doubtful:
+        return []
+    failed = [score for score in scores if score.required and score.verdict == "not_met"]
+    cited: dict[int, None] = {}
+    for score in failed:
+        if score.metric in _NOT_HEARD:
+            return []
+        turns = [score.turn] if score.turn is not None else []
+        if not turns and score.step is not None:
+            turns = [event.turn for event in replies if event.step == score.step]
+        # A score of the whole conversation (or of a step it never reached) read every turn.
+        turns = turns or [event.turn for event in replies]
+        unclear = [turn for turn in turns if turn in doubtful]
+        if not unclear:
+            return []
+        cited.update(dict.fromkeys(unclear))
+    notes = []
+    for turn in sorted(cited):
+        event = doubtful[turn]
+        assert event.voice is not None
+        assert event.voice.confidence is not None
+        heard = redacted_and_shortened(event.text, _WHY) or "nothing"
+        notes.append(
+            f"unsure: the recogniser heard the agent's turn {turn} as {heard!r} with confidence "
+            f"{event.voice.confidence:.2f}, below the suite's min_confidence {bar:g}; a failing check there may be "
+            "a recognition error, not the agent's"
+        )
+    return notes
 
 
 def rederived(result: CaseResult, *, count_user_errors: bool) -> CaseResult:

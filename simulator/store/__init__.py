@@ -121,6 +121,7 @@ from simulator.store._file import DB_ENV, default_db_path, new_run_id, writable
 from simulator.store._leases import HEARTBEAT_S, HOST, STALE_AFTER_S, Lease, RunBusyError, pid_alive
 from simulator.store._listing import RunListing
 from simulator.store._migrations import MIGRATIONS, Migration, imported_from_note, migrate, migration_name
+from simulator.store._recordings import recording_name, recordings_folder
 from simulator.store._rows import ResultRow, SearchRow, Unreadable, UnreadableRunError
 from simulator.store._store import RunStore
 
@@ -145,5 +146,7 @@ __all__ = [
     "migration_name",
     "new_run_id",
     "pid_alive",
+    "recording_name",
+    "recordings_folder",
     "writable",
 ]

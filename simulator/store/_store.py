@@ -37,6 +37,7 @@ from simulator.store._migrations import (
     migrate,
     migration_name,
 )
+from simulator.store._recordings import RecordingMethods
 from simulator.store._reviews import ReviewMethods
 from simulator.store._rows import (
     _LEASE_COLUMNS,
@@ -73,7 +74,7 @@ _LATEST: Final = re.compile(r"^latest(?:~(\d+))?$")
 _MATCHES_SHOWN: Final = 10
 
 
-class RunStore(LeaseMethods, ReviewMethods):
+class RunStore(LeaseMethods, ReviewMethods, RecordingMethods):
     """Runs and their results in one SQLite file; see the module docstring for the schema.
 
     Use as a context manager, or call :meth:`close`. One store may be shared between threads (calls are
@@ -411,6 +412,7 @@ class RunStore(LeaseMethods, ReviewMethods):
                     raise StoreInputError(self._unknown(run_id))
                 conn.execute("COMMIT")
                 self._reserve(run_id).release()  # one a killed process left
+                self.forget_recordings(run_id)
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")

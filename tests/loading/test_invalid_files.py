@@ -95,7 +95,7 @@ CANNOT_TELL = (
 )
 SUITE_KEYS = (
     "name, description, language, agent, models, thresholds, judging, personas, scorers, repeats, seed, tool_fakes, "
-    "faults, world, budgets, metadata, judge_prompts, cases"
+    "faults, world, budgets, modality, voice, metadata, judge_prompts, cases"
 )
 ALIAS_BOMB = (
     "aliases expand to more values than the 100,000-value limit (an alias bomb?): write the repeated parts out or "
@@ -198,8 +198,8 @@ INVALID: list[ParameterSet] = [
                 5,
                 "cases[0].goal",
                 "unknown key 'goal'; allowed keys: name, description, tags, personas, scorers, session_parameters, "
-                "expectations, tool_fakes, faults, repeats, thresholds, budgets, world, expect_state, kind, steps, "
-                "initiator",
+                "expectations, tool_fakes, faults, repeats, thresholds, budgets, world, expect_state, modality, kind, "
+                "steps, initiator",
             )
         ],
     ),
@@ -359,7 +359,7 @@ INVALID: list[ParameterSet] = [
                 1,
                 "mood",
                 "unknown key 'mood'; allowed keys: name, description, personality, language, background, style, "
-                "misreports",
+                "misreports, voice",
             )
         ],
     ),
@@ -1713,7 +1713,7 @@ INVALID: list[ParameterSet] = [
                   - success_criteria: Booked
         """)
         },
-        [("suite.yaml", 6, 9, "cases[0].steps[0]", "a step needs `goal`, `static_utterance` or `event`")],
+        [("suite.yaml", 6, 9, "cases[0].steps[0]", "a step needs `goal`, `static_utterance`, `event` or `silence`")],
     ),
     entry(
         "expectation-with-two-checks",
@@ -2461,15 +2461,15 @@ INVALID: list[ParameterSet] = [
                 1,
                 7,
                 "type",
-                "type must be one of http, langgraph, litellm, python or an installed agent plugin, got the text "
-                "'pyhton'; did you mean 'python'?",
+                "type must be one of http, langgraph, litellm, python, realtime or an installed agent plugin, "
+                "got the text 'pyhton'; did you mean 'python'?",
             )
         ],
     ),
     entry(
         "agent-type-missing",
         {"agent.yaml": "callable: bot:respond\n"},
-        [("agent.yaml", 1, 1, "(root)", "missing key 'type': one of http, langgraph, litellm, python")],
+        [("agent.yaml", 1, 1, "(root)", "missing key 'type': one of http, langgraph, litellm, python, realtime")],
     ),
     entry(
         "agent-callable-not-module-attr",
@@ -2506,6 +2506,49 @@ INVALID: list[ParameterSet] = [
                 "must be an http:// or https:// URL (or start with ${VAR}), got the text 'localhost:8000/v1'",
             )
         ],
+    ),
+    entry(
+        "agent-realtime-url-not-a-websocket-url",
+        {
+            "agent.yaml": y("""\
+            type: realtime
+            url: https://api.example.com/v1/realtime
+        """)
+        },
+        [
+            (
+                "agent.yaml",
+                2,
+                6,
+                "url",
+                "must be a ws:// or wss:// WebSocket URL (or start with ${VAR}), got the text "
+                "'https://api.example.com/v1/realtime'",
+            )
+        ],
+    ),
+    entry(
+        "agent-http-audio-format-unknown",
+        {
+            "agent.yaml": y("""\
+            type: http
+            base_url: http://127.0.0.1:8000/v1
+            audio:
+              voice: alloy
+              format: mp3
+        """)
+        },
+        [("agent.yaml", 5, 11, "audio.format", "must be one of wav, pcm16, got the text 'mp3'")],
+    ),
+    entry(
+        "agent-http-audio-not-a-setting",
+        {
+            "agent.yaml": y("""\
+            type: http
+            base_url: http://127.0.0.1:8000/v1
+            audio: alloy
+        """)
+        },
+        [("agent.yaml", 3, 8, "audio", "expected true or false or a mapping (key: value), got the text 'alloy'")],
     ),
     entry(
         "agent-variable-type-misspelt",
