@@ -398,7 +398,8 @@ def voice_conversation(
     persona's voice (with its seeded noise), the agent's audio heard in the persona's language."""
     agent_config = loaded.agent
     assert agent_config is not None
-    synthesizer, recognizer = speech_backends(model_roles(loaded, options), loaded.suite.voice, where=loaded.path)
+    roles = model_roles(loaded, options)
+    synthesizer, recognizer = speech_backends(roles, loaded.suite.voice, where=loaded.path, llm=llm)
     speaker = persona_speaker(persona, loaded.suite.language)
     agent = build_voice_agent(
         agent_config,

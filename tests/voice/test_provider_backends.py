@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+import simulator
 from simulator._fake_speech import listen_wav, speak_wav
 from simulator.errors import ModelError
 from simulator.llm import LLMClient, RequestCache, Role, has_price, metering, suite_model_problems
@@ -374,3 +375,62 @@ def test_a_speech_model_with_an_unknown_provider_is_found_before_a_run() -> None
 )
 def test_speech_models_priced_by_the_character_or_second_count_as_priced(model: str, priced: bool) -> None:
     assert has_price(model) is priced
+
+
+VOICE_AGENT = """\
+from simulator.voice import Audio, FakeRecognizer, FakeSynthesizer, Speaker
+
+EARS, MOUTH = FakeRecognizer(), FakeSynthesizer()
+
+
+async def _answer(wav, amount):
+    heard = (await EARS.transcribe(Audio.from_wav(wav), "en")).text
+    text = f"Your balance is {amount} dollars." if "balance" in heard else f"You said: {heard}"
+    return (await MOUTH.synthesize(text, Speaker())).wav(), text
+
+
+async def bank(wav, context):
+    return await _answer(wav, "150")
+
+
+async def buggy_bank(wav, context):
+    return await _answer(wav, "115")
+"""
+
+VOICE_SUITE = """\
+name: spoken bank
+modality: voice
+models:
+  voice: {{model: openai/tts-1, api_base: "{base}"}}
+  transcriber: {{model: openai/whisper-1, api_base: "{base}"}}
+agent: {{type: python, callable: "bank_voice:{callable}", audio: true}}
+cases:
+  - kind: simulation
+    name: balance
+    steps:
+      - static_utterance: What is my balance?
+        checks: [{{must_contain: ["150 dollars"]}}]
+"""
+
+
+@pytest.mark.parametrize(("callable_", "outcome"), [("bank", "pass"), ("buggy_bank", "fail")])
+def test_a_voice_suite_runs_on_the_provider_speech_models(
+    server: SpeechServer, tmp_path: Path, callable_: str, outcome: str
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "bank_voice.py").write_text(VOICE_AGENT, encoding="utf-8")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(VOICE_SUITE.format(base=server.base, callable=callable_), encoding="utf-8")
+    ran = simulator.run(str(suite), db=tmp_path / "runs.db", seed=1)
+    (stored,) = ran.results()
+    assert stored.result.outcome == outcome, stored.result.reasons
+    transcript = stored.result.transcript
+    assert transcript.agent_events()[0].messages == [
+        f"Your balance is {'150' if outcome == 'pass' else '115'} dollars."
+    ]
+    assert (transcript.usage["voice"].calls, transcript.usage["transcriber"].calls) == (1, 1)
+    assert [path for path, _ in server.requests] == ["/v1/audio/speech", "/v1/audio/transcriptions"]
+    assert (ran.record.versions["synthesizer"], ran.record.versions["recognizer"]) == (
+        "openai/tts-1",
+        "openai/whisper-1",
+    )
