@@ -14,17 +14,22 @@ from simulator.voice._agent import (
 from simulator.voice._audio import DEFAULT_RATE, Audio, AudioError, join
 from simulator.voice._backends import speech_backends
 from simulator.voice._chat_audio import ChatAudioAdapter
-from simulator.voice._conversation import SpeechBackendError, TurnAudio, VoiceConversation, persona_speaker
+from simulator.voice._conversation import TurnAudio, VoiceConversation, persona_speaker
+from simulator.voice._espeak import EspeakSynthesizer
 from simulator.voice._fake import FakeRecognizer, FakeSynthesizer
+from simulator.voice._missing import SpeechBackendError, SpeechBackendMissing
+from simulator.voice._offline import offline_recognizer, offline_synthesizer
 from simulator.voice._protocol import Heard, Recognizer, Speaker, Synthesizer
 from simulator.voice._provider import ProviderRecognizer, ProviderSynthesizer
 from simulator.voice._realtime import RealtimeAdapter
+from simulator.voice._whisper import WhisperRecognizer
 
 __all__ = [
     "DEFAULT_RATE",
     "Audio",
     "AudioError",
     "ChatAudioAdapter",
+    "EspeakSynthesizer",
     "FakeRecognizer",
     "FakeSynthesizer",
     "Heard",
@@ -35,6 +40,7 @@ __all__ = [
     "Recognizer",
     "Speaker",
     "SpeechBackendError",
+    "SpeechBackendMissing",
     "SpokenTextAgent",
     "Synthesizer",
     "TurnAudio",
@@ -43,8 +49,11 @@ __all__ = [
     "VoiceConversation",
     "VoiceInput",
     "VoiceReply",
+    "WhisperRecognizer",
     "build_voice_agent",
     "join",
+    "offline_recognizer",
+    "offline_synthesizer",
     "persona_speaker",
     "speech_backends",
     "voice_agent_adapter",

@@ -16,11 +16,8 @@ from simulator.models.transcript import ToolRound
 from simulator.models.voice import AgentVoice, UserVoice
 from simulator.voice._agent import VoiceAgentAdapter, VoiceInput, VoiceReply
 from simulator.voice._audio import DEFAULT_RATE, Audio, join
+from simulator.voice._missing import SpeechBackendError
 from simulator.voice._protocol import Recognizer, Speaker, Synthesizer
-
-
-class SpeechBackendError(SimulatorError):
-    """The synthesizer or the recogniser failed: Simulator's tool, not the agent under test."""
 
 
 @dataclass(frozen=True)
