@@ -152,12 +152,20 @@ def transcription_of(completion: Completion) -> Transcription:
 
 
 def segments_confidence(segments: Sequence[Any] | None) -> float | None:
-    """How sure a Whisper-style model was of a transcription: the least sure segment's ``exp(avg_logprob)``
-    (a transcript is only as good as its worst part: one misheard stretch can change what was said); None when
-    no segment says."""
+    """How sure a Whisper-style model was of a transcription, as the offline Whisper recogniser scores it: for each
+    segment the mean probability of its tokens (``exp(avg_logprob)``) times the probability that it is speech at all
+    (``1 - no_speech_prob``, when given); the least sure segment is the whole's (one misheard stretch can change
+    what was said). None when no segment says."""
     found: list[float] = []
     for segment in segments or ():
-        logprob = segment.get("avg_logprob") if isinstance(segment, Mapping) else getattr(segment, "avg_logprob", None)
-        if isinstance(logprob, int | float) and math.isfinite(logprob):
-            found.append(min(1.0, math.exp(min(0.0, float(logprob)))))
+        logprob, no_speech = (_value(segment, name) for name in ("avg_logprob", "no_speech_prob"))
+        if logprob is None:
+            continue
+        speech = 1.0 - min(1.0, max(0.0, no_speech)) if no_speech is not None else 1.0
+        found.append(min(1.0, math.exp(min(0.0, logprob))) * speech)
     return min(found) if found else None
+
+
+def _value(segment: Any, name: str) -> float | None:
+    value = segment.get(name) if isinstance(segment, Mapping) else getattr(segment, name, None)
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None

@@ -22,6 +22,7 @@ import simulator
 from simulator._fake_speech import listen_wav, speak_wav
 from simulator.errors import ModelError
 from simulator.llm import LLMClient, RequestCache, Role, has_price, metering, suite_model_problems
+from simulator.llm._speech import segments_confidence
 from simulator.models import ModelRoles, Suite
 from simulator.models.run import listed_roles
 from simulator.voice import (
@@ -36,8 +37,9 @@ from simulator.voice import (
 T = TypeVar("T")
 
 SENTENCE = "I lost my card and I want to block it"
-#: What the server says of every segment it heard: the recogniser's confidence is exp() of it.
+#: What the server says of every segment it heard: the confidence is exp(AVG_LOGPROB) * (1 - NO_SPEECH).
 AVG_LOGPROB = -0.25
+NO_SPEECH = 0.01
 
 
 @dataclass
@@ -90,7 +92,7 @@ class _Handler(BaseHTTPRequestHandler):
             reply: dict[str, Any] = {"text": text}
             if fields.get("response_format") == "verbose_json":
                 seconds = (len(fields["file"]) - 44) / 32000
-                segment = {"text": text, "avg_logprob": AVG_LOGPROB, "no_speech_prob": 0.01}
+                segment = {"text": text, "avg_logprob": AVG_LOGPROB, "no_speech_prob": NO_SPEECH}
                 reply |= {"language": "english", "duration": seconds, "segments": [segment]}
             self._send(200, json.dumps(reply).encode(), "application/json")
         else:
@@ -160,7 +162,7 @@ def test_a_sentence_round_trips_through_the_provider_models(
     audio, heard = run(round_trip())
     assert audio.seconds > 1
     assert heard.text == SENTENCE
-    assert heard.confidence == pytest.approx(math.exp(AVG_LOGPROB))
+    assert heard.confidence == pytest.approx(math.exp(AVG_LOGPROB) * (1 - NO_SPEECH))
     (speech_path, speech), (heard_path, transcription) = server.requests
     assert (speech_path, heard_path) == ("/v1/audio/speech", "/v1/audio/transcriptions")
     assert speech["model"] == "tts-1"
@@ -434,3 +436,19 @@ def test_a_voice_suite_runs_on_the_provider_speech_models(
         "openai/tts-1",
         "openai/whisper-1",
     )
+
+
+@pytest.mark.parametrize(
+    ("segments", "confidence"),
+    [
+        ([{"avg_logprob": -0.1, "no_speech_prob": 0.0}, {"avg_logprob": -1.0, "no_speech_prob": 0.5}], 0.5 / math.e),
+        ([{"avg_logprob": 0.2}], 1.0),  # a positive log probability is no more than sure
+        ([{"avg_logprob": -0.5, "no_speech_prob": 1.0}], 0.0),  # heard as no speech at all
+        ([{"text": "hi"}], None),  # the provider says nothing of how sure it was
+        ([], None),
+        (None, None),
+    ],
+    ids=["least-sure-segment", "capped", "no-speech", "no-scores", "no-segments", "none"],
+)
+def test_the_confidence_is_the_least_sure_segments(segments: Any, confidence: float | None) -> None:
+    assert segments_confidence(segments) == (None if confidence is None else pytest.approx(confidence))
