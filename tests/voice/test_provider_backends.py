@@ -50,6 +50,8 @@ class SpeechServer:
     base: str = ""
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     failures: list[int] = field(default_factory=list)
+    #: A path always answered with 404 (a model the server does not know).
+    fail_on: str | None = None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -81,8 +83,8 @@ class _Handler(BaseHTTPRequestHandler):
                 assert isinstance(payload, bytes)
                 fields[str(name)] = payload if name == "file" else payload.decode()
         state.requests.append((self.path, fields))
-        if state.failures:
-            status = state.failures.pop(0)
+        if state.failures or self.path == state.fail_on:
+            status = state.failures.pop(0) if state.failures else 404
             self._send(status, json.dumps({"error": {"message": f"failed with {status}"}}).encode(), "application/json")
             return
         if self.path == "/v1/audio/speech":
@@ -452,3 +454,18 @@ def test_a_voice_suite_runs_on_the_provider_speech_models(
 )
 def test_the_confidence_is_the_least_sure_segments(segments: Any, confidence: float | None) -> None:
     assert segments_confidence(segments) == (None if confidence is None else pytest.approx(confidence))
+
+
+@pytest.mark.parametrize("failing", ["/v1/audio/speech", "/v1/audio/transcriptions"])
+def test_a_failing_provider_speech_model_is_an_error_never_the_agents_fail(
+    server: SpeechServer, tmp_path: Path, failing: str
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "bank_voice.py").write_text(VOICE_AGENT, encoding="utf-8")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(VOICE_SUITE.format(base=server.base, callable="bank"), encoding="utf-8")
+    server.fail_on = failing
+    (stored,) = simulator.run(str(suite), db=tmp_path / "runs.db", seed=1).results()
+    assert stored.result.outcome == "error"
+    role = "voice" if failing.endswith("speech") else "transcriber"
+    assert any(f"{role} model" in reason and "does not know this model" in reason for reason in stored.result.reasons)
