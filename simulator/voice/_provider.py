@@ -9,6 +9,7 @@ from simulator.errors import ModelError
 from simulator.llm import LLMClient, Role
 from simulator.voice._audio import DEFAULT_RATE, Audio, AudioError
 from simulator.voice._protocol import Heard, Speaker
+from simulator.voice._whisper import SILENCE_PEAK
 
 __all__ = ["ProviderRecognizer", "ProviderSynthesizer"]
 
@@ -52,8 +53,14 @@ class ProviderRecognizer:
         self.name = client.settings(self.role).model or f"{self.role.value} (no model)"
 
     async def transcribe(self, audio: Audio, language: str) -> Heard:
-        """What the role's model hears in ``audio`` (sent as 16 kHz WAV, what recognisers expect)."""
+        """What the role's model hears in ``audio`` (sent as 16 kHz WAV, what recognisers expect); silence is heard
+        as nothing, for sure, without a request."""
+        speech = audio.resampled(DEFAULT_RATE)
+        values = speech.values()
+        if not values or max(abs(min(values)), abs(max(values))) < SILENCE_PEAK:
+            # as the offline recogniser hears it, and a provider's model may make words up in silence
+            return Heard("", 1.0)
         if audio.seconds < _SHORTEST:
             return Heard("", None)
-        heard = await self.client.transcribe(self.role, audio.resampled(DEFAULT_RATE).wav(), language)
+        heard = await self.client.transcribe(self.role, speech.wav(), language)
         return Heard(heard.text.strip(), heard.confidence)

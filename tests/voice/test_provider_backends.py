@@ -184,9 +184,21 @@ def test_a_transcriber_that_reports_no_segments_gives_no_confidence(server: Spee
     assert "response_format" not in server.requests[0][1]
 
 
-def test_silence_is_heard_as_nothing_without_a_request(server: SpeechServer) -> None:
-    heard = run(ProviderRecognizer(served(server)).transcribe(Audio.silence(0.05), "en"))
-    assert (heard.text, server.requests) == ("", [])
+@pytest.mark.parametrize(
+    ("audio", "confidence"),
+    [
+        (Audio.silence(3), 1.0),
+        (Audio.silence(3).with_noise(0.001, seed=1), 1.0),  # under the offline recogniser's silence peak
+        (Audio(b""), 1.0),
+        (Audio.from_wav(speak_wav("hi")).cut(0, 0.05), None),  # too short for a word (and for the provider)
+    ],
+    ids=["silence", "hiss", "empty", "too-short"],
+)
+def test_silence_is_heard_as_nothing_without_a_request(
+    server: SpeechServer, audio: Audio, confidence: float | None
+) -> None:
+    heard = run(ProviderRecognizer(served(server)).transcribe(audio, "en"))
+    assert (heard.text, heard.confidence, server.requests) == ("", confidence, [])
 
 
 CALLS: dict[str, Callable[[LLMClient], Awaitable[Any]]] = {
