@@ -50,8 +50,10 @@ def _model_errors(suites: list[LoadedSuite]) -> list[ConfigError]:
 def _names_a_provider(loaded: LoadedSuite) -> bool:
     """Whether a suite writes a model whose provider prefix is neither Simulator's own (``fake``, ``openai``) nor
     absent: only then is there something to look up in litellm's provider list."""
+    from simulator.models.run import MODEL_ROLES
+
     suite = loaded.suite
-    models = [getattr(suite.models, role).model for role in ("agent", "user", "judge")]
+    models = [getattr(suite.models, role).model for role in MODEL_ROLES]
     agent = loaded.agent
     if agent is not None and agent.own_model is not None:
         models.append(agent.own_model)

@@ -1,4 +1,5 @@
-"""One client for every model role (agent, simulated user, judge), its request cache, and the offline fake.
+"""One client for every model role (agent, simulated user, judge, and the speech roles voice and transcriber), its
+request cache, and the offline fake.
 
 * :class:`LLMClient` (``_client``): roles, the request cache, concurrency limits, retries, accounting
   (:func:`metering`) and structured output, the same for every backend;
@@ -12,6 +13,9 @@
   get a cache breakpoint on their stable start as litellm sends them (``_breakpoints``);
 * structured replies (``_structured``): the schema, or JSON mode where the provider has one and the caller states
   the shape itself (the simulated user), and the reply validated either way;
+* speech (``_speech``): :meth:`LLMClient.speak` and :meth:`LLMClient.transcribe` for the speech roles, through
+  litellm's speech and transcription calls (``fake/...`` models: the fake speech codec), with the same limits,
+  retries, accounting and cache; a :class:`Transcription` is what a transcriber heard;
 * :class:`RequestCache` (``_cache``): replies stored by request in SQLite, so re-runs are fast, free and
   reproducible;
 * :func:`provider_problem` and :func:`missing_key` (``_providers``): a role's provider prefix and key variable,
@@ -25,14 +29,10 @@ from simulator.llm._calls import ModelCall, logging_calls
 from simulator.llm._client import (
     CallLimiter,
     LLMClient,
-    RecordedAnswers,
     UsageMeter,
     metering,
     noting_refusals,
     preload,
-    replaying,
-    request_fingerprint,
-    request_record,
 )
 from simulator.llm._fake import (
     FAKE_PROVIDER,
@@ -52,7 +52,9 @@ from simulator.llm._fake import (
 )
 from simulator.llm._openai import has_price
 from simulator.llm._providers import key_variables, missing_key, provider_problem, suite_model_problems
+from simulator.llm._replay import RecordedAnswers, replaying, request_fingerprint, request_record
 from simulator.llm._retry import RETRY_AFTER_CAP, HoldOff, HoldOffs, RetryPolicy, log_hold_off, retry_after_seconds
+from simulator.llm._speech import Transcription
 from simulator.llm._types import Completion, Role, StructuredOutputError, ToolCallRequest, UnrecordedRequest, Usage
 
 __all__ = [
@@ -76,6 +78,7 @@ __all__ = [
     "StaticReply",
     "StructuredOutputError",
     "ToolCallRequest",
+    "Transcription",
     "UnrecordedRequest",
     "Usage",
     "UsageMeter",

@@ -39,8 +39,6 @@ import atexit
 import contextvars
 import functools
 import gc
-import hashlib
-import json
 import os
 import time
 import weakref
@@ -58,27 +56,32 @@ from simulator.llm._fake import FakeBackend, FakeScript, is_fake_model
 from simulator.llm._litellm import LitellmBackend, load_litellm
 from simulator.llm._openai import OPENAI_PREFIX, OpenAIBackend, is_local_base, load_openai
 from simulator.llm._providers import key_variables
+from simulator.llm._replay import recorded_answers, request_fingerprint, request_record, taped
 from simulator.llm._retry import Failure, HoldOff, HoldOffs, RetryPolicy, full_jitter, log_hold_off
+from simulator.llm._speech import (
+    SpeechBackend,
+    Transcription,
+    audio_of,
+    speech_cache_key,
+    speech_request,
+    transcription_of,
+    transcription_request,
+)
 from simulator.llm._structured import InvalidReply, parse_structured, refused_json_mode, reply_format
 from simulator.llm._types import Completion, Role, StructuredOutputError, Usage
 from simulator.models.env_refs import UnsetVariable, expand
 from simulator.models.run import DEFAULT_CONCURRENCY
 from simulator.models.settings import ModelRoles, ModelSettings
 from simulator.safety import redact, register_secret
-from simulator.taps import active_tape
 
 __all__ = [
     "CallLimiter",
     "LLMClient",
-    "RecordedAnswers",
     "UsageMeter",
     "backend_name",
     "metering",
     "noting_refusals",
     "preload",
-    "replaying",
-    "request_fingerprint",
-    "request_record",
 ]
 
 T = TypeVar("T", bound=BaseModel)
@@ -110,6 +113,8 @@ def preload(roles: ModelRoles) -> None:
     look as if they never answered). Fake models need neither; openai models never import litellm."""
     _quick_exit()
     needed = {backend_name(settings) for settings in (roles.agent, roles.user, roles.judge) if settings.model}
+    if any(settings.model and not is_fake_model(settings.model) for settings in (roles.voice, roles.transcriber)):
+        needed.add("litellm")  # speech calls go through litellm whatever the role's backend
     if "litellm" in needed:
         load_litellm()
     if "openai" in needed:
@@ -229,68 +234,6 @@ def noting_refusals() -> Iterator[list[CredentialsError]]:
         _REFUSALS.reset(token)
 
 
-# --------------------------------------------------------------------------------------------------------------
-# Recording and replaying (simulator run --record, simulator replay)
-
-
-def request_record(request: Mapping[str, Any]) -> dict[str, Any]:
-    """A model request as a cassette keeps it: JSON data, a ``response_format`` class as its name and schema, and
-    no API key (the key is never in a request handed here; this drops it anyway)."""
-    record: dict[str, Any] = {}
-    for key, value in request.items():
-        if key == "api_key":
-            continue
-        if isinstance(value, type) and issubclass(value, BaseModel):
-            record[key] = {"name": value.__name__, "schema": value.model_json_schema()}
-        else:
-            record[key] = value
-    return json.loads(json.dumps(record, default=str))  # type: ignore[no-any-return]
-
-
-def request_fingerprint(record: Mapping[str, Any]) -> str:
-    """What makes two model requests the same question (:func:`request_record` form): the messages, the tools and
-    the response format, not the model, its settings or the timeout. A replay answers a request from the
-    cassette when its fingerprint is a recorded one."""
-    same = {key: record.get(key) for key in ("messages", "tools", "response_format")}
-    return hashlib.sha256(json.dumps(same, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
-
-class RecordedAnswers(Protocol):
-    """Answers model requests from a recording (see :func:`replaying`)."""
-
-    def answer(self, role: Role, record: dict[str, Any], fingerprint: str) -> Completion | None:
-        """The recorded reply to this request; None to send it to the role's model; or raise
-        :class:`~simulator.llm.UnrecordedRequest` when it must not be sent."""
-        ...
-
-
-_ANSWERS: contextvars.ContextVar[RecordedAnswers | None] = contextvars.ContextVar("simulator_answers", default=None)
-
-
-@contextmanager
-def replaying(answers: RecordedAnswers) -> Iterator[None]:
-    """In this block (and the tasks started from it), every model request is first offered to ``answers``."""
-    token = _ANSWERS.set(answers)
-    try:
-        yield
-    finally:
-        _ANSWERS.reset(token)
-
-
-def _taped(role: Role, request: Mapping[str, Any], completion: Completion) -> None:
-    tape = active_tape()
-    if tape is None:
-        return
-    record = request_record(request)
-    tape.add(
-        role.value,
-        "model",
-        record,
-        completion.model_dump(mode="json"),
-        fingerprint=request_fingerprint(record),
-    )
-
-
 def _logged(role: Role, began: int, completion: Completion) -> Completion:
     """``completion``, logged for tracing (:mod:`simulator.llm._calls`) when the conversation is traced."""
     log_call(
@@ -316,8 +259,8 @@ class LLMClient:
     from (default ``os.environ``).
 
     ``cache`` (a :class:`RequestCache`) is consulted before calling the model for the roles in ``cache_roles``:
-    by default the simulated user and the judge, not the agent, because the agent under test is what a run
-    measures (add :attr:`Role.AGENT` to replay it too). A hit makes no request (and needs no API key); it is
+    by default the simulated user, the judge and the speech roles, not the agent, because the agent under test is
+    what a run measures (add :attr:`Role.AGENT` to replay it too). A hit makes no request (and needs no API key); it is
     counted by :func:`metering` as a call with cost 0.0 and the stored reply's token counts, with
     ``cached_calls`` 1 and the stored reply's cost as ``cached_cost``, and separately in
     :attr:`UsageMeter.cache_hits`. A miss calls the model and stores the reply if the call succeeded; errors are
@@ -341,7 +284,7 @@ class LLMClient:
         jitter: Callable[[float], float] = full_jitter,
         environ: Mapping[str, str] | None = None,
         cache: RequestCache | None = None,
-        cache_roles: Collection[Role | str] = (Role.USER, Role.JUDGE),
+        cache_roles: Collection[Role | str] = (Role.USER, Role.JUDGE, Role.VOICE, Role.TRANSCRIBER),
         retry: RetryPolicy | None = None,
         limiter: CallLimiter | None = None,
     ) -> None:
@@ -413,45 +356,109 @@ class LLMClient:
         bad = _RESERVED.intersection(overrides)
         if bad:
             raise ValueError(f"complete() sets {', '.join(sorted(bad))} itself; these cannot be overridden")
-        request: dict[str, Any] = {
-            "model": model,
-            "messages": [dict(message) for message in messages],
-            "timeout": settings.timeout,
-        }
+        request: dict[str, Any] = {"model": model, "messages": [dict(message) for message in messages]}
         if settings.temperature is not None:
             request["temperature"] = settings.temperature
         if settings.max_tokens is not None:
             request["max_tokens"] = settings.max_tokens
-        if settings.api_base is not None:
-            try:
-                request["api_base"] = expand(settings.api_base, self._environ)
-            except UnsetVariable as exc:
-                raise ModelError(f"the {Role(role).value} role's api_base {exc}") from None
+        request = self._routed(role, settings, request)
         if tools:
             request["tools"] = [dict(tool) for tool in tools]
         request.update(overrides)
-        timeout = float(request["timeout"])
-        answers = _ANSWERS.get()
+        answers = recorded_answers()
         if answers is not None:
             record = request_record(request)
             recorded = answers.answer(role, record, request_fingerprint(record))
             if recorded is not None:
                 return _logged(role, began, self._serve_hit(role, recorded)), None
 
-        cache = self._cache_for(role)
         key = None
-        if cache is not None:
+        if self._cache_for(role) is not None:
             salt = cache_salt()
             key = request_cache_key({**request, "cache_salt": salt} if salt else request)
+        backend = self._backend(settings)
+        completion = await self._answer(
+            role, request, key, backend, backend.complete,
+            began=began, read_cache=read_cache, write_cache=write_cache, retries=retries, tape=True,
+        )  # fmt: skip
+        return completion, key
+
+    async def speak(
+        self, role: Role | str, text: str, *, voice: str | None = None, speed: float | None = None
+    ) -> bytes:
+        """``text`` spoken by the role's speech model (``voice``: ``openai/tts-1``, ...), as a WAV file: in
+        ``voice`` (the provider's default voice when None; ``alloy`` for OpenAI's), at ``speed`` times the normal
+        rate. The role's timeout, retries, concurrency limit, accounting and request cache as for
+        :meth:`complete`; ``fake/...`` models answer with the fake speech codec. Raises :class:`ModelError` as
+        :meth:`complete` does."""
+        role = Role(role)
+        settings = self.settings(role)
+        model = self._model(role, settings)
+        request = self._routed(role, settings, speech_request(model, text, voice=voice, speed=speed))
+        return audio_of(await self._speech(role, request, speak=True), role)
+
+    async def transcribe(self, role: Role | str, wav: bytes, language: str | None = None) -> Transcription:
+        """What is said in the WAV file ``wav``, heard by the role's transcription model (``transcriber``:
+        ``openai/whisper-1``, ...) told the ``language`` (a BCP 47 tag), with how sure it was where the provider
+        says (a Whisper model's segments). A cached role's transcription of the same bytes by the same model is
+        served from the request cache (the audio is keyed by a hash, never stored). Otherwise as :meth:`speak`."""
+        role = Role(role)
+        settings = self.settings(role)
+        model = self._model(role, settings)
+        request = self._routed(role, settings, transcription_request(model, wav, language=language))
+        return transcription_of(await self._speech(role, request, speak=False))
+
+    async def _speech(self, role: Role, request: dict[str, Any], *, speak: bool) -> Completion:
+        """One speech call (:meth:`speak`, :meth:`transcribe`): not recorded on a tape nor answered by a replay,
+        whose requests are chat messages."""
+        began = time.time_ns()
+        key = speech_cache_key(request, cache_salt()) if self._cache_for(role) is not None else None
+        backend: SpeechBackend = self._fake if is_fake_model(str(request["model"])) else _LITELLM
+        send = backend.speak if speak else backend.transcribe
+        return await self._answer(
+            role, request, key, backend, send, began=began, read_cache=True, write_cache=True, retries=None, tape=False
+        )
+
+    def _routed(self, role: Role, settings: ModelSettings, request: dict[str, Any]) -> dict[str, Any]:
+        """``request`` with the role's timeout and API base (its ``${VAR}`` references filled in)."""
+        request = {**request, "timeout": settings.timeout}
+        if settings.api_base is not None:
+            try:
+                request["api_base"] = expand(settings.api_base, self._environ)
+            except UnsetVariable as exc:
+                raise ModelError(f"the {role.value} role's api_base {exc}") from None
+        return request
+
+    async def _answer(
+        self,
+        role: Role,
+        request: dict[str, Any],
+        key: str | None,
+        backend: Backend | SpeechBackend,
+        send: Callable[..., Awaitable[Completion]],
+        *,
+        began: int,
+        read_cache: bool,
+        write_cache: bool,
+        retries: int | None,
+        tape: bool,
+    ) -> Completion:
+        """``request`` answered from the cache (under ``key``, when the role is cached) or by ``send`` (one of
+        ``backend``'s calls) with the role's key, limit, timeout and retries; counted, logged and (``tape``)
+        recorded."""
+        settings = self.settings(role)
+        model = str(request["model"])
+        timeout = float(request["timeout"])
+        cache = self._cache_for(role)
         if cache is not None and key is not None and read_cache:
             hit = cache.get(key)
             if hit is not None:
                 # Looked up before the API key is read: a run served wholly from the cache needs no secrets.
                 served = self._serve_hit(role, hit)
-                _taped(role, request, served)
-                return _logged(role, began, served), key
+                if tape:
+                    taped(role, request, served)
+                return _logged(role, began, served)
         api_key = self._api_key(role, settings, model)
-        backend = self._backend(settings)
         if api_key is None and backend is _LITELLM and self._keyless(settings, model):
             # litellm's OpenAI and Azure clients refuse to start without a key, even for a server that wants none.
             request["api_key"] = _NO_KEY
@@ -475,7 +482,7 @@ class LLMClient:
                         # call, and also covers providers that ignore the timeout (in this task: wait_for made one
                         # per call).
                         async with asyncio.timeout(timeout):
-                            completion = await backend.complete(request, role=role)
+                            completion = await send(request, role=role)
                     except Exception as exc:
                         failure = _timed_out(timeout) if isinstance(exc, TimeoutError) else backend.classify(exc)
                         if failure is not None and failure.retry and failure.retry_after:
@@ -502,10 +509,11 @@ class LLMClient:
                     await self.retry_policy.wait(attempt, failure.retry_after)
                 continue
             self._account(role, completion.usage, cached=False)
-            _taped(role, request, completion)
+            if tape:
+                taped(role, request, completion)
             if cache is not None and key is not None and write_cache:
                 cache.put(key, completion)
-            return _logged(role, began, completion), key
+            return _logged(role, began, completion)
         assert last is not None
         raise ModelError(
             f"{role.value} model {model!r} failed after {attempts} attempt{'s' if attempts != 1 else ''}; "
@@ -647,10 +655,11 @@ class LLMClient:
     @staticmethod
     def _model(role: Role, settings: ModelSettings) -> str:
         if not settings.model:
+            example = _EXAMPLE_MODELS.get(role, "openai/gpt-4o-mini")
+            where = f"--{role.value}-model {example}" if role not in _EXAMPLE_MODELS else "--models FILE"
             raise ModelError(
                 f"No model is configured for the {role.value} role. Set one in the suite "
-                f"(models: {{{role.value}: openai/gpt-4o-mini}}) or on the command line "
-                f"(--{role.value}-model openai/gpt-4o-mini)."
+                f"(models: {{{role.value}: {example}}}) or on the command line ({where})."
             )
         return settings.model
 
@@ -737,6 +746,9 @@ def _retry_hint(role: Role, failure: Failure) -> str:
         return f"Raise {timeout} or {retries}, or check that the provider is up."
     return f"Check that the provider (or {settings}.api_base) is up, or raise {retries}."
 
+
+#: The speech roles' models named in the error for a role without one (they have no --ROLE-model option).
+_EXAMPLE_MODELS = {Role.VOICE: "openai/tts-1", Role.TRANSCRIBER: "openai/whisper-1"}
 
 #: What a server on a local ``api_base`` is sent as the key when none is set (it ignores it).
 _NO_KEY = "no-key"

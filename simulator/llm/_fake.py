@@ -26,7 +26,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from simulator._fake_speech import RATE, listen_wav, speak_wav
 from simulator.llm._retry import Failure, failure_detail, failure_for_status
+from simulator.llm._speech import speech_completion, transcription_completion
 from simulator.llm._types import Completion, Role, ToolCallRequest, Usage
 
 __all__ = [
@@ -394,6 +396,35 @@ class FakeBackend:
             cached_price = price[2]
         cached = script._cached_words(model, messages)
         return _completion(answer, messages, request, full_model, cached=cached, cached_price=cached_price)
+
+    async def speak(self, request: Mapping[str, Any], *, role: Role | None = None) -> Completion:
+        """Speech from a ``fake/...`` voice model: the text in the fake speech codec (:mod:`simulator._fake_speech`,
+        which the voice layer's fake recogniser reads back), as WAV. Usage: the words of the text; a cost only
+        where the active script prices the model (:meth:`FakeScript.price`: its prompt price per character)."""
+        text = str(request.get("input") or "")
+        speed = request.get("speed")
+        audio = speak_wav(text, rate=float(speed) if isinstance(speed, int | float) else 1.0)
+        usage = Usage(prompt_tokens=_words(text), calls=1, cost=self._speech_cost(request, len(text)))
+        return speech_completion(audio, usage, str(request["model"]))
+
+    async def transcribe(self, request: Mapping[str, Any], *, role: Role | None = None) -> Completion:
+        """A transcription from a ``fake/...`` transcriber model: what the fake speech codec wrote in the WAV bytes
+        (``request["file"]``), with the share of it read cleanly as the confidence; a WAV file the codec cannot read
+        is a bad request (400). Usage: the words heard; a cost only where the script prices the model (its prompt
+        price per second of audio)."""
+        wav = request.get("file")
+        try:
+            text, confidence = listen_wav(wav if isinstance(wav, bytes) else b"")
+        except ValueError as exc:
+            raise FakeBadRequestError(f"the fake transcriber cannot read the audio: {exc}") from exc
+        seconds = max(0, len(wav or b"") - 44) / 2 / RATE
+        usage = Usage(completion_tokens=_words(text), calls=1, cost=self._speech_cost(request, seconds))
+        return transcription_completion(text, confidence, usage, str(request["model"]))
+
+    def _speech_cost(self, request: Mapping[str, Any], units: float) -> float | None:
+        script = self._script or _ACTIVE_SCRIPT.get()
+        price = script._price(str(request["model"]).removeprefix(f"{FAKE_PROVIDER}/")) if script else None
+        return None if price is None else price[0] * units
 
     def classify(self, exc: Exception) -> Failure | None:
         """The fake provider's errors as the client's failure kinds (the same ones litellm's map to)."""

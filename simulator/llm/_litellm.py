@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from simulator.llm._breakpoints import with_cache_breakpoint
 from simulator.llm._retry import Failure, failure_detail, failure_for_status
+from simulator.llm._speech import segments_confidence, speech_completion, transcription_completion
 from simulator.llm._types import Completion, Role, ToolCallRequest, Usage
 
 if TYPE_CHECKING:
@@ -101,7 +102,8 @@ _MISSING_CREDENTIALS = re.compile(r"Missing credentials|api_key client option mu
 
 
 class LitellmBackend:
-    """Sends requests with ``litellm.acompletion``; the client's retries replace litellm's and the SDK's own."""
+    """Sends requests with ``litellm.acompletion`` (and speech requests with ``litellm.aspeech`` and
+    ``litellm.atranscription``); the client's retries replace litellm's and the SDK's own."""
 
     async def complete(self, request: Mapping[str, Any], *, role: Role) -> Completion:
         """One ``litellm.acompletion`` call, its reply as a :class:`Completion`; an Anthropic model's stable prefix
@@ -119,6 +121,41 @@ class LitellmBackend:
         if not isinstance(response, ModelResponse):
             raise TypeError(f"expected a ModelResponse from litellm, got {type(response).__name__}")
         return _to_completion(response, model)
+
+    async def speak(self, request: Mapping[str, Any], *, role: Role) -> Completion:
+        """One ``litellm.aspeech`` call: the audio, and the cost litellm reports (a speech model is priced by
+        the character; None when litellm has no price for it)."""
+        load_litellm()
+        import litellm
+
+        _silence_known_litellm_warnings()
+        response = await litellm.aspeech(**request, num_retries=0, max_retries=0)
+        hidden = getattr(response, "_hidden_params", None) or {}
+        usage = Usage(calls=1, cost=_known_cost(hidden.get("response_cost")))
+        return speech_completion(bytes(response.content), usage, str(request["model"]))
+
+    async def transcribe(self, request: Mapping[str, Any], *, role: Role) -> Completion:
+        """One ``litellm.atranscription`` call of the WAV bytes in ``request["file"]``: the text, how sure the
+        model was (a Whisper model's ``verbose_json`` segments; None when it does not say), the tokens a model
+        priced by the token reports and the cost litellm reports (Whisper is priced by the second)."""
+        load_litellm()
+        import litellm
+        from litellm.types.utils import TranscriptionResponse
+
+        _silence_known_litellm_warnings()
+        sent = {**request, "file": ("speech.wav", request["file"], "audio/wav")}
+        response = await litellm.atranscription(**sent, num_retries=0, max_retries=0)
+        if not isinstance(response, TranscriptionResponse):
+            raise TypeError(f"expected a TranscriptionResponse from litellm, got {type(response).__name__}")
+        used = getattr(response, "usage", None)
+        usage = Usage(
+            prompt_tokens=_count(_field(used, "input_tokens")),
+            completion_tokens=_count(_field(used, "output_tokens")),
+            calls=1,
+            cost=_known_cost(response._hidden_params.get("response_cost")),
+        )
+        confidence = segments_confidence(getattr(response, "segments", None))
+        return transcription_completion(str(response.text or ""), confidence, usage, str(request["model"]))
 
     def classify(self, exc: Exception) -> Failure | None:
         """litellm's exception types as the client's failure kinds."""
@@ -193,6 +230,14 @@ def _to_completion(response: ModelResponse, model: str) -> Completion:
         cost=usage.cost,
         raw_text=content or "",
     )
+
+
+def _known_cost(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _field(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
 
 
 def _count(value: Any) -> int:

@@ -221,13 +221,22 @@ def usage_cost(model: str, prompt_tokens: int, completion_tokens: int, cached_to
     return float(prompt_cost + completion_tokens * completion_price)
 
 
+#: The prices of speech models: by the character spoken, by the second of audio heard.
+_SPEECH_PRICES = ("input_cost_per_character", "input_cost_per_second", "output_cost_per_second")
+
+
 def has_price(model: str) -> bool | None:
     """Whether litellm's price list prices ``model`` (as given, or without its provider prefix), so its calls'
-    cost is known; None for a ``fake/...`` model, whose price its script decides."""
+    cost is known: by the token, or for a speech model by the character or the second; None for a ``fake/...``
+    model, whose price its script decides."""
     if model.startswith("fake/"):
         return None
     bare = model.partition("/")[2]
-    return usage_cost(model, 1, 1) is not None or (bool(bare) and usage_cost(bare, 1, 1) is not None)
+    if usage_cost(model, 1, 1) is not None or (bool(bare) and usage_cost(bare, 1, 1) is not None):
+        return True
+    table = price_table()
+    entry = table.get(model) or (table.get(bare) if bare else None) or {}
+    return any(isinstance(entry.get(name), int | float) for name in _SPEECH_PRICES)
 
 
 def response_format_param(response_format: Any) -> Any:

@@ -15,11 +15,14 @@ __all__ = ["Completion", "Role", "StructuredOutputError", "ToolCallRequest", "Us
 
 
 class Role(StrEnum):
-    """The three roles that call models; each has its own settings, concurrency limit and account."""
+    """The roles that call models; each has its own settings, concurrency limit and account. ``voice`` and
+    ``transcriber`` are the speech roles of voice conversations: text to speech and speech to text."""
 
     AGENT = "agent"
     USER = "user"
     JUDGE = "judge"
+    VOICE = "voice"
+    TRANSCRIBER = "transcriber"
 
 
 class ToolCallRequest(BaseModel):

@@ -36,12 +36,22 @@ RunStatus = Literal["running", "completed", "interrupted", "failed"]
 LEGACY_STATUSES: dict[str, RunStatus] = {"incomplete": "interrupted", "pending": "interrupted"}
 PersonaMode = Literal["default", "all", "random", "named"]
 #: A model role, as the per-role settings of a command name it.
-ModelRole = Literal["agent", "user", "judge"]
+ModelRole = Literal["agent", "user", "judge", "voice", "transcriber"]
 #: Conversations in flight at once when a run does not say (``--concurrency``), and each model role's limit on
 #: calls in flight when neither the run nor the suite sets one.
 DEFAULT_CONCURRENCY: Final = 8
 #: Every model role, in the order reports and checks list them.
 MODEL_ROLES: tuple[ModelRole, ...] = get_args(ModelRole)
+#: The roles of voice conversations (text to speech, speech to text): a usage table lists them only where used.
+SPEECH_ROLES: tuple[ModelRole, ...] = ("voice", "transcriber")
+
+
+def listed_roles(used: Iterable[str]) -> list[str]:
+    """The roles a usage table lists, in order: every model role but the speech roles, which only where ``used``
+    names them (a run without voice reads as before), then any other role ``used`` names."""
+    named = set(used)
+    listed: list[str] = [role for role in MODEL_ROLES if role not in SPEECH_ROLES or role in named]
+    return [*listed, *sorted(named - set(MODEL_ROLES))]
 
 
 class SuiteSnapshot(DataModel):

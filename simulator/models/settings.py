@@ -11,7 +11,7 @@ from simulator.models.env_refs import WithEnvReferences
 
 
 class ModelSettings(StrictModel):
-    """How one role (agent, simulated user, judge) reaches its model through litellm."""
+    """How one role (agent, simulated user, judge, voice, transcriber) reaches its model through litellm."""
 
     model: str | None = Field(
         default=None,
@@ -54,12 +54,29 @@ RoleSettings = Annotated[
 ]
 
 
+def _unset(settings: ModelSettings) -> bool:
+    return settings == ModelSettings()
+
+
 class ModelRoles(StrictModel):
     """Model settings per role. Each role has its own model, concurrency limit and token account."""
 
     agent: RoleSettings = Field(default_factory=ModelSettings, description="For litellm agents.")
     user: RoleSettings = Field(default_factory=ModelSettings, description="The simulated user.")
     judge: RoleSettings = Field(default_factory=ModelSettings, description="The LLM judge.")
+    # Left out of stored data while unset: a suite without speech models hashes and stores as before.
+    voice: RoleSettings = Field(
+        default_factory=ModelSettings,
+        description="Text to speech for voice conversations (the simulated user's turns), a litellm speech model "
+        "such as openai/tts-1; unset means the offline default synthesizer.",
+        exclude_if=_unset,
+    )
+    transcriber: RoleSettings = Field(
+        default_factory=ModelSettings,
+        description="Speech to text for voice conversations (the agent's audio), a litellm transcription model "
+        "such as openai/whisper-1 or openai/gpt-4o-transcribe; unset means the offline default recogniser.",
+        exclude_if=_unset,
+    )
 
 
 class Thresholds(StrictModel):

@@ -471,7 +471,9 @@ class Transcript(DataModel):
     )
     error: str | None = None
     turns: int = 0
-    usage: dict[str, Usage] = Field(default_factory=dict, description="Per model role: agent, user, judge.")
+    usage: dict[str, Usage] = Field(
+        default_factory=dict, description="Per model role: agent, user, judge, voice, transcriber."
+    )
     started_at: datetime = Field(default_factory=utc_now)
     finished_at: datetime | None = None
     replay: ReplayMark | None = Field(default=None, description="Set when the conversation came from a recording.")

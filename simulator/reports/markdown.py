@@ -39,7 +39,7 @@ import re
 from collections.abc import Sequence
 
 from simulator.kinds import kind_named
-from simulator.models.run import MODEL_ROLES, RunRecord, StoredResult
+from simulator.models.run import RunRecord, StoredResult, listed_roles
 from simulator.models.scores import FidelityFinding, Score
 from simulator.models.summary import RepeatStats, RunSummary, persona_fidelity
 from simulator.models.transcript import (
@@ -252,7 +252,7 @@ def _header(record: RunRecord, breakdown: RunSummary) -> list[str]:
         f"cost of cached |{extra}",
         "|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" * 3 if prompt_cache else ""),
     ]
-    for role in [*MODEL_ROLES, *sorted(set(usage) - set(MODEL_ROLES))]:
+    for role in listed_roles(usage):
         used = usage.get(role, Usage())
         would_be = _cost(used.cached_cost) if used.cached_calls else "–"
         cells = (

@@ -63,7 +63,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from simulator.models.run import MODEL_ROLES, RunRecord, StoredResult
+from simulator.models.run import RunRecord, StoredResult, listed_roles
 from simulator.models.scores import Score
 from simulator.models.summary import RunSummary
 from simulator.models.transcript import AgentEvent, Transcript, Usage, UserEvent
@@ -100,6 +100,8 @@ __all__ = [
 Cell = str | int | float | None
 
 CASE_HEAD = ("suite", "case", "kind", "persona", "repeat", "outcome", "goals", "turns", "prompt", "final_output")
+#: The roles with a tokens column of their own (the speech roles' calls are counted in the cost columns).
+_TOKEN_ROLES = ("agent", "user", "judge")
 CASE_TAIL = (
     "reasons",
     "duration_s",
@@ -283,7 +285,7 @@ def case_table(record: RunRecord, results: Sequence[StoredResult]) -> tuple[list
                 *([injected_faults(transcript)] if faulted else []),
                 "\n".join(result.reasons),
                 round(stored.duration_s, 3),
-                *(transcript_tokens(transcript, role) for role in MODEL_ROLES),
+                *(transcript_tokens(transcript, role) for role in _TOKEN_ROLES),
                 None if cost is None else round(cost, 6),
                 sum(used.cached_calls for used in transcript.usage.values()),
                 None if cached_cost is None else round(cached_cost, 6),
@@ -396,7 +398,7 @@ def _summary_rows(record: RunRecord, results: Sequence[StoredResult]) -> list[li
         ["judge model", record.settings.judge_model],
     ]
     usage = breakdown.usage
-    roles = [*MODEL_ROLES, *sorted(set(usage) - set(MODEL_ROLES))]
+    roles = listed_roles(usage)
     prompt_cache = any(uses_prompt_cache(used) for used in usage.values())
     costs: list[float | None] = []
     for role in roles:

@@ -24,7 +24,7 @@ from simulator.llm import LLMClient, Role, metering, missing_key, provider_probl
 from simulator.loading import DataPath, LoadedSuite, config_error_at, did_you_mean, env_problems
 from simulator.models import Case, ModelRoles, Persona
 from simulator.models.env_refs import unset_variables
-from simulator.models.run import RunSettings, resolved_models
+from simulator.models.run import SPEECH_ROLES, RunSettings, resolved_models
 from simulator.models.scores import CaseResult
 from simulator.models.transcript import ErrorEvent, Transcript, utc_now
 from simulator.models.voice import Modality, SuiteVoice
@@ -47,13 +47,14 @@ def model_roles(loaded: LoadedSuite, options: RunSettings) -> ModelRoles:
     unset = {
         role: getattr(roles, role).model_copy(update={"concurrency": options.concurrency * CALLS_AT_ONCE.get(role, 1)})
         for role in ROLES
-        if getattr(roles, role).concurrency is None
+        # a speech role without a model stays unset, so that it stays out of stored data (ModelRoles)
+        if getattr(roles, role).concurrency is None and (role not in SPEECH_ROLES or getattr(roles, role).model)
     }
     return roles.model_copy(update=unset) if unset else roles
 
 
 #: The model roles, in the order the plan line names them.
-ROLES = ("user", "judge", "agent")
+ROLES: tuple[str, ...] = ("user", "judge", "agent", *SPEECH_ROLES)
 
 #: The calls of a role one conversation has in flight at once, when more than one: its default limit is the
 #: run's concurrency times this (see :func:`model_roles`).
@@ -419,7 +420,8 @@ def voice_conversation(
     persona's voice (with its seeded noise), the agent's audio heard in the persona's language."""
     agent_config = loaded.agent
     assert agent_config is not None
-    synthesizer, recognizer = speech_backends(model_roles(loaded, options), loaded.suite.voice, where=loaded.path)
+    roles = model_roles(loaded, options)
+    synthesizer, recognizer = speech_backends(roles, loaded.suite.voice, where=loaded.path, llm=llm)
     speaker = persona_speaker(persona, loaded.suite.language)
     agent = build_voice_agent(
         agent_config,

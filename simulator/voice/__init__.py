@@ -20,6 +20,7 @@ from simulator.voice._fake import FakeRecognizer, FakeSynthesizer
 from simulator.voice._missing import SpeechBackendError, SpeechBackendMissing
 from simulator.voice._offline import offline_recognizer, offline_synthesizer
 from simulator.voice._protocol import Heard, Recognizer, Speaker, Synthesizer
+from simulator.voice._provider import ProviderRecognizer, ProviderSynthesizer
 from simulator.voice._realtime import RealtimeAdapter
 from simulator.voice._whisper import WhisperRecognizer
 
@@ -32,6 +33,8 @@ __all__ = [
     "FakeRecognizer",
     "FakeSynthesizer",
     "Heard",
+    "ProviderRecognizer",
+    "ProviderSynthesizer",
     "PythonVoiceAgent",
     "RealtimeAdapter",
     "Recognizer",

@@ -8,17 +8,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from simulator.voice._audio import DEFAULT_RATE, Audio
+from simulator._fake_speech import CHARACTER_SECONDS, RATE, listen_pcm, speak_pcm
+from simulator.voice._audio import Audio
 from simulator.voice._protocol import Heard, Speaker
 
-#: Seconds a character takes at rate 1.0 (about 14 characters a second, as in speech).
-CHARACTER_SECONDS = 0.07
-_STEP = 96  # a byte's value times this is its segment's level: noise under half of it changes nothing
+__all__ = ["CHARACTER_SECONDS", "FakeRecognizer", "FakeSynthesizer", "listen", "speak"]
 
 
 @dataclass
 class FakeSynthesizer:
-    """Speaks every text as its UTF-8 bytes, one segment each, at ``DEFAULT_RATE``."""
+    """Speaks every text as its UTF-8 bytes, one segment each, at 16 kHz (:mod:`simulator._fake_speech`)."""
 
     name: str = "fake-speech"
     #: Every text it was asked to speak, in order.
@@ -53,35 +52,10 @@ class FakeRecognizer:
 
 
 def speak(text: str, *, rate: float = 1.0) -> Audio:
-    """The fake synthesizer's audio for ``text``: byte k of its UTF-8 is a run of samples at ``(byte + 1) * 96``,
-    positive for even k and negative for odd k (so that two equal bytes in a row stay two)."""
-    width = max(4, round(CHARACTER_SECONDS / max(rate, 0.1) * DEFAULT_RATE))
-    samples: list[int] = []
-    for index, byte in enumerate(text.encode("utf-8")):
-        samples.extend([(byte + 1) * _STEP * (1 if index % 2 == 0 else -1)] * width)
-    return Audio.from_samples(samples, DEFAULT_RATE)
+    """The fake synthesizer's audio for ``text`` (the codec of :mod:`simulator._fake_speech`)."""
+    return Audio(speak_pcm(text, rate=rate), RATE)
 
 
 def listen(audio: Audio) -> tuple[str, float]:
     """What :func:`speak` wrote in ``audio`` (any rate, cut anywhere), and the share of segments read cleanly."""
-    values = audio.resampled(DEFAULT_RATE).values()
-    data = bytearray()
-    clean = total = 0
-    run: list[int] = []
-    positive = True
-    for value in [*values, 0]:
-        quiet = abs(value) < _STEP // 2
-        if run and (quiet or (value > 0) != positive):
-            if len(run) >= 4:
-                total += 1
-                # the edges of a resampled segment lean towards its neighbours: judge the middle of it
-                middle = sorted(run)[len(run) // 8 : len(run) - len(run) // 8]
-                code = round(middle[len(middle) // 2] / _STEP) - 1
-                clean += middle[-1] - middle[0] <= _STEP
-                if 0 <= code <= 255:
-                    data.append(code)
-            run = []
-        if not quiet:
-            positive = value > 0
-            run.append(abs(value))
-    return bytes(data).decode("utf-8", errors="ignore"), (clean / total if total else 1.0)
+    return listen_pcm(audio.resampled(RATE).pcm)
