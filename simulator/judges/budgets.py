@@ -5,13 +5,17 @@ A figure within its budget is ``met``, one over it ``not_met``, the reason namin
 ("turn 3: the agent took 2.4 s, the budget is 2 s"). A figure the run could not measure (tokens or cost of an
 agent that reports no usage, the cost of a model litellm cannot price) is ``unsure``: it is never passed
 silently, and it is not the agent's failure either.
+
+The voice figures (``first_audio_seconds``, ``end_audio_seconds``) are read from each agent turn's ``voice`` timing
+(from the end of the user's audio), not from ``latency_ms``, which in a voice conversation also holds the time
+Simulator's recogniser took to hear the agent. They are ``n/a`` in a chat conversation.
 """
 
 from __future__ import annotations
 
 from simulator.models.budgets import Budgets
 from simulator.models.scores import Score, ScoreVerdict
-from simulator.models.transcript import Transcript
+from simulator.models.transcript import AgentEvent, Transcript
 
 __all__ = ["budget_scores"]
 
@@ -33,6 +37,10 @@ def budget_scores(transcript: Transcript, budgets: Budgets | None) -> list[Score
         scores.append(_cost(transcript, budgets.cost))
     if budgets.turns is not None:
         scores.append(_turns(transcript, budgets.turns))
+    if budgets.first_audio_seconds is not None:
+        scores.append(_audio_timing(transcript, "first_audio_seconds", budgets.first_audio_seconds))
+    if budgets.end_audio_seconds is not None:
+        scores.append(_audio_timing(transcript, "end_audio_seconds", budgets.end_audio_seconds))
     return scores
 
 
@@ -129,3 +137,77 @@ def _unreported(budget: str) -> str:
 def _turns(transcript: Transcript, budget: int) -> Score:
     verdict: ScoreVerdict = "met" if transcript.turns <= budget else "not_met"
     return _score("turns", verdict, f"the conversation took {transcript.turns} turns, the budget is {budget}")
+
+
+# -- voice --------------------------------------------------------------------------------------------------------
+
+#: What each voice figure times, as its reasons say it: over the budget, and within it.
+_AUDIO_WORDS = {
+    "first_audio_seconds": ("the agent's first audio came after", "first audio"),
+    "end_audio_seconds": ("the agent's audio ended after", "audio ended"),
+}
+
+
+def _audio_timing(transcript: Transcript, name: str, budget: float) -> Score:
+    """One voice figure over every agent turn: not met when a turn is over it (whatever else is unknown), unsure
+    when a turn's figure is unknown, met when every turn is timed within it."""
+    if transcript.voice is None:
+        return _score(name, "n/a", "a chat conversation: the agent's replies were text, with no audio to time")
+    over_words, within_words = _AUDIO_WORDS[name]
+    timed: dict[int, float] = {}
+    unknown: dict[int, str] = {}
+    cut: list[int] = []
+    for reply in transcript.agent_events():
+        seconds, why = _audio_seconds(reply, name)
+        if seconds is None:
+            unknown.setdefault(reply.turn, why)
+        elif why == "interrupted" and seconds <= budget:
+            # The user cut the agent off in time: how long its audio would have run is not known, nor over budget.
+            cut.append(reply.turn)
+        else:
+            # Several replies in one turn: the slowest decides.
+            timed[reply.turn] = max(seconds, timed.get(reply.turn, 0.0))
+    over = [(turn, seconds) for turn, seconds in sorted(timed.items()) if seconds > budget]
+    if over:
+        reason = "; ".join(
+            f"turn {turn}: {over_words} {_audio_seconds_text(seconds)}, the budget is {budget:g} s"
+            for turn, seconds in over
+        )
+        return _score(name, "not_met", reason)
+    if unknown:
+        reason = "; ".join(f"turn {turn}: {why}" for turn, why in sorted(unknown.items()))
+        return _score(name, "unsure", f"the budget of {budget:g} s cannot be checked: {reason}")
+    if not timed:
+        if cut:
+            return _score(name, "n/a", "the user interrupted the agent in every turn: no audio ran to its end")
+        return _score(name, "n/a", "the agent never replied: no turn to time")
+    slowest, seconds = max(timed.items(), key=lambda item: item[1])
+    left_out = ""
+    if cut:
+        left_out = f"; turn{'s' if len(cut) > 1 else ''} {', '.join(map(str, cut))} cut off by the user, not timed"
+    return _score(
+        name,
+        "met",
+        f"every turn's {within_words} within {budget:g} s (the slowest, turn {slowest}, after "
+        f"{_audio_seconds_text(seconds)}){left_out}",
+    )
+
+
+def _audio_seconds_text(value: float) -> str:
+    # Hundredths: a voice budget is often under a second, and "0.8 s over a budget of 0.8 s" would read as met.
+    return f"{value:.2f} s" if value < 10 else f"{value:.1f} s"
+
+
+def _audio_seconds(reply: AgentEvent, name: str) -> tuple[float | None, str]:
+    """The figure ``name`` of one agent turn in seconds, with ``interrupted`` when the user cut it, or None with
+    why it is unknown."""
+    voice = reply.voice
+    if voice is None:
+        return None, "the agent's audio was not timed"
+    if voice.audio_seconds <= 0:
+        return None, "the agent sent no audio"
+    milliseconds = voice.first_audio_ms if name == "first_audio_seconds" else voice.end_audio_ms
+    if milliseconds is None:
+        return None, "the agent's audio was not timed"
+    interrupted = name == "end_audio_seconds" and voice.interrupted_after is not None
+    return milliseconds / 1000, "interrupted" if interrupted else ""

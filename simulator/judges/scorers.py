@@ -4,7 +4,7 @@ model can answer are the judge's (``llm_judges.py``), each with its prompt file 
 
 Case scorers: ``engine`` (step outcomes, turn cap, approval), ``expectations``, ``state`` (the case's
 ``expect_state`` on its final world), ``golden_turns`` (runs the turn scorers per golden turn), ``hallucination``,
-``goal_satisfaction``, ``budgets`` (``budgets.py``).
+``goal_satisfaction``, ``budgets`` (``budgets.py``), ``spoken_formatting`` (``spoken.py``: flags, not required).
 Turn scorers (golden): ``semantic_match``, ``reference_answer`` (with its side claims), ``keywords``,
 ``tool_calls``, ``handoff``, ``variables``.
 
@@ -31,6 +31,7 @@ from simulator.judges.checks import (
 from simulator.judges.claims import ClaimFinding, ClaimTool, contradicted_by_state, find_unsupported_claims
 from simulator.judges.fidelity import invented_fact_question
 from simulator.judges.llm_judges import Reviewed, UserTurns
+from simulator.judges.spoken import formatting_flags
 from simulator.judges.step import NO_JUDGE, NO_WORLD, render_conversation
 from simulator.kinds import kind_of
 from simulator.models import ExpectationSpec, GoldenCase
@@ -484,6 +485,13 @@ async def budgets(target: ScoringInput) -> list[Score]:
     from the transcript alone (``budgets.py``)."""
     own = target.case.budgets
     return budget_scores(target.transcript, own.over(target.context.budgets) if own else target.context.budgets)
+
+
+@scorer("spoken_formatting")
+async def spoken_formatting(target: ScoringInput) -> list[Score]:
+    """Chat-only formatting (markdown, links, addresses, code, emoji) in a voice agent's turns: one flag per turn
+    that has any, never required (``spoken.py``)."""
+    return formatting_flags(target.transcript)
 
 
 # -- turn scorers (golden), in the order of the stored scores per turn ---------------------------------------------

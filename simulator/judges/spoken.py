@@ -11,7 +11,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Formatting", "chat_only_formatting"]
+from simulator.models.scores import Score
+from simulator.models.transcript import AgentEvent, Transcript
+
+__all__ = ["METRIC", "Formatting", "chat_only_formatting", "formatting_flags"]
+
+#: The metric of the flags.
+METRIC = "spoken_formatting"
 
 
 @dataclass(frozen=True)
@@ -71,3 +77,38 @@ def chat_only_formatting(text: str) -> list[Formatting]:
             shown = match.group(0).rstrip(".,;:!?") if kind == "url" else match.group(0).strip()
             found.append((match.start(), Formatting(kind, shown)))
     return [finding for _, finding in sorted(found, key=lambda item: item[0])]
+
+
+def formatting_flags(transcript: Transcript) -> list[Score]:
+    """One not-required ``spoken_formatting`` score (``not_met``) per voice agent turn whose words carry chat-only
+    formatting, naming the turn and describing each finding; none for a chat turn or a clean one. A flag never
+    decides the case: a voice that reads out an address may mean to."""
+    flags: list[Score] = []
+    for reply in transcript.agent_events():
+        if reply.voice is None:
+            continue
+        found = chat_only_formatting(_spoken_text(reply))
+        if not found:
+            continue
+        whose = "the agent's own text of its audio" if reply.voice.said else "what was heard of the agent"
+        flags.append(
+            Score(
+                metric=METRIC,
+                check=f"spoken formatting: turn {reply.turn}",
+                source="deterministic",
+                verdict="not_met",
+                reason=f"chat-only formatting a voice reads out, in {whose}: "
+                + "; ".join(finding.describe() for finding in found),
+                required=False,
+                turn=reply.turn,
+                step=reply.step,
+            )
+        )
+    return flags
+
+
+def _spoken_text(reply: AgentEvent) -> str:
+    """What the agent said in a voice turn: its own text where it reported one (a recogniser writes no markdown),
+    else what was heard."""
+    said = reply.voice.said if reply.voice is not None else []
+    return "\n".join(said if said else reply.messages)

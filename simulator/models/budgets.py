@@ -1,5 +1,6 @@
 """Budgets: what one conversation of the agent may take (its latency per turn and in all, its tokens and cost,
-the number of turns), checked as deterministic scores once the conversation ends.
+the number of turns; in a voice conversation, how soon its audio starts and ends), checked as deterministic scores
+once the conversation ends.
 
 A suite sets ``budgets:`` for every case; a case's ``budgets:`` replaces the suite's figures one by one (a figure
 the case leaves out keeps the suite's). Latencies are the agent's own time, in seconds as every other time a
@@ -60,12 +61,26 @@ class Budgets(StrictModel):
         description="User turns the conversation may take (a check, not a cap: max_turns caps it).",
         exclude_if=_unset,
     )
+    first_audio_seconds: BudgetSeconds | None = Field(
+        default=None,
+        description="Voice: seconds from the end of the user's audio to the agent's first audio, each turn (how "
+        "long the caller waits in silence); n/a in a chat conversation.",
+        exclude_if=_unset,
+    )
+    end_audio_seconds: BudgetSeconds | None = Field(
+        default=None,
+        description="Voice: seconds from the end of the user's audio to the end of the agent's audio, each turn (a "
+        "turn the user interrupted ended when the user cut in: it counts only when over the budget by then); n/a in "
+        "a chat conversation.",
+        exclude_if=_unset,
+    )
 
     @model_validator(mode="after")
     def _sets_something(self) -> Budgets:
         if self.is_empty():
             raise ValueError(
-                "budgets sets no figure: give turn_seconds, conversation_seconds, tokens, cost or turns (or remove it)"
+                "budgets sets no figure: give turn_seconds, conversation_seconds, tokens, cost, turns, "
+                "first_audio_seconds or end_audio_seconds (or remove it)"
             )
         return self
 

@@ -12,7 +12,10 @@ from simulator.judges.llm_judges import PROMPT_PLACEHOLDERS
 from simulator.judges.step import STEP_PROMPT, step_prompt
 from simulator.models.scores import Score
 
-CASE_SCORERS = ["engine", "expectations", "state", "golden_turns", "hallucination", "goal_satisfaction", "budgets"]
+CASE_SCORERS = [
+    "engine", "expectations", "state", "golden_turns", "hallucination", "goal_satisfaction", "budgets",
+    "spoken_formatting",
+]  # fmt: skip
 TURN_SCORERS = ["semantic_match", "reference_answer", "keywords", "tool_calls", "handoff", "variables"]
 
 
@@ -24,9 +27,18 @@ def test_the_registry_lists_exactly_the_known_scorers_in_order() -> None:
 @pytest.mark.parametrize(
     ("kind", "names"),
     [
-        ("golden", ["engine", "expectations", "state", "golden_turns", "hallucination", "budgets"]),
-        ("scenario", ["engine", "expectations", "state", "hallucination", "goal_satisfaction", "budgets"]),
-        ("simulation", ["engine", "expectations", "state", "hallucination", "goal_satisfaction", "budgets"]),
+        (
+            "golden",
+            ["engine", "expectations", "state", "golden_turns", "hallucination", "budgets", "spoken_formatting"],
+        ),
+        (
+            "scenario",
+            ["engine", "expectations", "state", "hallucination", "goal_satisfaction", "budgets", "spoken_formatting"],
+        ),
+        (
+            "simulation",
+            ["engine", "expectations", "state", "hallucination", "goal_satisfaction", "budgets", "spoken_formatting"],
+        ),
     ],
 )
 def test_each_kind_is_scored_by_its_scorers(kind: str, names: list[str]) -> None:
