@@ -74,29 +74,28 @@ def test_the_voice_example_passes_on_the_fake_backends(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("fake_speech")
 @pytest.mark.parametrize(
-    ("language", "key", "planted", "failing"),
+    ("line", "planted", "failing"),
     [
         # The agent forgets to say that the card is blocked (the tool was called: only the words tell).
-        ("en", "block", "A new card will arrive in {new_card_days} days.", ("lost_card_is_blocked",)),
+        (("en", "block"), "A new card will arrive in {new_card_days} days.", ("lost_card_is_blocked",)),
         # The agent reads the balance from the wrong field.
         (
-            "en",
-            "balance",
+            ("en", "balance"),
             "You have {new_card_days} {currency} in your account.",
             ("lost_card_is_blocked", "caller_on_a_train"),
         ),
         # The German line answers in English.
         (
-            "de",
-            "block",
+            ("de", "block"),
             "I have blocked your card. A new card will arrive in {new_card_days} days.",
             ("karte_verloren",),
         ),
     ],
 )
 def test_a_planted_bug_in_the_card_line_fails_its_case(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, language: str, key: str, planted: str, failing: tuple[str, ...]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: tuple[str, str], planted: str, failing: tuple[str, ...]
 ) -> None:
+    language, key = line
     monkeypatch.setitem(bank_line.SAY[language], key, planted)
     outcomes = {name: result.outcome for name, result in _run(tmp_path).items()}
     assert outcomes == {**OUTCOMES, **dict.fromkeys(failing, "fail")}
