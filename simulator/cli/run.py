@@ -236,10 +236,10 @@ def run(
         str | None,
         typer.Option(
             "--modality",
-            metavar="chat|voice|chat,voice",
-            help="Run every case in this modality, whatever its suite says; chat,voice runs the suites once in each "
-            "(two stored runs, the voice run naming the chat run) and compares them case by case. Exit: the worse "
-            "of the two runs'.",
+            metavar="MODALITY",
+            help="chat or voice: run every case in it, whatever its suite says; chat,voice: run the suites once in "
+            "each (two stored runs, the voice run naming the chat run) and compare them case by case, exiting as "
+            "the worse of the two runs.",
         ),
     ] = None,
 ) -> None:
