@@ -197,3 +197,11 @@ def test_the_python_api_runs_one_modality_or_both(tmp_path: Path, monkeypatch: p
     ]
     assert both.exit_code() == 1
     assert "  bank / balance: passes in chat, not in voice: chat pass, voice fail" in both.lines()
+
+
+def test_a_replay_keeps_the_modality_and_is_paired_with_nothing(tmp_path: Path) -> None:
+    both = simulator.run_modalities(str(_project(tmp_path)), "chat,voice", db=tmp_path / "runs.db", seed=1, record=True)
+    played = simulator.replay(both.runs[1].id, db=tmp_path / "runs.db")
+    assert played.record.settings.modality == "voice"
+    assert played.record.settings.paired_with is None
+    assert [stored.outcome for stored in played.results()] == ["pass", "pass"]
