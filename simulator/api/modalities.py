@@ -55,7 +55,8 @@ def plan_modalities(
 
     given = modalities_given(modality)
     first = plan(suites, settings, **{**options, "modality": given[0]})
-    seed = options.get("seed", first.settings.seed)
+    # The seed the first plan settled on (given, the suite's, or drawn at random), not the option, which may be None.
+    seed = first.settings.seed
     return [first, *(plan(suites, settings, **{**options, "seed": seed, "modality": one}) for one in given[1:])]
 
 

@@ -59,9 +59,10 @@ def _project(tmp_path: Path, suite: str = SUITE) -> Path:
     return path
 
 
-def _run(tmp_path: Path, *options: str, suite: str = SUITE) -> tuple[int, str]:
+def _run(tmp_path: Path, *options: str, suite: str = SUITE, seed: str | None = "1") -> tuple[int, str]:
+    seeded = ["--seed", seed] if seed is not None else []
     ran = CliRunner().invoke(
-        app, ["run", str(_project(tmp_path, suite)), "--db", str(tmp_path / "runs.db"), "--seed", "1", *options]
+        app, ["run", str(_project(tmp_path, suite)), "--db", str(tmp_path / "runs.db"), *seeded, *options]
     )
     return ran.exit_code, ran.output
 
@@ -99,6 +100,13 @@ def test_a_case_passing_in_chat_and_failing_in_voice_is_shown_so_and_exits_1(
     assert "bank / echo: passes in both" in output
     assert "1 case(s) pass in chat and not in voice, 0 in voice and not in chat" in output
     assert "correctness: chat 100.0% (2/2), voice 50.0% (1/2)" in output
+
+
+def test_without_a_seed_both_runs_draw_the_same_one(tmp_path: Path) -> None:
+    code, output = _run(tmp_path, "--modality", "chat,voice", seed=None)
+    assert code == 0, output
+    voice, chat = simulator.list_runs(db=tmp_path / "runs.db")
+    assert voice.settings.seed == chat.settings.seed
 
 
 def test_the_order_given_is_the_comparisons_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
