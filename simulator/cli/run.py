@@ -232,6 +232,16 @@ def run(
             "--trace-endpoint", metavar="URL", help="The collector for --trace otlp, e.g. http://localhost:4318."
         ),
     ] = None,
+    modality: Annotated[
+        str | None,
+        typer.Option(
+            "--modality",
+            metavar="MODALITY",
+            help="chat or voice: run every case in it, whatever its suite says; chat,voice: run the suites once in "
+            "each (two stored runs, the voice run naming the chat run) and compare them case by case, exiting as "
+            "the worse of the two runs.",
+        ),
+    ] = None,
 ) -> None:
     """Run suites: cases x personas x repeats, concurrently; every result is stored as it finishes.
 
@@ -243,14 +253,58 @@ def run(
     # Typer checked the formats before anything runs: not after an hour of it.
     formats = list(report_formats or [])
     talk = err if as_json else out  # with --json, stdout holds the document alone
-    planned = simulator.plan(
-        paths, persona=persona, repeat=repeat, tags=tag or [], cases=case or [], live=live, user_model=user_model,
+
+    def plan_all(**options: Any) -> list[Any]:
+        # Every modality's plan is checked before any of them runs: a bad value, an agent without chat, no speech.
+        if modality is None:
+            return [simulator.plan(paths, **options)]
+        return simulator.plan_modalities(paths, modality, **options)
+
+    plans = plan_all(
+        persona=persona, repeat=repeat, tags=tag or [], cases=case or [], live=live, user_model=user_model,
         judge_model=judge_model, models=_model_overrides(models_file, judge_api_base, user_api_base, agent_api_base),
         concurrency=concurrency, fail_under=fail_under, fail_under_coverage=fail_under_coverage, seed=seed,
         cache=not no_cache, checkpoints=checkpoints, shard=shard, record=record, count_user_errors=count_user_errors,
         executor=executor.value, ray_address=ray_address, ray_workers=ray_workers,
         trace=trace.value if trace is not None else None, max_cost=max_cost,
     )  # fmt: skip
+    if len(plans) > 1 and as_json:
+        raise simulator.InputError(
+            f"--json prints one run, and --modality {modality} makes {len(plans)}: leave --json out, or read each "
+            "run with `simulator runs show RUN --json`"
+        )
+    outcomes: list[Any] = []
+    for given in plans:
+        planned = simulator.pair_plan(given, outcomes[0].id) if outcomes else given
+        outcome = _one_run(planned, db=db, agent_version=agent_version, note=note, cache_size=cache_size,
+                           trace_endpoint=trace_endpoint, talk=talk, as_json=as_json, verbose=verbose)  # fmt: skip
+        if formats:
+            _write_reports(outcome, formats, report_dir, talk)
+        outcomes.append(outcome)
+    if len(outcomes) > 1:
+        comparison = simulator.compare_runs(outcomes[0].id, outcomes[1].id, db=outcomes[0].store_path)
+        modalities = [planned.settings.modality or "chat" for planned in plans]
+        out.print("", markup=False)
+        for line in simulator.modality_lines(comparison, modalities):
+            out.print(line, markup=False)
+    worst = max(outcomes, key=lambda outcome: outcome.exit_code(fail_under, fail_under_coverage))
+    _exit_for(worst, fail_under, fail_under_coverage)
+
+
+def _one_run(
+    planned: Any,
+    *,
+    db: Path | None,
+    agent_version: str | None,
+    note: str,
+    cache_size: int,
+    trace_endpoint: str | None,
+    talk: SafeConsole,
+    as_json: bool,
+    verbose: bool,
+) -> Any:
+    """Run one plan with its progress and print it (its overview, or with ``as_json`` its document)."""
+    settings = planned.settings
 
     def started(event: Any) -> None:
         guess = (
@@ -262,9 +316,12 @@ def run(
         )
         simulated = planned.simulated_tools
         tools = f", {len(simulated)} tool(s) simulated by the user model ({', '.join(simulated)})" if simulated else ""
+        modality = f", every case in {settings.modality}" if settings.modality else ""
+        if settings.paired_with:
+            modality += f" (compared with run {settings.paired_with})"
         talk.print(
             f"Run {event.record.id}: {len(planned.items)} conversation(s) of {planned.cases} case(s) from "
-            f"{len(planned.snapshots)} suite(s), concurrency {concurrency}"
+            f"{len(planned.snapshots)} suite(s){modality}, concurrency {settings.concurrency}"
             f"{f' (model limits: {limits})' if limits else ''}{tools}{_where(planned.settings)}; "
             f"{_cache_words(event)}; {guess}.",
             markup=False,
@@ -283,9 +340,7 @@ def run(
         _print_run_document(outcome)
     else:
         _print_run(outcome, verbose=verbose)
-    if formats:
-        _write_reports(outcome, formats, report_dir, talk)
-    _exit_for(outcome, fail_under, fail_under_coverage)
+    return outcome
 
 
 def _where(settings: Any) -> str:

@@ -30,6 +30,7 @@ from simulator.models.scores import CaseResult, Outcome
 from simulator.models.settings import ModelRoles
 from simulator.models.suite import Suite
 from simulator.models.summary import RunSummary
+from simulator.models.voice import Modality
 
 RunStatus = Literal["running", "completed", "interrupted", "failed"]
 #: Statuses written by earlier versions, and what they mean now: nothing is running such a run.
@@ -153,6 +154,18 @@ class RunSettings(DataModel):
         description="--trace otlp: spans of the run, its conversations, turns and model, agent and tool calls were "
         "exported to an OpenTelemetry collector (OTLP/HTTP JSON, redacted); none: nothing was exported. The "
         "collector's address and headers are not kept.",
+    )
+    modality: Modality | None = Field(
+        default=None,
+        description="--modality chat or voice: every case ran in this modality, whatever its suite or case says "
+        "(a resume or repeat keeps it); none: each case's own.",
+        exclude_if=lambda value: value is None,  # left out unused: stored settings and plan hashes read as before
+    )
+    paired_with: str | None = Field(
+        default=None,
+        description="--modality chat,voice: the run of the other modality this run was compared with, case by case "
+        "(the second run names the first). A repeat is paired with nothing.",
+        exclude_if=lambda value: value is None,
     )
 
 

@@ -57,11 +57,12 @@ from simulator.runner._plan import (
     what_runs,
 )
 from simulator.runner._replay import replay, replay_async, rerun, rerun_async
-from simulator.runner._settings import role_overrides
+from simulator.runner._settings import MODALITIES, modalities_given, role_overrides
 from simulator.runner._trust import code_it_runs, printable
 from simulator.runner._types import PlannedRun, RunEvent, RunOutcome, RunStarted
 
 __all__ = [
+    "MODALITIES",
     "TRUST_MARK",
     "PlannedRun",
     "Progress",
@@ -84,6 +85,7 @@ __all__ = [
     "find_case",
     "get_run",
     "load_prompt_overrides",
+    "modalities_given",
     "model_roles",
     "new_record",
     "parse_shard",

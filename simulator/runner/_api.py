@@ -28,6 +28,7 @@ from simulator.models.run import PlanItem, RunRecord, RunSettings, SuiteSnapshot
 from simulator.models.scores import CaseResult
 from simulator.runner._case import (
     check_environment,
+    check_modality,
     check_models,
     check_simulated_tools,
     check_voice,
@@ -126,6 +127,7 @@ def plan(suites: Suites, settings: RunSettings | None = None, **options: Any) ->
     # Only the suites the filters leave in run their agents: a suite filtered out needs none of its variables.
     check_environment([loaded[index] for index in sorted({item.suite for item in items})], settings=chosen)
     check_models([loaded[index] for index in sorted({item.suite for item in items})], chosen)
+    check_modality([loaded[index] for index in sorted({item.suite for item in items})], chosen)
     check_voice([loaded[index] for index in sorted({item.suite for item in items})], chosen)
     # Only the suites and cases the filters leave in need a model for their simulated tools.
     kept: dict[int, set[str]] = {}
@@ -433,7 +435,9 @@ async def repeat_async(
         check_environment_of(old, settings)
         record = new_record(
             store.new_run_id(), old.snapshot,
-            settings.model_copy(update={"live": live, "cache": old.settings.cache and cache}), old.plan,
+            # The same modality; but a repeat is no side of the comparison the old run was made for.
+            settings.model_copy(update={"live": live, "cache": old.settings.cache and cache, "paired_with": None}),
+            old.plan,
             agent_version=agent_version if agent_version is not None else old.agent_version,
             note=note if note is not None else f"repeat of {old.id}", repeat_of=old.id,
             imported_from=old.imported_from,

@@ -354,7 +354,7 @@ async def run_case(
     voice: VoiceConversation | None = None
     if playback is None or playback.mode == "rerun":
         try:
-            if modality_of(loaded, case) == "voice":
+            if modality_of(loaded, case, options) == "voice":
                 agent = voice = voice_conversation(loaded, case, persona, llm=llm, options=options)
             else:
                 agent = build_agent(agent_config, llm=llm, code_folders=loaded.code_folders)
@@ -408,9 +408,30 @@ async def _kept_audio(
     return transcript.model_copy(update={"voice": transcript.voice.model_copy(update=kept)})
 
 
-def modality_of(loaded: LoadedSuite, case: Case) -> Modality:
-    """How ``case`` talks to the agent: its own ``modality``, else its suite's, else chat."""
-    return case.modality or loaded.suite.modality or "chat"
+def modality_of(loaded: LoadedSuite, case: Case, options: RunSettings | None = None) -> Modality:
+    """How ``case`` talks to the agent: the run's ``--modality``, else its own ``modality``, else its suite's,
+    else chat."""
+    chosen = options.modality if options is not None else None
+    return chosen or case.modality or loaded.suite.modality or "chat"
+
+
+def check_modality(suites: Sequence[LoadedSuite], options: RunSettings) -> None:
+    """Every agent can be talked to in the run's ``--modality``, or an InputError naming the suites whose agent
+    cannot and the fix: before anything runs, not as an error in every conversation. Without ``--modality``,
+    each case's own is kept (a realtime agent's chat case is that case's error)."""
+    if options.modality != "chat":
+        return  # every agent can be talked to in voice: a text agent is given ears and a voice
+    refused = [
+        f"{loaded.suite.name!r} ({loaded.path.name})"
+        for loaded in suites
+        if loaded.agent is not None and not loaded.agent.speaks_text
+    ]
+    if refused:
+        raise InputError(
+            f"--modality chat: the agent of {'suite' if len(refused) == 1 else 'suites'} {', '.join(refused)} takes "
+            "audio only (a realtime agent): "
+            "run it with --modality voice, or leave --modality out"
+        )
 
 
 def voice_conversation(
@@ -451,7 +472,7 @@ def check_voice(suites: Sequence[LoadedSuite], options: RunSettings) -> dict[str
     errors: list[ConfigError] = []
     names: dict[str, list[str]] = {}
     for loaded in suites:
-        if any(modality_of(loaded, case) == "voice" for case in loaded.suite.cases):
+        if any(modality_of(loaded, case, options) == "voice" for case in loaded.suite.cases):
             try:
                 backends = speech_backends(model_roles(loaded, options), loaded.suite.voice, where=loaded.path)
             except ConfigError as exc:

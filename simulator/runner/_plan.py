@@ -169,6 +169,7 @@ HOW_IT_RUNS: Final = frozenset(
         "trace",
         "ray_workers",
         "max_cost",
+        "paired_with",
     }
 )
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")

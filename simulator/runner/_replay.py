@@ -105,6 +105,8 @@ async def _play(
     items = [item for item, _ in chosen]
     register_run_secrets([restore(snapshot) for snapshot in snapshots], settings)
     playbacks = {item.key: make(cassette) for item, cassette in chosen}
+    # The recorded run's modality plays back as it was; the comparison it was a side of is not this run's.
+    settings = settings.model_copy(update={"paired_with": None})
     record = new_record(
         store.new_run_id(), snapshots, settings, items,
         agent_version=source.agent_version, note=note, replay_of=source.id, imported_from=source.imported_from,

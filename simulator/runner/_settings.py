@@ -4,9 +4,9 @@ a traced run sends its spans."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from pydantic import ValidationError
 
@@ -14,6 +14,7 @@ from simulator.errors import InputError
 from simulator.models import ModelRoles
 from simulator.models.ranges import check_numbers
 from simulator.models.run import ModelOptions, ModelRole, RunSettings
+from simulator.models.voice import Modality
 from simulator.runner._otlp import OtlpTarget, otlp_target
 
 
@@ -22,6 +23,7 @@ def checked_settings(settings: RunSettings | None, options: Mapping[str, Any]) -
     its range (:mod:`simulator.models.ranges`), is an InputError naming it, before anything runs."""
     data = settings.model_dump() if settings is not None else {}
     data.update(options)
+    data["modality"] = one_modality(data.get("modality"))
     if isinstance(data.get("models"), Mapping):
         data["models"] = role_settings(data["models"])
     check_numbers(data)  # before pydantic, which would read True as 1 and "3" as 3
@@ -36,6 +38,37 @@ def checked_settings(settings: RunSettings | None, options: Mapping[str, Any]) -
     # RunSettings keeps per-role overrides as plain data: checked here against the models' schema, so a misspelt
     # key is an error before the run, not a field silently set on a role.
     return chosen.model_copy(update={"models": role_overrides(chosen.models)}) if chosen.models else chosen
+
+
+#: The modalities a run can be given, in the order a side-by-side run takes them when asked for both.
+MODALITIES: Final = ("chat", "voice")
+
+
+def modalities_given(value: str | Sequence[str]) -> tuple[Modality, ...]:
+    """``--modality`` as the modalities it names, in its order (``chat``, ``voice``, ``chat,voice``, or a list of
+    them), or an InputError naming the option and the values it takes."""
+    parts = [part.strip() for part in value.split(",")] if isinstance(value, str) else [str(part) for part in value]
+    unknown = [part for part in parts if part not in MODALITIES]
+    if unknown or not parts or len(set(parts)) != len(parts):
+        shown = value if isinstance(value, str) else ",".join(parts)
+        raise InputError(f"--modality {shown!r}: give chat, voice, or chat,voice (each once)")
+    return tuple(cast("Modality", part) for part in parts)
+
+
+def one_modality(value: object) -> Modality | None:
+    """A run's ``modality`` setting, which names one modality: both are two runs (:func:`simulator.run_modalities`);
+    anything else is an InputError saying so."""
+    if value is None:
+        return None
+    if not isinstance(value, str | list | tuple):
+        raise InputError(f"invalid run settings: modality: give chat or voice, not {value!r}")
+    given = modalities_given(value)
+    if len(given) > 1:
+        raise InputError(
+            "modality: one run takes one modality; chat and voice side by side are two runs: call "
+            "simulator.run_modalities (the command line: --modality chat,voice)"
+        )
+    return given[0]
 
 
 def check_executor(settings: RunSettings) -> None:
