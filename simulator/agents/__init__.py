@@ -19,6 +19,7 @@ from simulator.agents._base import (
     wire_messages,
 )
 from simulator.agents._chat import MAX_TOOL_ROUNDS, answer_tool_call, session_text, text_of, tool_round
+from simulator.agents._code import AgentCode, agent_code, import_ref
 from simulator.agents._history import BuiltTurns, conversation_history, copied, turn_messages
 from simulator.agents._tracing import engine_untraced
 from simulator.errors import AgentError
@@ -33,11 +34,13 @@ F = TypeVar("F", bound=Callable[..., AgentAdapter])
 __all__ = [
     "MAX_TOOL_ROUNDS",
     "AgentAdapter",
+    "AgentCode",
     "AgentFactory",
     "AgentInput",
     "AgentReply",
     "BuiltTurns",
     "Message",
+    "agent_code",
     "agent_factory",
     "agent_type",
     "agent_types",
@@ -48,6 +51,7 @@ __all__ = [
     "engine_untraced",
     "event_message",
     "free_agent_threads",
+    "import_ref",
     "in_agent_thread",
     "prepare_agent",
     "session_text",

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from simulator.agents import agent_type
 from simulator.agents._base import AgentInput, AgentReply
 from simulator.agents._chat import text_of, tool_round
+from simulator.agents._code import import_ref
 from simulator.agents._graph_tools import (
     REMEDY,
     TOOLS_KEY,
@@ -48,7 +49,6 @@ from simulator.agents._graph_tools import (
     tool_guard,
 )
 from simulator.agents._tracing import users_tracing
-from simulator.agents.python_agent import import_ref
 from simulator.errors import AgentError
 from simulator.models import LanggraphAgent
 from simulator.models.transcript import ToolCallRecord

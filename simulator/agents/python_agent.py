@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from simulator.agents import agent_type
 from simulator.agents._base import AgentInput, AgentReply, in_agent_thread, normalize_reply
+from simulator.agents._code import agent_code
 from simulator.agents._history import copied
-from simulator.code_refs import CodeRefError, resolve
 from simulator.errors import AgentError
 from simulator.models import PythonAgent
 
@@ -30,15 +30,6 @@ _OPTIONAL = ("session", "tools", "event", "turn", "options")
 
 if TYPE_CHECKING:
     from simulator.llm import LLMClient
-
-
-def import_ref(ref: str, *, what: str, folders: Sequence[Path] = ()) -> Any:
-    """Import ``module:attribute``, from ``folders`` first (the suite's and the agent file's), then from the
-    working folder (as for ``python -m``) and the installed packages; an AgentError says why it cannot."""
-    try:
-        return resolve(ref, what=what, folders=folders)
-    except CodeRefError as exc:
-        raise AgentError(str(exc)) from None
 
 
 @agent_type("python")
@@ -51,22 +42,12 @@ class PythonAdapter:
 
     def __init__(self, config: PythonAgent, *, code_folders: Sequence[Path] = ()) -> None:
         self.config = config
-        target = import_ref(config.callable, what="agent", folders=code_folders)
+        code = agent_code(config, code_folders=code_folders, what="agent")
         #: A class instance may remember earlier turns, so its conversation cannot be resumed half-way.
-        self.stateful = inspect.isclass(target)
-        if inspect.isclass(target):
-            try:
-                target = target(**config.options)
-            except Exception as exc:
-                raise AgentError(f"could not create agent {config.callable!r}: {type(exc).__name__}: {exc}") from exc
-            target = getattr(target, "respond", target)
-        if not callable(target):
-            raise AgentError(f"agent {config.callable!r} is not callable")
-        self._function: Callable[..., Any] = target
-        self._accepts = _accepted_keywords(target)
-        self._is_async = inspect.iscoroutinefunction(target) or (
-            not inspect.isroutine(target) and inspect.iscoroutinefunction(type(target).__call__)
-        )
+        self.stateful = code.stateful
+        self._function: Callable[..., Any] = code.function
+        self._accepts = _accepted_keywords(code.function)
+        self._is_async = code.is_async
 
     async def respond(self, request: AgentInput) -> AgentReply:
         """Call the agent with the messages and the keyword arguments it asks for."""

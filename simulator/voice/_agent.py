@@ -4,7 +4,6 @@ function that hears WAV bytes and answers with them (:class:`PythonVoiceAgent`).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,8 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import JsonValue
 
-from simulator.agents import AgentAdapter, AgentInput, Message, copied, in_agent_thread
-from simulator.code_refs import CodeRefError, resolve
+from simulator.agents import AgentAdapter, AgentInput, Message, agent_code, copied, in_agent_thread
 from simulator.errors import AgentError
 from simulator.models import EventSpec, PythonAgent
 from simulator.models.transcript import ReportedUsage, ToolRound
@@ -167,24 +165,11 @@ class PythonVoiceAgent:
 
     def __init__(self, config: PythonAgent, *, code_folders: Sequence[Path] = ()) -> None:
         self.config = config
-        try:
-            target = resolve(config.callable, what="voice agent", folders=code_folders)
-        except CodeRefError as exc:
-            raise AgentError(str(exc)) from None
+        code = agent_code(config, code_folders=code_folders, what="voice agent")
         #: A class instance may remember earlier turns, so its conversation cannot be resumed half-way.
-        self.stateful = inspect.isclass(target)
-        if inspect.isclass(target):
-            try:
-                target = target(**config.options)
-            except Exception as exc:
-                raise AgentError(f"could not create agent {config.callable!r}: {type(exc).__name__}: {exc}") from exc
-            target = getattr(target, "respond", target)
-        if not callable(target):
-            raise AgentError(f"voice agent {config.callable!r} is not callable")
-        self._function: Callable[..., Any] = target
-        self._is_async = inspect.iscoroutinefunction(target) or (
-            not inspect.isroutine(target) and inspect.iscoroutinefunction(type(target).__call__)
-        )
+        self.stateful = code.stateful
+        self._function: Callable[..., Any] = code.function
+        self._is_async = code.is_async
 
     async def respond_audio(self, request: VoiceInput) -> VoiceReply:
         """Call the function with the user's WAV bytes and the context."""

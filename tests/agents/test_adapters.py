@@ -24,13 +24,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic import JsonValue
 
-from simulator.agents import AgentInput, AgentReply, build_agent, event_message, wire_messages
+from simulator.agents import AgentInput, AgentReply, build_agent, event_message, import_ref, wire_messages
 from simulator.agents._base import normalize_reply
 from simulator.agents._chat import MAX_TOOL_ROUNDS
 from simulator.agents.http_agent import HttpAdapter, _ssl_context
 from simulator.agents.langgraph_agent import LanggraphAdapter
 from simulator.agents.litellm_agent import LitellmAdapter
-from simulator.agents.python_agent import PythonAdapter, import_ref
+from simulator.agents.python_agent import PythonAdapter
 from simulator.errors import AgentError
 from simulator.llm import FakeScript, FakeToolCall, LLMClient, RetryPolicy, fake_auth_error
 from simulator.models import EventSpec, HttpAgent, LanggraphAgent, LitellmAgent, PythonAgent, ToolDeclaration, ToolFake
