@@ -3,7 +3,7 @@ result comes in from elsewhere (an import, a merge), so an outcome is never take
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -14,7 +14,7 @@ from simulator.models.scores import CaseResult, FidelityFinding, Outcome, Score,
 from simulator.models.transcript import AgentEvent, Transcript
 from simulator.safety import redacted_and_shortened
 
-__all__ = ["TRUST_MARK", "Rederived", "decide_outcome", "misheard", "rederive", "rederived"]
+__all__ = ["TRUST_MARK", "Rederived", "decide_outcome", "misheard", "rederive", "rederived", "unheard_pass"]
 
 #: How the first reason of a result whose outcome was kept as it came (``--trust``) begins.
 TRUST_MARK: Final = "outcome as imported, not re-derived (--trust)"
@@ -31,8 +31,12 @@ def decide_outcome(
     """The case's outcome and reasons: :func:`simulator.metrics.case_outcome` of the scores, and a ``fail`` the
     simulated user caused (:func:`simulator.judges.fidelity.blame`) is ``user_error``, with the finding as its
     first reason (``count_user_errors``: it stays ``fail`` and the reason says so). A failure the user slipped in
-    but did not cause stays ``fail``, and says why."""
+    but did not cause stays ``fail``, and says why. A voice conversation's fail or pass that rests on a turn heard
+    with too little confidence is ``unsure`` (:func:`misheard`, :func:`unheard_pass`)."""
     outcome, reasons = case_outcome(transcript, scores)
+    if outcome == "pass":
+        doubts = unheard_pass(transcript, scores)
+        return ("unsure", [*doubts, *reasons]) if doubts else (outcome, reasons)
     if outcome != "fail":
         return outcome, reasons
     doubts = misheard(transcript, scores)
@@ -58,46 +62,84 @@ def misheard(transcript: Transcript, scores: Sequence[Score]) -> list[str]:
     check, a judge verdict, a keyword) read an agent turn heard with less confidence than the transcript's
     ``min_confidence``, one note per such turn (its number, what was heard, the confidence); else none, and the
     failure stands. A bad transcript is never the agent's fail; a failure on a turn heard clearly still is."""
-    if transcript.voice is None:
+    reading = _Reading.of(transcript)
+    if reading is None:
         return []
-    bar = transcript.voice.min_confidence
-    replies = [event for event in transcript.agent_events() if event.voice is not None]
-    doubtful = {event.turn: event for event in replies if _doubtful(event, bar)}
-    if not doubtful:
-        return []
-    failed = [score for score in scores if score.required and score.verdict == "not_met"]
     cited: dict[int, None] = {}
-    for score in failed:
+    for score in scores:
+        if not score.required or score.verdict != "not_met":
+            continue
         if score.metric in _NOT_HEARD:
             return []
-        turns = [score.turn] if score.turn is not None else []
-        if not turns and score.step is not None:
-            turns = [event.turn for event in replies if event.step == score.step]
-        # A score of the whole conversation (or of a step it never reached) read every turn.
-        turns = turns or [event.turn for event in replies]
-        unclear = [turn for turn in turns if turn in doubtful]
+        unclear = reading.doubtful_turns(score)
         if not unclear:
             return []
         cited.update(dict.fromkeys(unclear))
-    notes = []
-    for turn in sorted(cited):
-        voice = doubtful[turn].voice
-        assert voice is not None
-        if voice.confidence is not None and voice.confidence < bar:
-            heard = redacted_and_shortened(doubtful[turn].text, _WHY) or "nothing"
-            notes.append(
-                f"unsure: the recogniser heard the agent's turn {turn} as {heard!r} with confidence "
-                f"{voice.confidence:.2f}, below the suite's min_confidence {bar:g}; a failing check there may be "
-                "a recognition error, not the agent's"
-            )
-        if voice.user_heard_confidence is not None and voice.user_heard_confidence < bar:
-            heard = redacted_and_shortened(voice.user_heard or "", _WHY) or "nothing"
-            notes.append(
-                f"unsure: Simulator's recogniser heard the user's turn {turn} for the agent as {heard!r} with "
-                f"confidence {voice.user_heard_confidence:.2f}, below the suite's min_confidence {bar:g}; the agent "
-                "answered what was misheard, a harness error, not the agent's"
-            )
-    return notes
+    return reading.notes(cited, "a failing check there may be a recognition error, not the agent's")
+
+
+def unheard_pass(transcript: Transcript, scores: Sequence[Score]) -> list[str]:
+    """A voice conversation's pass that rests on a turn heard with less confidence than ``min_confidence``: a
+    recognition error can make a wrong answer read right, so a passing check on such a turn is no evidence. One
+    note per such turn; none when every passing check read turns heard clearly (or what the agent did)."""
+    reading = _Reading.of(transcript)
+    if reading is None:
+        return []
+    cited: dict[int, None] = {}
+    for score in scores:
+        if score.required and score.verdict == "met" and score.metric not in _NOT_HEARD:
+            cited.update(dict.fromkeys(reading.doubtful_turns(score)))
+    return reading.notes(cited, "a passing check there may rest on a recognition error: no evidence of a pass")
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """How a voice conversation was heard: its confidence bar, its agent turns, and those a recogniser of
+    Simulator's was unsure of (of the agent's audio, or of the user's audio it heard for a text agent)."""
+
+    bar: float
+    replies: list[AgentEvent]
+    doubtful: dict[int, AgentEvent]
+
+    @classmethod
+    def of(cls, transcript: Transcript) -> _Reading | None:
+        if transcript.voice is None:
+            return None
+        bar = transcript.voice.min_confidence
+        replies = [event for event in transcript.agent_events() if event.voice is not None]
+        doubtful = {event.turn: event for event in replies if _doubtful(event, bar)}
+        return cls(bar, replies, doubtful) if doubtful else None
+
+    def doubtful_turns(self, score: Score) -> list[int]:
+        """The doubtful turns among those ``score`` read: its turn, else its step's, else (a score of the whole
+        conversation, or of a step it never reached) every turn."""
+        turns = [score.turn] if score.turn is not None else []
+        if not turns and score.step is not None:
+            turns = [event.turn for event in self.replies if event.step == score.step]
+        turns = turns or [event.turn for event in self.replies]
+        return [turn for turn in turns if turn in self.doubtful]
+
+    def notes(self, cited: Mapping[int, None], consequence: str) -> list[str]:
+        notes = []
+        bar = self.bar
+        for turn in sorted(cited):
+            event = self.doubtful[turn]
+            voice = event.voice
+            assert voice is not None
+            if voice.confidence is not None and voice.confidence < bar:
+                heard = redacted_and_shortened(event.text, _WHY) or "nothing"
+                notes.append(
+                    f"unsure: the recogniser heard the agent's turn {turn} as {heard!r} with confidence "
+                    f"{voice.confidence:.2f}, below the suite's min_confidence {bar:g}; {consequence}"
+                )
+            if voice.user_heard_confidence is not None and voice.user_heard_confidence < bar:
+                heard = redacted_and_shortened(voice.user_heard or "", _WHY) or "nothing"
+                notes.append(
+                    f"unsure: Simulator's recogniser heard the user's turn {turn} for the agent as {heard!r} with "
+                    f"confidence {voice.user_heard_confidence:.2f}, below the suite's min_confidence {bar:g}; the "
+                    f"agent answered what was misheard (a harness error, not the agent's): {consequence}"
+                )
+        return notes
 
 
 def _doubtful(event: AgentEvent, bar: float) -> bool:
