@@ -13,13 +13,17 @@ with exactly ``case_0`` and ``case_1`` stored.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -90,11 +94,28 @@ def environment(root: Path, *, db_in_env: bool = True) -> dict[str, str]:
 
 
 def start(root: Path, *args: str, db_in_env: bool = True) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "simulator", *args],
-        cwd=root, env=environment(root, db_in_env=db_in_env),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    with ctrl_c_heard():
+        return subprocess.Popen(
+            [sys.executable, "-m", "simulator", *args],
+            cwd=root, env=environment(root, db_in_env=db_in_env),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+
+
+@contextlib.contextmanager
+def ctrl_c_heard() -> Iterator[None]:
+    """The run started inside hears Ctrl-C (SIGINT) as a terminal's foreground command does, however pytest was
+    started: a shell starts a background command (``pytest &``, ``nohup``) with SIGINT ignored, and a child
+    inherits an ignored signal; a handled one is reset to its default when the child starts."""
+    main = threading.current_thread() is threading.main_thread()
+    ignored = main and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def simulator(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
