@@ -5,21 +5,21 @@ no network)."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from simulator.errors import ConfigError
 from simulator.llm import LLMClient, Role
 from simulator.models import ModelRoles
 from simulator.models.voice import SuiteVoice
 from simulator.voice._fake import FakeRecognizer, FakeSynthesizer
+from simulator.voice._missing import SpeechBackendMissing
+from simulator.voice._offline import offline_recognizer, offline_synthesizer
 from simulator.voice._protocol import Recognizer, Synthesizer
 from simulator.voice._provider import ProviderRecognizer, ProviderSynthesizer
 
-#: The extra that installs the offline speech backends.
-INSTALL = "pip install 'simulator[voice]'"
+_Backend = TypeVar("_Backend", Synthesizer, Recognizer)
 
 
 def speech_backends(
@@ -44,13 +44,13 @@ def speech_backends(
     elif speech is not None:
         synthesizer = ProviderSynthesizer(client, Role.VOICE)
     else:
-        synthesizer = _offline("offline_synthesizer", "speech synthesizer", where)
+        synthesizer = _installed(offline_synthesizer, where)
     if fake or _is_fake(hearing):
         recognizer = FakeRecognizer(name=hearing or "fake-recognizer")
     elif hearing is not None:
         recognizer = ProviderRecognizer(client, Role.TRANSCRIBER)
     else:
-        recognizer = _offline("offline_recognizer", "speech recogniser", where)
+        recognizer = _installed(offline_recognizer, where)
     return synthesizer, recognizer
 
 
@@ -63,16 +63,11 @@ def _is_fake(model: str | None) -> bool:
     return model is not None and model.startswith("fake/")
 
 
-def _offline(factory: str, what: str, where: str | Path) -> Any:
-    """The offline default backend ``factory`` of :mod:`simulator.voice` builds, or a ConfigError saying why not."""
-    make: Callable[[], Any] | None = getattr(importlib.import_module("simulator.voice"), factory, None)
-    if make is None:
+def _installed(factory: Callable[[], _Backend], where: str | Path) -> _Backend:
+    """The offline default backend ``factory`` builds, or a ConfigError at the suite saying what to install."""
+    try:
+        return factory()
+    except SpeechBackendMissing as exc:
         raise ConfigError(
-            where,
-            1,
-            1,
-            "voice",
-            f"voice cases need a {what}, and no offline speech backend is installed: {INSTALL} (or set "
-            "`voice: {backend: fake}` in the suite for the test backends)",
-        )
-    return make()
+            where, 1, 1, "voice", f"{exc} (or set `voice: {{backend: fake}}` in the suite for the test backends)"
+        ) from None

@@ -269,10 +269,13 @@ def test_a_voice_suite_runs_from_the_command_line_and_its_report_renders(
 def test_a_voice_run_without_a_speech_backend_stops_before_it_starts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import simulator.voice
+    from simulator.voice._missing import SpeechBackendMissing
+
+    def missing() -> None:
+        raise SpeechBackendMissing("the offline synthesizer eSpeak NG is not installed: pip install 'simulator[voice]'")
 
     for factory in ("offline_synthesizer", "offline_recognizer"):
-        monkeypatch.delattr(simulator.voice, factory, raising=False)
+        monkeypatch.setattr(f"simulator.voice._backends.{factory}", missing)
     suite = _project(tmp_path)
     suite.write_text(suite.read_text(encoding="utf-8").replace("voice: {backend: fake}\n", ""), encoding="utf-8")
     with pytest.raises(ConfigErrors) as raised:
